@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "addr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_addr.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <linux/rtnetlink.h>
+#include <net/if_arp.h>
+#include <netinet/icmp6.h>
+#include <netinet/in.h>
+#include <netlink/addr.h>
+#include <netlink/cache.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/nexthop.h>
+#include <netlink/route/route.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "nl.h"
+
+static void nl_addr_putp(struct nl_addr **a)
+{
+	if (*a)
+		nl_addr_put(*a);
+}
+#define _cleanup_nl_addr_ __attribute__((cleanup(nl_addr_putp)))
+
+static void rtnl_addr_putp(struct rtnl_addr **a)
+{
+	if (*a)
+		rtnl_addr_put(*a);
+}
+
+static void rtnl_route_putp(struct rtnl_route **r)
+{
+	if (*r)
+		rtnl_route_put(*r);
+}
+
+static void nl_cache_freep(struct nl_cache **c)
+{
+	if (*c)
+		nl_cache_free(*c);
+}
+
+static int parse_cidr(const char *cidr, struct nl_addr **ret)
+{
+	return nl_addr_parse(cidr, AF_UNSPEC, ret) < 0 ? -EINVAL : 0;
+}
+
+int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
+		 struct hpn_err *err)
+{
+	__attribute__((cleanup(rtnl_addr_putp))) struct rtnl_addr *addr = rtnl_addr_alloc();
+	_cleanup_nl_addr_ struct nl_addr *local = NULL;
+	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (!addr)
+		return -ENOMEM;
+	if (parse_cidr(cidr, &local) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "address \"%s\" is not a CIDR",
+				   cidr);
+	rtnl_addr_set_ifindex(addr, ifindex);
+	rtnl_addr_set_local(addr, local);
+	if (nl_addr_get_family(local) == AF_INET6)
+		rtnl_addr_set_flags(addr, IFA_F_NODAD);
+	if (rtnl_addr_build_add_request(addr, NLM_F_EXCL, &msg) < 0)
+		return -ENOMEM;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "add address %s to \"%s\"", cidr, ifname);
+	return 0;
+}
+
+static int build_route(int ifindex, const struct hpn_route *rt, const char *gw,
+		       struct rtnl_route **ret)
+{
+	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = rtnl_route_alloc();
+	_cleanup_nl_addr_ struct nl_addr *dst = NULL, *via = NULL;
+	struct rtnl_nexthop *nh;
+
+	if (!route)
+		return -ENOMEM;
+	if (parse_cidr(rt->dst, &dst) < 0 || (gw && nl_addr_parse(gw, AF_UNSPEC, &via) < 0))
+		return -EINVAL;
+	if (via && nl_addr_get_family(via) != nl_addr_get_family(dst))
+		return -EAFNOSUPPORT;
+	rtnl_route_set_family(route, (uint8_t)nl_addr_get_family(dst));
+	if (rtnl_route_set_dst(route, dst) < 0)
+		return -EINVAL;
+	rtnl_route_set_table(route, rt->has & HPN_ROUTE_HAS_TABLE ? (uint32_t)rt->table
+								  : RT_TABLE_MAIN);
+	rtnl_route_set_protocol(route, RTPROT_BOOT);
+	rtnl_route_set_type(route, RTN_UNICAST);
+	rtnl_route_set_scope(route, rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
+			     : via ? RT_SCOPE_UNIVERSE
+				   : RT_SCOPE_LINK);
+	if (rt->has & HPN_ROUTE_HAS_PRIORITY)
+		rtnl_route_set_priority(route, (uint32_t)rt->priority);
+	if (rt->has & HPN_ROUTE_HAS_MTU)
+		rtnl_route_set_metric(route, RTAX_MTU, (unsigned int)rt->mtu);
+	if (rt->has & HPN_ROUTE_HAS_ADVMSS)
+		rtnl_route_set_metric(route, RTAX_ADVMSS, (unsigned int)rt->advmss);
+	nh = rtnl_route_nh_alloc();
+	if (!nh)
+		return -ENOMEM;
+	rtnl_route_nh_set_ifindex(nh, ifindex);
+	if (via)
+		rtnl_route_nh_set_gateway(nh, via);
+	rtnl_route_add_nexthop(route, nh);
+	*ret = TAKE_PTR(route);
+	return 0;
+}
+
+int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname,
+		  const struct hpn_route *rt, const char *gw, struct hpn_err *err)
+{
+	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = NULL;
+	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	r = build_route(ifindex, rt, gw, &route);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, r, "route to %s via %s: %s", rt->dst,
+				   gw ? gw : "link", strerror(-r));
+	if (rtnl_route_build_add_request(route, NLM_F_EXCL, &msg) < 0)
+		return -ENOMEM;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "add route to %s via %s on \"%s\"", rt->dst,
+				  gw ? gw : "link", ifname);
+	return 0;
+}
+
+int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_err *err)
+{
+	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
+	_cleanup_nl_addr_ struct nl_addr *want = NULL;
+	struct nl_object *o;
+
+	if (parse_cidr(cidr, &want) < 0)
+		return -EINVAL;
+	if (rtnl_addr_alloc_cache(sk, &cache) < 0)
+		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list addresses");
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)o;
+		struct nl_addr *local = rtnl_addr_get_local(a);
+
+		if (rtnl_addr_get_ifindex(a) == ifindex && local && !nl_addr_cmp(local, want) &&
+		    nl_addr_get_prefixlen(local) == nl_addr_get_prefixlen(want))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,
+		   struct hpn_err *err)
+{
+	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *want = NULL;
+	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
+	struct nl_object *o;
+	int r = build_route(ifindex, rt, gw, &want);
+
+	if (r < 0)
+		return r;
+	if (rtnl_route_alloc_cache(sk, rtnl_route_get_family(want), 0, &cache) < 0)
+		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list routes");
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_route *got = (struct rtnl_route *)o;
+		struct rtnl_nexthop *nh, *wnh = rtnl_route_nexthop_n(want, 0);
+		struct nl_addr *ngw, *wgw = rtnl_route_nh_get_gateway(wnh);
+
+		if (rtnl_route_get_table(got) != rtnl_route_get_table(want) ||
+		    nl_addr_cmp(rtnl_route_get_dst(got), rtnl_route_get_dst(want)) ||
+		    nl_addr_get_prefixlen(rtnl_route_get_dst(got)) !=
+			    nl_addr_get_prefixlen(rtnl_route_get_dst(want)) ||
+		    rtnl_route_get_nnexthops(got) < 1)
+			continue;
+		nh = rtnl_route_nexthop_n(got, 0);
+		ngw = rtnl_route_nh_get_gateway(nh);
+		if (rtnl_route_nh_get_ifindex(nh) != ifindex)
+			continue;
+		if ((!ngw) != (!wgw) || (ngw && nl_addr_cmp_prefix(ngw, wgw)))
+			continue;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int split_ip(const char *cidr, int *family, void *buf)
+{
+	char ip[INET6_ADDRSTRLEN + 1];
+	const char *slash = strchr(cidr, '/');
+	size_t n = slash ? (size_t)(slash - cidr) : strlen(cidr);
+
+	if (n >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, cidr, n);
+	ip[n] = '\0';
+	if (inet_pton(AF_INET, ip, buf) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, ip, buf) == 1)
+		*family = AF_INET6;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* RFC 5227 ARP announcement: a request whose sender and target are our address. */
+static int garp(int ifindex, const uint8_t mac[HPN_MAC_LEN], const struct in_addr *ip)
+{
+	struct {
+		struct arphdr h;
+		uint8_t sha[6], sip[4], tha[6], tip[4];
+	} __attribute__((packed)) pkt = {
+		.h = { .ar_hrd = htons(ARPHRD_ETHER), .ar_pro = htons(ETH_P_IP), .ar_hln = 6,
+		       .ar_pln = 4, .ar_op = htons(ARPOP_REQUEST) },
+	};
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP),
+				   .sll_ifindex = ifindex, .sll_halen = 6 };
+	_cleanup_close_ int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	memcpy(pkt.sha, mac, 6);
+	memcpy(pkt.sip, ip, 4);
+	memcpy(pkt.tip, ip, 4);
+	memset(sll.sll_addr, 0xff, 6);
+	if (sendto(fd, &pkt, sizeof(pkt), 0, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* RFC 4861 7.2.6 unsolicited advertisement to all-nodes; the kernel fills the checksum. */
+static int unsolicited_na(int ifindex, const uint8_t mac[HPN_MAC_LEN], const struct in6_addr *ip)
+{
+	struct {
+		struct nd_neighbor_advert na;
+		struct nd_opt_hdr opt;
+		uint8_t lladdr[6];
+	} __attribute__((packed)) pkt = {
+		.na = { .nd_na_hdr = { .icmp6_type = ND_NEIGHBOR_ADVERT },
+			.nd_na_target = *ip },
+		.opt = { .nd_opt_type = ND_OPT_TARGET_LINKADDR, .nd_opt_len = 1 },
+	};
+	struct sockaddr_in6 src = { .sin6_family = AF_INET6, .sin6_addr = *ip };
+	struct sockaddr_in6 dst = { .sin6_family = AF_INET6, .sin6_scope_id = (uint32_t)ifindex };
+	_cleanup_close_ int fd = socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6);
+	int hops = 255;
+
+	if (fd < 0)
+		return -errno;
+	pkt.na.nd_na_flags_reserved = ND_NA_FLAG_OVERRIDE;
+	memcpy(pkt.lladdr, mac, 6);
+	inet_pton(AF_INET6, "ff02::1", &dst.sin6_addr);
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_HOPS, &hops, sizeof(hops)) < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_MULTICAST_IF, &ifindex, sizeof(ifindex)) < 0 ||
+	    bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0)
+		return -errno;
+	if (sendto(fd, &pkt, sizeof(pkt), 0, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+		return -errno;
+	return 0;
+}
+
+int hpn_announce(int ifindex, const uint8_t mac[HPN_MAC_LEN], const char *cidr)
+{
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} ip;
+	int family, r = split_ip(cidr, &family, &ip);
+
+	if (r < 0)
+		return r;
+	return family == AF_INET ? garp(ifindex, mac, &ip.v4) : unsolicited_na(ifindex, mac, &ip.v6);
+}

@@ -1,0 +1,819 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cni.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *const hpn_cni_versions[] = { "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL };
+
+static const struct {
+	const char *name;
+	enum hpn_cmd cmd;
+} commands[] = {
+	{ "ADD", HPN_CMD_ADD },	      { "DEL", HPN_CMD_DEL },	  { "CHECK", HPN_CMD_CHECK },
+	{ "VERSION", HPN_CMD_VERSION }, { "STATUS", HPN_CMD_STATUS }, { "GC", HPN_CMD_GC },
+};
+
+/* CNI_ARGS keys the plugin understands; others need IgnoreUnknown (spec convention). */
+static const char *const known_args[] = {
+	"IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME", "K8S_POD_INFRA_CONTAINER_ID",
+	"K8S_POD_UID", NULL,
+};
+
+static bool str_in(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (!strcmp(s, *list))
+			return true;
+	return false;
+}
+
+bool hpn_version_supported(const char *v)
+{
+	return v && str_in(v, hpn_cni_versions);
+}
+
+static int version_parts(const char *v, long out[3])
+{
+	char *end;
+
+	for (int i = 0; i < 3; i++) {
+		if (!*v || *v < '0' || *v > '9')
+			return -EINVAL;
+		out[i] = strtol(v, &end, 10);
+		v = end;
+		if (i < 2 && *v++ != '.')
+			return -EINVAL;
+	}
+	return *v ? -EINVAL : 0;
+}
+
+int hpn_version_cmp(const char *a, const char *b)
+{
+	long pa[3], pb[3];
+	int ea = version_parts(a, pa), eb = version_parts(b, pb);
+
+	if (ea || eb)
+		return ea && eb ? 0 : (ea ? -1 : 1);
+	for (int i = 0; i < 3; i++)
+		if (pa[i] != pb[i])
+			return pa[i] < pb[i] ? -1 : 1;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *ret)
+{
+	if (!strcasecmp(s, "1") || !strcasecmp(s, "true")) {
+		*ret = true;
+		return 0;
+	}
+	if (!strcasecmp(s, "0") || !strcasecmp(s, "false")) {
+		*ret = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int hpn_args_parse(struct hpn_env *env, const char *s, struct hpn_err *err)
+{
+	_cleanup_free_ char *copy = NULL;
+	bool ignore_unknown = false;
+	char *save = NULL, *tok;
+
+	if (!s || !*s)
+		return 0;
+	if (strlen(s) > 8192)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_ARGS is longer than 8192 bytes");
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(tok, '=');
+
+		if (!eq || eq == tok)
+			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+					   "CNI_ARGS: \"%s\" is not KEY=VALUE", tok);
+		if (env->n_args == HPN_MAX_ARGS)
+			return hpn_err_set(err, HPN_E_INVALID_ENV, E2BIG,
+					   "CNI_ARGS: more than %d pairs", HPN_MAX_ARGS);
+		*eq = '\0';
+		for (size_t i = 0; i < env->n_args; i++)
+			if (!strcmp(env->args[i].key, tok))
+				return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+						   "CNI_ARGS: key %s given twice", tok);
+		env->args[env->n_args].key = strdup(tok);
+		env->args[env->n_args].value = strdup(eq + 1);
+		if (!env->args[env->n_args].key || !env->args[env->n_args].value) {
+			free(env->args[env->n_args].key);
+			free(env->args[env->n_args].value);
+			return -ENOMEM;
+		}
+		env->n_args++;
+		if (!strcmp(tok, "IgnoreUnknown") && parse_bool(eq + 1, &ignore_unknown) < 0)
+			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+					   "CNI_ARGS: IgnoreUnknown=%s is not a boolean", eq + 1);
+	}
+	if (ignore_unknown)
+		return 0;
+	for (size_t i = 0; i < env->n_args; i++)
+		if (!str_in(env->args[i].key, known_args))
+			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+					   "CNI_ARGS: unknown key %s (set IgnoreUnknown=1 to allow)",
+					   env->args[i].key);
+	return 0;
+}
+
+const char *hpn_env_arg(const struct hpn_env *env, const char *key)
+{
+	for (size_t i = 0; i < env->n_args; i++)
+		if (!strcmp(env->args[i].key, key))
+			return env->args[i].value;
+	return NULL;
+}
+
+void hpn_env_free(struct hpn_env *env)
+{
+	for (size_t i = 0; i < env->n_args; i++) {
+		free(env->args[i].key);
+		free(env->args[i].value);
+	}
+	env->n_args = 0;
+}
+
+static const char *env_get(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+int hpn_env_parse(struct hpn_env *env, struct hpn_err *err)
+{
+	const char *cmd = env_get("CNI_COMMAND");
+	bool need_netns, found = false;
+
+	memset(env, 0, sizeof(*env));
+	if (!cmd)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_COMMAND is not set");
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(commands); i++) {
+		if (!strcmp(cmd, commands[i].name)) {
+			env->cmd = commands[i].cmd;
+			found = true;
+		}
+	}
+	if (!found)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_COMMAND \"%s\" is unknown",
+				   cmd);
+	env->command = cmd;
+	/* VERSION, STATUS and GC take no per-container parameters. */
+	if (env->cmd == HPN_CMD_VERSION)
+		return 0;
+	env->path = env_get("CNI_PATH");
+	if (env->cmd == HPN_CMD_STATUS || env->cmd == HPN_CMD_GC)
+		return 0;
+
+	env->container_id = env_get("CNI_CONTAINERID");
+	env->netns = env_get("CNI_NETNS");
+	env->ifname = env_get("CNI_IFNAME");
+	if (!env->container_id)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_CONTAINERID is not set");
+	if (!hpn_valid_container_id(env->container_id))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_CONTAINERID \"%.64s\" has characters outside [A-Za-z0-9_.-] or does not start alphanumeric",
+				   env->container_id);
+	/* DEL must work after the namespace is gone: CNI_NETNS is optional there. */
+	need_netns = env->cmd != HPN_CMD_DEL;
+	if (need_netns && !env->netns)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_NETNS is not set");
+	if (env->netns && (env->netns[0] != '/' || strlen(env->netns) > 4095))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_NETNS \"%.64s\" is not an absolute path", env->netns);
+	if (!env->ifname)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_IFNAME is not set");
+	if (!hpn_valid_ifname(env->ifname))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_IFNAME \"%.64s\" is not a valid interface name (1-15 bytes, not . or .., no / : or space)",
+				   env->ifname);
+	if (!env->path && env->cmd != HPN_CMD_DEL)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_PATH is not set");
+	return hpn_args_parse(env, getenv("CNI_ARGS"), err);
+}
+
+/* ---- results ---- */
+
+struct hpn_result *hpn_result_new(void)
+{
+	struct hpn_result *res = calloc(1, sizeof(*res));
+
+	return res;
+}
+
+void hpn_dns_free(struct hpn_dns *dns)
+{
+	for (size_t i = 0; i < dns->n_nameservers; i++)
+		free(dns->nameservers[i]);
+	for (size_t i = 0; i < dns->n_search; i++)
+		free(dns->search[i]);
+	for (size_t i = 0; i < dns->n_options; i++)
+		free(dns->options[i]);
+	free(dns->domain);
+	memset(dns, 0, sizeof(*dns));
+}
+
+void hpn_result_free(struct hpn_result *res)
+{
+	if (!res)
+		return;
+	for (size_t i = 0; i < res->n_ifaces; i++) {
+		free(res->ifaces[i].name);
+		free(res->ifaces[i].mac);
+		free(res->ifaces[i].sandbox);
+		free(res->ifaces[i].pci_id);
+		free(res->ifaces[i].socket_path);
+	}
+	for (size_t i = 0; i < res->n_ips; i++) {
+		free(res->ips[i].address);
+		free(res->ips[i].gateway);
+	}
+	for (size_t i = 0; i < res->n_routes; i++) {
+		free(res->routes[i].dst);
+		free(res->routes[i].gw);
+	}
+	hpn_dns_free(&res->dns);
+	free(res);
+}
+
+static bool valid_ip(const char *s)
+{
+	unsigned char buf[16];
+
+	return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static bool valid_cidr(const char *s)
+{
+	char ip[64];
+	const char *slash = strchr(s, '/');
+	char *end;
+	long plen;
+	unsigned char buf[16];
+
+	if (!slash || (size_t)(slash - s) >= sizeof(ip))
+		return false;
+	memcpy(ip, s, (size_t)(slash - s));
+	ip[slash - s] = '\0';
+	if (!slash[1])
+		return false;
+	plen = strtol(slash + 1, &end, 10);
+	if (*end || plen < 0)
+		return false;
+	if (inet_pton(AF_INET, ip, buf) == 1)
+		return plen <= 32;
+	if (inet_pton(AF_INET6, ip, buf) == 1)
+		return plen <= 128;
+	return false;
+}
+
+/* Optional string member: absent or null is fine, another type is not. */
+static int get_str(const cJSON *obj, const char *key, const char *what, char **ret,
+		   struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.%s must be a string", what, key);
+	*ret = strdup(v->valuestring);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int get_int(const cJSON *obj, const char *key, const char *what, int min, int max,
+		   int *ret, bool *present, struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (present)
+		*present = false;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
+	    v->valuedouble < min || v->valuedouble > max)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "%s.%s must be an integer in [%d, %d]", what, key, min, max);
+	*ret = (int)v->valuedouble;
+	if (present)
+		*present = true;
+	return 0;
+}
+
+static int get_str_array(const cJSON *obj, const char *key, const char *what, char **out,
+			 size_t *n, struct hpn_err *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key), *v;
+
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.%s must be an array", what, key);
+	cJSON_ArrayForEach(v, arr) {
+		if (!cJSON_IsString(v))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "%s.%s must hold strings", what, key);
+		if (*n == HPN_MAX_DNS)
+			return hpn_err_set(err, HPN_E_DECODE, E2BIG, "%s.%s has more than %d entries",
+					   what, key, HPN_MAX_DNS);
+		out[*n] = strdup(v->valuestring);
+		if (!out[*n])
+			return -ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+int hpn_dns_from_cjson(const void *vobj, struct hpn_dns *dns, struct hpn_err *err)
+{
+	const cJSON *obj = vobj;
+	int r;
+
+	if (!obj || cJSON_IsNull(obj))
+		return 0;
+	if (!cJSON_IsObject(obj))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "dns must be an object");
+	r = get_str_array(obj, "nameservers", "dns", dns->nameservers, &dns->n_nameservers, err);
+	if (r >= 0)
+		r = get_str(obj, "domain", "dns", &dns->domain, err);
+	if (r >= 0)
+		r = get_str_array(obj, "search", "dns", dns->search, &dns->n_search, err);
+	if (r >= 0)
+		r = get_str_array(obj, "options", "dns", dns->options, &dns->n_options, err);
+	return r;
+}
+
+static int parse_iface(const cJSON *o, size_t idx, struct hpn_iface *ifc, struct hpn_err *err)
+{
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "interfaces[%zu]", idx);
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+	r = get_str(o, "name", what, &ifc->name, err);
+	if (r >= 0 && !ifc->name)
+		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.name is required", what);
+	if (r >= 0)
+		r = get_str(o, "mac", what, &ifc->mac, err);
+	if (r >= 0)
+		r = get_int(o, "mtu", what, 0, 65535 * 16, &ifc->mtu, NULL, err);
+	if (r >= 0)
+		r = get_str(o, "sandbox", what, &ifc->sandbox, err);
+	if (r >= 0)
+		r = get_str(o, "pciID", what, &ifc->pci_id, err);
+	if (r >= 0)
+		r = get_str(o, "socketPath", what, &ifc->socket_path, err);
+	return r;
+}
+
+static int parse_ip(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_ipcfg *ip,
+		    struct hpn_err *err)
+{
+	bool has_if;
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "ips[%zu]", idx);
+	ip->interface = -1;
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+	r = get_str(o, "address", what, &ip->address, err);
+	if (r < 0)
+		return r;
+	if (!ip->address || !valid_cidr(ip->address))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.address must be an IP/prefix",
+				   what);
+	r = get_str(o, "gateway", what, &ip->gateway, err);
+	if (r < 0)
+		return r;
+	if (ip->gateway && !valid_ip(ip->gateway))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.gateway is not an IP address",
+				   what);
+	r = get_int(o, "interface", what, 0, HPN_MAX_IFACES - 1, &ip->interface, &has_if, err);
+	if (r < 0)
+		return r;
+	if (!has_if)
+		ip->interface = -1;
+	else if ((size_t)ip->interface >= n_ifaces)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "%s.interface %d is past the %zu interfaces", what, ip->interface,
+				   n_ifaces);
+	return 0;
+}
+
+static int parse_route(const cJSON *o, size_t idx, struct hpn_route *rt, struct hpn_err *err)
+{
+	static const struct {
+		const char *key;
+		unsigned flag;
+		int min, max;
+		size_t off;
+	} ints[] = {
+		{ "mtu", HPN_ROUTE_HAS_MTU, 0, 1 << 20, offsetof(struct hpn_route, mtu) },
+		{ "advmss", HPN_ROUTE_HAS_ADVMSS, 0, 1 << 20, offsetof(struct hpn_route, advmss) },
+		{ "priority", HPN_ROUTE_HAS_PRIORITY, 0, 0x7fffffff,
+		  offsetof(struct hpn_route, priority) },
+		{ "table", HPN_ROUTE_HAS_TABLE, 0, 0x7fffffff, offsetof(struct hpn_route, table) },
+		{ "scope", HPN_ROUTE_HAS_SCOPE, 0, 255, offsetof(struct hpn_route, scope) },
+	};
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "routes[%zu]", idx);
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+	r = get_str(o, "dst", what, &rt->dst, err);
+	if (r < 0)
+		return r;
+	if (!rt->dst || !valid_cidr(rt->dst))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.dst must be an IP/prefix", what);
+	r = get_str(o, "gw", what, &rt->gw, err);
+	if (r < 0)
+		return r;
+	if (rt->gw && !valid_ip(rt->gw))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.gw is not an IP address", what);
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(ints); i++) {
+		bool present;
+
+		r = get_int(o, ints[i].key, what, ints[i].min, ints[i].max,
+			    (int *)((char *)rt + ints[i].off), &present, err);
+		if (r < 0)
+			return r;
+		if (present)
+			rt->has |= ints[i].flag;
+	}
+	return 0;
+}
+
+static int parse_array(const cJSON *obj, const char *key, size_t max, const cJSON **ret,
+		       struct hpn_err *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	*ret = NULL;
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	if (!cJSON_IsArray(arr))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "result.%s must be an array", key);
+	if ((size_t)cJSON_GetArraySize(arr) > max)
+		return hpn_err_set(err, HPN_E_DECODE, E2BIG, "result.%s has more than %zu entries",
+				   key, max);
+	*ret = arr;
+	return 0;
+}
+
+int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_err *err)
+{
+	const cJSON *obj = vobj, *arr, *v;
+	struct hpn_result *res;
+	int r;
+
+	if (!cJSON_IsObject(obj))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "result must be a JSON object");
+	res = hpn_result_new();
+	if (!res)
+		return -ENOMEM;
+	r = parse_array(obj, "interfaces", HPN_MAX_IFACES, &arr, err);
+	if (r >= 0 && arr)
+		cJSON_ArrayForEach(v, arr) {
+			r = parse_iface(v, res->n_ifaces, &res->ifaces[res->n_ifaces], err);
+			res->n_ifaces++;
+			if (r < 0)
+				break;
+		}
+	if (r >= 0)
+		r = parse_array(obj, "ips", HPN_MAX_IPS, &arr, err);
+	if (r >= 0 && arr)
+		cJSON_ArrayForEach(v, arr) {
+			r = parse_ip(v, res->n_ips, res->n_ifaces, &res->ips[res->n_ips], err);
+			res->n_ips++;
+			if (r < 0)
+				break;
+		}
+	if (r >= 0)
+		r = parse_array(obj, "routes", HPN_MAX_ROUTES, &arr, err);
+	if (r >= 0 && arr)
+		cJSON_ArrayForEach(v, arr) {
+			r = parse_route(v, res->n_routes, &res->routes[res->n_routes], err);
+			res->n_routes++;
+			if (r < 0)
+				break;
+		}
+	if (r >= 0)
+		r = hpn_dns_from_cjson(cJSON_GetObjectItemCaseSensitive(obj, "dns"), &res->dns, err);
+	if (r < 0) {
+		hpn_result_free(res);
+		return r;
+	}
+	*ret = res;
+	return 0;
+}
+
+int hpn_result_parse(const char *json, size_t len, struct hpn_result **ret, struct hpn_err *err)
+{
+	cJSON *obj = cJSON_ParseWithLength(json, len);
+	int r;
+
+	if (!obj)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "result is not valid JSON");
+	r = hpn_result_from_cjson(obj, ret, err);
+	cJSON_Delete(obj);
+	return r;
+}
+
+static int dup_into(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (!src)
+		return 0;
+	*dst = strdup(src);
+	return *dst ? 0 : -ENOMEM;
+}
+
+int hpn_result_add_iface(struct hpn_result *res, const struct hpn_iface *src)
+{
+	struct hpn_iface *d;
+
+	if (res->n_ifaces == HPN_MAX_IFACES)
+		return -E2BIG;
+	d = &res->ifaces[res->n_ifaces];
+	memset(d, 0, sizeof(*d));
+	d->mtu = src->mtu;
+	/* Count it first so hpn_result_free() owns whatever was copied. */
+	res->n_ifaces++;
+	if (dup_into(&d->name, src->name) || dup_into(&d->mac, src->mac) ||
+	    dup_into(&d->sandbox, src->sandbox) || dup_into(&d->pci_id, src->pci_id) ||
+	    dup_into(&d->socket_path, src->socket_path))
+		return -ENOMEM;
+	return (int)res->n_ifaces - 1;
+}
+
+int hpn_dns_copy(struct hpn_dns *dst, const struct hpn_dns *src)
+{
+	hpn_dns_free(dst);
+	for (size_t i = 0; i < src->n_nameservers; i++, dst->n_nameservers++)
+		if (dup_into(&dst->nameservers[i], src->nameservers[i]))
+			return -ENOMEM;
+	for (size_t i = 0; i < src->n_search; i++, dst->n_search++)
+		if (dup_into(&dst->search[i], src->search[i]))
+			return -ENOMEM;
+	for (size_t i = 0; i < src->n_options; i++, dst->n_options++)
+		if (dup_into(&dst->options[i], src->options[i]))
+			return -ENOMEM;
+	return dup_into(&dst->domain, src->domain);
+}
+
+bool hpn_dns_empty(const struct hpn_dns *dns)
+{
+	return !dns->n_nameservers && !dns->domain && !dns->n_search && !dns->n_options;
+}
+
+int hpn_result_merge_ipam(struct hpn_result *res, const struct hpn_result *src, int iface_idx)
+{
+	if (res->n_ips + src->n_ips > HPN_MAX_IPS || res->n_routes + src->n_routes > HPN_MAX_ROUTES)
+		return -E2BIG;
+	for (size_t i = 0; i < src->n_ips; i++) {
+		struct hpn_ipcfg *d = &res->ips[res->n_ips++];
+
+		d->interface = iface_idx;
+		if (dup_into(&d->address, src->ips[i].address) ||
+		    dup_into(&d->gateway, src->ips[i].gateway))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < src->n_routes; i++) {
+		struct hpn_route *d = &res->routes[res->n_routes++];
+
+		*d = src->routes[i];
+		d->dst = d->gw = NULL;
+		if (dup_into(&d->dst, src->routes[i].dst) || dup_into(&d->gw, src->routes[i].gw))
+			return -ENOMEM;
+	}
+	/* DNS: the runtime's prevResult wins; otherwise what IPAM returned. */
+	if (hpn_dns_empty(&res->dns))
+		return hpn_dns_copy(&res->dns, &src->dns);
+	return 0;
+}
+
+int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src)
+{
+	size_t base = dst->n_ifaces;
+	int r = 0;
+
+	if (dst->n_ifaces + src->n_ifaces > HPN_MAX_IFACES || dst->n_ips + src->n_ips > HPN_MAX_IPS ||
+	    dst->n_routes + src->n_routes > HPN_MAX_ROUTES)
+		return -E2BIG;
+	for (size_t i = 0; r >= 0 && i < src->n_ifaces; i++)
+		r = hpn_result_add_iface(dst, &src->ifaces[i]);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < src->n_ips; i++) {
+		struct hpn_ipcfg *d = &dst->ips[dst->n_ips++];
+
+		d->interface = src->ips[i].interface >= 0 ? src->ips[i].interface + (int)base : -1;
+		if (dup_into(&d->address, src->ips[i].address) ||
+		    dup_into(&d->gateway, src->ips[i].gateway))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < src->n_routes; i++) {
+		struct hpn_route *d = &dst->routes[dst->n_routes++];
+
+		*d = src->routes[i];
+		d->dst = d->gw = NULL;
+		if (dup_into(&d->dst, src->routes[i].dst) || dup_into(&d->gw, src->routes[i].gw))
+			return -ENOMEM;
+	}
+	if (hpn_dns_empty(&dst->dns))
+		return hpn_dns_copy(&dst->dns, &src->dns);
+	return 0;
+}
+
+/* ---- rendering ---- */
+
+static void add_str_array(cJSON *obj, const char *key, char *const *v, size_t n)
+{
+	cJSON *arr;
+
+	if (!n)
+		return;
+	arr = cJSON_AddArrayToObject(obj, key);
+	for (size_t i = 0; arr && i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(v[i]));
+}
+
+static char *print_and_free(cJSON *root)
+{
+	char *out = root ? cJSON_PrintUnformatted(root) : NULL;
+
+	cJSON_Delete(root);
+	return out;
+}
+
+char *hpn_result_render(const struct hpn_result *res, const char *version)
+{
+	/* 0.3.x and 0.4.0 carry ips[].version; mtu/pciID/socketPath came with 1.x. */
+	bool legacy = hpn_version_cmp(version, "1.0.0") < 0;
+	cJSON *root = cJSON_CreateObject(), *arr, *o;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "cniVersion", version);
+	if (res->n_ifaces) {
+		arr = cJSON_AddArrayToObject(root, "interfaces");
+		for (size_t i = 0; i < res->n_ifaces; i++) {
+			const struct hpn_iface *ifc = &res->ifaces[i];
+
+			o = cJSON_CreateObject();
+			cJSON_AddItemToArray(arr, o);
+			cJSON_AddStringToObject(o, "name", ifc->name);
+			if (ifc->mac)
+				cJSON_AddStringToObject(o, "mac", ifc->mac);
+			if (!legacy && ifc->mtu)
+				cJSON_AddNumberToObject(o, "mtu", ifc->mtu);
+			if (ifc->sandbox)
+				cJSON_AddStringToObject(o, "sandbox", ifc->sandbox);
+			if (!legacy && ifc->socket_path)
+				cJSON_AddStringToObject(o, "socketPath", ifc->socket_path);
+			if (!legacy && ifc->pci_id)
+				cJSON_AddStringToObject(o, "pciID", ifc->pci_id);
+		}
+	}
+	if (res->n_ips) {
+		arr = cJSON_AddArrayToObject(root, "ips");
+		for (size_t i = 0; i < res->n_ips; i++) {
+			const struct hpn_ipcfg *ip = &res->ips[i];
+
+			o = cJSON_CreateObject();
+			cJSON_AddItemToArray(arr, o);
+			if (legacy)
+				cJSON_AddStringToObject(o, "version",
+							strchr(ip->address, ':') ? "6" : "4");
+			cJSON_AddStringToObject(o, "address", ip->address);
+			if (ip->gateway)
+				cJSON_AddStringToObject(o, "gateway", ip->gateway);
+			if (ip->interface >= 0)
+				cJSON_AddNumberToObject(o, "interface", ip->interface);
+		}
+	}
+	if (res->n_routes) {
+		arr = cJSON_AddArrayToObject(root, "routes");
+		for (size_t i = 0; i < res->n_routes; i++) {
+			const struct hpn_route *rt = &res->routes[i];
+			bool v11 = hpn_version_cmp(version, "1.1.0") >= 0;
+
+			o = cJSON_CreateObject();
+			cJSON_AddItemToArray(arr, o);
+			cJSON_AddStringToObject(o, "dst", rt->dst);
+			if (rt->gw)
+				cJSON_AddStringToObject(o, "gw", rt->gw);
+			/* Route attributes beyond dst/gw are CNI 1.1.0 fields. */
+			if (v11 && (rt->has & HPN_ROUTE_HAS_MTU))
+				cJSON_AddNumberToObject(o, "mtu", rt->mtu);
+			if (v11 && (rt->has & HPN_ROUTE_HAS_ADVMSS))
+				cJSON_AddNumberToObject(o, "advmss", rt->advmss);
+			if (v11 && (rt->has & HPN_ROUTE_HAS_PRIORITY))
+				cJSON_AddNumberToObject(o, "priority", rt->priority);
+			if (v11 && (rt->has & HPN_ROUTE_HAS_TABLE))
+				cJSON_AddNumberToObject(o, "table", rt->table);
+			if (v11 && (rt->has & HPN_ROUTE_HAS_SCOPE))
+				cJSON_AddNumberToObject(o, "scope", rt->scope);
+		}
+	}
+	o = cJSON_AddObjectToObject(root, "dns");
+	if (o) {
+		add_str_array(o, "nameservers", res->dns.nameservers, res->dns.n_nameservers);
+		if (res->dns.domain)
+			cJSON_AddStringToObject(o, "domain", res->dns.domain);
+		add_str_array(o, "search", res->dns.search, res->dns.n_search);
+		add_str_array(o, "options", res->dns.options, res->dns.n_options);
+	}
+	return print_and_free(root);
+}
+
+char *hpn_err_render(const struct hpn_err *err, const char *version)
+{
+	cJSON *root = cJSON_CreateObject();
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "cniVersion",
+				hpn_version_supported(version) ? version : HPN_CNI_VERSION_LATEST);
+	cJSON_AddNumberToObject(root, "code", err->code ? err->code : HPN_E_INTERNAL);
+	cJSON_AddStringToObject(root, "msg", err->msg[0] ? err->msg : "internal error");
+	if (err->details[0])
+		cJSON_AddStringToObject(root, "details", err->details);
+	return print_and_free(root);
+}
+
+char *hpn_version_render(const char *version)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "cniVersion",
+				hpn_version_supported(version) ? version : HPN_CNI_VERSION_LATEST);
+	arr = cJSON_AddArrayToObject(root, "supportedVersions");
+	for (size_t i = 0; arr && hpn_cni_versions[i]; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(hpn_cni_versions[i]));
+	return print_and_free(root);
+}
+
+int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len + 1 >= cap) {
+			if (cap > max) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}

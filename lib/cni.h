@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_CNI_H
+#define HPN_CNI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+/*
+ * The CNI protocol: environment, versions, results and error objects. Nothing
+ * here touches the host; it turns bytes into structs and structs into bytes.
+ */
+
+#define HPN_CNI_VERSION_LATEST "1.1.0"
+#define HPN_STDIN_MAX (1u << 20)
+#define HPN_MAX_ARGS 32
+#define HPN_MAX_IFACES 64
+#define HPN_MAX_IPS 64
+#define HPN_MAX_ROUTES 256
+#define HPN_MAX_DNS 32
+
+enum hpn_cmd { HPN_CMD_ADD, HPN_CMD_DEL, HPN_CMD_CHECK, HPN_CMD_VERSION, HPN_CMD_STATUS,
+	       HPN_CMD_GC };
+
+struct hpn_kv {
+	char *key;
+	char *value;
+};
+
+struct hpn_env {
+	enum hpn_cmd cmd;
+	const char *command;	/* as given, for logs */
+	const char *container_id;
+	const char *netns;
+	const char *ifname;
+	const char *path;	/* CNI_PATH, ':'-separated */
+	struct hpn_kv args[HPN_MAX_ARGS];
+	size_t n_args;
+};
+
+/* Reads and validates the CNI_* variables for the command (spec "Parameters"). */
+int hpn_env_parse(struct hpn_env *env, struct hpn_err *err);
+void hpn_env_free(struct hpn_env *env);
+/* Value of a CNI_ARGS key, or NULL. */
+const char *hpn_env_arg(const struct hpn_env *env, const char *key);
+/* Parses "K=V;K=V" into env->args; unknown keys fail unless IgnoreUnknown is true. */
+int hpn_args_parse(struct hpn_env *env, const char *s, struct hpn_err *err);
+
+/* Versions this plugin speaks, oldest first, NULL-terminated. */
+extern const char *const hpn_cni_versions[];
+bool hpn_version_supported(const char *v);
+/* Compares "a.b.c" strings numerically; unparsable sorts first. */
+int hpn_version_cmp(const char *a, const char *b);
+
+/* Result types (spec "Success"), a superset of every version's fields. */
+struct hpn_iface {
+	char *name;
+	char *mac;
+	int mtu;		/* 0: unknown */
+	char *sandbox;
+	char *pci_id;
+	char *socket_path;
+};
+
+struct hpn_ipcfg {
+	char *address;		/* CIDR */
+	char *gateway;
+	int interface;		/* index into interfaces, -1 when absent */
+};
+
+struct hpn_route {
+	char *dst;		/* CIDR */
+	char *gw;
+	int mtu, advmss, priority, table, scope;
+	unsigned has;		/* HPN_ROUTE_HAS_* */
+};
+
+enum {
+	HPN_ROUTE_HAS_MTU = 1,
+	HPN_ROUTE_HAS_ADVMSS = 2,
+	HPN_ROUTE_HAS_PRIORITY = 4,
+	HPN_ROUTE_HAS_TABLE = 8,
+	HPN_ROUTE_HAS_SCOPE = 16,
+};
+
+struct hpn_dns {
+	char *nameservers[HPN_MAX_DNS];
+	size_t n_nameservers;
+	char *domain;
+	char *search[HPN_MAX_DNS];
+	size_t n_search;
+	char *options[HPN_MAX_DNS];
+	size_t n_options;
+};
+
+struct hpn_result {
+	struct hpn_iface ifaces[HPN_MAX_IFACES];
+	size_t n_ifaces;
+	struct hpn_ipcfg ips[HPN_MAX_IPS];
+	size_t n_ips;
+	struct hpn_route routes[HPN_MAX_ROUTES];
+	size_t n_routes;
+	struct hpn_dns dns;
+};
+
+struct hpn_result *hpn_result_new(void);
+void hpn_result_free(struct hpn_result *res);
+/* Parses a result of any supported version (JSON text); what is strict: types, CIDRs. */
+int hpn_result_parse(const char *json, size_t len, struct hpn_result **ret, struct hpn_err *err);
+/* Same, from an already parsed cJSON object (void * keeps cJSON out of callers). */
+int hpn_result_from_cjson(const void *obj, struct hpn_result **ret, struct hpn_err *err);
+/* Appends a copy of an interface and returns its index, or -errno. */
+int hpn_result_add_iface(struct hpn_result *res, const struct hpn_iface *iface);
+/* Appends copies of src's ips (pointing at interface index iface_idx) and routes. */
+/* Appends all of src; its interface indexes are shifted past dst's interfaces.
+ * DNS is taken from src only when dst has none. */
+int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src);
+int hpn_result_merge_ipam(struct hpn_result *res, const struct hpn_result *src, int iface_idx);
+/* Parses a "dns" object (cJSON *) into dns; absent or null leaves it empty. */
+int hpn_dns_from_cjson(const void *obj, struct hpn_dns *dns, struct hpn_err *err);
+void hpn_dns_free(struct hpn_dns *dns);
+int hpn_dns_copy(struct hpn_dns *dst, const struct hpn_dns *src);
+bool hpn_dns_empty(const struct hpn_dns *dns);
+/* Renders the result in the given version's shape; returns malloc'd JSON text. */
+char *hpn_result_render(const struct hpn_result *res, const char *version);
+/* CNI error object; returns malloc'd JSON text. */
+char *hpn_err_render(const struct hpn_err *err, const char *version);
+/* VERSION's answer. */
+char *hpn_version_render(const char *version);
+
+/* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
+int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
+#endif

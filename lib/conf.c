@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "conf.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static void cjson_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
+
+static int conf_str(const cJSON *obj, const char *key, const char *path, char **ret,
+		    struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%s%s must be a string",
+				   path, key);
+	if (strlen(v->valuestring) > 4095)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "%s%s is longer than 4095 bytes", path, key);
+	*ret = strdup(v->valuestring);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int conf_abs_path(const cJSON *obj, const char *key, const char *def, char **ret,
+			 struct hpn_err *err)
+{
+	int r = conf_str(obj, key, "", ret, err);
+
+	if (r < 0)
+		return r;
+	if (!*ret) {
+		*ret = hpn_strdup(def);
+		return (*ret || !def) ? 0 : -ENOMEM;
+	}
+	if ((*ret)[0] != '/' || strstr(*ret, "/../") || !strcmp(*ret + strlen(*ret) - 3, "/.."))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "%s \"%s\" must be an absolute path without ..", key, *ret);
+	return 0;
+}
+
+char *hpn_conf_peek_version(const char *buf, size_t len)
+{
+	_cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(buf, len);
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "cniVersion");
+
+	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+}
+
+static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON *rc,
+			  struct hpn_err *err)
+{
+	static const struct {
+		const char *key;
+		enum hpn_selector sel;
+		bool runtime;
+	} sels[] = {
+		{ "device", HPN_SEL_DEVICE, false },
+		{ "hwaddr", HPN_SEL_HWADDR, false },
+		{ "pciBusID", HPN_SEL_PCI, false },
+		{ "deviceID", HPN_SEL_DEVICE_ID, true },
+	};
+	char pci[HPN_PCI_STR];
+	uint8_t mac[HPN_MAC_LEN];
+	char macs[HPN_MAC_STR];
+	const char *given = NULL;
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(sels); i++) {
+		const char *path = sels[i].runtime ? "runtimeConfig." : "";
+		char *v = NULL;
+		int r = conf_str(sels[i].runtime ? rc : root, sels[i].key, path, &v, err);
+
+		if (r < 0)
+			return r;
+		if (!v)
+			continue;
+		if (given) {
+			free(v);
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "%s%s and %s both select the device: give exactly one of device, hwaddr, pciBusID, runtimeConfig.deviceID",
+					   path, sels[i].key, given);
+		}
+		given = sels[i].key;
+		conf->selector = sels[i].sel;
+		conf->selector_value = v;
+	}
+	switch (conf->selector) {
+	case HPN_SEL_NONE:
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "no device selected: give one of device, hwaddr, pciBusID, runtimeConfig.deviceID");
+	case HPN_SEL_DEVICE:
+		if (!hpn_valid_ifname(conf->selector_value))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "device \"%.64s\" is not a valid interface name",
+					   conf->selector_value);
+		return 0;
+	case HPN_SEL_HWADDR:
+		if (hpn_mac_parse(conf->selector_value, mac) < 0 || hpn_mac_is_zero(mac))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "hwaddr \"%.64s\" is not a MAC address like 02:00:00:00:00:01",
+					   conf->selector_value);
+		hpn_mac_format(mac, macs);
+		strcpy(conf->selector_value, macs);
+		return 0;
+	case HPN_SEL_PCI:
+	case HPN_SEL_DEVICE_ID:
+		if (hpn_pci_normalise(conf->selector_value, pci) < 0)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "%s \"%.64s\" is not a PCI address like 0000:af:00.1",
+					   conf->selector == HPN_SEL_PCI ? "pciBusID"
+									 : "runtimeConfig.deviceID",
+					   conf->selector_value);
+		free(conf->selector_value);
+		conf->selector_value = strdup(pci);
+		return conf->selector_value ? 0 : -ENOMEM;
+	}
+	return 0;
+}
+
+static int parse_ipam(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *ipam = cJSON_GetObjectItemCaseSensitive(root, "ipam");
+	int r;
+
+	if (!ipam || cJSON_IsNull(ipam))
+		return 0;
+	if (!cJSON_IsObject(ipam))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "ipam must be an object");
+	r = conf_str(ipam, "type", "ipam.", &conf->ipam_type, err);
+	if (r < 0)
+		return r;
+	/* "ipam": {} means no IPAM, as in the reference plugins. */
+	if (!conf->ipam_type) {
+		if (cJSON_GetArraySize(ipam) == 0)
+			return 0;
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "ipam.type is required");
+	}
+	if (!hpn_valid_plugin_name(conf->ipam_type))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "ipam.type \"%.64s\" is not a plugin name", conf->ipam_type);
+	conf->has_ipam = true;
+	return 0;
+}
+
+static int parse_prev_result(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *prev = cJSON_GetObjectItemCaseSensitive(root, "prevResult");
+	struct hpn_err perr = { 0 };
+	int r;
+
+	if (!prev || cJSON_IsNull(prev))
+		return 0;
+	r = hpn_result_from_cjson(prev, &conf->prev_result, &perr);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INVALID_CONFIG, -r, "prevResult: %s", perr.msg);
+		return r;
+	}
+	return 0;
+}
+
+static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root,
+				   struct hpn_err *err)
+{
+	const char *key = "cni.dev/valid-attachments";
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key), *v;
+	int n, i = 0;
+
+	if (!arr)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "GC needs %s", key);
+	if (!cJSON_IsArray(arr))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%s must be an array", key);
+	n = cJSON_GetArraySize(arr);
+	if (n > HPN_MAX_VALID_ATTACHMENTS)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG, "%s has more than %d entries",
+				   key, HPN_MAX_VALID_ATTACHMENTS);
+	conf->valid = calloc((size_t)n + 1, sizeof(*conf->valid));
+	if (!conf->valid)
+		return -ENOMEM;
+	cJSON_ArrayForEach(v, arr) {
+		const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "containerID");
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "ifname");
+
+		if (!cJSON_IsString(c) || !cJSON_IsString(f))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "%s[%d] needs string containerID and ifname", key, i);
+		conf->valid[i].container_id = strdup(c->valuestring);
+		conf->valid[i].ifname = strdup(f->valuestring);
+		conf->n_valid = (size_t)++i;
+		if (!conf->valid[i - 1].container_id || !conf->valid[i - 1].ifname)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
+	const cJSON *ifn;
+	_cleanup_free_ char *level = NULL;
+	int r;
+
+	r = conf_str(root, "name", "", &conf->name, err);
+	if (r < 0)
+		return r;
+	if (!conf->name)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "name is required");
+	/* The network name becomes a directory in stateDir. */
+	if (!hpn_valid_container_id(conf->name) || strlen(conf->name) > 200)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "name \"%.64s\" must match [A-Za-z0-9][A-Za-z0-9_.-]*",
+				   conf->name);
+	r = conf_str(root, "type", "", &conf->type, err);
+	if (r < 0)
+		return r;
+	if (!conf->type)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "type is required");
+	if (rc && !cJSON_IsNull(rc) && !cJSON_IsObject(rc))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "runtimeConfig must be an object");
+
+	ifn = cJSON_GetObjectItemCaseSensitive(root, "ifName");
+	r = conf_str(root, "ifName", "", &conf->if_name, err);
+	if (r < 0)
+		return r;
+	if (ifn && conf->if_name && !hpn_valid_ifname(conf->if_name))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "ifName \"%.64s\" is not a valid interface name (1-15 bytes, not . or .., no / : or space)",
+				   conf->if_name);
+	r = parse_selector(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
+	if (r < 0)
+		return r;
+
+	if (cJSON_GetObjectItemCaseSensitive(root, "mtu")) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "mtu");
+
+		if (!cJSON_IsNumber(m) || m->valuedouble != (double)(int)m->valuedouble ||
+		    m->valuedouble < 68 || m->valuedouble > 65535)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "mtu must be an integer in [68, 65535]");
+		conf->mtu = (int)m->valuedouble;
+	}
+	r = conf_abs_path(root, "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);
+	if (r >= 0)
+		r = conf_abs_path(root, "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT, &conf->sysfs_root, err);
+	if (r >= 0)
+		r = conf_abs_path(root, "logFile", NULL, &conf->log_file, err);
+	if (r >= 0)
+		r = conf_str(root, "logLevel", "", &level, err);
+	if (r < 0)
+		return r;
+	conf->log_level = HPN_LOG_INFO;
+	if (level && hpn_log_level_parse(level, &conf->log_level) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "logLevel \"%.32s\" is not one of error, warn, info, debug", level);
+	r = parse_ipam(conf, root, err);
+	if (r >= 0)
+		r = parse_prev_result(conf, root, err);
+	if (r >= 0) {
+		struct hpn_err derr = { 0 };
+
+		r = hpn_dns_from_cjson(cJSON_GetObjectItemCaseSensitive(root, "dns"), &conf->dns,
+				       &derr);
+		if (r < 0)
+			hpn_err_set(err, HPN_E_INVALID_CONFIG, -r, "%s", derr.msg);
+	}
+	return r;
+}
+
+int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_conf *conf,
+		   struct hpn_err *err)
+{
+	_cleanup_cjson_ cJSON *root = NULL;
+	int r;
+
+	memset(conf, 0, sizeof(*conf));
+	conf->raw = buf;
+	conf->raw_len = len;
+	root = cJSON_ParseWithLength(buf, len);
+	if (!root)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "network configuration on stdin is not valid JSON");
+	if (!cJSON_IsObject(root))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "network configuration on stdin is not a JSON object");
+	r = conf_str(root, "cniVersion", "", &conf->cni_version, err);
+	if (r < 0)
+		return r;
+	if (!conf->cni_version) {
+		if (cmd == HPN_CMD_VERSION)
+			return 0;
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "cniVersion is required");
+	}
+	if (!hpn_version_supported(conf->cni_version))
+		return hpn_err_set(err, HPN_E_INCOMPATIBLE_VERSION, EINVAL,
+				   "cniVersion \"%.32s\" is not supported (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)",
+				   conf->cni_version);
+	if (cmd == HPN_CMD_VERSION)
+		return 0;
+	/* STATUS and GC arrived in 1.1.0; older configs cannot ask for them. */
+	if ((cmd == HPN_CMD_STATUS || cmd == HPN_CMD_GC) &&
+	    hpn_version_cmp(conf->cni_version, "1.1.0") < 0)
+		return hpn_err_set(err, HPN_E_INCOMPATIBLE_VERSION, EINVAL,
+				   "cniVersion %s does not have the %s command (needs 1.1.0)",
+				   conf->cni_version, cmd == HPN_CMD_GC ? "GC" : "STATUS");
+	if (cmd == HPN_CMD_CHECK && hpn_version_cmp(conf->cni_version, "0.4.0") < 0)
+		return hpn_err_set(err, HPN_E_INCOMPATIBLE_VERSION, EINVAL,
+				   "cniVersion %s does not have the CHECK command (needs 0.4.0)",
+				   conf->cni_version);
+	r = parse_common(conf, root, err);
+	if (r >= 0 && cmd == HPN_CMD_GC)
+		r = parse_valid_attachments(conf, root, err);
+	return r;
+}
+
+void hpn_conf_free(struct hpn_conf *conf)
+{
+	free(conf->cni_version);
+	free(conf->name);
+	free(conf->type);
+	free(conf->if_name);
+	free(conf->selector_value);
+	free(conf->state_dir);
+	free(conf->sysfs_root);
+	free(conf->log_file);
+	free(conf->ipam_type);
+	hpn_result_free(conf->prev_result);
+	hpn_dns_free(&conf->dns);
+	for (size_t i = 0; i < conf->n_valid; i++) {
+		free(conf->valid[i].container_id);
+		free(conf->valid[i].ifname);
+	}
+	free(conf->valid);
+	memset(conf, 0, sizeof(*conf));
+}

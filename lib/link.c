@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "link.h"
+
+#include <errno.h>
+#include <linux/if.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nl.h"
+
+static int parse_link(struct nl_msg *msg, struct hpn_link *l)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct nlattr *tb[IFLA_MAX + 1];
+	struct ifinfomsg *ifi;
+	int r;
+
+	if (nlh->nlmsg_type != RTM_NEWLINK)
+		return 0;
+	r = nlmsg_parse(nlh, sizeof(*ifi), tb, IFLA_MAX, NULL);
+	if (r < 0)
+		return -EINVAL;
+	ifi = nlmsg_data(nlh);
+	memset(l, 0, sizeof(*l));
+	l->ifindex = ifi->ifi_index;
+	l->up = ifi->ifi_flags & IFF_UP;
+	if (tb[IFLA_IFNAME])
+		nla_strlcpy(l->name, tb[IFLA_IFNAME], sizeof(l->name));
+	if (tb[IFLA_MTU])
+		l->mtu = nla_get_u32(tb[IFLA_MTU]);
+	if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == HPN_MAC_LEN) {
+		memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), HPN_MAC_LEN);
+		l->has_mac = true;
+	}
+	if (tb[IFLA_PERM_ADDRESS] && nla_len(tb[IFLA_PERM_ADDRESS]) == HPN_MAC_LEN) {
+		memcpy(l->perm_mac, nla_data(tb[IFLA_PERM_ADDRESS]), HPN_MAC_LEN);
+		l->has_perm_mac = !hpn_mac_is_zero(l->perm_mac);
+	}
+	if (tb[IFLA_PROP_LIST]) {
+		struct nlattr *a;
+		int rem;
+
+		nla_for_each_nested(a, tb[IFLA_PROP_LIST], rem) {
+			if (nla_type(a) != IFLA_ALT_IFNAME || l->n_altnames == HPN_MAX_ALTNAMES)
+				continue;
+			nla_strlcpy(l->altnames[l->n_altnames++], a, HPN_ALTNAMSIZ);
+		}
+	}
+	if (tb[IFLA_LINKINFO]) {
+		struct nlattr *li[IFLA_INFO_MAX + 1];
+
+		if (nla_parse_nested(li, IFLA_INFO_MAX, tb[IFLA_LINKINFO], NULL) == 0 &&
+		    li[IFLA_INFO_KIND])
+			nla_strlcpy(l->kind, li[IFLA_INFO_KIND], sizeof(l->kind));
+	}
+	return 1;
+}
+
+static struct nl_msg *link_msg(int type, int flags, int ifindex)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
+	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
+
+	if (msg && nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+struct get_ctx {
+	struct hpn_link *out;
+	bool found;
+};
+
+static int get_cb(struct nl_msg *msg, void *arg)
+{
+	struct get_ctx *c = arg;
+	int r = parse_link(msg, c->out);
+
+	if (r > 0)
+		c->found = true;
+	return r < 0 ? r : 0;
+}
+
+int hpn_link_get(struct nl_sock *sk, int ifindex, const char *name, struct hpn_link *ret,
+		 struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_GETLINK, 0, ifindex > 0 ? ifindex : 0);
+	char extack[HPN_EXTACK_LEN];
+	struct hpn_link l;
+	struct get_ctx c = { .out = &l };
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	if (ifindex <= 0 && name && nla_put_string(msg, IFLA_IFNAME, name) < 0)
+		return -EMSGSIZE;
+	/* Skip statistics and VF tables: only identity is needed here. */
+	if (nla_put_u32(msg, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+		return -EMSGSIZE;
+	r = hpn_nl_talk(sk, msg, get_cb, &c, extack);
+	if (r == -ENODEV || (r == 0 && !c.found))
+		return -ENODEV;
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "look up link %s", name ? name : "by index");
+	*ret = l;
+	return 0;
+}
+
+struct each_ctx {
+	int (*each)(const struct hpn_link *l, void *arg);
+	void *arg;
+};
+
+static int each_cb(struct nl_msg *msg, void *arg)
+{
+	struct each_ctx *c = arg;
+	struct hpn_link l;
+	int r = parse_link(msg, &l);
+
+	if (r <= 0)
+		return r;
+	return c->each(&l, c->arg);
+}
+
+int hpn_link_foreach(struct nl_sock *sk, int (*each)(const struct hpn_link *l, void *arg),
+		     void *arg, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_GETLINK, NLM_F_DUMP, 0);
+	struct each_ctx c = { .each = each, .arg = arg };
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS) < 0)
+		return -EMSGSIZE;
+	r = hpn_nl_talk(sk, msg, each_cb, &c, extack);
+	if (r < 0 && r != -ECANCELED)
+		return hpn_nl_err(err, r, extack, "list links");
+	return r;
+}
+
+struct mac_ctx {
+	const uint8_t *mac;
+	bool perm_only;
+	struct hpn_link *out;
+	bool found;
+};
+
+static int mac_cb(const struct hpn_link *l, void *arg)
+{
+	struct mac_ctx *c = arg;
+	bool hit;
+
+	if (c->found)
+		return 0;
+	if (l->has_perm_mac)
+		hit = !memcmp(l->perm_mac, c->mac, HPN_MAC_LEN);
+	else
+		hit = !c->perm_only && l->has_mac && !memcmp(l->mac, c->mac, HPN_MAC_LEN);
+	if (hit) {
+		*c->out = *l;
+		c->found = true;
+	}
+	return 0;
+}
+
+int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool perm_only,
+		    struct hpn_link *ret, struct hpn_err *err)
+{
+	struct hpn_link l;
+	struct mac_ctx c = { .mac = mac, .perm_only = perm_only, .out = &l };
+	int r = hpn_link_foreach(sk, mac_cb, &c, err);
+
+	if (r < 0)
+		return r;
+	if (!c.found)
+		return -ENODEV;
+	*ret = l;
+	return 0;
+}
+
+int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd,
+		  const char *new_name, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_NEWLINK, 0, l->ifindex);
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_u32(msg, IFLA_NET_NS_FD, (uint32_t)netns_fd) < 0 ||
+	    (new_name && nla_put_string(msg, IFLA_IFNAME, new_name) < 0))
+		return -EMSGSIZE;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "move \"%s\" to netns as \"%s\"", l->name,
+				  new_name ? new_name : l->name);
+	return 0;
+}
+
+int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
+		 unsigned int mtu, int up, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (up >= 0) {
+		ifi.ifi_change = IFF_UP;
+		ifi.ifi_flags = up ? IFF_UP : 0;
+	}
+	msg = nlmsg_alloc_simple(RTM_NEWLINK, 0);
+	if (!msg)
+		return -ENOMEM;
+	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+	    (name && nla_put_string(msg, IFLA_IFNAME, name) < 0) ||
+	    (mtu && nla_put_u32(msg, IFLA_MTU, mtu) < 0))
+		return -EMSGSIZE;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0) {
+		char what[96] = "";
+
+		snprintf(what, sizeof(what), "%s%s%s%s%s", name ? "rename to " : "",
+			 name ? name : "", mtu ? " mtu" : "", up == 1 ? " up" : "",
+			 up == 0 ? " down" : "");
+		return hpn_nl_err(err, r, extack, "set link \"%s\"%s%s", l->name,
+				  what[0] ? ": " : "", what);
+	}
+	return 0;
+}
+
+int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname,
+		     bool add, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg =
+		link_msg(add ? RTM_NEWLINKPROP : RTM_DELLINKPROP, add ? NLM_F_EXCL | NLM_F_CREATE : 0,
+			 l->ifindex);
+	char extack[HPN_EXTACK_LEN];
+	struct nlattr *nest;
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	nest = nla_nest_start(msg, IFLA_PROP_LIST | NLA_F_NESTED);
+	if (!nest || nla_put_string(msg, IFLA_ALT_IFNAME, altname) < 0)
+		return -EMSGSIZE;
+	nla_nest_end(msg, nest);
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "%s altname \"%s\" of \"%s\"",
+				  add ? "add" : "delete", altname, l->name);
+	return 0;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_LINK_H
+#define HPN_LINK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "util.h"
+
+struct nl_sock;
+
+#define HPN_IFNAMSIZ 16
+#define HPN_MAX_ALTNAMES 8
+#define HPN_ALTNAMSIZ 128
+
+/* What the kernel says about one netdev (RTM_NEWLINK). */
+struct hpn_link {
+	int ifindex;
+	char name[HPN_IFNAMSIZ];
+	char altnames[HPN_MAX_ALTNAMES][HPN_ALTNAMSIZ];
+	size_t n_altnames;
+	unsigned int mtu;
+	uint8_t mac[HPN_MAC_LEN];
+	bool has_mac;
+	uint8_t perm_mac[HPN_MAC_LEN];	/* IFLA_PERM_ADDRESS: burned-in, survives renames */
+	bool has_perm_mac;
+	bool up;			/* administratively up (IFF_UP) */
+	char kind[16];			/* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+};
+
+/* Looks a link up by ifindex (> 0) or by name (also matches altnames). -ENODEV if absent. */
+int hpn_link_get(struct nl_sock *sk, int ifindex, const char *name, struct hpn_link *ret,
+		 struct hpn_err *err);
+/* Calls each() for every link in the socket's netns; a negative return stops the walk. */
+int hpn_link_foreach(struct nl_sock *sk, int (*each)(const struct hpn_link *l, void *arg),
+		     void *arg, struct hpn_err *err);
+/* First link whose permanent MAC (or, when it has none, current MAC) is mac. */
+int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool perm_only,
+		    struct hpn_link *ret, struct hpn_err *err);
+
+/*
+ * Moves l into the netns of netns_fd and names it new_name in one RTM_NEWLINK
+ * (IFLA_NET_NS_FD + IFLA_IFNAME). The kernel may still complete the move and
+ * then fail the rename; callers undo by finding the link again, not by assuming.
+ */
+int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd,
+		  const char *new_name, struct hpn_err *err);
+/* Changes what is given: name (NULL: keep), mtu (0: keep), up (-1: keep, 0 down, 1 up). */
+int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
+		 unsigned int mtu, int up, struct hpn_err *err);
+/* Adds or removes one alternative name (RTM_NEWLINKPROP / RTM_DELLINKPROP). */
+int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname,
+		     bool add, struct hpn_err *err);
+
+#endif

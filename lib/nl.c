@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nl.h"
+
+#include <errno.h>
+#include <linux/netlink.h>
+#include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#ifndef SOL_NETLINK
+#define SOL_NETLINK 270
+#endif
+
+struct talk {
+	int error;
+	bool done;
+	int cb_error;
+	hpn_nl_cb cb;
+	void *arg;
+	char *extack;
+};
+
+/* The kernel appends TLVs after the nlmsgerr when NETLINK_EXT_ACK is on. */
+static void copy_extack(const struct nlmsgerr *e, char *out)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)((const char *)e - NLMSG_HDRLEN);
+	const struct nlattr *a;
+	size_t off = sizeof(*e);
+	int len, rem;
+
+	if (!out || !(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	len = (int)nlh->nlmsg_len - NLMSG_HDRLEN - (int)off;
+	if (len <= 0)
+		return;
+	nla_for_each_attr(a, (const struct nlattr *)((const char *)e + off), len, rem) {
+		if (nla_type(a) == NLMSGERR_ATTR_MSG) {
+			snprintf(out, HPN_EXTACK_LEN, "%.*s", nla_len(a), (const char *)nla_data(a));
+			return;
+		}
+	}
+}
+
+static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
+{
+	struct talk *t = arg;
+
+	t->error = e->error;
+	t->done = true;
+	if (e->error)
+		copy_extack(e, t->extack);
+	return NL_STOP;
+}
+
+static int on_done(struct nl_msg *msg, void *arg)
+{
+	struct talk *t = arg;
+
+	t->done = true;
+	return NL_STOP;
+}
+
+static int on_valid(struct nl_msg *msg, void *arg)
+{
+	struct talk *t = arg;
+	int r;
+
+	if (!t->cb || t->cb_error)
+		return NL_OK;
+	r = t->cb(msg, t->arg);
+	if (r < 0)
+		t->cb_error = r;
+	return NL_OK;
+}
+
+static int nle_to_errno(int nle)
+{
+	switch (nle < 0 ? -nle : nle) {
+	case NLE_NOMEM:
+		return ENOMEM;
+	case NLE_AGAIN:
+		return EAGAIN;
+	case NLE_BUSY:
+		return EBUSY;
+	case NLE_EXIST:
+		return EEXIST;
+	case NLE_OBJ_NOTFOUND:
+		return ENODEV;
+	case NLE_PERM:
+		return EPERM;
+	case NLE_OPNOTSUPP:
+		return EOPNOTSUPP;
+	case NLE_MSGSIZE:
+		return EMSGSIZE;
+	case NLE_INVAL:
+		return EINVAL;
+	default:
+		return EIO;
+	}
+}
+
+int hpn_nl_talk(struct nl_sock *sk, struct nl_msg *msg, hpn_nl_cb cb, void *arg,
+		char extack[HPN_EXTACK_LEN])
+{
+	struct talk t = { .cb = cb, .arg = arg, .extack = extack };
+	struct nl_cb *ncb;
+	int r;
+
+	if (extack)
+		extack[0] = '\0';
+	ncb = nl_cb_alloc(NL_CB_CUSTOM);
+	if (!ncb)
+		return -ENOMEM;
+	nl_cb_err(ncb, NL_CB_CUSTOM, on_error, &t);
+	nl_cb_set(ncb, NL_CB_ACK, NL_CB_CUSTOM, on_done, &t);
+	nl_cb_set(ncb, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &t);
+	nl_cb_set(ncb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &t);
+
+	r = nl_send_auto(sk, msg);
+	if (r < 0) {
+		nl_cb_put(ncb);
+		return -nle_to_errno(r);
+	}
+	while (!t.done) {
+		r = nl_recvmsgs(sk, ncb);
+		if (r < 0 && !t.done) {
+			if (r == -NLE_INTR || r == -NLE_AGAIN)
+				continue;
+			nl_cb_put(ncb);
+			return -nle_to_errno(r);
+		}
+	}
+	nl_cb_put(ncb);
+	if (t.error)
+		return t.error;
+	return t.cb_error;
+}
+
+int hpn_nl_open(int protocol, struct nl_sock **ret)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	int one = 1, r;
+
+	if (!sk)
+		return -ENOMEM;
+	r = nl_connect(sk, protocol);
+	if (r < 0) {
+		nl_socket_free(sk);
+		return -nle_to_errno(r);
+	}
+	/* Dumps of links with many VFs exceed a page; let libnl size reads. */
+	nl_socket_enable_msg_peek(sk);
+	/* Kernel's reason for a refusal, passed to the user as CNI error details. */
+	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	*ret = sk;
+	return 0;
+}
+
+void hpn_nl_close(struct nl_sock *sk)
+{
+	if (sk)
+		nl_socket_free(sk);
+}
+
+void hpn_nl_msg_freep(struct nl_msg **msg)
+{
+	if (*msg)
+		nlmsg_free(*msg);
+}
+
+int hpn_nl_err(struct hpn_err *err, int r, const char *extack, const char *fmt, ...)
+{
+	char what[HPN_ERR_MSG];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (err && !err->code && extack && extack[0])
+		snprintf(err->details, sizeof(err->details), "kernel: %s", extack);
+	return hpn_err_set(err, HPN_E_NETLINK, r, "%s: %s", what, strerror(r < 0 ? -r : r));
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_STORE_H
+#define HPN_STORE_H
+
+#include <stdbool.h>
+
+#include "err.h"
+#include "link.h"
+#include "util.h"
+
+/*
+ * The on-disk state: <stateDir>/lock serialises plugin runs that change the
+ * node, and <stateDir>/<network>/<key> holds one attachment's journal, written
+ * atomically (temp file, fsync, rename) before every step that changes the host.
+ */
+struct hpn_store {
+	int root_fd;	/* stateDir */
+	int net_fd;	/* stateDir/<network> */
+	int lock_fd;
+};
+
+#define HPN_STORE_INIT { .root_fd = -1, .net_fd = -1, .lock_fd = -1 }
+#define HPN_KEY_MAX 256
+
+/* How far ADD got. Recorded before each step, so DEL knows what may need undoing. */
+enum hpn_phase {
+	HPN_PHASE_SELECTED = 1,	/* device chosen, nothing changed yet */
+	HPN_PHASE_MOVING,	/* host device may be changed / moved */
+	HPN_PHASE_IPAM,		/* IPAM ADD may have allocated */
+	HPN_PHASE_ATTACHED,	/* ADD completed */
+};
+
+struct hpn_journal {
+	enum hpn_phase phase;
+	char *container_id;
+	char cni_ifname[HPN_IFNAMSIZ];	/* CNI_IFNAME: with the container ID, the attachment key */
+	char pod_ifname[HPN_IFNAMSIZ];	/* the name created in the pod */
+	char *netns;
+	struct hpn_link host;		/* the device as it was on the host before ADD */
+	char pci[HPN_PCI_STR];		/* empty when not a PCI device */
+	int pod_ifindex;		/* 0 until known */
+	char *result;			/* JSON of this attachment's own result, once attached */
+};
+
+void hpn_journal_free(struct hpn_journal *j);
+
+/* Creates stateDir (0700) and stateDir/<network> as needed and opens them. */
+int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,
+		   struct hpn_err *err);
+void hpn_store_close(struct hpn_store *st);
+/* Exclusive lock on stateDir/lock; -EAGAIN with code 11 after timeout_ms. */
+int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err);
+
+/* The file name for an attachment: "<containerid>.<ifname>" (hashed when long). */
+int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX]);
+int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_journal *j,
+		      struct hpn_err *err);
+/* -ENOENT when there is no journal for key. */
+int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
+		     struct hpn_err *err);
+int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *err);
+
+#endif

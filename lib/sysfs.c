@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sysfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+static int list_net_dir(const char *dir, char (*names)[16], size_t max, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !hpn_valid_ifname(de->d_name))
+			continue;
+		if (*n < max)
+			memcpy(names[*n], de->d_name, strlen(de->d_name) + 1);
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+int hpn_sysfs_pci_netdevs(const char *root, const char *pci, char (*names)[16], size_t max,
+			  size_t *ret_n)
+{
+	char path[PATH_MAX], sub[PATH_MAX];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+	int r;
+
+	r = hpn_snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", root, pci);
+	if (r < 0)
+		return r;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	/* A PCI NIC has net/<name>; virtio-net hangs it off its virtio<N> child device. */
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, "net"))
+			r = hpn_snprintf(sub, sizeof(sub), "%s/net", path);
+		else if (!strncmp(de->d_name, "virtio", 6))
+			r = hpn_snprintf(sub, sizeof(sub), "%s/%s/net", path, de->d_name);
+		else
+			continue;
+		if (r == 0)
+			list_net_dir(sub, names, max, &n);
+	}
+	closedir(d);
+	*ret_n = n < max ? n : max;
+	return 0;
+}
+
+int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_STR])
+{
+	char path[PATH_MAX], real[PATH_MAX], pci[HPN_PCI_STR];
+	char *base;
+	int r;
+
+	r = hpn_snprintf(path, sizeof(path), "%s/class/net/%s/device", root, ifname);
+	if (r < 0)
+		return r;
+	if (!realpath(path, real))
+		return -errno;
+	/* .../0000:af:00.1 for a PCI NIC, .../0000:00:04.0/virtio1 for virtio-net. */
+	for (int up = 0; up < 2; up++) {
+		base = strrchr(real, '/');
+		if (!base)
+			return -ENOENT;
+		if (hpn_pci_normalise(base + 1, pci) == 0 && strlen(base + 1) == 12) {
+			memcpy(out, pci, HPN_PCI_STR);
+			return 0;
+		}
+		*base = '\0';
+	}
+	return -ENOENT;
+}

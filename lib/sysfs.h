@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_SYSFS_H
+#define HPN_SYSFS_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+/*
+ * PCI <-> netdev through sysfs, under a root that tests point at a fake tree.
+ * Sysfs shows the netdevs of the netns that mounted it: call these in the host netns.
+ */
+
+/* Netdev names of PCI function pci: <root>/bus/pci/devices/<pci>/net/ and, for
+ * virtio-net, <pci>/virtio<N>/net/. -ENOENT when the PCI device does not exist. */
+int hpn_sysfs_pci_netdevs(const char *root, const char *pci, char (*names)[16], size_t max,
+			  size_t *ret_n);
+/* PCI address behind netdev ifname (<root>/class/net/<ifname>/device), or -ENOENT. */
+int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_STR]);
+
+#endif

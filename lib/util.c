@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Kernel rules (dev_valid_name): 1..15 bytes, not "." or "..", no '/', ':' or space. */
+bool hpn_valid_ifname(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n > 15 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (*s == '/' || *s == ':' || isspace((unsigned char)*s) ||
+		    !isprint((unsigned char)*s))
+			return false;
+	return true;
+}
+
+/* CNI spec: container ID matches ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$ . */
+bool hpn_valid_container_id(const char *s)
+{
+	if (!s || !isalnum((unsigned char)*s))
+		return false;
+	if (strlen(s) > 1024)
+		return false;
+	for (s++; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
+			return false;
+	return true;
+}
+
+/* A single file name we create: [A-Za-z0-9_.-], not "." or "..", at most 200 bytes. */
+bool hpn_valid_path_component(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return false;
+	n = strlen(s);
+	if (n == 0 || n > 200 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
+			return false;
+	return true;
+}
+
+/* A plugin executable name looked up in CNI_PATH: a path component, not hidden. */
+bool hpn_valid_plugin_name(const char *s)
+{
+	return hpn_valid_path_component(s) && s[0] != '.';
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int hpn_mac_parse(const char *s, uint8_t mac[HPN_MAC_LEN])
+{
+	uint8_t tmp[HPN_MAC_LEN];
+
+	if (!s || strlen(s) != 17)
+		return -EINVAL;
+	for (int i = 0; i < HPN_MAC_LEN; i++) {
+		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+			return -EINVAL;
+		tmp[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(mac, tmp, HPN_MAC_LEN);
+	return 0;
+}
+
+void hpn_mac_format(const uint8_t mac[HPN_MAC_LEN], char out[HPN_MAC_STR])
+{
+	snprintf(out, HPN_MAC_STR, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
+		 mac[3], mac[4], mac[5]);
+}
+
+bool hpn_mac_is_zero(const uint8_t mac[HPN_MAC_LEN])
+{
+	for (int i = 0; i < HPN_MAC_LEN; i++)
+		if (mac[i])
+			return false;
+	return true;
+}
+
+static bool hexn(const char *s, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (hexval(s[i]) < 0)
+			return false;
+	return true;
+}
+
+int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR])
+{
+	char buf[HPN_PCI_STR];
+	size_t n;
+
+	if (!s)
+		return -EINVAL;
+	n = strlen(s);
+	if (n == 7)
+		snprintf(buf, sizeof(buf), "0000:%s", s);
+	else if (n == 12)
+		snprintf(buf, sizeof(buf), "%s", s);
+	else
+		return -EINVAL;
+	/* DDDD:BB:DD.F with F an octal function number 0-7 */
+	if (!hexn(buf, 4) || buf[4] != ':' || !hexn(buf + 5, 2) || buf[7] != ':' ||
+	    !hexn(buf + 8, 2) || buf[10] != '.' || buf[11] < '0' || buf[11] > '7')
+		return -EINVAL;
+	for (char *p = buf; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	memcpy(out, buf, HPN_PCI_STR);
+	return 0;
+}
+
+int hpn_snprintf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -EINVAL;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+char *hpn_strdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}

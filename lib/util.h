@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_UTIL_H
+#define HPN_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define HPN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Scope-bound cleanup (systemd/crun style). Ownership moves out with TAKE_*. */
+static inline void hpn_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void hpn_closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+#define _cleanup_free_ __attribute__((cleanup(hpn_freep)))
+#define _cleanup_close_ __attribute__((cleanup(hpn_closep)))
+
+#define TAKE_PTR(p)                                                                      \
+	({                                                                               \
+		__typeof__(p) _p = (p);                                                  \
+		(p) = NULL;                                                              \
+		_p;                                                                      \
+	})
+#define TAKE_FD(fd)                                                                      \
+	({                                                                               \
+		int _fd = (fd);                                                          \
+		(fd) = -1;                                                               \
+		_fd;                                                                     \
+	})
+
+#define HPN_MAC_LEN 6
+#define HPN_MAC_STR 18	/* "aa:bb:cc:dd:ee:ff" + NUL */
+#define HPN_PCI_STR 16	/* "0000:af:00.1" + NUL, with room */
+
+/* Strict character-set checks for anything that becomes a name or a path. */
+bool hpn_valid_ifname(const char *s);
+bool hpn_valid_container_id(const char *s);
+bool hpn_valid_path_component(const char *s);
+bool hpn_valid_plugin_name(const char *s);
+
+/* Parse "aa:bb:cc:dd:ee:ff" (case-insensitive). 0 or -EINVAL. */
+int hpn_mac_parse(const char *s, uint8_t mac[HPN_MAC_LEN]);
+void hpn_mac_format(const uint8_t mac[HPN_MAC_LEN], char out[HPN_MAC_STR]);
+bool hpn_mac_is_zero(const uint8_t mac[HPN_MAC_LEN]);
+
+/* Normalise a PCI address to "DDDD:BB:DD.F" (lower case); accepts "BB:DD.F". */
+int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR]);
+
+/* snprintf that reports truncation as -ENAMETOOLONG. */
+int hpn_snprintf(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* strdup that returns NULL on NULL input. */
+char *hpn_strdup(const char *s);
+
+#endif

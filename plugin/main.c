@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * hpn-rdma: the CNI command layer. Parses the environment and stdin, dispatches
+ * one command, prints the result or the CNI error. Only this file prints.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "cni.h"
+#include "conf.h"
+#include "log.h"
+
+static const char usage[] =
+	"hpn-rdma " HPN_VERSION " - CNI plugin that moves an RDMA NIC into a pod as hpn0\n"
+	"\n"
+	"Run by a container runtime (or cnitool) with the CNI environment:\n"
+	"  CNI_COMMAND      ADD, DEL, CHECK, VERSION, STATUS or GC\n"
+	"  CNI_CONTAINERID  container ID ([A-Za-z0-9][A-Za-z0-9_.-]*)\n"
+	"  CNI_NETNS        path of the pod's network namespace (optional for DEL)\n"
+	"  CNI_IFNAME       interface name in the pod (config \"ifName\" overrides it)\n"
+	"  CNI_ARGS         K=V;K=V (K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID, IgnoreUnknown)\n"
+	"  CNI_PATH         directories holding the IPAM plugins\n"
+	"and the network configuration as JSON on stdin. The result, or a CNI error\n"
+	"{cniVersion, code, msg, details}, is printed on stdout; diagnostics go to\n"
+	"stderr (all of them with HPN_DEBUG=1) and to \"logFile\" when configured.\n"
+	"\n"
+	"Supported CNI versions: 0.3.0 0.3.1 0.4.0 1.0.0 1.1.0\n"
+	"Options: --help, --version. See README.md for every config field and error code.\n";
+
+typedef int (*cmd_fn)(const struct hpn_env *env, const struct hpn_conf *conf,
+		      struct hpn_result **ret, struct hpn_err *err);
+
+static int cmd_add(const struct hpn_env *env, const struct hpn_conf *conf,
+		   struct hpn_result **ret, struct hpn_err *err)
+{
+	return hpn_add(env, conf, ret, err);
+}
+
+static int cmd_del(const struct hpn_env *env, const struct hpn_conf *conf,
+		   struct hpn_result **ret, struct hpn_err *err)
+{
+	return hpn_del(env, conf, err);
+}
+
+static int cmd_check(const struct hpn_env *env, const struct hpn_conf *conf,
+		     struct hpn_result **ret, struct hpn_err *err)
+{
+	return hpn_check(env, conf, err);
+}
+
+static int cmd_status(const struct hpn_env *env, const struct hpn_conf *conf,
+		      struct hpn_result **ret, struct hpn_err *err)
+{
+	return hpn_status(env, conf, err);
+}
+
+static int cmd_gc(const struct hpn_env *env, const struct hpn_conf *conf,
+		  struct hpn_result **ret, struct hpn_err *err)
+{
+	return hpn_gc(env, conf, err);
+}
+
+/* Indexed by enum hpn_cmd; VERSION is answered before any config is parsed. */
+static const cmd_fn commands[] = {
+	[HPN_CMD_ADD] = cmd_add,	 [HPN_CMD_DEL] = cmd_del, [HPN_CMD_CHECK] = cmd_check,
+	[HPN_CMD_STATUS] = cmd_status, [HPN_CMD_GC] = cmd_gc,
+};
+
+static int emit(char *json)
+{
+	if (!json)
+		return 1;
+	puts(json);
+	free(json);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static int fail(const struct hpn_err *err, const char *version)
+{
+	hpn_error("%s%s%s", err->msg, err->details[0] ? ": " : "", err->details);
+	emit(hpn_err_render(err, version));
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct hpn_err err = { 0 };
+	struct hpn_env env = { 0 };
+	struct hpn_conf conf = { 0 };
+	struct hpn_result *res = NULL;
+	char *buf = NULL, *version = NULL;
+	size_t len = 0;
+	int r, rc = 1;
+
+	if (argc > 1 && !strcmp(argv[1], "--help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--version")) {
+		printf("hpn-rdma %s\n", HPN_VERSION);
+		return 0;
+	}
+	hpn_log_init(getenv("CNI_COMMAND"), getenv("CNI_CONTAINERID"));
+
+	r = hpn_read_all(STDIN_FILENO, HPN_STDIN_MAX, &buf, &len);
+	if (r < 0) {
+		if (r == -EFBIG)
+			hpn_err_set(&err, HPN_E_INVALID_CONFIG, r,
+				    "network configuration on stdin is larger than %u bytes",
+				    HPN_STDIN_MAX);
+		else
+			hpn_err_set(&err, HPN_E_IO, r, "read stdin: %s", strerror(-r));
+		return fail(&err, NULL);
+	}
+	version = len ? hpn_conf_peek_version(buf, len) : NULL;
+	if (hpn_env_parse(&env, &err) < 0) {
+		rc = fail(&err, version);
+		goto out;
+	}
+	if (env.cmd == HPN_CMD_VERSION) {
+		/* Answer in the caller's version when it is one we speak. */
+		rc = emit(hpn_version_render(version));
+		goto out;
+	}
+	if (hpn_conf_parse(buf, len, env.cmd, &conf, &err) < 0) {
+		rc = fail(&err, version);
+		goto out;
+	}
+	if (conf.log_file && hpn_log_open(conf.log_file, conf.log_level) < 0)
+		hpn_warn("cannot open logFile %s: %s", conf.log_file, strerror(errno));
+	hpn_debug("%s container %s ifname %s netns %s", env.command,
+		  env.container_id ? env.container_id : "-", env.ifname ? env.ifname : "-",
+		  env.netns ? env.netns : "-");
+
+	r = commands[env.cmd](&env, &conf, &res, &err);
+	if (r < 0) {
+		if (!err.code)
+			hpn_err_set(&err, HPN_E_INTERNAL, r, "%s failed: %s", env.command,
+				    strerror(-r));
+		rc = fail(&err, conf.cni_version);
+		goto out;
+	}
+	hpn_info("%s done", env.command);
+	rc = res ? emit(hpn_result_render(res, conf.cni_version)) : 0;
+out:
+	hpn_result_free(res);
+	hpn_conf_free(&conf);
+	hpn_env_free(&env);
+	hpn_log_close();
+	free(version);
+	free(buf);
+	return rc;
+}
