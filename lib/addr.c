@@ -63,8 +63,8 @@ int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char
 	if (!addr)
 		return -ENOMEM;
 	if (parse_cidr(cidr, &local) < 0)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "address \"%s\" is not a CIDR",
-				   cidr);
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "address \"%s\" is not a CIDR", cidr);
 	rtnl_addr_set_ifindex(addr, ifindex);
 	rtnl_addr_set_local(addr, local);
 	if (nl_addr_get_family(local) == AF_INET6)
@@ -93,13 +93,13 @@ static int build_route(int ifindex, const struct hpn_route *rt, const char *gw,
 	rtnl_route_set_family(route, (uint8_t)nl_addr_get_family(dst));
 	if (rtnl_route_set_dst(route, dst) < 0)
 		return -EINVAL;
-	rtnl_route_set_table(route, rt->has & HPN_ROUTE_HAS_TABLE ? (uint32_t)rt->table
-								  : RT_TABLE_MAIN);
+	rtnl_route_set_table(route,
+			     rt->has & HPN_ROUTE_HAS_TABLE ? (uint32_t)rt->table : RT_TABLE_MAIN);
 	rtnl_route_set_protocol(route, RTPROT_BOOT);
 	rtnl_route_set_type(route, RTN_UNICAST);
 	rtnl_route_set_scope(route, rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
-			     : via ? RT_SCOPE_UNIVERSE
-				   : RT_SCOPE_LINK);
+				    : via			  ? RT_SCOPE_UNIVERSE
+								  : RT_SCOPE_LINK);
 	if (rt->has & HPN_ROUTE_HAS_PRIORITY)
 		rtnl_route_set_priority(route, (uint32_t)rt->priority);
 	if (rt->has & HPN_ROUTE_HAS_MTU)
@@ -117,8 +117,8 @@ static int build_route(int ifindex, const struct hpn_route *rt, const char *gw,
 	return 0;
 }
 
-int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname,
-		  const struct hpn_route *rt, const char *gw, struct hpn_err *err)
+int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname, const struct hpn_route *rt,
+		  const char *gw, struct hpn_err *err)
 {
 	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = NULL;
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
@@ -219,11 +219,16 @@ static int garp(int ifindex, const uint8_t mac[HPN_MAC_LEN], const struct in_add
 		struct arphdr h;
 		uint8_t sha[6], sip[4], tha[6], tip[4];
 	} __attribute__((packed)) pkt = {
-		.h = { .ar_hrd = htons(ARPHRD_ETHER), .ar_pro = htons(ETH_P_IP), .ar_hln = 6,
-		       .ar_pln = 4, .ar_op = htons(ARPOP_REQUEST) },
+		.h = { .ar_hrd = htons(ARPHRD_ETHER),
+		       .ar_pro = htons(ETH_P_IP),
+		       .ar_hln = 6,
+		       .ar_pln = 4,
+		       .ar_op = htons(ARPOP_REQUEST) },
 	};
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ARP),
-				   .sll_ifindex = ifindex, .sll_halen = 6 };
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+				   .sll_protocol = htons(ETH_P_ARP),
+				   .sll_ifindex = ifindex,
+				   .sll_halen = 6 };
 	_cleanup_close_ int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -245,8 +250,7 @@ static int unsolicited_na(int ifindex, const uint8_t mac[HPN_MAC_LEN], const str
 		struct nd_opt_hdr opt;
 		uint8_t lladdr[6];
 	} __attribute__((packed)) pkt = {
-		.na = { .nd_na_hdr = { .icmp6_type = ND_NEIGHBOR_ADVERT },
-			.nd_na_target = *ip },
+		.na = { .nd_na_hdr = { .icmp6_type = ND_NEIGHBOR_ADVERT }, .nd_na_target = *ip },
 		.opt = { .nd_opt_type = ND_OPT_TARGET_LINKADDR, .nd_opt_len = 1 },
 	};
 	struct sockaddr_in6 src = { .sin6_family = AF_INET6, .sin6_addr = *ip };
@@ -278,5 +282,6 @@ int hpn_announce(int ifindex, const uint8_t mac[HPN_MAC_LEN], const char *cidr)
 
 	if (r < 0)
 		return r;
-	return family == AF_INET ? garp(ifindex, mac, &ip.v4) : unsolicited_na(ifindex, mac, &ip.v6);
+	return family == AF_INET ? garp(ifindex, mac, &ip.v4)
+				 : unsolicited_na(ifindex, mac, &ip.v6);
 }

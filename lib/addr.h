@@ -19,8 +19,8 @@ struct nl_sock;
 int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
 		 struct hpn_err *err);
 /* Adds a route out of ifindex via gw (NULL: on-link). */
-int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname,
-		  const struct hpn_route *rt, const char *gw, struct hpn_err *err);
+int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname, const struct hpn_route *rt,
+		  const char *gw, struct hpn_err *err);
 /* 0 when present, -ENOENT when not. */
 int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_err *err);
 int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,

@@ -44,8 +44,8 @@ static void nsctx_close(struct nsctx *ns)
 }
 
 /* Opens a netlink socket inside netns_fd and comes back to the host netns. */
-static int socket_in(const struct nsctx *ns, int netns_fd, const char *netns,
-		     struct nl_sock **ret, struct hpn_err *err)
+static int socket_in(const struct nsctx *ns, int netns_fd, const char *netns, struct nl_sock **ret,
+		     struct hpn_err *err)
 {
 	int r = hpn_netns_enter(netns_fd);
 
@@ -87,7 +87,8 @@ static int fault(const char *step, struct hpn_err *err)
 	const char *at = getenv("HPN_FAIL_AT");
 
 	if (at && !strcmp(at, step))
-		return hpn_err_set(err, HPN_E_INTERNAL, EIO, "injected failure after step %s", step);
+		return hpn_err_set(err, HPN_E_INTERNAL, EIO, "injected failure after step %s",
+				   step);
 #endif
 	return 0;
 }
@@ -110,8 +111,8 @@ static int find_device(struct nl_sock *sk, const char *name, int ifindex,
 		goto found;
 	if (ifindex > 0 && hpn_link_get(sk, ifindex, NULL, &l, err) == 0 && same_device(&l, orig))
 		goto found;
-	r = hpn_link_by_mac(sk, orig->has_perm_mac ? orig->perm_mac : orig->mac,
-			    orig->has_perm_mac, &l, err);
+	r = hpn_link_by_mac(sk, orig->has_perm_mac ? orig->perm_mac : orig->mac, orig->has_perm_mac,
+			    &l, err);
 	if (r < 0)
 		return r;
 found:
@@ -139,7 +140,8 @@ static const char *route_gw(const struct hpn_result *res, const struct hpn_route
  * its pod-side name); a device that is gone (a veth dies with its netns) is
  * nothing to restore. Safe to run any number of times.
  */
-static int restore_device(struct nsctx *ns, const struct hpn_journal *j, struct hpn_err *err)
+static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
+			  struct hpn_err *err)
 {
 	const struct hpn_link *orig = &j->host;
 	struct hpn_link l;
@@ -161,7 +163,8 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, struct 
 				r = hpn_link_move(pod, &l, ns->host_fd, orig->name, err);
 				if (r == -EEXIST) {
 					/* The original name is taken on the host: keep ours. */
-					hpn_warn("\"%s\" exists on the host; returning \"%s\" under its pod name",
+					hpn_warn("\"%s\" exists on the host; returning \"%s\" "
+						 "under its pod name",
 						 orig->name, l.name);
 					memset(err, 0, sizeof(*err));
 					r = hpn_link_move(pod, &l, ns->host_fd, NULL, err);
@@ -185,7 +188,7 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, struct 
 		size_t n = 0;
 
 		/* PCI identity holds even if the MAC was changed in the pod. */
-		if (hpn_sysfs_pci_netdevs(HPN_DEFAULT_SYSFS_ROOT, j->pci, names, 4, &n) == 0 && n)
+		if (hpn_sysfs_pci_netdevs(sysfs_root, j->pci, names, 4, &n) == 0 && n)
 			r = hpn_link_get(ns->host, 0, names[0], &l, err);
 	}
 	if (r == -ENODEV) {
@@ -238,7 +241,7 @@ static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_co
 	if (ipam && conf->has_ipam)
 		ri = hpn_ipam_run(conf, env, "DEL", &ierr);
 	if (j)
-		r = restore_device(ns, j, err);
+		r = restore_device(ns, j, conf->sysfs_root, err);
 	if (r == 0 && ri < 0) {
 		*err = ierr;
 		return ri;
@@ -313,19 +316,22 @@ static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct
 		r = hpn_sysfs_pci_netdevs(conf->sysfs_root, conf->selector_value, names,
 					  HPN_ARRAY_SIZE(names), &n);
 		if (r < 0 || n == 0)
-			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-					   r < 0 ? "PCI device %s not found under %s/bus/pci/devices"
-						 : "PCI device %s (under %s) has no netdev in the host netns",
-					   conf->selector_value, conf->sysfs_root);
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				r < 0 ? "PCI device %s not found under %s/bus/pci/devices"
+				      : "PCI device %s (under %s) has no netdev in the host netns",
+				conf->selector_value, conf->sysfs_root);
 		if (n > 1)
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "PCI device %s has %zu netdevs (%s, %s...): select one with \"device\"",
+					   "PCI device %s has %zu netdevs (%s, %s...): select one "
+					   "with \"device\"",
 					   conf->selector_value, n, names[0], names[1]);
 		r = hpn_link_get(sk, 0, names[0], ret, err);
 		if (r == -ENODEV)
-			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-					   "PCI device %s: netdev \"%s\" not found in the host netns",
-					   conf->selector_value, names[0]);
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"PCI device %s: netdev \"%s\" not found in the host netns",
+				conf->selector_value, names[0]);
 		return r;
 	case HPN_SEL_NONE:
 		break;
@@ -382,8 +388,7 @@ static int journal_step(struct attach *a, enum hpn_phase phase, struct hpn_err *
 
 /* The steps of ADD after selection; on error the caller undoes from the journal. */
 static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-		     const struct hpn_link *dev, struct hpn_result **ret_own,
-		     struct hpn_err *err)
+		     const struct hpn_link *dev, struct hpn_result **ret_own, struct hpn_err *err)
 {
 	struct hpn_result *ipam = NULL, *own = NULL;
 	struct hpn_link pl;
@@ -440,7 +445,9 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		goto out;
 	}
 	hpn_mac_format(pl.mac, mac);
-	ifc = (struct hpn_iface){ .name = pl.name, .mac = mac, .mtu = (int)pl.mtu,
+	ifc = (struct hpn_iface){ .name = pl.name,
+				  .mac = mac,
+				  .mtu = (int)pl.mtu,
 				  .sandbox = (char *)env->netns,
 				  .pci_id = a->j.pci[0] ? a->j.pci : NULL };
 	r = hpn_result_add_iface(own, &ifc);
@@ -521,7 +528,8 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = hpn_link_get(a.ns.pod, 0, name, &clash, err);
 	if (r == 0) {
 		r = hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
-				"interface \"%s\" already exists in netns \"%s\"", name, env->netns);
+				"interface \"%s\" already exists in netns \"%s\"", name,
+				env->netns);
 		goto out;
 	}
 	if (r != -ENODEV)
@@ -541,8 +549,8 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	a.j.host = dev;
 	if (hpn_sysfs_netdev_pci(conf->sysfs_root, dev.name, a.j.pci) < 0)
 		a.j.pci[0] = '\0';
-	hpn_info("attach \"%s\"%s%s as \"%s\" in %s", dev.name, a.j.pci[0] ? " pci " : "",
-		 a.j.pci, name, env->netns);
+	hpn_info("attach \"%s\"%s%s as \"%s\" in %s", dev.name, a.j.pci[0] ? " pci " : "", a.j.pci,
+		 name, env->netns);
 
 	r = add_steps(&a, env, conf, &dev, &own, err);
 	if (r < 0) {
@@ -552,7 +560,8 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		if (ur < 0) {
 			/* Keep the journal: a DEL can finish what the rollback could not. */
 			hpn_error("rollback of %s failed: %s", a.key, uerr.msg);
-			hpn_err_details(err, "rollback incomplete, state kept for DEL: %s", uerr.msg);
+			hpn_err_details(err, "rollback incomplete, state kept for DEL: %s",
+					uerr.msg);
 		} else {
 			hpn_journal_remove(&a.st, a.key, NULL);
 		}
@@ -592,17 +601,20 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 
 	r = hpn_link_get(a->ns.pod, 0, a->j.pod_ifname, &l, err);
 	if (r == -ENODEV)
-		return hpn_err_set(err, HPN_E_CHECK, ENODEV, "interface \"%s\" is missing from netns \"%s\"",
-				   a->j.pod_ifname, env->netns);
+		return hpn_err_set(err, HPN_E_CHECK, ENODEV,
+				   "interface \"%s\" is missing from netns \"%s\"", a->j.pod_ifname,
+				   env->netns);
 	if (r < 0)
 		return r;
 	hpn_mac_format(l.mac, mac);
 	if (ifc->mac && strcmp(mac, ifc->mac))
-		return hpn_err_set(err, HPN_E_CHECK, EINVAL, "interface \"%s\" has MAC %s, expected %s",
-				   l.name, mac, ifc->mac);
+		return hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				   "interface \"%s\" has MAC %s, expected %s", l.name, mac,
+				   ifc->mac);
 	if (ifc->mtu && l.mtu != (unsigned int)ifc->mtu)
-		return hpn_err_set(err, HPN_E_CHECK, EINVAL, "interface \"%s\" has MTU %u, expected %d",
-				   l.name, l.mtu, ifc->mtu);
+		return hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				   "interface \"%s\" has MTU %u, expected %d", l.name, l.mtu,
+				   ifc->mtu);
 	if (!l.up)
 		return hpn_err_set(err, HPN_E_CHECK, EINVAL, "interface \"%s\" is down", l.name);
 	for (size_t i = 0; i < own->n_ips; i++) {
@@ -620,8 +632,8 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 		r = hpn_route_find(a->ns.pod, l.ifindex, &own->routes[i], gw, err);
 		if (r == -ENOENT)
 			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
-					   "route to %s via %s on \"%s\" is missing", own->routes[i].dst,
-					   gw ? gw : "link", l.name);
+					   "route to %s via %s on \"%s\" is missing",
+					   own->routes[i].dst, gw ? gw : "link", l.name);
 		if (r < 0)
 			return r;
 	}
@@ -636,8 +648,8 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 				listed = !p->ifaces[i].mac || !strcasecmp(p->ifaces[i].mac, mac);
 		if (!listed)
 			return hpn_err_set(err, HPN_E_CHECK, EINVAL,
-					   "prevResult does not list \"%s\" (MAC %s) in %s", l.name, mac,
-					   env->netns);
+					   "prevResult does not list \"%s\" (MAC %s) in %s", l.name,
+					   mac, env->netns);
 	}
 	return 0;
 }
@@ -682,33 +694,26 @@ out:
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
 	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err serr = { 0 };
 	struct nl_sock *sk = NULL;
 	char path[4096];
 	int r;
 
-	r = hpn_store_open(conf->state_dir, conf->name, &st, err);
+	/* Spec 1.1.0: any reason not to accept ADD now is code 50, with the reason. */
+	r = hpn_store_open(conf->state_dir, conf->name, &st, &serr);
 	if (r == 0 && faccessat(st.net_fd, ".", W_OK, AT_EACCESS) < 0)
-		r = hpn_err_set(err, HPN_E_IO, errno, "stateDir %s is not writable", conf->state_dir);
+		r = hpn_err_set(&serr, HPN_E_IO, errno, "stateDir %s is not writable",
+				conf->state_dir);
 	hpn_store_close(&st);
 	if (r < 0)
-		return r;
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, r, "%s", serr.msg);
 	r = hpn_nl_open(NETLINK_ROUTE, &sk);
 	hpn_nl_close(sk);
 	if (r < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, r, "netlink: %s", strerror(-r));
-	if (conf->has_ipam) {
-		bool found = false;
-		_cleanup_free_ char *copy = hpn_strdup(env->path);
-		char *save = NULL;
-
-		for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
-		     d = strtok_r(NULL, ":", &save))
-			found = hpn_snprintf(path, sizeof(path), "%s/%s", d, conf->ipam_type) == 0 &&
-				access(path, X_OK) == 0;
-		if (!found)
-			return hpn_err_set(err, HPN_E_IPAM, ENOENT,
-					   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
-	}
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, r, "netlink: %s", strerror(-r));
+	if (conf->has_ipam && hpn_ipam_find(conf->ipam_type, env->path, path) < 0)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+				   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
 	return 0;
 }
 

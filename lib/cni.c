@@ -17,14 +17,15 @@ static const struct {
 	const char *name;
 	enum hpn_cmd cmd;
 } commands[] = {
-	{ "ADD", HPN_CMD_ADD },	      { "DEL", HPN_CMD_DEL },	  { "CHECK", HPN_CMD_CHECK },
+	{ "ADD", HPN_CMD_ADD },		{ "DEL", HPN_CMD_DEL },	      { "CHECK", HPN_CMD_CHECK },
 	{ "VERSION", HPN_CMD_VERSION }, { "STATUS", HPN_CMD_STATUS }, { "GC", HPN_CMD_GC },
 };
 
 /* CNI_ARGS keys the plugin understands; others need IgnoreUnknown (spec convention). */
 static const char *const known_args[] = {
-	"IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME", "K8S_POD_INFRA_CONTAINER_ID",
-	"K8S_POD_UID", NULL,
+	"IgnoreUnknown", "K8S_POD_NAMESPACE",
+	"K8S_POD_NAME",	 "K8S_POD_INFRA_CONTAINER_ID",
+	"K8S_POD_UID",	 NULL,
 };
 
 static bool str_in(const char *s, const char *const *list)
@@ -90,7 +91,8 @@ int hpn_args_parse(struct hpn_env *env, const char *s, struct hpn_err *err)
 	if (!s || !*s)
 		return 0;
 	if (strlen(s) > 8192)
-		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_ARGS is longer than 8192 bytes");
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_ARGS is longer than 8192 bytes");
 	copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
@@ -124,9 +126,10 @@ int hpn_args_parse(struct hpn_env *env, const char *s, struct hpn_err *err)
 		return 0;
 	for (size_t i = 0; i < env->n_args; i++)
 		if (!str_in(env->args[i].key, known_args))
-			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
-					   "CNI_ARGS: unknown key %s (set IgnoreUnknown=1 to allow)",
-					   env->args[i].key);
+			return hpn_err_set(
+				err, HPN_E_INVALID_ENV, EINVAL,
+				"CNI_ARGS: unknown key %s (set IgnoreUnknown=1 to allow)",
+				env->args[i].key);
 	return 0;
 }
 
@@ -186,7 +189,8 @@ int hpn_env_parse(struct hpn_env *env, struct hpn_err *err)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_CONTAINERID is not set");
 	if (!hpn_valid_container_id(env->container_id))
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
-				   "CNI_CONTAINERID \"%.64s\" has characters outside [A-Za-z0-9_.-] or does not start alphanumeric",
+				   "CNI_CONTAINERID \"%.64s\" has characters outside "
+				   "[A-Za-z0-9_.-] or does not start alphanumeric",
 				   env->container_id);
 	/* DEL must work after the namespace is gone: CNI_NETNS is optional there. */
 	need_netns = env->cmd != HPN_CMD_DEL;
@@ -199,7 +203,8 @@ int hpn_env_parse(struct hpn_env *env, struct hpn_err *err)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_IFNAME is not set");
 	if (!hpn_valid_ifname(env->ifname))
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
-				   "CNI_IFNAME \"%.64s\" is not a valid interface name (1-15 bytes, not . or .., no / : or space)",
+				   "CNI_IFNAME \"%.64s\" is not a valid interface name (1-15 "
+				   "bytes, not . or .., no / : or space)",
 				   env->ifname);
 	if (!env->path && env->cmd != HPN_CMD_DEL)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "CNI_PATH is not set");
@@ -295,8 +300,8 @@ static int get_str(const cJSON *obj, const char *key, const char *what, char **r
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int get_int(const cJSON *obj, const char *key, const char *what, int min, int max,
-		   int *ret, bool *present, struct hpn_err *err)
+static int get_int(const cJSON *obj, const char *key, const char *what, int min, int max, int *ret,
+		   bool *present, struct hpn_err *err)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -314,8 +319,8 @@ static int get_int(const cJSON *obj, const char *key, const char *what, int min,
 	return 0;
 }
 
-static int get_str_array(const cJSON *obj, const char *key, const char *what, char **out,
-			 size_t *n, struct hpn_err *err)
+static int get_str_array(const cJSON *obj, const char *key, const char *what, char **out, size_t *n,
+			 struct hpn_err *err)
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, key), *v;
 
@@ -323,13 +328,14 @@ static int get_str_array(const cJSON *obj, const char *key, const char *what, ch
 		return 0;
 	if (!cJSON_IsArray(arr))
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.%s must be an array", what, key);
-	cJSON_ArrayForEach(v, arr) {
+	cJSON_ArrayForEach (v, arr) {
 		if (!cJSON_IsString(v))
-			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-					   "%s.%s must hold strings", what, key);
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.%s must hold strings",
+					   what, key);
 		if (*n == HPN_MAX_DNS)
-			return hpn_err_set(err, HPN_E_DECODE, E2BIG, "%s.%s has more than %d entries",
-					   what, key, HPN_MAX_DNS);
+			return hpn_err_set(err, HPN_E_DECODE, E2BIG,
+					   "%s.%s has more than %d entries", what, key,
+					   HPN_MAX_DNS);
 		out[*n] = strdup(v->valuestring);
 		if (!out[*n])
 			return -ENOMEM;
@@ -411,8 +417,8 @@ static int parse_ip(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_ipcf
 		ip->interface = -1;
 	else if ((size_t)ip->interface >= n_ifaces)
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "%s.interface %d is past the %zu interfaces", what, ip->interface,
-				   n_ifaces);
+				   "%s.interface %d is past the %zu interfaces", what,
+				   ip->interface, n_ifaces);
 	return 0;
 }
 
@@ -490,7 +496,7 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 		return -ENOMEM;
 	r = parse_array(obj, "interfaces", HPN_MAX_IFACES, &arr, err);
 	if (r >= 0 && arr)
-		cJSON_ArrayForEach(v, arr) {
+		cJSON_ArrayForEach (v, arr) {
 			r = parse_iface(v, res->n_ifaces, &res->ifaces[res->n_ifaces], err);
 			res->n_ifaces++;
 			if (r < 0)
@@ -499,7 +505,7 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 	if (r >= 0)
 		r = parse_array(obj, "ips", HPN_MAX_IPS, &arr, err);
 	if (r >= 0 && arr)
-		cJSON_ArrayForEach(v, arr) {
+		cJSON_ArrayForEach (v, arr) {
 			r = parse_ip(v, res->n_ips, res->n_ifaces, &res->ips[res->n_ips], err);
 			res->n_ips++;
 			if (r < 0)
@@ -508,14 +514,15 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 	if (r >= 0)
 		r = parse_array(obj, "routes", HPN_MAX_ROUTES, &arr, err);
 	if (r >= 0 && arr)
-		cJSON_ArrayForEach(v, arr) {
+		cJSON_ArrayForEach (v, arr) {
 			r = parse_route(v, res->n_routes, &res->routes[res->n_routes], err);
 			res->n_routes++;
 			if (r < 0)
 				break;
 		}
 	if (r >= 0)
-		r = hpn_dns_from_cjson(cJSON_GetObjectItemCaseSensitive(obj, "dns"), &res->dns, err);
+		r = hpn_dns_from_cjson(cJSON_GetObjectItemCaseSensitive(obj, "dns"), &res->dns,
+				       err);
 	if (r < 0) {
 		hpn_result_free(res);
 		return r;
@@ -614,8 +621,8 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src)
 	size_t base = dst->n_ifaces;
 	int r = 0;
 
-	if (dst->n_ifaces + src->n_ifaces > HPN_MAX_IFACES || dst->n_ips + src->n_ips > HPN_MAX_IPS ||
-	    dst->n_routes + src->n_routes > HPN_MAX_ROUTES)
+	if (dst->n_ifaces + src->n_ifaces > HPN_MAX_IFACES ||
+	    dst->n_ips + src->n_ips > HPN_MAX_IPS || dst->n_routes + src->n_routes > HPN_MAX_ROUTES)
 		return -E2BIG;
 	for (size_t i = 0; r >= 0 && i < src->n_ifaces; i++)
 		r = hpn_result_add_iface(dst, &src->ifaces[i]);

@@ -13,15 +13,21 @@
  */
 
 #define HPN_CNI_VERSION_LATEST "1.1.0"
-#define HPN_STDIN_MAX (1u << 20)
-#define HPN_MAX_ARGS 32
-#define HPN_MAX_IFACES 64
-#define HPN_MAX_IPS 64
-#define HPN_MAX_ROUTES 256
-#define HPN_MAX_DNS 32
+#define HPN_STDIN_MAX	       (1u << 20)
+#define HPN_MAX_ARGS	       32
+#define HPN_MAX_IFACES	       64
+#define HPN_MAX_IPS	       64
+#define HPN_MAX_ROUTES	       256
+#define HPN_MAX_DNS	       32
 
-enum hpn_cmd { HPN_CMD_ADD, HPN_CMD_DEL, HPN_CMD_CHECK, HPN_CMD_VERSION, HPN_CMD_STATUS,
-	       HPN_CMD_GC };
+enum hpn_cmd {
+	HPN_CMD_ADD,
+	HPN_CMD_DEL,
+	HPN_CMD_CHECK,
+	HPN_CMD_VERSION,
+	HPN_CMD_STATUS,
+	HPN_CMD_GC
+};
 
 struct hpn_kv {
 	char *key;
@@ -30,11 +36,11 @@ struct hpn_kv {
 
 struct hpn_env {
 	enum hpn_cmd cmd;
-	const char *command;	/* as given, for logs */
+	const char *command; /* as given, for logs */
 	const char *container_id;
 	const char *netns;
 	const char *ifname;
-	const char *path;	/* CNI_PATH, ':'-separated */
+	const char *path; /* CNI_PATH, ':'-separated */
 	struct hpn_kv args[HPN_MAX_ARGS];
 	size_t n_args;
 };
@@ -57,23 +63,23 @@ int hpn_version_cmp(const char *a, const char *b);
 struct hpn_iface {
 	char *name;
 	char *mac;
-	int mtu;		/* 0: unknown */
+	int mtu; /* 0: unknown */
 	char *sandbox;
 	char *pci_id;
 	char *socket_path;
 };
 
 struct hpn_ipcfg {
-	char *address;		/* CIDR */
+	char *address; /* CIDR */
 	char *gateway;
-	int interface;		/* index into interfaces, -1 when absent */
+	int interface; /* index into interfaces, -1 when absent */
 };
 
 struct hpn_route {
-	char *dst;		/* CIDR */
+	char *dst; /* CIDR */
 	char *gw;
 	int mtu, advmss, priority, table, scope;
-	unsigned has;		/* HPN_ROUTE_HAS_* */
+	unsigned has; /* HPN_ROUTE_HAS_* */
 };
 
 enum {

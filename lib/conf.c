@@ -23,8 +23,8 @@ static int conf_str(const cJSON *obj, const char *key, const char *path, char **
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsString(v))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%s%s must be a string",
-				   path, key);
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%s%s must be a string", path,
+				   key);
 	if (strlen(v->valuestring) > 4095)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "%s%s is longer than 4095 bytes", path, key);
@@ -87,7 +87,8 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 		if (given) {
 			free(v);
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%s%s and %s both select the device: give exactly one of device, hwaddr, pciBusID, runtimeConfig.deviceID",
+					   "%s%s and %s both select the device: give exactly one "
+					   "of device, hwaddr, pciBusID, runtimeConfig.deviceID",
 					   path, sels[i].key, given);
 		}
 		given = sels[i].key;
@@ -97,7 +98,8 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 	switch (conf->selector) {
 	case HPN_SEL_NONE:
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "no device selected: give one of device, hwaddr, pciBusID, runtimeConfig.deviceID");
+				   "no device selected: give one of device, hwaddr, pciBusID, "
+				   "runtimeConfig.deviceID");
 	case HPN_SEL_DEVICE:
 		if (!hpn_valid_ifname(conf->selector_value))
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
@@ -106,9 +108,10 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 		return 0;
 	case HPN_SEL_HWADDR:
 		if (hpn_mac_parse(conf->selector_value, mac) < 0 || hpn_mac_is_zero(mac))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "hwaddr \"%.64s\" is not a MAC address like 02:00:00:00:00:01",
-					   conf->selector_value);
+			return hpn_err_set(
+				err, HPN_E_INVALID_CONFIG, EINVAL,
+				"hwaddr \"%.64s\" is not a MAC address like 02:00:00:00:00:01",
+				conf->selector_value);
 		hpn_mac_format(mac, macs);
 		strcpy(conf->selector_value, macs);
 		return 0;
@@ -168,8 +171,7 @@ static int parse_prev_result(struct hpn_conf *conf, const cJSON *root, struct hp
 	return 0;
 }
 
-static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root,
-				   struct hpn_err *err)
+static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const char *key = "cni.dev/valid-attachments";
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key), *v;
@@ -186,7 +188,7 @@ static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root,
 	conf->valid = calloc((size_t)n + 1, sizeof(*conf->valid));
 	if (!conf->valid)
 		return -ENOMEM;
-	cJSON_ArrayForEach(v, arr) {
+	cJSON_ArrayForEach (v, arr) {
 		const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "containerID");
 		const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "ifname");
 
@@ -201,6 +203,9 @@ static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root,
 	}
 	return 0;
 }
+
+static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMappings",
+						"bandwidth" };
 
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
@@ -228,13 +233,22 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "runtimeConfig must be an object");
 
+	/* Capabilities a runtime may pass that neither we nor an IPAM plugin would apply. */
+	for (size_t i = 0; cJSON_IsObject(rc) && i < HPN_ARRAY_SIZE(unsupported_caps); i++)
+		if (cJSON_GetObjectItemCaseSensitive(rc, unsupported_caps[i]))
+			return hpn_err_set(err, HPN_E_UNSUPPORTED_FIELD, EOPNOTSUPP,
+					   "runtimeConfig.%s is not supported by hpn-rdma: remove "
+					   "the \"%s\" capability",
+					   unsupported_caps[i], unsupported_caps[i]);
+
 	ifn = cJSON_GetObjectItemCaseSensitive(root, "ifName");
 	r = conf_str(root, "ifName", "", &conf->if_name, err);
 	if (r < 0)
 		return r;
 	if (ifn && conf->if_name && !hpn_valid_ifname(conf->if_name))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "ifName \"%.64s\" is not a valid interface name (1-15 bytes, not . or .., no / : or space)",
+				   "ifName \"%.64s\" is not a valid interface name (1-15 bytes, "
+				   "not . or .., no / : or space)",
 				   conf->if_name);
 	r = parse_selector(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
 	if (r < 0)
@@ -251,7 +265,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	}
 	r = conf_abs_path(root, "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);
 	if (r >= 0)
-		r = conf_abs_path(root, "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT, &conf->sysfs_root, err);
+		r = conf_abs_path(root, "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT, &conf->sysfs_root,
+				  err);
 	if (r >= 0)
 		r = conf_abs_path(root, "logFile", NULL, &conf->log_file, err);
 	if (r >= 0)
@@ -261,7 +276,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	conf->log_level = HPN_LOG_INFO;
 	if (level && hpn_log_level_parse(level, &conf->log_level) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "logLevel \"%.32s\" is not one of error, warn, info, debug", level);
+				   "logLevel \"%.32s\" is not one of error, warn, info, debug",
+				   level);
 	r = parse_ipam(conf, root, err);
 	if (r >= 0)
 		r = parse_prev_result(conf, root, err);
@@ -302,7 +318,8 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	}
 	if (!hpn_version_supported(conf->cni_version))
 		return hpn_err_set(err, HPN_E_INCOMPATIBLE_VERSION, EINVAL,
-				   "cniVersion \"%.32s\" is not supported (supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0)",
+				   "cniVersion \"%.32s\" is not supported (supported: 0.3.0, "
+				   "0.3.1, 0.4.0, 1.0.0, 1.1.0)",
 				   conf->cni_version);
 	if (cmd == HPN_CMD_VERSION)
 		return 0;

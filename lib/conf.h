@@ -9,13 +9,12 @@
 #include "err.h"
 #include "log.h"
 
-#define HPN_DEFAULT_STATE_DIR "/var/lib/cni/hpn-rdma"
-#define HPN_DEFAULT_SYSFS_ROOT "/sys"
+#define HPN_DEFAULT_STATE_DIR	  "/var/lib/cni/hpn-rdma"
+#define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
 #define HPN_MAX_VALID_ATTACHMENTS 65536
 
 /* How the host device is chosen: exactly one selector. */
-enum hpn_selector { HPN_SEL_NONE, HPN_SEL_DEVICE, HPN_SEL_HWADDR, HPN_SEL_PCI,
-		    HPN_SEL_DEVICE_ID };
+enum hpn_selector { HPN_SEL_NONE, HPN_SEL_DEVICE, HPN_SEL_HWADDR, HPN_SEL_PCI, HPN_SEL_DEVICE_ID };
 
 /* The network configuration from stdin, validated and typed. */
 struct hpn_conf {
@@ -23,10 +22,10 @@ struct hpn_conf {
 	char *name;
 	char *type;
 
-	char *if_name;		/* pod-side name override; NULL: CNI_IFNAME */
+	char *if_name; /* pod-side name override; NULL: CNI_IFNAME */
 	enum hpn_selector selector;
-	char *selector_value;	/* device name, MAC, or normalised PCI address */
-	int mtu;		/* 0: leave as is */
+	char *selector_value; /* device name, MAC, or normalised PCI address */
+	int mtu;	      /* 0: leave as is */
 
 	char *state_dir;
 	char *sysfs_root;
@@ -36,13 +35,13 @@ struct hpn_conf {
 	bool has_ipam;
 	char *ipam_type;
 
-	struct hpn_result *prev_result;	/* NULL when not chained */
+	struct hpn_result *prev_result; /* NULL when not chained */
 
 	/* GC: cni.dev/valid-attachments, the attachments the runtime still wants. */
 	struct hpn_attachment {
 		char *container_id;
 		char *ifname;
-	} *valid;
+	} * valid;
 	size_t n_valid;
 	struct hpn_dns dns;
 

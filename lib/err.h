@@ -15,9 +15,9 @@ enum hpn_code {
 	HPN_E_DECODE = 6,
 	HPN_E_INVALID_CONFIG = 7,
 	HPN_E_TRY_AGAIN = 11,
+	HPN_E_NOT_AVAILABLE = 50, /* STATUS: the plugin cannot serve ADD now */
 
 	HPN_E_DEVICE_NOT_FOUND = 100,
-	HPN_E_DEVICE_BUSY = 101,
 	HPN_E_NETLINK = 102,
 	HPN_E_NETNS = 103,
 	HPN_E_IFNAME_EXISTS = 104,
@@ -26,7 +26,7 @@ enum hpn_code {
 	HPN_E_CHECK = 107,
 };
 
-#define HPN_ERR_MSG 512
+#define HPN_ERR_MSG	512
 #define HPN_ERR_DETAILS 1024
 
 /*

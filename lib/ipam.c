@@ -18,7 +18,7 @@
 
 extern char **environ;
 
-static int find_plugin(const char *type, const char *cni_path, char out[PATH_MAX])
+int hpn_ipam_find(const char *type, const char *cni_path, char out[PATH_MAX])
 {
 	_cleanup_free_ char *copy = hpn_strdup(cni_path);
 	char *save = NULL, *dir;
@@ -104,7 +104,7 @@ static int pump(int in_fd, const char *buf, size_t len, int out_fd, char **ret, 
 			if (n > 0)
 				off += (size_t)n;
 			if (n < 0 && errno != EINTR && errno != EAGAIN)
-				off = len;	/* the child closed stdin: it has what it wants */
+				off = len; /* the child closed stdin: it has what it wants */
 			if (off == len) {
 				close(in_fd);
 				in_fd = -1;
@@ -180,9 +180,10 @@ int hpn_ipam_exec(const struct hpn_conf *conf, const struct hpn_env *env, const 
 	int r, status;
 	pid_t pid;
 
-	r = find_plugin(conf->ipam_type, env->path, path);
+	r = hpn_ipam_find(conf->ipam_type, env->path, path);
 	if (r < 0)
-		return hpn_err_set(err, HPN_E_IPAM, r, "ipam plugin \"%s\" not found in CNI_PATH \"%s\"",
+		return hpn_err_set(err, HPN_E_IPAM, r,
+				   "ipam plugin \"%s\" not found in CNI_PATH \"%s\"",
 				   conf->ipam_type, env->path ? env->path : "");
 	envp = child_env(env, command, bufs);
 	if (!envp)
@@ -231,8 +232,8 @@ fail:
 	return hpn_err_set(err, HPN_E_IPAM, r, "run ipam plugin %s: %s", path, strerror(-r));
 }
 
-int hpn_ipam_add(const struct hpn_conf *conf, const struct hpn_env *env,
-		 struct hpn_result **ret, struct hpn_err *err)
+int hpn_ipam_add(const struct hpn_conf *conf, const struct hpn_env *env, struct hpn_result **ret,
+		 struct hpn_err *err)
 {
 	_cleanup_free_ char *out = NULL;
 	struct hpn_err perr = { 0 };

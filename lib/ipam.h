@@ -15,9 +15,12 @@
 int hpn_ipam_exec(const struct hpn_conf *conf, const struct hpn_env *env, const char *command,
 		  char **ret_out, size_t *ret_len, struct hpn_err *err);
 
+/* The executable named type in the ':'-separated cni_path; -ENOENT if none. */
+int hpn_ipam_find(const char *type, const char *cni_path, char out[4096]);
+
 /* ADD: the allocation, parsed. */
-int hpn_ipam_add(const struct hpn_conf *conf, const struct hpn_env *env,
-		 struct hpn_result **ret, struct hpn_err *err);
+int hpn_ipam_add(const struct hpn_conf *conf, const struct hpn_env *env, struct hpn_result **ret,
+		 struct hpn_err *err);
 /* DEL and CHECK: success or the plugin's error. */
 int hpn_ipam_run(const struct hpn_conf *conf, const struct hpn_env *env, const char *command,
 		 struct hpn_err *err);

@@ -45,7 +45,7 @@ static int parse_link(struct nl_msg *msg, struct hpn_link *l)
 		struct nlattr *a;
 		int rem;
 
-		nla_for_each_nested(a, tb[IFLA_PROP_LIST], rem) {
+		nla_for_each_nested (a, tb[IFLA_PROP_LIST], rem) {
 			if (nla_type(a) != IFLA_ALT_IFNAME || l->n_altnames == HPN_MAX_ALTNAMES)
 				continue;
 			nla_strlcpy(l->altnames[l->n_altnames++], a, HPN_ALTNAMSIZ);
@@ -187,8 +187,8 @@ int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool per
 	return 0;
 }
 
-int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd,
-		  const char *new_name, struct hpn_err *err)
+int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, const char *new_name,
+		  struct hpn_err *err)
 {
 	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_NEWLINK, 0, l->ifindex);
 	char extack[HPN_EXTACK_LEN];
@@ -206,8 +206,8 @@ int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd,
 	return 0;
 }
 
-int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
-		 unsigned int mtu, int up, struct hpn_err *err)
+int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
+		 int up, struct hpn_err *err)
 {
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
@@ -238,12 +238,12 @@ int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
 	return 0;
 }
 
-int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname,
-		     bool add, struct hpn_err *err)
+int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname, bool add,
+		     struct hpn_err *err)
 {
 	_cleanup_nl_msg_ struct nl_msg *msg =
-		link_msg(add ? RTM_NEWLINKPROP : RTM_DELLINKPROP, add ? NLM_F_EXCL | NLM_F_CREATE : 0,
-			 l->ifindex);
+		link_msg(add ? RTM_NEWLINKPROP : RTM_DELLINKPROP,
+			 add ? NLM_F_EXCL | NLM_F_CREATE : 0, l->ifindex);
 	char extack[HPN_EXTACK_LEN];
 	struct nlattr *nest;
 	int r;

@@ -11,9 +11,9 @@
 
 struct nl_sock;
 
-#define HPN_IFNAMSIZ 16
+#define HPN_IFNAMSIZ	 16
 #define HPN_MAX_ALTNAMES 8
-#define HPN_ALTNAMSIZ 128
+#define HPN_ALTNAMSIZ	 128
 
 /* What the kernel says about one netdev (RTM_NEWLINK). */
 struct hpn_link {
@@ -24,10 +24,10 @@ struct hpn_link {
 	unsigned int mtu;
 	uint8_t mac[HPN_MAC_LEN];
 	bool has_mac;
-	uint8_t perm_mac[HPN_MAC_LEN];	/* IFLA_PERM_ADDRESS: burned-in, survives renames */
+	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
 	bool has_perm_mac;
-	bool up;			/* administratively up (IFF_UP) */
-	char kind[16];			/* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+	bool up;       /* administratively up (IFF_UP) */
+	char kind[16]; /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
 };
 
 /* Looks a link up by ifindex (> 0) or by name (also matches altnames). -ENODEV if absent. */
@@ -45,13 +45,13 @@ int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool per
  * (IFLA_NET_NS_FD + IFLA_IFNAME). The kernel may still complete the move and
  * then fail the rename; callers undo by finding the link again, not by assuming.
  */
-int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd,
-		  const char *new_name, struct hpn_err *err);
+int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, const char *new_name,
+		  struct hpn_err *err);
 /* Changes what is given: name (NULL: keep), mtu (0: keep), up (-1: keep, 0 down, 1 up). */
-int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
-		 unsigned int mtu, int up, struct hpn_err *err);
+int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
+		 int up, struct hpn_err *err);
 /* Adds or removes one alternative name (RTM_NEWLINKPROP / RTM_DELLINKPROP). */
-int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname,
-		     bool add, struct hpn_err *err);
+int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname, bool add,
+		     struct hpn_err *err);
 
 #endif

@@ -13,12 +13,11 @@ void hpn_log_init(const char *command, const char *container_id);
 int hpn_log_open(const char *path, enum hpn_log_level level);
 int hpn_log_level_parse(const char *s, enum hpn_log_level *ret);
 void hpn_log_close(void);
-void hpn_log(enum hpn_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void hpn_log(enum hpn_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define hpn_error(...) hpn_log(HPN_LOG_ERROR, __VA_ARGS__)
-#define hpn_warn(...) hpn_log(HPN_LOG_WARN, __VA_ARGS__)
-#define hpn_info(...) hpn_log(HPN_LOG_INFO, __VA_ARGS__)
+#define hpn_warn(...)  hpn_log(HPN_LOG_WARN, __VA_ARGS__)
+#define hpn_info(...)  hpn_log(HPN_LOG_INFO, __VA_ARGS__)
 #define hpn_debug(...) hpn_log(HPN_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -6,9 +6,9 @@
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <string.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -27,8 +27,7 @@ int hpn_netns_open(const char *path, int *ret_fd, struct hpn_err *err)
 		if (e == ENOENT)
 			return hpn_err_set(err, HPN_E_UNKNOWN_CONTAINER, e,
 					   "netns \"%s\" does not exist", path);
-		return hpn_err_set(err, HPN_E_NETNS, e, "open netns \"%s\": %s", path,
-				   strerror(e));
+		return hpn_err_set(err, HPN_E_NETNS, e, "open netns \"%s\": %s", path, strerror(e));
 	}
 	/* A bind-mounted namespace lives on nsfs; a plain file does not. */
 	if (fstatfs(fd, &sfs) < 0 || sfs.f_type != NSFS_MAGIC)

@@ -41,9 +41,10 @@ static void copy_extack(const struct nlmsgerr *e, char *out)
 	len = (int)nlh->nlmsg_len - NLMSG_HDRLEN - (int)off;
 	if (len <= 0)
 		return;
-	nla_for_each_attr(a, (const struct nlattr *)((const char *)e + off), len, rem) {
+	nla_for_each_attr (a, (const struct nlattr *)((const char *)e + off), len, rem) {
 		if (nla_type(a) == NLMSGERR_ATTR_MSG) {
-			snprintf(out, HPN_EXTACK_LEN, "%.*s", nla_len(a), (const char *)nla_data(a));
+			snprintf(out, HPN_EXTACK_LEN, "%.*s", nla_len(a),
+				 (const char *)nla_data(a));
 			return;
 		}
 	}

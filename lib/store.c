@@ -93,7 +93,7 @@ int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err)
 
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX])
 {
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
 
 	if (strlen(container_id) + strlen(ifname) + 2 <= 200)
 		return hpn_snprintf(key, HPN_KEY_MAX, "%s.%s", container_id, ifname);
@@ -246,7 +246,7 @@ static int link_from_json(const cJSON *o, struct hpn_link *l)
 		return -EINVAL;
 	json_str(o, "kind", l->kind, sizeof(l->kind));
 	alt = cJSON_GetObjectItemCaseSensitive(o, "altnames");
-	cJSON_ArrayForEach(v, alt) {
+	cJSON_ArrayForEach (v, alt) {
 		if (cJSON_IsString(v) && l->n_altnames < HPN_MAX_ALTNAMES &&
 		    strlen(v->valuestring) < HPN_ALTNAMSIZ)
 			strcpy(l->altnames[l->n_altnames++], v->valuestring);
@@ -300,8 +300,7 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return -ENOENT;
-		return hpn_err_set(err, HPN_E_IO, errno, "open state %s: %s", key,
-				   strerror(errno));
+		return hpn_err_set(err, HPN_E_IO, errno, "open state %s: %s", key, strerror(errno));
 	}
 	r = hpn_read_all(fd, JOURNAL_MAX, &buf, &len);
 	if (r < 0)

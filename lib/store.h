@@ -14,17 +14,20 @@
  * atomically (temp file, fsync, rename) before every step that changes the host.
  */
 struct hpn_store {
-	int root_fd;	/* stateDir */
-	int net_fd;	/* stateDir/<network> */
+	int root_fd; /* stateDir */
+	int net_fd;  /* stateDir/<network> */
 	int lock_fd;
 };
 
-#define HPN_STORE_INIT { .root_fd = -1, .net_fd = -1, .lock_fd = -1 }
+#define HPN_STORE_INIT                                                                             \
+	{                                                                                          \
+		.root_fd = -1, .net_fd = -1, .lock_fd = -1                                         \
+	}
 #define HPN_KEY_MAX 256
 
 /* How far ADD got. Recorded before each step, so DEL knows what may need undoing. */
 enum hpn_phase {
-	HPN_PHASE_SELECTED = 1,	/* device chosen, nothing changed yet */
+	HPN_PHASE_SELECTED = 1, /* device chosen, nothing changed yet */
 	HPN_PHASE_MOVING,	/* host device may be changed / moved */
 	HPN_PHASE_IPAM,		/* IPAM ADD may have allocated */
 	HPN_PHASE_ATTACHED,	/* ADD completed */
@@ -33,13 +36,13 @@ enum hpn_phase {
 struct hpn_journal {
 	enum hpn_phase phase;
 	char *container_id;
-	char cni_ifname[HPN_IFNAMSIZ];	/* CNI_IFNAME: with the container ID, the attachment key */
-	char pod_ifname[HPN_IFNAMSIZ];	/* the name created in the pod */
+	char cni_ifname[HPN_IFNAMSIZ]; /* CNI_IFNAME: with the container ID, the attachment key */
+	char pod_ifname[HPN_IFNAMSIZ]; /* the name created in the pod */
 	char *netns;
-	struct hpn_link host;		/* the device as it was on the host before ADD */
-	char pci[HPN_PCI_STR];		/* empty when not a PCI device */
-	int pod_ifindex;		/* 0 until known */
-	char *result;			/* JSON of this attachment's own result, once attached */
+	struct hpn_link host;  /* the device as it was on the host before ADD */
+	char pci[HPN_PCI_STR]; /* empty when not a PCI device */
+	int pod_ifindex;       /* 0 until known */
+	char *result;	       /* JSON of this attachment's own result, once attached */
 };
 
 void hpn_journal_free(struct hpn_journal *j);

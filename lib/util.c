@@ -87,8 +87,8 @@ int hpn_mac_parse(const char *s, uint8_t mac[HPN_MAC_LEN])
 
 void hpn_mac_format(const uint8_t mac[HPN_MAC_LEN], char out[HPN_MAC_STR])
 {
-	snprintf(out, HPN_MAC_STR, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
-		 mac[3], mac[4], mac[5]);
+	snprintf(out, HPN_MAC_STR, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+		 mac[4], mac[5]);
 }
 
 bool hpn_mac_is_zero(const uint8_t mac[HPN_MAC_LEN])

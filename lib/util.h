@@ -23,25 +23,25 @@ static inline void hpn_closep(int *fd)
 		close(*fd);
 }
 
-#define _cleanup_free_ __attribute__((cleanup(hpn_freep)))
+#define _cleanup_free_	__attribute__((cleanup(hpn_freep)))
 #define _cleanup_close_ __attribute__((cleanup(hpn_closep)))
 
-#define TAKE_PTR(p)                                                                      \
-	({                                                                               \
-		__typeof__(p) _p = (p);                                                  \
-		(p) = NULL;                                                              \
-		_p;                                                                      \
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _p = (p);                                                            \
+		(p) = NULL;                                                                        \
+		_p;                                                                                \
 	})
-#define TAKE_FD(fd)                                                                      \
-	({                                                                               \
-		int _fd = (fd);                                                          \
-		(fd) = -1;                                                               \
-		_fd;                                                                     \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _fd = (fd);                                                                    \
+		(fd) = -1;                                                                         \
+		_fd;                                                                               \
 	})
 
 #define HPN_MAC_LEN 6
-#define HPN_MAC_STR 18	/* "aa:bb:cc:dd:ee:ff" + NUL */
-#define HPN_PCI_STR 16	/* "0000:af:00.1" + NUL, with room */
+#define HPN_MAC_STR 18 /* "aa:bb:cc:dd:ee:ff" + NUL */
+#define HPN_PCI_STR 16 /* "0000:af:00.1" + NUL, with room */
 
 /* Strict character-set checks for anything that becomes a name or a path. */
 bool hpn_valid_ifname(const char *s);
@@ -58,8 +58,7 @@ bool hpn_mac_is_zero(const uint8_t mac[HPN_MAC_LEN]);
 int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR]);
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
-int hpn_snprintf(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int hpn_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* strdup that returns NULL on NULL input. */
 char *hpn_strdup(const char *s);

@@ -34,14 +34,14 @@ static const char usage[] =
 typedef int (*cmd_fn)(const struct hpn_env *env, const struct hpn_conf *conf,
 		      struct hpn_result **ret, struct hpn_err *err);
 
-static int cmd_add(const struct hpn_env *env, const struct hpn_conf *conf,
-		   struct hpn_result **ret, struct hpn_err *err)
+static int cmd_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+		   struct hpn_err *err)
 {
 	return hpn_add(env, conf, ret, err);
 }
 
-static int cmd_del(const struct hpn_env *env, const struct hpn_conf *conf,
-		   struct hpn_result **ret, struct hpn_err *err)
+static int cmd_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+		   struct hpn_err *err)
 {
 	return hpn_del(env, conf, err);
 }
@@ -58,15 +58,15 @@ static int cmd_status(const struct hpn_env *env, const struct hpn_conf *conf,
 	return hpn_status(env, conf, err);
 }
 
-static int cmd_gc(const struct hpn_env *env, const struct hpn_conf *conf,
-		  struct hpn_result **ret, struct hpn_err *err)
+static int cmd_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+		  struct hpn_err *err)
 {
 	return hpn_gc(env, conf, err);
 }
 
 /* Indexed by enum hpn_cmd; VERSION is answered before any config is parsed. */
 static const cmd_fn commands[] = {
-	[HPN_CMD_ADD] = cmd_add,	 [HPN_CMD_DEL] = cmd_del, [HPN_CMD_CHECK] = cmd_check,
+	[HPN_CMD_ADD] = cmd_add,       [HPN_CMD_DEL] = cmd_del, [HPN_CMD_CHECK] = cmd_check,
 	[HPN_CMD_STATUS] = cmd_status, [HPN_CMD_GC] = cmd_gc,
 };
 

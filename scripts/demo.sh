@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds hpn-rdma and shows it end to end without touching this machine's
+# network (Debian's host-local speaks CNI up to 1.0.0, so the demo does too): a throwaway "node" netns with a veth end standing in for an RDMA NIC,
+# a throwaway pod netns, then ADD (with host-local IPAM), the result, the pod's
+# view, CHECK, DEL, and the node as it was. Run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cmake -S . -B build >/dev/null
+cmake --build build -j"$(nproc)" --target hpn-rdma >/dev/null
+plugin=$PWD/build/plugin/hpn-rdma
+
+node=hpn-demo-node-$$
+pod=hpn-demo-pod-$$
+tmp=$(mktemp -d /tmp/hpn-demo.XXXXXX)
+cleanup() {
+	ip netns del "$pod" 2>/dev/null || true
+	ip netns del "$node" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ip netns add "$node"
+ip netns add "$pod"
+# The stand-in NIC: one end of a veth pair, named like a ConnectX port.
+ip -n "$node" link add ens1f0np0 mtu 9000 type veth peer name peer0
+ip -n "$node" link set ens1f0np0 up
+
+conf=$(cat <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "hpn-demo",
+  "type": "hpn-rdma",
+  "ifName": "hpn0",
+  "device": "ens1f0np0",
+  "mtu": 4200,
+  "stateDir": "$tmp/state",
+  "logFile": "$tmp/hpn-rdma.log",
+  "ipam": {
+    "type": "host-local",
+    "ranges": [[{"subnet": "192.168.77.0/24"}]],
+    "routes": [{"dst": "192.168.0.0/16"}],
+    "dataDir": "$tmp/ipam"
+  }
+}
+JSON
+)
+cni() { # cni COMMAND [config]: run the plugin as a runtime would, inside the node netns
+	ip netns exec "$node" env CNI_COMMAND="$1" CNI_CONTAINERID=demo-0001 \
+		CNI_NETNS=/run/netns/$pod CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
+		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=demo" \
+		"$plugin" <<<"${2:-$conf}"
+}
+step() { printf '\n== %s\n' "$*"; }
+
+step "node before ADD"
+ip -n "$node" -br link show ens1f0np0
+step "ADD: the result"
+result=$(cni ADD)
+jq . <<<"$result"
+step "the pod's view"
+ip -n "$pod" -br addr show hpn0
+ip -n "$pod" route
+step "the journal DEL will undo from"
+jq -c . "$tmp"/state/hpn-demo/*
+step "CHECK (with the result as prevResult)"
+cni CHECK "$(jq -c --argjson p "$result" '. + {prevResult: $p}' <<<"$conf")" && echo "CHECK ok"
+step "DEL, twice (DEL is idempotent)"
+cni DEL && cni DEL && echo "DEL ok"
+step "node after DEL"
+ip -n "$node" -br link show ens1f0np0
+ip -n "$node" link show ens1f0np0 | grep -o 'mtu [0-9]*'
+step "log"
+cat "$tmp/hpn-rdma.log"

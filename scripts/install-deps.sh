@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, from Debian's archive, everything hpn-rdma needs to build, test and
+# demonstrate itself. Run as root on Debian 12 (bookworm).
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential cmake pkg-config clang-format
+	libnl-3-dev libnl-route-3-dev libibverbs-dev librdmacm-dev libcjson-dev
+	# netns tier and the demo: namespaces, veth, JSON checks, fault injection
+	iproute2 jq strace util-linux
+	# reference CNI plugins (host-local, static, bridge...) and libcni for chaining tests
+	containernetworking-plugins golang-go golang-github-appc-cni-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+if ((${#missing[@]})); then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
