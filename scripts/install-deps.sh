@@ -8,7 +8,7 @@ packages=(
 	build-essential cmake pkg-config clang-format
 	libnl-3-dev libnl-route-3-dev libibverbs-dev librdmacm-dev libcjson-dev
 	# netns tier and the demo: namespaces, veth, JSON checks, fault injection
-	iproute2 jq strace util-linux
+	iproute2 jq strace util-linux tcpdump
 	# reference CNI plugins (host-local, static, bridge...) and libcni for chaining tests
 	containernetworking-plugins golang-go golang-github-appc-cni-dev
 )
