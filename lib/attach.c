@@ -188,7 +188,7 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 		size_t n = 0;
 
 		/* PCI identity holds even if the MAC was changed in the pod. */
-		if (hpn_sysfs_pci_netdevs(sysfs_root, j->pci, names, 4, &n) == 0 && n)
+		if (hpn_sysfs_pci_netdevs(sysfs_root, j->pci, names, 4, &n) == 0 && n == 1)
 			r = hpn_link_get(ns->host, 0, names[0], &l, err);
 	}
 	if (r == -ENODEV) {

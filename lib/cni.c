@@ -274,11 +274,11 @@ static bool valid_cidr(const char *s)
 		return false;
 	memcpy(ip, s, (size_t)(slash - s));
 	ip[slash - s] = '\0';
-	if (!slash[1])
+	/* Digits only, no sign, blanks or leading zeros: "/010" must not mean 8 or 10. */
+	if (!slash[1] || strspn(slash + 1, "0123456789") != strlen(slash + 1) ||
+	    strlen(slash + 1) > 3 || (slash[1] == '0' && slash[2]))
 		return false;
 	plen = strtol(slash + 1, &end, 10);
-	if (*end || plen < 0)
-		return false;
 	if (inet_pton(AF_INET, ip, buf) == 1)
 		return plen <= 32;
 	if (inet_pton(AF_INET6, ip, buf) == 1)
@@ -309,8 +309,9 @@ static int get_int(const cJSON *obj, const char *key, const char *what, int min,
 		*present = false;
 	if (!v || cJSON_IsNull(v))
 		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
-	    v->valuedouble < min || v->valuedouble > max)
+	/* Range first: converting an out-of-range double is undefined. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= min && v->valuedouble <= max) ||
+	    v->valuedouble != (double)(long long)v->valuedouble)
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
 				   "%s.%s must be an integer in [%d, %d]", what, key, min, max);
 	*ret = (int)v->valuedouble;
@@ -533,7 +534,7 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 
 int hpn_result_parse(const char *json, size_t len, struct hpn_result **ret, struct hpn_err *err)
 {
-	cJSON *obj = cJSON_ParseWithLength(json, len);
+	cJSON *obj = hpn_json_parse(json, len);
 	int r;
 
 	if (!obj)
@@ -782,19 +783,16 @@ char *hpn_version_render(const char *version)
 
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 {
-	size_t cap = 4096, len = 0;
+	/* Room for max bytes, one more to notice an overflow, and the NUL. */
+	size_t cap = max + 2 < 4096 ? max + 2 : 4096, len = 0;
 	char *buf = malloc(cap), *nb;
 	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		if (len + 1 >= cap) {
-			if (cap > max) {
-				free(buf);
-				return -EFBIG;
-			}
-			cap *= 2;
+		if (len + 1 == cap) {
+			cap = cap * 2 < max + 2 ? cap * 2 : max + 2;
 			nb = realloc(buf, cap);
 			if (!nb) {
 				free(buf);
@@ -823,4 +821,22 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 	*ret_buf = buf;
 	*ret_len = len;
 	return 0;
+}
+
+void *hpn_json_parse(const char *buf, size_t len)
+{
+	const char *end = NULL;
+	cJSON *root;
+
+	/* cJSON stops after the first value; anything but blanks after it is an error. */
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (!root)
+		return NULL;
+	for (; end && end < buf + len; end++) {
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+			cJSON_Delete(root);
+			return NULL;
+		}
+	}
+	return root;
 }

@@ -36,6 +36,7 @@ static int conf_abs_path(const cJSON *obj, const char *key, const char *def, cha
 			 struct hpn_err *err)
 {
 	int r = conf_str(obj, key, "", ret, err);
+	size_t n;
 
 	if (r < 0)
 		return r;
@@ -43,7 +44,8 @@ static int conf_abs_path(const cJSON *obj, const char *key, const char *def, cha
 		*ret = hpn_strdup(def);
 		return (*ret || !def) ? 0 : -ENOMEM;
 	}
-	if ((*ret)[0] != '/' || strstr(*ret, "/../") || !strcmp(*ret + strlen(*ret) - 3, "/.."))
+	n = strlen(*ret);
+	if ((*ret)[0] != '/' || strstr(*ret, "/../") || (n >= 3 && !strcmp(*ret + n - 3, "/..")))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "%s \"%s\" must be an absolute path without ..", key, *ret);
 	return 0;
@@ -51,7 +53,7 @@ static int conf_abs_path(const cJSON *obj, const char *key, const char *def, cha
 
 char *hpn_conf_peek_version(const char *buf, size_t len)
 {
-	_cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(buf, len);
+	_cleanup_cjson_ cJSON *root = hpn_json_parse(buf, len);
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "cniVersion");
 
 	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
@@ -210,7 +212,7 @@ static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMa
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
-	const cJSON *ifn;
+	const cJSON *ifn, *m;
 	_cleanup_free_ char *level = NULL;
 	int r;
 
@@ -254,11 +256,11 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	if (r < 0)
 		return r;
 
-	if (cJSON_GetObjectItemCaseSensitive(root, "mtu")) {
-		const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "mtu");
-
-		if (!cJSON_IsNumber(m) || m->valuedouble != (double)(int)m->valuedouble ||
-		    m->valuedouble < 68 || m->valuedouble > 65535)
+	m = cJSON_GetObjectItemCaseSensitive(root, "mtu");
+	if (m && !cJSON_IsNull(m)) {
+		/* Range first: converting an out-of-range double to int is undefined. */
+		if (!cJSON_IsNumber(m) || !(m->valuedouble >= 68 && m->valuedouble <= 65535) ||
+		    m->valuedouble != (double)(int)m->valuedouble)
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 					   "mtu must be an integer in [68, 65535]");
 		conf->mtu = (int)m->valuedouble;
@@ -301,7 +303,7 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	memset(conf, 0, sizeof(*conf));
 	conf->raw = buf;
 	conf->raw_len = len;
-	root = cJSON_ParseWithLength(buf, len);
+	root = hpn_json_parse(buf, len);
 	if (!root)
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
 				   "network configuration on stdin is not valid JSON");

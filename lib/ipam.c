@@ -144,7 +144,7 @@ static int pump(int in_fd, const char *buf, size_t len, int out_fd, char **ret, 
 static int delegate_error(const char *type, const char *command, const char *out, size_t len,
 			  int status, struct hpn_err *err)
 {
-	cJSON *root = cJSON_ParseWithLength(out, len);
+	cJSON *root = hpn_json_parse(out, len);
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(root, "code");
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(root, "msg");
 	const cJSON *details = cJSON_GetObjectItemCaseSensitive(root, "details");

@@ -305,7 +305,7 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 	r = hpn_read_all(fd, JOURNAL_MAX, &buf, &len);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "read state %s: %s", key, strerror(-r));
-	root = cJSON_ParseWithLength(buf, len);
+	root = hpn_json_parse(buf, len);
 	r = root ? journal_from_json(root, &tmp) : -EINVAL;
 	cJSON_Delete(root);
 	if (r < 0) {

@@ -52,7 +52,7 @@ int hpn_sysfs_pci_netdevs(const char *root, const char *pci, char (*names)[16], 
 			list_net_dir(sub, names, max, &n);
 	}
 	closedir(d);
-	*ret_n = n < max ? n : max;
+	*ret_n = n;
 	return 0;
 }
 
@@ -67,16 +67,18 @@ int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_
 		return r;
 	if (!realpath(path, real))
 		return -errno;
-	/* .../0000:af:00.1 for a PCI NIC, .../0000:00:04.0/virtio1 for virtio-net. */
-	for (int up = 0; up < 2; up++) {
-		base = strrchr(real, '/');
-		if (!base)
-			return -ENOENT;
-		if (hpn_pci_normalise(base + 1, pci) == 0 && strlen(base + 1) == 12) {
-			memcpy(out, pci, HPN_PCI_STR);
-			return 0;
-		}
+	/*
+	 * .../0000:af:00.1 for a PCI NIC, .../0000:00:04.0/virtio1 for virtio-net,
+	 * whose PCI function is the virtio device's parent. Anything else (an mlx5
+	 * sub-function, USB, platform devices) has no PCI function of its own.
+	 */
+	base = strrchr(real, '/');
+	if (base && !strncmp(base + 1, "virtio", 6)) {
 		*base = '\0';
+		base = strrchr(real, '/');
 	}
-	return -ENOENT;
+	if (!base || strlen(base + 1) != 12 || hpn_pci_normalise(base + 1, pci) < 0)
+		return -ENOENT;
+	memcpy(out, pci, HPN_PCI_STR);
+	return 0;
 }

@@ -12,7 +12,8 @@
  */
 
 /* Netdev names of PCI function pci: <root>/bus/pci/devices/<pci>/net/ and, for
- * virtio-net, <pci>/virtio<N>/net/. -ENOENT when the PCI device does not exist. */
+ * virtio-net, <pci>/virtio<N>/net/. *ret_n is how many there are, which may exceed
+ * max (only max are stored). -ENOENT when the PCI device does not exist. */
 int hpn_sysfs_pci_netdevs(const char *root, const char *pci, char (*names)[16], size_t max,
 			  size_t *ret_n);
 /* PCI address behind netdev ifname (<root>/class/net/<ifname>/device), or -ENOENT. */

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: Apache-2.0
+/* Unit tests for lib/conf.c: the network configuration on stdin, per command. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "conf.h"
+#include "util.h"
+
+/* A valid config is BASE plus one selector; tests add or swap one member. */
+#define BASE_V(v) "\"cniVersion\":\"" v "\",\"name\":\"rdma-net\",\"type\":\"hpn-rdma\""
+#define BASE	  BASE_V("1.0.0")
+#define DEV	  "\"device\":\"ens1f0np0\""
+
+static int parse(const char *json, enum hpn_cmd cmd, struct hpn_conf *conf, struct hpn_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return hpn_conf_parse(json, strlen(json), cmd, conf, err);
+}
+
+/* Expects failure with code and, when given, want in the message. */
+static void check_bad_cmd(const char *json, enum hpn_cmd cmd, int code, const char *want, int line)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+	int r = parse(json, cmd, &conf, &err);
+
+	if (r >= 0 || err.code != code || (want && !strstr(err.msg, want)))
+		fprintf(stderr, "\tconfig (line %d): %.200s\n\tmsg: %s\n", line, json, err.msg);
+	CHECK(r < 0);
+	CHECK_INT_EQ(err.code, code);
+	if (want)
+		CHECK_STR_HAS(err.msg, want);
+	hpn_conf_free(&conf);
+}
+
+static void check_bad(const char *json, int code, const char *want, int line)
+{
+	check_bad_cmd(json, HPN_CMD_ADD, code, want, line);
+}
+
+static void check_ok_cmd(const char *json, enum hpn_cmd cmd, int line)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+	int r = parse(json, cmd, &conf, &err);
+
+	if (r != 0)
+		fprintf(stderr, "\tconfig (line %d): %.200s\n\tmsg: %s\n", line, json, err.msg);
+	CHECK_INT_EQ(r, 0);
+	CHECK_INT_EQ(err.code, 0);
+	hpn_conf_free(&conf);
+}
+
+static void check_ok(const char *json, int line)
+{
+	check_ok_cmd(json, HPN_CMD_ADD, line);
+}
+
+static void test_decode(void)
+{
+	/* 6: not JSON, or not an object. */
+	check_bad("", HPN_E_DECODE, "JSON", __LINE__);
+	check_bad("not json", HPN_E_DECODE, "JSON", __LINE__);
+	check_bad("{" BASE "," DEV, HPN_E_DECODE, NULL, __LINE__);
+	check_bad("[]", HPN_E_DECODE, "object", __LINE__);
+	check_bad("[{" BASE "," DEV "}]", HPN_E_DECODE, "object", __LINE__);
+	check_bad("\"x\"", HPN_E_DECODE, "object", __LINE__);
+	check_bad("42", HPN_E_DECODE, "object", __LINE__);
+	check_bad("null", HPN_E_DECODE, "object", __LINE__);
+	check_bad_cmd("[]", HPN_CMD_VERSION, HPN_E_DECODE, NULL, __LINE__);
+	/* Trailing blanks are not garbage (echo adds a newline). */
+	check_ok("{" BASE "," DEV "}\n", __LINE__);
+	check_ok(" \t{" BASE "," DEV "} \r\n", __LINE__);
+	/*
+	 * Regression test for a fixed bug (lib/conf.c hpn_conf_parse): cJSON_ParseWithLength stops after
+	 * the first value and ignores what follows, so stdin with trailing garbage
+	 * or a second object is taken as valid; expected code 6 (a Go runtime's
+	 * json.Unmarshal rejects the same bytes).
+	 */
+	check_bad("{" BASE "," DEV "}}", HPN_E_DECODE, NULL, __LINE__);
+	check_bad("{" BASE "," DEV "}{\"cniVersion\":\"0.3.1\"}", HPN_E_DECODE, NULL, __LINE__);
+	check_bad("{" BASE "," DEV "} x", HPN_E_DECODE, NULL, __LINE__);
+}
+
+static void test_versions(void)
+{
+	/* 1: a version we do not speak, named in the message. */
+	check_bad("{" BASE_V("0.2.0") "," DEV "}", HPN_E_INCOMPATIBLE_VERSION, "0.2.0", __LINE__);
+	check_bad("{" BASE_V("2.0.0") "," DEV "}", HPN_E_INCOMPATIBLE_VERSION, "2.0.0", __LINE__);
+	check_bad("{" BASE_V("1.0") "," DEV "}", HPN_E_INCOMPATIBLE_VERSION, NULL, __LINE__);
+	check_bad("{" BASE_V("") "," DEV "}", HPN_E_INCOMPATIBLE_VERSION, NULL, __LINE__);
+	for (size_t i = 0; hpn_cni_versions[i]; i++) {
+		char json[256];
+
+		snprintf(json, sizeof(json),
+			 "{\"cniVersion\":\"%s\",\"name\":\"n\",\"type\":\"hpn-rdma\"," DEV "}",
+			 hpn_cni_versions[i]);
+		check_ok(json, __LINE__);
+		check_ok_cmd(json, HPN_CMD_DEL, __LINE__);
+	}
+
+	/* CHECK arrived in 0.4.0. */
+	check_bad_cmd("{" BASE_V("0.3.1") "," DEV "}", HPN_CMD_CHECK, HPN_E_INCOMPATIBLE_VERSION,
+		      "CHECK", __LINE__);
+	check_bad_cmd("{" BASE_V("0.3.0") "," DEV "}", HPN_CMD_CHECK, HPN_E_INCOMPATIBLE_VERSION,
+		      "CHECK", __LINE__);
+	check_ok_cmd("{" BASE_V("0.4.0") "," DEV "}", HPN_CMD_CHECK, __LINE__);
+	check_ok_cmd("{" BASE_V("1.1.0") "," DEV "}", HPN_CMD_CHECK, __LINE__);
+	check_ok_cmd("{" BASE_V("0.3.1") "," DEV "}", HPN_CMD_ADD, __LINE__);
+
+	/* STATUS and GC arrived in 1.1.0. */
+	check_bad_cmd("{" BASE_V("1.0.0") "," DEV "}", HPN_CMD_STATUS, HPN_E_INCOMPATIBLE_VERSION,
+		      "STATUS", __LINE__);
+	check_bad_cmd("{" BASE_V("0.4.0") "," DEV "}", HPN_CMD_STATUS, HPN_E_INCOMPATIBLE_VERSION,
+		      "STATUS", __LINE__);
+	check_bad_cmd("{" BASE_V("1.0.0") "," DEV ",\"cni.dev/valid-attachments\":[]}", HPN_CMD_GC,
+		      HPN_E_INCOMPATIBLE_VERSION, "GC", __LINE__);
+	check_ok_cmd("{" BASE_V("1.1.0") "," DEV "}", HPN_CMD_STATUS, __LINE__);
+
+	/* VERSION needs only cniVersion, and not even that. */
+	check_ok_cmd("{\"cniVersion\":\"1.0.0\"}", HPN_CMD_VERSION, __LINE__);
+	check_ok_cmd("{}", HPN_CMD_VERSION, __LINE__);
+	check_ok_cmd("{\"cniVersion\":\"0.3.1\",\"name\":5,\"mtu\":1}", HPN_CMD_VERSION, __LINE__);
+
+	/* Peek: just the version, or NULL. */
+	{
+		static const char cfg[] = "{" BASE_V("0.4.0") ",\"mtu\":\"junk\"}";
+		char *v = hpn_conf_peek_version(cfg, strlen(cfg));
+
+		CHECK_STR_EQ(v, "0.4.0");
+		free(v);
+		v = hpn_conf_peek_version("{", 1);
+		CHECK(v == NULL);
+		free(v);
+		v = hpn_conf_peek_version("{\"cniVersion\":1}", 16);
+		CHECK(v == NULL);
+		free(v);
+	}
+}
+
+static void test_required(void)
+{
+	/* 7: the required members, present and of the right type. */
+	check_bad("{\"name\":\"n\",\"type\":\"t\"," DEV "}", HPN_E_INVALID_CONFIG, "cniVersion",
+		  __LINE__);
+	check_bad_cmd("{\"name\":\"n\",\"type\":\"t\"," DEV "}", HPN_CMD_DEL, HPN_E_INVALID_CONFIG,
+		      "cniVersion", __LINE__);
+	check_bad("{\"cniVersion\":null,\"name\":\"n\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "cniVersion", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"type\":\"t\"," DEV "}", HPN_E_INVALID_CONFIG, "name",
+		  __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\"n\"," DEV "}", HPN_E_INVALID_CONFIG, "type",
+		  __LINE__);
+	/* Wrong types. */
+	check_bad("{\"cniVersion\":1.0,\"name\":\"n\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "cniVersion", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":5,\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":[\"n\"],\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":true," DEV "}",
+		  HPN_E_INVALID_CONFIG, "type", __LINE__);
+	check_bad("{" BASE ",\"device\":5}", HPN_E_INVALID_CONFIG, "device", __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":{}}", HPN_E_INVALID_CONFIG, "hwaddr", __LINE__);
+	check_bad("{" BASE ",\"pciBusID\":175}", HPN_E_INVALID_CONFIG, "pciBusID", __LINE__);
+	check_bad("{" BASE ",\"runtimeConfig\":{\"deviceID\":1}}", HPN_E_INVALID_CONFIG, "deviceID",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":5}", HPN_E_INVALID_CONFIG, "runtimeConfig",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":[]}", HPN_E_INVALID_CONFIG, "runtimeConfig",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"ifName\":5}", HPN_E_INVALID_CONFIG, "ifName", __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":true}", HPN_E_INVALID_CONFIG, "stateDir",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"logLevel\":3}", HPN_E_INVALID_CONFIG, "logLevel", __LINE__);
+
+	/* The network name becomes a directory: container-ID charset, at most 200 bytes. */
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\"../etc\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\"a/b\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\"\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	check_bad("{\"cniVersion\":\"1.0.0\",\"name\":\".hidden\",\"type\":\"t\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "name", __LINE__);
+	{
+		char json[512], name[202];
+
+		memset(name, 'n', 201);
+		name[201] = '\0';
+		snprintf(json, sizeof(json),
+			 "{\"cniVersion\":\"1.0.0\",\"name\":\"%s\",\"type\":\"t\"," DEV "}", name);
+		check_bad(json, HPN_E_INVALID_CONFIG, "name", __LINE__);
+		name[200] = '\0';
+		snprintf(json, sizeof(json),
+			 "{\"cniVersion\":\"1.0.0\",\"name\":\"%s\",\"type\":\"t\"," DEV "}", name);
+		check_ok(json, __LINE__);
+	}
+}
+
+static void test_selectors(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	/* Exactly one selector. */
+	check_bad("{" BASE "}", HPN_E_INVALID_CONFIG, "no device selected", __LINE__);
+	check_bad("{" BASE ",\"device\":null}", HPN_E_INVALID_CONFIG, "no device selected",
+		  __LINE__);
+	check_bad("{" BASE ",\"runtimeConfig\":{}}", HPN_E_INVALID_CONFIG, "no device selected",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"hwaddr\":\"02:00:00:00:00:01\"}", HPN_E_INVALID_CONFIG,
+		  "exactly one", __LINE__);
+	check_bad("{" BASE "," DEV ",\"pciBusID\":\"0000:af:00.1\"}", HPN_E_INVALID_CONFIG,
+		  "exactly one", __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":\"02:00:00:00:00:01\",\"pciBusID\":\"0000:af:00.1\"}",
+		  HPN_E_INVALID_CONFIG, "exactly one", __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":{\"deviceID\":\"0000:af:00.2\"}}",
+		  HPN_E_INVALID_CONFIG, "exactly one", __LINE__);
+
+	/* Each selector's value is checked. */
+	check_bad("{" BASE ",\"device\":\"a/b\"}", HPN_E_INVALID_CONFIG, "device", __LINE__);
+	check_bad("{" BASE ",\"device\":\"abcdefghijklmnop\"}", HPN_E_INVALID_CONFIG, "device",
+		  __LINE__);
+	check_bad("{" BASE ",\"device\":\"\"}", HPN_E_INVALID_CONFIG, "device", __LINE__);
+	check_bad("{" BASE ",\"device\":\"..\"}", HPN_E_INVALID_CONFIG, "device", __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":\"02:00:00:00:00\"}", HPN_E_INVALID_CONFIG, "hwaddr",
+		  __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":\"02-00-00-00-00-01\"}", HPN_E_INVALID_CONFIG, "hwaddr",
+		  __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":\"0g:00:00:00:00:01\"}", HPN_E_INVALID_CONFIG, "hwaddr",
+		  __LINE__);
+	check_bad("{" BASE ",\"hwaddr\":\"00:00:00:00:00:00\"}", HPN_E_INVALID_CONFIG, "hwaddr",
+		  __LINE__);
+	check_bad("{" BASE ",\"pciBusID\":\"0000:af:00.8\"}", HPN_E_INVALID_CONFIG, "pciBusID",
+		  __LINE__);
+	check_bad("{" BASE ",\"pciBusID\":\"0000:af:00\"}", HPN_E_INVALID_CONFIG, "pciBusID",
+		  __LINE__);
+	check_bad("{" BASE ",\"pciBusID\":\"../../../etc\"}", HPN_E_INVALID_CONFIG, "pciBusID",
+		  __LINE__);
+	check_bad("{" BASE ",\"runtimeConfig\":{\"deviceID\":\"mlx5_0\"}}", HPN_E_INVALID_CONFIG,
+		  "runtimeConfig.deviceID", __LINE__);
+
+	/* Values come back normalised. */
+	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_DEVICE);
+	CHECK_STR_EQ(conf.selector_value, "ens1f0np0");
+	hpn_conf_free(&conf);
+
+	CHECK_INT_EQ(parse("{" BASE ",\"hwaddr\":\"B8:CE:F6:Aa:bB:0C\"}", HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_HWADDR);
+	CHECK_STR_EQ(conf.selector_value, "b8:ce:f6:aa:bb:0c");
+	hpn_conf_free(&conf);
+
+	CHECK_INT_EQ(parse("{" BASE ",\"pciBusID\":\"AF:00.1\"}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_PCI);
+	CHECK_STR_EQ(conf.selector_value, "0000:af:00.1");
+	hpn_conf_free(&conf);
+
+	/* A device plugin's runtimeConfig.deviceID selects by PCI address. */
+	CHECK_INT_EQ(parse("{" BASE ",\"runtimeConfig\":{\"deviceID\":\"0000:AF:00.2\","
+			   "\"io.kubernetes.cri.pod-annotations\":{}}}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_DEVICE_ID);
+	CHECK_STR_EQ(conf.selector_value, "0000:af:00.2");
+	hpn_conf_free(&conf);
+
+	/* Capabilities nothing here would apply are refused with code 2, by name. */
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":{\"mac\":\"02:00:00:00:00:01\"}}",
+		  HPN_E_UNSUPPORTED_FIELD, "runtimeConfig.mac", __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":{\"infinibandGUID\":\"x\"}}",
+		  HPN_E_UNSUPPORTED_FIELD, "runtimeConfig.infinibandGUID", __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":{\"portMappings\":[]}}",
+		  HPN_E_UNSUPPORTED_FIELD, "runtimeConfig.portMappings", __LINE__);
+	check_bad("{" BASE "," DEV ",\"runtimeConfig\":{\"bandwidth\":{}}}",
+		  HPN_E_UNSUPPORTED_FIELD, "runtimeConfig.bandwidth", __LINE__);
+	check_bad("{" BASE ",\"runtimeConfig\":{\"deviceID\":\"0000:af:00.2\","
+		  "\"bandwidth\":{\"ingressRate\":1}}}",
+		  HPN_E_UNSUPPORTED_FIELD, "bandwidth", __LINE__);
+	/* Only inside runtimeConfig: a top-level "mac" is just an unknown field. */
+	check_ok("{" BASE "," DEV ",\"mac\":\"02:00:00:00:00:01\",\"bandwidth\":{}}", __LINE__);
+
+	/* deviceID only counts inside runtimeConfig. */
+	check_bad("{" BASE ",\"deviceID\":\"0000:af:00.2\"}", HPN_E_INVALID_CONFIG,
+		  "no device selected", __LINE__);
+}
+
+static void test_members(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+	static const char full[] =
+		"{" BASE "," DEV ",\"ifName\":\"rdma0\",\"mtu\":9000,"
+		"\"stateDir\":\"/tmp/hpn-state\",\"sysfsRoot\":\"/tmp/fakesys\","
+		"\"logFile\":\"/tmp/hpn.log\",\"logLevel\":\"debug\","
+		"\"ipam\":{\"type\":\"host-local\",\"subnet\":\"10.0.0.0/24\"},"
+		"\"dns\":{\"nameservers\":[\"10.0.0.53\"]},"
+		"\"prevResult\":{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\"}],"
+		"\"ips\":[{\"address\":\"10.1.0.2/24\",\"interface\":0}]},"
+		"\"capabilities\":{\"deviceID\":true},\"args\":{\"cni\":{\"x\":1}},"
+		"\"somethingNew\":[1,{\"a\":null}]}";
+
+	/* Defaults. */
+	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_STR_EQ(conf.cni_version, "1.0.0");
+	CHECK_STR_EQ(conf.name, "rdma-net");
+	CHECK_STR_EQ(conf.type, "hpn-rdma");
+	CHECK_STR_EQ(conf.state_dir, "/var/lib/cni/hpn-rdma");
+	CHECK_STR_EQ(conf.state_dir, HPN_DEFAULT_STATE_DIR);
+	CHECK_STR_EQ(conf.sysfs_root, "/sys");
+	CHECK(conf.log_file == NULL);
+	CHECK_INT_EQ(conf.log_level, HPN_LOG_INFO);
+	CHECK(conf.if_name == NULL);
+	CHECK_INT_EQ(conf.mtu, 0);
+	CHECK(!conf.has_ipam);
+	CHECK(conf.ipam_type == NULL);
+	CHECK(conf.prev_result == NULL);
+	CHECK(hpn_dns_empty(&conf.dns));
+	CHECK_INT_EQ(conf.n_valid, 0);
+	hpn_conf_free(&conf);
+
+	/* Everything given, unknown members tolerated, raw kept for IPAM. */
+	CHECK_INT_EQ(parse(full, HPN_CMD_ADD, &conf, &err), 0);
+	if (err.code)
+		fprintf(stderr, "\tfull config: %s\n", err.msg);
+	CHECK_STR_EQ(conf.if_name, "rdma0");
+	CHECK_INT_EQ(conf.mtu, 9000);
+	CHECK_STR_EQ(conf.state_dir, "/tmp/hpn-state");
+	CHECK_STR_EQ(conf.sysfs_root, "/tmp/fakesys");
+	CHECK_STR_EQ(conf.log_file, "/tmp/hpn.log");
+	CHECK_INT_EQ(conf.log_level, HPN_LOG_DEBUG);
+	CHECK(conf.has_ipam);
+	CHECK_STR_EQ(conf.ipam_type, "host-local");
+	CHECK(conf.prev_result != NULL);
+	if (conf.prev_result) {
+		CHECK_INT_EQ(conf.prev_result->n_ifaces, 1);
+		CHECK_INT_EQ(conf.prev_result->n_ips, 1);
+		CHECK_INT_EQ(conf.prev_result->ips[0].interface, 0);
+	}
+	CHECK_INT_EQ(conf.dns.n_nameservers, 1);
+	CHECK(conf.raw == full);
+	CHECK_INT_EQ(conf.raw_len, strlen(full));
+	hpn_conf_free(&conf);
+
+	/* ifName: null is absent; anything else must be a kernel name. */
+	check_ok("{" BASE "," DEV ",\"ifName\":null}", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ifName\":\"eth0:1\"}", HPN_E_INVALID_CONFIG, "ifName",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"ifName\":\"\"}", HPN_E_INVALID_CONFIG, "ifName", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ifName\":\"abcdefghijklmnop\"}", HPN_E_INVALID_CONFIG,
+		  "ifName", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ifName\":\"a b\"}", HPN_E_INVALID_CONFIG, "ifName",
+		  __LINE__);
+
+	/* mtu: an integer in [68, 65535]. */
+	check_ok("{" BASE "," DEV ",\"mtu\":68}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"mtu\":65535}", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":67}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":65536}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":1.5}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":1500.5}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":0}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":-1500}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mtu\":\"9000\"}", HPN_E_INVALID_CONFIG, "mtu", __LINE__);
+
+	/* Paths: absolute, no "..". */
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"var/lib/hpn\"}", HPN_E_INVALID_CONFIG,
+		  "stateDir", __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"\"}", HPN_E_INVALID_CONFIG, "stateDir",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"./state\"}", HPN_E_INVALID_CONFIG, "stateDir",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"/var/lib/../../etc\"}", HPN_E_INVALID_CONFIG,
+		  "stateDir", __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"/var/lib/..\"}", HPN_E_INVALID_CONFIG,
+		  "stateDir", __LINE__);
+	check_bad("{" BASE "," DEV ",\"stateDir\":\"/..\"}", HPN_E_INVALID_CONFIG, "stateDir",
+		  __LINE__);
+	check_ok("{" BASE "," DEV ",\"stateDir\":\"/var/lib/..hpn\"}", __LINE__);
+	check_bad("{" BASE "," DEV ",\"sysfsRoot\":\"sys\"}", HPN_E_INVALID_CONFIG, "sysfsRoot",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"logFile\":\"hpn.log\"}", HPN_E_INVALID_CONFIG, "logFile",
+		  __LINE__);
+
+	/* logLevel: one of four words. */
+	check_ok("{" BASE "," DEV ",\"logLevel\":\"error\"}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"logLevel\":\"warn\"}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"logLevel\":\"info\"}", __LINE__);
+	check_bad("{" BASE "," DEV ",\"logLevel\":\"verbose\"}", HPN_E_INVALID_CONFIG, "logLevel",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"logLevel\":\"\"}", HPN_E_INVALID_CONFIG, "logLevel",
+		  __LINE__);
+
+	/* dns must be an object of string lists. */
+	check_bad("{" BASE "," DEV ",\"dns\":[]}", HPN_E_INVALID_CONFIG, "dns", __LINE__);
+	check_bad("{" BASE "," DEV ",\"dns\":{\"nameservers\":\"10.0.0.53\"}}",
+		  HPN_E_INVALID_CONFIG, "nameservers", __LINE__);
+}
+
+static void test_ipam(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	/* "ipam": {} and null mean no IPAM, as in the reference plugins. */
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"ipam\":{}}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.has_ipam);
+	CHECK(conf.ipam_type == NULL);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"ipam\":null}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.has_ipam);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"ipam\":{\"type\":\"static\",\"addresses\":[]}}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(conf.has_ipam);
+	CHECK_STR_EQ(conf.ipam_type, "static");
+	hpn_conf_free(&conf);
+
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"subnet\":\"10.0.0.0/24\"}}", HPN_E_INVALID_CONFIG,
+		  "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":null,\"subnet\":\"10.0.0.0/24\"}}",
+		  HPN_E_INVALID_CONFIG, "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":5}}", HPN_E_INVALID_CONFIG, "ipam.type",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":\"host-local\"}", HPN_E_INVALID_CONFIG, "ipam",
+		  __LINE__);
+	/* The type is an executable name looked up in CNI_PATH: no paths, no dot files. */
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":\"../../bin/sh\"}}", HPN_E_INVALID_CONFIG,
+		  "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":\"/bin/sh\"}}", HPN_E_INVALID_CONFIG,
+		  "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":\"host/local\"}}", HPN_E_INVALID_CONFIG,
+		  "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":\".hidden\"}}", HPN_E_INVALID_CONFIG,
+		  "ipam.type", __LINE__);
+	check_bad("{" BASE "," DEV ",\"ipam\":{\"type\":\"\"}}", HPN_E_INVALID_CONFIG, "ipam.type",
+		  __LINE__);
+}
+
+static void test_prev_result(void)
+{
+	check_ok("{" BASE "," DEV ",\"prevResult\":null}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"prevResult\":{}}", __LINE__);
+	/* Invalid prevResult is an invalid config (7), and says where. */
+	check_bad("{" BASE "," DEV ",\"prevResult\":\"x\"}", HPN_E_INVALID_CONFIG, "prevResult",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"prevResult\":[]}", HPN_E_INVALID_CONFIG, "prevResult",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"prevResult\":{\"ips\":[{\"address\":\"10.0.0.1\"}]}}",
+		  HPN_E_INVALID_CONFIG, "prevResult", __LINE__);
+	check_bad("{" BASE "," DEV ",\"prevResult\":{\"ips\":[{\"address\":\"10.0.0.1/8\","
+		  "\"interface\":3}]}}",
+		  HPN_E_INVALID_CONFIG, "prevResult", __LINE__);
+	check_bad("{" BASE "," DEV ",\"prevResult\":{\"interfaces\":[{}]}}", HPN_E_INVALID_CONFIG,
+		  "prevResult", __LINE__);
+	check_bad_cmd("{" BASE_V("0.4.0") "," DEV ",\"prevResult\":{\"routes\":5}}", HPN_CMD_CHECK,
+		      HPN_E_INVALID_CONFIG, "prevResult", __LINE__);
+}
+
+static void test_gc(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	check_bad_cmd("{" BASE_V("1.1.0") "," DEV "}", HPN_CMD_GC, HPN_E_INVALID_CONFIG,
+		      "cni.dev/valid-attachments", __LINE__);
+	check_bad_cmd("{" BASE_V("1.1.0") "," DEV ",\"cni.dev/valid-attachments\":{}}", HPN_CMD_GC,
+		      HPN_E_INVALID_CONFIG, "cni.dev/valid-attachments", __LINE__);
+	check_bad_cmd(
+		"{" BASE_V("1.1.0") "," DEV
+				    ",\"cni.dev/valid-attachments\":[{\"containerID\":\"c1\"}]}",
+		HPN_CMD_GC, HPN_E_INVALID_CONFIG, "cni.dev/valid-attachments", __LINE__);
+	check_bad_cmd(
+		"{" BASE_V(
+			"1.1.0") "," DEV ",\"cni.dev/"
+				 "valid-attachments\":[{\"containerID\":1,\"ifname\":\"net1\"}]}",
+		HPN_CMD_GC, HPN_E_INVALID_CONFIG, "cni.dev/valid-attachments", __LINE__);
+	check_bad_cmd("{" BASE_V("1.1.0") "," DEV ",\"cni.dev/valid-attachments\":[5]}", HPN_CMD_GC,
+		      HPN_E_INVALID_CONFIG, "cni.dev/valid-attachments", __LINE__);
+	/* Only GC needs the list. */
+	check_ok_cmd("{" BASE_V("1.1.0") "," DEV "}", HPN_CMD_ADD, __LINE__);
+
+	CHECK_INT_EQ(parse("{" BASE_V("1.1.0") "," DEV ",\"cni.dev/valid-attachments\":[]}",
+			   HPN_CMD_GC, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.n_valid, 0);
+	hpn_conf_free(&conf);
+
+	CHECK_INT_EQ(parse("{" BASE_V("1.1.0") "," DEV ",\"cni.dev/valid-attachments\":["
+					       "{\"containerID\":\"c1\",\"ifname\":\"net1\"},"
+					       "{\"containerID\":\"c2\",\"ifname\":\"net2\","
+					       "\"extra\":true}]}",
+			   HPN_CMD_GC, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.n_valid, 2);
+	if (conf.n_valid == 2) {
+		CHECK_STR_EQ(conf.valid[0].container_id, "c1");
+		CHECK_STR_EQ(conf.valid[0].ifname, "net1");
+		CHECK_STR_EQ(conf.valid[1].container_id, "c2");
+		CHECK_STR_EQ(conf.valid[1].ifname, "net2");
+	}
+	hpn_conf_free(&conf);
+}
+
+/*
+ * Runs fn in a child so that a crash (an AddressSanitizer report in the
+ * sanitizer build) becomes a failed check here instead of ending the test.
+ */
+static bool run_isolated(void (*fn)(void))
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		check_passed = check_failed = 0;
+		fn();
+		fflush(NULL);
+		_exit(check_failed ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "\tchild killed by signal %d\n", WTERMSIG(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void short_paths(void)
+{
+	/*
+	 * Regression test for a fixed bug (lib/conf.c conf_abs_path): the "/.." suffix test is
+	 * strcmp(*ret + strlen(*ret) - 3, "/..") with no length check, so a path
+	 * of one or two bytes ("/", "/x") makes it read before the start of the
+	 * heap string (heap-buffer-overflow under ASan). Both are valid absolute
+	 * paths and must be accepted without reading out of bounds.
+	 */
+	check_ok("{" BASE "," DEV ",\"stateDir\":\"/x\"}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"sysfsRoot\":\"/\"}", __LINE__);
+}
+
+int main(void)
+{
+	test_decode();
+	test_versions();
+	test_required();
+	test_selectors();
+	test_members();
+	test_ipam();
+	test_prev_result();
+	test_gc();
+	CHECK(run_isolated(short_paths));
+	return check_done();
+}

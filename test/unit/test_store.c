@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for lib/store.c: the state directory, the lock and the journal,
+ * in a scratch stateDir under /tmp.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "store.h"
+#include "tmpdir.h"
+
+static char tmp[64]; /* "/tmp/hpn-unit-store-XXXXXX" */
+
+static void write_file(const char *path, const char *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK_INT_EQ(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* The file's contents (malloc'd), or NULL. */
+static char *read_file(const char *path)
+{
+	char *buf = calloc(1, 1 << 20);
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || !buf) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	n = read(fd, buf, (1 << 20) - 1);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static bool is_regular(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static const char result_json[] =
+	"{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"hpn0\",\"sandbox\":\"/n\"}],"
+	"\"ips\":[{\"address\":\"10.0.0.2/24\",\"interface\":0}]}";
+
+/* A journal with every field set. */
+static void full_journal(struct hpn_journal *j)
+{
+	static const uint8_t mac[HPN_MAC_LEN] = { 0x02, 0x11, 0x22, 0x33, 0x44, 0x55 };
+	static const uint8_t perm[HPN_MAC_LEN] = { 0xb8, 0xce, 0xf6, 0x01, 0x02, 0x03 };
+
+	memset(j, 0, sizeof(*j));
+	j->phase = HPN_PHASE_ATTACHED;
+	j->container_id = strdup("c0ffee0123456789");
+	strcpy(j->cni_ifname, "eth0");
+	strcpy(j->pod_ifname, "hpn0");
+	j->netns = strdup("/var/run/netns/pod1");
+	j->host.ifindex = 7;
+	strcpy(j->host.name, "ens1f0np0");
+	strcpy(j->host.altnames[0], "enp175s0f0np0");
+	/* Altnames may be up to 127 bytes, unlike names. */
+	memset(j->host.altnames[1], 'a', HPN_ALTNAMSIZ - 1);
+	j->host.altnames[1][HPN_ALTNAMSIZ - 1] = '\0';
+	j->host.n_altnames = 2;
+	j->host.mtu = 9000;
+	memcpy(j->host.mac, mac, sizeof(mac));
+	j->host.has_mac = true;
+	memcpy(j->host.perm_mac, perm, sizeof(perm));
+	j->host.has_perm_mac = true;
+	j->host.up = true;
+	strcpy(j->pci, "0000:af:00.0");
+	j->pod_ifindex = 3;
+	j->result = strdup(result_json);
+}
+
+static void test_open_close(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	char state[PATH_MAX], path[PATH_MAX + 32];
+	struct stat sb;
+
+	/* stateDir and its parents are created; stateDir and the network dir are 0700. */
+	snprintf(state, sizeof(state), "%s/a/b/state", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK(st.root_fd >= 0);
+	CHECK(st.net_fd >= 0);
+	CHECK_INT_EQ(st.lock_fd, -1);
+	CHECK_INT_EQ(stat(state, &sb), 0);
+	CHECK(S_ISDIR(sb.st_mode));
+	CHECK_INT_EQ(sb.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/net1", state);
+	CHECK_INT_EQ(stat(path, &sb), 0);
+	CHECK(S_ISDIR(sb.st_mode));
+	CHECK_INT_EQ(sb.st_mode & 0777, 0700);
+	hpn_store_close(&st);
+	CHECK_INT_EQ(st.root_fd, -1);
+	CHECK_INT_EQ(st.net_fd, -1);
+	hpn_store_close(&st); /* twice is harmless */
+
+	/* Opening again finds what exists. */
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	hpn_store_close(&st);
+
+	/* A stateDir under a regular file cannot be made: code 5, naming it. */
+	snprintf(path, sizeof(path), "%s/file", tmp);
+	write_file(path, "x", 1);
+	snprintf(state, sizeof(state), "%s/file/state", tmp);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_store_open(state, "net1", &st, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, state);
+	hpn_store_close(&st);
+
+	/* The network directory is not followed when it is a symlink. */
+	snprintf(state, sizeof(state), "%s/symnet", tmp);
+	CHECK_INT_EQ(mkdir(state, 0700), 0);
+	snprintf(path, sizeof(path), "%s/symnet/elsewhere", tmp);
+	CHECK_INT_EQ(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/symnet/net1", tmp);
+	CHECK_INT_EQ(symlink("elsewhere", path), 0);
+	st = (struct hpn_store)HPN_STORE_INIT;
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_store_open(state, "net1", &st, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, "net1");
+	hpn_store_close(&st);
+}
+
+static void test_journal_roundtrip(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX], path[PATH_MAX + 300], key[HPN_KEY_MAX];
+	struct stat sb;
+
+	snprintf(state, sizeof(state), "%s/rt", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	full_journal(&j);
+	CHECK_INT_EQ(hpn_store_key(j.container_id, j.cni_ifname, key), 0);
+	CHECK_STR_EQ(key, "c0ffee0123456789.eth0");
+
+	/* Missing: -ENOENT and no error recorded (DEL without ADD is fine). */
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), -ENOENT);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK(got.container_id == NULL);
+
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	snprintf(path, sizeof(path), "%s/net1/%s", state, key);
+	CHECK(is_regular(path));
+	CHECK_INT_EQ(stat(path, &sb), 0);
+	CHECK_INT_EQ(sb.st_mode & 0777, 0600);
+	/* The temp file was renamed, not left behind. */
+	snprintf(path, sizeof(path), "%s/net1/.tmp.%s.%d", state, key, (int)getpid());
+	CHECK(access(path, F_OK) < 0);
+
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK_INT_EQ(got.phase, HPN_PHASE_ATTACHED);
+	CHECK_STR_EQ(got.container_id, "c0ffee0123456789");
+	CHECK_STR_EQ(got.cni_ifname, "eth0");
+	CHECK_STR_EQ(got.pod_ifname, "hpn0");
+	CHECK_STR_EQ(got.netns, "/var/run/netns/pod1");
+	CHECK_INT_EQ(got.host.ifindex, 7);
+	CHECK_STR_EQ(got.host.name, "ens1f0np0");
+	CHECK_INT_EQ(got.host.n_altnames, 2);
+	CHECK_STR_EQ(got.host.altnames[0], "enp175s0f0np0");
+	CHECK_STR_EQ(got.host.altnames[1], j.host.altnames[1]);
+	CHECK_INT_EQ(got.host.mtu, 9000);
+	CHECK(got.host.has_mac);
+	CHECK(!memcmp(got.host.mac, j.host.mac, HPN_MAC_LEN));
+	CHECK(got.host.has_perm_mac);
+	CHECK(!memcmp(got.host.perm_mac, j.host.perm_mac, HPN_MAC_LEN));
+	CHECK(got.host.up);
+	CHECK_STR_EQ(got.host.kind, "");
+	CHECK_STR_EQ(got.pci, "0000:af:00.0");
+	CHECK_INT_EQ(got.pod_ifindex, 3);
+	CHECK_STR_EQ(got.result, result_json);
+	hpn_journal_free(&got);
+	CHECK(got.container_id == NULL); /* freed and cleared */
+
+	/* A sparse journal: optional fields come back absent, not invented. */
+	hpn_journal_free(&j);
+	memset(&j, 0, sizeof(j));
+	j.phase = HPN_PHASE_SELECTED;
+	j.container_id = strdup("c0ffee0123456789");
+	strcpy(j.cni_ifname, "eth0");
+	strcpy(j.pod_ifname, "eth0");
+	strcpy(j.host.name, "veth-x");
+	strcpy(j.host.kind, "veth");
+	j.host.mtu = 1500;
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0); /* replaces the full one */
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK_INT_EQ(got.phase, HPN_PHASE_SELECTED);
+	CHECK(got.netns == NULL);
+	CHECK(!got.host.has_mac);
+	CHECK(!got.host.has_perm_mac);
+	CHECK(!got.host.up);
+	CHECK_INT_EQ(got.host.n_altnames, 0);
+	CHECK_STR_EQ(got.host.kind, "veth");
+	CHECK_STR_EQ(got.pci, "");
+	CHECK_INT_EQ(got.pod_ifindex, 0);
+	CHECK(got.result == NULL);
+	hpn_journal_free(&got);
+
+	/* Each phase survives the trip. */
+	for (int p = HPN_PHASE_SELECTED; p <= HPN_PHASE_ATTACHED; p++) {
+		j.phase = (enum hpn_phase)p;
+		CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+		memset(&got, 0, sizeof(got));
+		CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+		CHECK_INT_EQ(got.phase, p);
+		hpn_journal_free(&got);
+	}
+
+	/* Remove, then it is gone; removing again is not an error. */
+	CHECK_INT_EQ(hpn_journal_remove(&st, key, &err), 0);
+	snprintf(path, sizeof(path), "%s/net1/%s", state, key);
+	CHECK(access(path, F_OK) < 0);
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), -ENOENT);
+	CHECK_INT_EQ(hpn_journal_remove(&st, key, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+
+	/* Journals of different networks do not see each other. */
+	{
+		struct hpn_store st2 = HPN_STORE_INIT;
+
+		CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+		CHECK_INT_EQ(hpn_store_open(state, "net2", &st2, &err), 0);
+		CHECK_INT_EQ(hpn_journal_read(&st2, key, &got, &err), -ENOENT);
+		hpn_store_close(&st2);
+	}
+
+	hpn_journal_free(&j);
+	hpn_store_close(&st);
+}
+
+static void check_corrupt(struct hpn_store *st, const char *dir, const char *key,
+			  const char *content, int line)
+{
+	struct hpn_journal got;
+	struct hpn_err err = { 0 };
+	char path[PATH_MAX + 300];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	write_file(path, content, strlen(content));
+	memset(&got, 0, sizeof(got));
+	r = hpn_journal_read(st, key, &got, &err);
+	if (r >= 0 || err.code != HPN_E_IO)
+		fprintf(stderr, "\tjournal (line %d): %.200s\n", line, content);
+	CHECK(r < 0);
+	CHECK(r != -ENOENT);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, key);
+	CHECK(got.container_id == NULL); /* nothing handed out */
+	if (r == 0)
+		hpn_journal_free(&got);
+}
+
+static void test_journal_corrupt(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j;
+	char state[PATH_MAX], dir[PATH_MAX + 16], path[PATH_MAX + 300];
+	char *good, *big;
+	const char *key = "corrupt.eth0";
+	size_t n;
+
+	snprintf(state, sizeof(state), "%s/corrupt", tmp);
+	snprintf(dir, sizeof(dir), "%s/net1", state);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+
+	/* A good journal's text, to cut and bend. */
+	full_journal(&j);
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	hpn_journal_free(&j);
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	good = read_file(path);
+	CHECK(good != NULL);
+	if (!good)
+		goto out;
+	n = strlen(good);
+	CHECK(n > 100);
+
+	check_corrupt(&st, dir, key, "", __LINE__);
+	check_corrupt(&st, dir, key, "not json", __LINE__);
+	check_corrupt(&st, dir, key, "[]", __LINE__);
+	check_corrupt(&st, dir, key, "{}", __LINE__);
+	good[n / 2] = '\0'; /* torn write */
+	check_corrupt(&st, dir, key, good, __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":9,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":0,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":\"1\",\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"cniIfName\":\"eth0\",\"podIfName\":\"hpn0\","
+		      "\"host\":{\"name\":\"ens1\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"../x\",\"host\":{\"name\":\"ens1\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\"}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"a/b\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\",\"mac\":\"zz\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},"
+		      "\"pci\":\"0000:af:00.0-and-far-too-long\"}",
+		      __LINE__);
+
+	/* The minimal well-formed journal is accepted (so the cases above fail for their flaw). */
+	{
+		static const char minimal[] = "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":"
+					      "\"eth0\",\"podIfName\":\"hpn0\",\"host\":"
+					      "{\"name\":\"ens1\"}}";
+		struct hpn_journal got = { 0 };
+
+		write_file(path, minimal, strlen(minimal));
+		CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+		CHECK_INT_EQ(err.code, 0);
+		CHECK_STR_EQ(got.host.name, "ens1");
+		hpn_journal_free(&got);
+	}
+
+	/* Bigger than a journal can be (256 KiB): refused, not read into memory whole. */
+	big = malloc(300 << 10);
+	if (big) {
+		memset(big, ' ', 300 << 10);
+		big[0] = '{';
+		big[(300 << 10) - 2] = '}';
+		big[(300 << 10) - 1] = '\0';
+		check_corrupt(&st, dir, key, big, __LINE__);
+		free(big);
+	}
+out:
+	free(good);
+	hpn_store_close(&st);
+}
+
+static void test_journal_symlinks(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX], target[PATH_MAX + 16], path[PATH_MAX + 300];
+	const char *key = "victim.eth0";
+	char *good, *after;
+
+	snprintf(state, sizeof(state), "%s/sym", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+
+	/* The target holds a well-formed journal: following the link would "work". */
+	full_journal(&j);
+	CHECK_INT_EQ(hpn_journal_write(&st, "template", &j, &err), 0);
+	snprintf(path, sizeof(path), "%s/net1/template", state);
+	good = read_file(path);
+	CHECK(good != NULL);
+	snprintf(target, sizeof(target), "%s/target", tmp);
+	if (good)
+		write_file(target, good, strlen(good));
+
+	/* Read: O_NOFOLLOW refuses the link (code 5), and the target is untouched. */
+	snprintf(path, sizeof(path), "%s/net1/%s", state, key);
+	CHECK_INT_EQ(symlink(target, path), 0);
+	memset(&got, 0, sizeof(got));
+	CHECK(hpn_journal_read(&st, key, &got, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, key);
+	CHECK(got.container_id == NULL);
+	after = read_file(target);
+	CHECK_STR_EQ(after, good);
+	free(after);
+
+	/* Write replaces the link itself (rename), never writes through it. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	CHECK(is_regular(path));
+	after = read_file(target);
+	CHECK_STR_EQ(after, good);
+	free(after);
+
+	/* Remove takes the link away, not its target. */
+	CHECK_INT_EQ(unlink(path), 0);
+	CHECK_INT_EQ(symlink(target, path), 0);
+	CHECK_INT_EQ(hpn_journal_remove(&st, key, &err), 0);
+	CHECK(access(target, F_OK) == 0);
+	after = read_file(target);
+	CHECK_STR_EQ(after, good);
+	free(after);
+
+	/* A link planted at the temp file's name makes the write fail, not follow. */
+	snprintf(path, sizeof(path), "%s/net1/.tmp.%s.%d", state, key, (int)getpid());
+	CHECK_INT_EQ(symlink(target, path), 0);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_journal_write(&st, key, &j, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, key);
+	after = read_file(target);
+	CHECK_STR_EQ(after, good);
+	free(after);
+
+	hpn_journal_free(&j);
+	free(good);
+	hpn_store_close(&st);
+}
+
+static void test_key(void)
+{
+	char k1[HPN_KEY_MAX], k2[HPN_KEY_MAX], id[1100], id2[1100];
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX];
+	size_t n;
+
+	CHECK_INT_EQ(hpn_store_key("abc", "eth0", k1), 0);
+	CHECK_STR_EQ(k1, "abc.eth0");
+
+	/* Up to 200 bytes with the dot and NUL: kept as is. */
+	n = 200 - 2 - strlen("net1");
+	memset(id, 'a', n);
+	id[n] = '\0';
+	CHECK_INT_EQ(hpn_store_key(id, "net1", k1), 0);
+	CHECK_INT_EQ(strlen(k1), n + 5);
+	CHECK(!strncmp(k1, id, n));
+	CHECK_STR_EQ(k1 + n, ".net1");
+	/* One more byte: hashed. */
+	id[n] = 'a';
+	id[n + 1] = '\0';
+	CHECK_INT_EQ(hpn_store_key(id, "net1", k2), 0);
+	CHECK(strlen(k2) <= 255);
+	CHECK_STR_LACKS(k2, "/");
+	CHECK_STR_HAS(k2, ".net1");
+
+	/* Long IDs fit a file name (255 bytes) and stay distinct. */
+	memset(id, 'f', 1024);
+	id[1024] = '\0';
+	memcpy(id2, id, sizeof(id));
+	id2[1023] = 'e'; /* differs only far past any prefix that is kept */
+	CHECK_INT_EQ(hpn_store_key(id, "abcdefghijklmno", k1), 0);
+	CHECK_INT_EQ(hpn_store_key(id2, "abcdefghijklmno", k2), 0);
+	CHECK(strlen(k1) <= 255);
+	CHECK(strlen(k2) <= 255);
+	CHECK_STR_LACKS(k1, "/");
+	CHECK(strcmp(k1, k2) != 0);
+	/* Same input, same key. */
+	CHECK_INT_EQ(hpn_store_key(id2, "abcdefghijklmno", k1), 0);
+	CHECK_STR_EQ(k1, k2);
+	/* Same long ID, another interface: another key. */
+	CHECK_INT_EQ(hpn_store_key(id, "net1", k1), 0);
+	CHECK_INT_EQ(hpn_store_key(id, "net2", k2), 0);
+	CHECK(strcmp(k1, k2) != 0);
+	/* Two IDs differing in one early byte. */
+	id2[1023] = 'f';
+	id2[5] = 'e';
+	CHECK_INT_EQ(hpn_store_key(id2, "net1", k2), 0);
+	CHECK(strcmp(k1, k2) != 0);
+
+	/* And the longest key is a usable journal name (its temp name too). */
+	snprintf(state, sizeof(state), "%s/key", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	CHECK_INT_EQ(hpn_store_key(id, "abcdefghijklmno", k1), 0);
+	full_journal(&j);
+	free(j.container_id);
+	j.container_id = strdup(id);
+	CHECK_INT_EQ(hpn_journal_write(&st, k1, &j, &err), 0);
+	if (err.code)
+		fprintf(stderr, "\twrite: %s\n", err.msg);
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, k1, &got, &err), 0);
+	CHECK_STR_EQ(got.container_id, id);
+	hpn_journal_free(&got);
+	hpn_journal_free(&j);
+	hpn_store_close(&st);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void test_lock(void)
+{
+	struct hpn_store st = HPN_STORE_INIT, st2 = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	char state[PATH_MAX], lock[PATH_MAX + 16], target[PATH_MAX + 16];
+	struct timespec t0;
+	struct stat sb;
+	long ms;
+	int fd;
+
+	snprintf(state, sizeof(state), "%s/lock", tmp);
+	snprintf(lock, sizeof(lock), "%s/lock", state);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	CHECK_INT_EQ(hpn_store_lock(&st, 50, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK(st.lock_fd >= 0);
+	CHECK_INT_EQ(stat(lock, &sb), 0);
+	CHECK_INT_EQ(sb.st_mode & 0777, 0600);
+
+	/* Held: another open file description cannot take it. */
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(flock(fd, LOCK_EX | LOCK_NB) < 0);
+	CHECK_INT_EQ(errno, EWOULDBLOCK);
+	/* Closing the store releases it. */
+	hpn_store_close(&st);
+	CHECK_INT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+
+	/* Someone else holds it: code 11 after about the timeout, not at once, not never. */
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st2, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_INT_EQ(hpn_store_lock(&st2, 50, &err), -EAGAIN);
+	ms = ms_since(&t0);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK_STR_HAS(err.msg, "lock");
+	if (ms < 45 || ms > 5000)
+		fprintf(stderr, "\tlock timeout of 50 ms took %ld ms\n", ms);
+	CHECK(ms >= 45);
+	CHECK(ms < 5000);
+	hpn_store_close(&st2);
+
+	/* Timeout 0: one try. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st2, &err), 0);
+	CHECK_INT_EQ(hpn_store_lock(&st2, 0, &err), -EAGAIN);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	hpn_store_close(&st2);
+
+	/* Released: taken at once. */
+	CHECK_INT_EQ(flock(fd, LOCK_UN), 0);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st2, &err), 0);
+	CHECK_INT_EQ(hpn_store_lock(&st2, 50, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	hpn_store_close(&st2);
+	if (fd >= 0)
+		close(fd);
+
+	/* A symlink planted as the lock file is not followed (code 5) nor its target made. */
+	snprintf(state, sizeof(state), "%s/locksym", tmp);
+	snprintf(lock, sizeof(lock), "%s/lock", state);
+	snprintf(target, sizeof(target), "%s/locktarget", tmp);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st2, &err), 0);
+	CHECK_INT_EQ(symlink(target, lock), 0);
+	CHECK(hpn_store_lock(&st2, 50, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK(access(target, F_OK) < 0);
+	hpn_store_close(&st2);
+}
+
+int main(void)
+{
+	tmpdir_make(tmp, sizeof(tmp), "store");
+	test_open_close();
+	test_journal_roundtrip();
+	test_journal_corrupt();
+	test_journal_symlinks();
+	test_key();
+	test_lock();
+	if (tmpdir_rm(tmp) < 0)
+		perror("remove scratch directory");
+	return check_done();
+}
