@@ -15,6 +15,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -159,6 +160,19 @@ int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_
 	return -ENOENT;
 }
 
+/*
+ * Same network: family, prefix length and the prefix bits. A default route
+ * comes back from the kernel with an empty RTA_DST, while "0.0.0.0/0" parses
+ * to four zero bytes, so whole-address comparison would never match it.
+ */
+static bool same_prefix(struct nl_addr *a, struct nl_addr *b)
+{
+	if (!a || !b || nl_addr_get_family(a) != nl_addr_get_family(b) ||
+	    nl_addr_get_prefixlen(a) != nl_addr_get_prefixlen(b))
+		return false;
+	return nl_addr_get_prefixlen(a) == 0 || nl_addr_cmp_prefix(a, b) == 0;
+}
+
 int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,
 		   struct hpn_err *err)
 {
@@ -177,9 +191,7 @@ int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, 
 		struct nl_addr *ngw, *wgw = rtnl_route_nh_get_gateway(wnh);
 
 		if (rtnl_route_get_table(got) != rtnl_route_get_table(want) ||
-		    nl_addr_cmp(rtnl_route_get_dst(got), rtnl_route_get_dst(want)) ||
-		    nl_addr_get_prefixlen(rtnl_route_get_dst(got)) !=
-			    nl_addr_get_prefixlen(rtnl_route_get_dst(want)) ||
+		    !same_prefix(rtnl_route_get_dst(got), rtnl_route_get_dst(want)) ||
 		    rtnl_route_get_nnexthops(got) < 1)
 			continue;
 		nh = rtnl_route_nexthop_n(got, 0);

@@ -255,6 +255,7 @@ struct attach {
 	struct hpn_journal j;
 	char key[HPN_KEY_MAX];
 	bool have_journal;
+	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
 };
 
 static int attach_open(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
@@ -431,6 +432,7 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		r = journal_step(a, HPN_PHASE_IPAM, err);
 		if (r == 0)
 			r = hpn_ipam_add(conf, env, &ipam, err);
+		a->ipam_added = r == 0;
 		if (r == 0)
 			r = fault("ipam", err);
 		if (r == 0)
@@ -555,7 +557,11 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = add_steps(&a, env, conf, &dev, &own, err);
 	if (r < 0) {
 		struct hpn_err uerr = { 0 };
-		int ur = undo(&a.ns, env, conf, &a.j, a.j.phase >= HPN_PHASE_IPAM, &uerr);
+		/*
+		 * Release the lease only if IPAM ADD succeeded, as the reference
+		 * plugins do: after a failed IPAM ADD the runtime's DEL releases it.
+		 */
+		int ur = undo(&a.ns, env, conf, &a.j, a.ipam_added, &uerr);
 
 		if (ur < 0) {
 			/* Keep the journal: a DEL can finish what the rollback could not. */

@@ -9,6 +9,7 @@
 #include <netlink/socket.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 #endif
 
 struct talk {
+	uint32_t seq;
 	int error;
 	bool done;
 	int cb_error;
@@ -67,6 +69,18 @@ static int on_done(struct nl_msg *msg, void *arg)
 
 	t->done = true;
 	return NL_STOP;
+}
+
+/*
+ * Only replies to this conversation count. A conversation cut short (a failed
+ * send, an early error) can leave its ACK in the socket; libnl's default check
+ * would then fail every later request with a sequence mismatch.
+ */
+static int on_seq(struct nl_msg *msg, void *arg)
+{
+	struct talk *t = arg;
+
+	return nlmsg_hdr(msg)->nlmsg_seq == t->seq ? NL_OK : NL_SKIP;
 }
 
 static int on_valid(struct nl_msg *msg, void *arg)
@@ -124,12 +138,14 @@ int hpn_nl_talk(struct nl_sock *sk, struct nl_msg *msg, hpn_nl_cb cb, void *arg,
 	nl_cb_set(ncb, NL_CB_ACK, NL_CB_CUSTOM, on_done, &t);
 	nl_cb_set(ncb, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &t);
 	nl_cb_set(ncb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &t);
+	nl_cb_set(ncb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, on_seq, &t);
 
 	r = nl_send_auto(sk, msg);
 	if (r < 0) {
 		nl_cb_put(ncb);
 		return -nle_to_errno(r);
 	}
+	t.seq = nlmsg_hdr(msg)->nlmsg_seq;
 	while (!t.done) {
 		r = nl_recvmsgs(sk, ncb);
 		if (r < 0 && !t.done) {

@@ -1,0 +1,423 @@
+# shellcheck shell=bash disable=SC2030,SC2031
+# Shared helpers of the netns test tier. Source it from a test script, then
+# call t_init. Bash only; every test runs with `set -euo pipefail`.
+#
+# Isolation: the plugin never runs in the machine's own network namespace.
+# Each scenario makes a throwaway "host" netns and a pod netns, creates veth
+# pairs inside the host netns to stand in for NICs, and runs the plugin with
+# `ip netns exec <host>`, so the plugin's host is the throwaway netns. All
+# netns carry the prefix "hpnt-<pid>-"; an EXIT trap deletes them (and with
+# them every veth) and the temp dir, whatever happened.
+#
+# Exit codes: 0 pass, 1 fail (a FAIL line says what), 77 skipped (a SKIP line
+# says why).
+
+set -euo pipefail
+shopt -s inherit_errexit
+
+NETNS_DIR=/run/netns
+CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}	# Debian's containernetworking-plugins
+HPNT_PREFIX="hpnt-$$-"
+HPNT_BIN="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/bin"
+
+# Globals a scenario sets and run_plugin reads.
+HOST_NS=
+POD_NS=
+CID=
+IFNAME=eth0
+RUN_WRAP=()	# command words put before the plugin (e.g. strace)
+
+# Set by run_plugin.
+RC=0
+OUT=
+ERR=
+
+T=
+STATE=
+NET=hpnt-net
+SCEN=0
+SCEN_NAME=
+LAST_RUN=
+
+# ---- reporting ---------------------------------------------------------------
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# fail MESSAGE: print what failed, with the last plugin run for context.
+fail() {
+	{
+		echo "FAIL: ${SCEN_NAME:+[$SCEN_NAME] }$*"
+		if [[ -n ${LAST_RUN:-} ]]; then
+			echo "  last plugin run: $LAST_RUN"
+			echo "  exit status: $RC"
+			echo "  stdout: $OUT"
+			echo "  stderr: $ERR"
+		fi
+		if [[ -n ${LAST_RUN:-} && -n $T && -s $T/plugin.log ]]; then
+			echo "  plugin log (tail):"
+			tail -n 20 "$T/plugin.log" | sed 's/^/    /'
+		fi
+	} >&2
+	exit 1
+}
+
+info() {
+	echo "# $*"
+}
+
+# ---- setup and teardown ------------------------------------------------------
+
+t_cleanup() {
+	local ns
+	set +e
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		if [[ $ns == "$HPNT_PREFIX"* ]]; then
+			ip netns del "$ns" 2>/dev/null
+		fi
+	done
+	if [[ -n $T && -d $T ]]; then
+		rm -rf "$T"
+	fi
+}
+
+# t_init: check we can run, make the temp dir, install the trap.
+t_init() {
+	local tool
+	[[ $(id -u) == 0 ]] || skip "needs root (network namespaces)"
+	for tool in ip jq; do
+		command -v "$tool" >/dev/null || skip "$tool is not installed"
+	done
+	for tool in host-local static; do
+		[[ -x $CNI_BIN/$tool ]] ||
+			skip "$CNI_BIN/$tool is missing (Debian: containernetworking-plugins)"
+	done
+	[[ -n ${HPN_PLUGIN:-} ]] || fail "HPN_PLUGIN is not set (run through ctest)"
+	[[ -x $HPN_PLUGIN ]] || fail "plugin binary $HPN_PLUGIN is missing"
+	ip netns add "${HPNT_PREFIX}probe" 2>/dev/null ||
+		skip "cannot create network namespaces here"
+	ip netns del "${HPNT_PREFIX}probe"
+
+	T=$(mktemp -d /tmp/hpnt.XXXXXX)
+	trap t_cleanup EXIT
+	# The machine's own netns, to prove at the end that it was not touched.
+	snap self >"$T/root.before"
+	STATE=$T/state
+	mkdir -p "$STATE"
+	# Plugin dir first, then the test doubles, then Debian's plugins.
+	CNI_PATH_DIRS="$(dirname "$HPN_PLUGIN"):$HPNT_BIN:$CNI_BIN"
+}
+
+# t_done: prove nothing leaked, then report. Fails if any scenario failed.
+t_done() {
+	local left
+	left=$(ns_left)
+	[[ -z $left ]] || fail "netns leaked: $left"
+	left=$(state_files)
+	[[ -z $left ]] || fail "state files leaked: $left"
+	SCEN_NAME=
+	LAST_RUN=
+	snap_same self "$T/root.before" "the machine's own netns"
+	if ((${#FAILED_SCENARIOS[@]} > 0)); then
+		fail "$(basename "$0"): ${#FAILED_SCENARIOS[@]} of $SCEN scenarios failed:
+$(printf '  - %s\n' "${FAILED_SCENARIOS[@]}")"
+	fi
+	echo "PASS: $(basename "$0") ($SCEN scenarios)"
+}
+
+ns_path() {
+	echo "$NETNS_DIR/$1"
+}
+
+# ns_left: this test's netns that still exist.
+ns_left() {
+	ip netns list | awk '{print $1}' | grep "^$HPNT_PREFIX" || true
+}
+
+# scenario NAME FUNCTION [ARGS...]: run one scenario in a subshell with a
+# fresh host netns ($HOST_NS), pod netns ($POD_NS) and container ID ($CID).
+# A failure is recorded and the next scenario still runs; whatever a failed
+# scenario left (netns, state files) is removed so it cannot spoil the next.
+# Extra netns a scenario makes must be named "$HPNT_PREFIX...".
+FAILED_SCENARIOS=()
+scenario() {
+	local name=$1 rc left
+	shift
+	SCEN=$((SCEN + 1))
+	isolated scenario_run "$name" "$@"
+	rc=$ISO_RC
+	left=$(ns_left)
+	if ((rc == 0)) && [[ -n $left ]]; then
+		echo "FAIL: [$name] netns left behind: $left" >&2
+		rc=1
+	fi
+	if ((rc != 0)); then
+		FAILED_SCENARIOS+=("$name")
+		for left in $(ns_left); do
+			ip netns del "$left"
+		done
+		rm -rf "${STATE:?}"/*
+	fi
+}
+
+scenario_run() {
+	SCEN_NAME=$1
+	shift
+	HOST_NS="${HPNT_PREFIX}h$SCEN"
+	POD_NS="${HPNT_PREFIX}p$SCEN"
+	CID="hpnt-$$-$SCEN"
+	ip netns add "$HOST_NS"
+	ip netns add "$POD_NS"
+	ip -n "$HOST_NS" link set lo up
+	: >"$T/plugin.log"
+	info "scenario $SCEN: $SCEN_NAME"
+	"$@"
+	ip netns del "$HOST_NS"
+	if [[ -e $(ns_path "$POD_NS") ]]; then
+		ip netns del "$POD_NS"
+	fi
+}
+
+# isolated FUNCTION [ARGS...]: run FUNCTION in a subshell with errexit on,
+# so that a failure in it (fail, or any command failing) ends only the
+# subshell; its exit status goes to ISO_RC. Call it as a plain statement:
+# inside if, ! , || or && bash ignores errexit in everything it runs.
+ISO_RC=0
+isolated() {
+	set +e
+	(
+		set -e
+		"$@"
+	)
+	ISO_RC=$?
+	set -e
+}
+
+# ---- stand-in NICs -----------------------------------------------------------
+
+# mk_nic NS NAME PEER [MAC]: a veth pair in NS; NAME plays the NIC.
+mk_nic() {
+	local ns=$1 name=$2 peer=$3 mac=${4:-}
+	ip -n "$ns" link add "$name" ${mac:+address "$mac"} type veth peer name "$peer"
+}
+
+mac_of() {
+	ip -n "$1" -j link show dev "$2" | jq -r '.[0].address'
+}
+
+# mk_fake_pci ROOT PCIADDR IFNAME: a sysfs tree under ROOT in the layout of
+# a real PCI NIC: bus/pci/devices/<addr> and class/net/<if> are symlinks into
+# devices/, and class/net/<if>/device points back to the PCI device.
+mk_fake_pci() {
+	local root=$1 addr=$2 ifname=$3
+	local rel="devices/pci0000:ae/0000:ae:00.0/$addr"
+	mkdir -p "$root/$rel/net/$ifname" "$root/bus/pci/devices" "$root/class/net"
+	echo 0x15b3 >"$root/$rel/vendor"
+	echo 0x1017 >"$root/$rel/device"
+	echo 0x020000 >"$root/$rel/class"
+	ln -sfn "../../../$rel" "$root/bus/pci/devices/$addr"
+	ln -sfn "../../$rel/net/$ifname" "$root/class/net/$ifname"
+	ln -sfn "../../../$addr" "$root/$rel/net/$ifname/device"
+}
+
+# ---- running the plugin ------------------------------------------------------
+
+# run_plugin CMD CONFIG [NAME=VALUE | -NAME]...
+# Runs the plugin in $HOST_NS with a clean CNI environment built from the
+# scenario globals; NAME=VALUE adds or overrides a variable, -NAME removes
+# one. Sets RC, OUT (stdout) and ERR (stderr). Never fails by itself.
+run_plugin() {
+	local cmd=$1 conf=$2 kv
+	shift 2
+	local -A env=(
+		[CNI_COMMAND]=$cmd
+		[CNI_CONTAINERID]=$CID
+		[CNI_NETNS]=$(ns_path "$POD_NS")
+		[CNI_IFNAME]=$IFNAME
+		[CNI_PATH]=$CNI_PATH_DIRS
+	)
+	for kv in "$@"; do
+		if [[ $kv == -* ]]; then
+			unset "env[${kv#-}]"
+		else
+			env[${kv%%=*}]=${kv#*=}
+		fi
+	done
+	local -a envv=("PATH=$PATH")
+	# Sanitizer settings survive env -i. LeakSanitizer cannot run under ptrace
+	# (strace), so leak checking is off for wrapped runs only.
+	local asan=${ASAN_OPTIONS:-}
+	((${#RUN_WRAP[@]})) && asan=${asan:+$asan:}detect_leaks=0
+	[[ -n $asan ]] && envv+=("ASAN_OPTIONS=$asan")
+	[[ -n ${UBSAN_OPTIONS:-} ]] && envv+=("UBSAN_OPTIONS=$UBSAN_OPTIONS")
+	for kv in "${!env[@]}"; do
+		envv+=("$kv=${env[$kv]}")
+	done
+	LAST_RUN="$cmd in $HOST_NS: $(printf '%s ' "$@")<<< $conf"
+	set +e
+	printf '%s' "$conf" |
+		ip netns exec "$HOST_NS" env -i "${envv[@]}" "${RUN_WRAP[@]}" \
+			"$HPN_PLUGIN" >"$T/out" 2>"$T/err"
+	RC=$?
+	set -e
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+# expect_ok WHAT: the last run succeeded.
+expect_ok() {
+	[[ $RC == 0 ]] || fail "$1: expected success, got exit $RC"
+}
+
+# expect_result WHAT: the last run succeeded and printed exactly one JSON
+# object (a CNI result) and nothing else.
+expect_result() {
+	expect_ok "$1"
+	jq -se 'length == 1 and (.[0] | type == "object")' <<<"$OUT" >/dev/null 2>&1 ||
+		fail "$1: stdout is not one JSON object"
+}
+
+# expect_err CODES WHAT: the last run failed with exit 1 and a CNI error JSON
+# on stdout whose code is one of CODES ("105" or "105|11"; "any": any code).
+expect_err() {
+	local codes=$1 what=$2 got
+	[[ $RC == 1 ]] || fail "$what: expected exit 1 with code $codes, got exit $RC"
+	jq -e 'type == "object" and (.code | type == "number") and
+		(.msg | type == "string" and length > 0) and
+		(.cniVersion | type == "string")' <<<"$OUT" >/dev/null 2>&1 ||
+		fail "$what: stdout is not a CNI error object"
+	[[ $codes == any ]] && return 0
+	got=$(jq -r .code <<<"$OUT")
+	[[ "|$codes|" == *"|$got|"* ]] || fail "$what: expected code $codes, got $got"
+}
+
+# jq_ok FILTER WHAT [JSON] [jq args...]: FILTER is true on JSON (default $OUT).
+jq_ok() {
+	local filter=$1 what=$2 json=${3-$OUT}
+	shift 2
+	(($# > 0)) && shift
+	jq -e "$@" "$filter" <<<"$json" >/dev/null 2>&1 ||
+		fail "$what: jq '$filter' is not true on: $json"
+}
+
+# ---- configs -----------------------------------------------------------------
+
+# net_conf VERSION [FILTER [jq args...]]: a network config for the plugin
+# with this test's stateDir and log file, then FILTER applied. FILTER may use
+# the jq args; names starting with _ are taken.
+net_conf() {
+	local ver=$1 filter=${2:-.}
+	shift
+	(($# > 0)) && shift
+	jq -cn --arg _ver "$ver" --arg _name "$NET" --arg _state "$STATE" \
+		--arg _log "$T/plugin.log" "$@" \
+		'{cniVersion: $_ver, name: $_name, type: "hpn-rdma",
+		  stateDir: $_state, logFile: $_log} | '"$filter"
+}
+
+# with_prev CONFIG RESULT: CONFIG with prevResult set, as runtimes do for
+# CHECK and DEL.
+with_prev() {
+	jq -c --argjson r "$2" '.prevResult = $r' <<<"$1"
+}
+
+# ---- observing the host and the pod ------------------------------------------
+
+# snap NS: the facts of NS that the plugin must leave as it found them:
+# per link name, kind, MTU, admin state, MAC, altnames, master; and every
+# address that is not link-local. NS "self" is the netns the test runs in,
+# the machine's own network.
+snap() {
+	local links addrs
+	if [[ $1 == self ]]; then
+		links=$(ip -d -j link show)
+		addrs=$(ip -j addr show)
+	else
+		links=$(ip -n "$1" -d -j link show)
+		addrs=$(ip -n "$1" -j addr show)
+	fi
+	jq -n --argjson l "$links" --argjson a "$addrs" '{
+		links: [$l[] | {
+			ifname, mtu, address,
+			up: (.flags | index("UP") != null),
+			altnames: ((.altnames // []) | sort),
+			kind: (.linkinfo.info_kind // null),
+			master: (.master // null)
+		}] | sort_by(.ifname),
+		addrs: [$a[] | {ifname, a: [.addr_info[] | select(.scope != "link")
+			| "\(.local)/\(.prefixlen)"] | sort}
+			| select(.a | length > 0)] | sort_by(.ifname)
+	}'
+}
+
+# snap_save NS FILE / snap_same NS FILE WHAT: record, then compare.
+snap_save() {
+	snap "$1" >"$2"
+}
+
+snap_same() {
+	local now
+	now=$(snap "$1")
+	if ! diff -u "$2" - <<<"$now" >"$T/snapdiff"; then
+		fail "$3: netns $1 differs from before (- before, + now):
+$(cat "$T/snapdiff")"
+	fi
+}
+
+# pod_empty WHAT: the pod netns holds only lo.
+pod_empty() {
+	local names
+	names=$(ip -n "$POD_NS" -j link show | jq -c '[.[].ifname]')
+	[[ $names == '["lo"]' ]] || fail "$1: pod netns has $names, expected only lo"
+}
+
+# link_json NS IF: one link's `ip -d -j` object ("null" when absent).
+link_json() {
+	if has_link "$1" "$2"; then
+		ip -n "$1" -d -j link show dev "$2" | jq -c '.[0]'
+	else
+		echo null
+	fi
+}
+
+has_link() {
+	ip -n "$1" link show dev "$2" >/dev/null 2>&1
+}
+
+# state_files: the files of this test's stateDir that belong to attachments
+# (anything but the plugin's lock file <stateDir>/lock, which may stay).
+state_files() {
+	find "$STATE" -type f ! -path "$STATE/lock" 2>/dev/null || true
+}
+
+state_count() {
+	state_files | grep -c . || true
+}
+
+expect_no_state() {
+	local files
+	files=$(state_files)
+	[[ -z $files ]] || fail "$1: state files left: $files"
+}
+
+# hostlocal_ips DATADIR: the addresses host-local holds for $NET.
+hostlocal_ips() {
+	local d=$1/$NET
+	[[ -d $d ]] || return 0
+	find "$d" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip*' \
+		-printf '%f\n' | sort
+}
+
+# ipam_log_balanced LOG WHAT: the recording IPAM saw a DEL after its last ADD
+# (an allocation made during a failed or deleted attachment was released).
+ipam_log_balanced() {
+	local last_add last_del
+	[[ -f $1 ]] || return 0
+	last_add=$(grep -n '^ADD ' "$1" | tail -n1 | cut -d: -f1 || true)
+	last_del=$(grep -n '^DEL ' "$1" | tail -n1 | cut -d: -f1 || true)
+	[[ -z $last_add ]] && return 0
+	[[ -n $last_del && $last_del -gt $last_add ]] ||
+		fail "$2: IPAM ADD without a later DEL: $(tr '\n' '|' <"$1")"
+}
