@@ -93,11 +93,25 @@ static int fault(const char *step, struct hpn_err *err)
 	return 0;
 }
 
+/* A MAC that can identify one device: present and not all zeros (lo has zeros). */
+static bool mac_usable(const struct hpn_link *l)
+{
+	return l->has_perm_mac || (l->has_mac && !hpn_mac_is_zero(l->mac));
+}
+
+/*
+ * Is l the device the journal recorded? By permanent MAC when it has one, else
+ * by its MAC (the plugin never changes it). A device with no usable MAC (IPoIB
+ * has 20-byte addresses) can only be trusted by the name or ifindex it was
+ * looked up by.
+ */
 static bool same_device(const struct hpn_link *l, const struct hpn_link *orig)
 {
 	if (orig->has_perm_mac)
 		return l->has_perm_mac && !memcmp(l->perm_mac, orig->perm_mac, HPN_MAC_LEN);
-	return l->has_mac && orig->has_mac && !memcmp(l->mac, orig->mac, HPN_MAC_LEN);
+	if (!mac_usable(orig))
+		return !strcmp(l->kind, orig->kind);
+	return l->has_mac && !memcmp(l->mac, orig->mac, HPN_MAC_LEN);
 }
 
 /* The device in the socket's netns: by name (if given) or ifindex, confirmed by MAC. */
@@ -111,6 +125,8 @@ static int find_device(struct nl_sock *sk, const char *name, int ifindex,
 		goto found;
 	if (ifindex > 0 && hpn_link_get(sk, ifindex, NULL, &l, err) == 0 && same_device(&l, orig))
 		goto found;
+	if (!mac_usable(orig))
+		return -ENODEV;
 	r = hpn_link_by_mac(sk, orig->has_perm_mac ? orig->perm_mac : orig->mac, orig->has_perm_mac,
 			    &l, err);
 	if (r < 0)
@@ -516,8 +532,10 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	if (a.have_journal) {
 		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);
 		r = undo(&a.ns, env, conf, &a.j, a.j.phase >= HPN_PHASE_IPAM, err);
-		if (r < 0)
+		if (r < 0) {
+			hpn_err_prefix(err, "undo the unfinished earlier ADD of %s", a.key);
 			goto out;
+		}
 		hpn_journal_free(&a.j);
 		r = hpn_journal_remove(&a.st, a.key, err);
 		if (r < 0)

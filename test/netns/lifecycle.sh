@@ -188,6 +188,26 @@ crash_then_add() {
 }
 scenario "kill -9 inside ADD, then ADD again" crash_then_add
 
+# --- The kernel refuses the move (lo is netns-local): code 102 with the
+# kernel's extended ACK text, and the rollback must not mistake the pod's own
+# lo (same all-zero MAC) for the device: no journal left, nothing changed.
+kernel_refusal() {
+	setup_nic
+	conf=$(net_conf 1.1.0 '.device = "lo" | .ifName = "hpn0"')
+	run_plugin ADD "$conf"
+	expect_err 102 "ADD of lo"
+	jq_ok '.msg | contains("\"lo\"")' "the error names the device"
+	jq_ok '.details | startswith("kernel: ")' "the error carries the kernel's reason"
+	expect_no_state "after the refused move"
+	pod_empty "pod after the refused move"
+	run_plugin ADD "$(jq -c '.device = "nic0"' <<<"$conf")"
+	expect_result "a following ADD of nic0"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	snap_same "$HOST_NS" "$T/host.before" "host after the refusal scenario"
+}
+scenario "kernel refuses the move" kernel_refusal
+
 # --- logFile: one line per event with ISO timestamp, pid, command, container.
 logfile() {
 	setup_nic
