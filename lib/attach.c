@@ -528,6 +528,11 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
 	if (r < 0)
 		goto out;
+	if (hpn_netns_is_current(a.ns.pod_fd) == 1) {
+		r = hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				"CNI_NETNS \"%s\" is the host's own network namespace", env->netns);
+		goto out;
+	}
 	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
 	if (a.have_journal) {
 		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);

@@ -91,6 +91,7 @@ bad_env() {
 	refused 4 "CNI_IFNAME with a colon" "$good" CNI_IFNAME=a:b
 	refused 4 "CNI_IFNAME with a space" "$good" "CNI_IFNAME=a b"
 	refused 4 "CNI_NETNS missing on ADD" "$good" -CNI_NETNS
+	refused 4 "CNI_NETNS is the host's own netns" "$good" "CNI_NETNS=$(ns_path "$HOST_NS")"
 	all_refused "environment"
 }
 scenario "invalid environment: code 4" bad_env
