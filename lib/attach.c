@@ -149,6 +149,14 @@ static const char *route_gw(const struct hpn_result *res, const struct hpn_route
 	return NULL;
 }
 
+static bool has_altname(const struct hpn_link *l, const char *name)
+{
+	for (size_t i = 0; i < l->n_altnames; i++)
+		if (!strcmp(l->altnames[i], name))
+			return true;
+	return false;
+}
+
 /*
  * Puts the device back as the journal recorded it: out of the pod netns if it
  * is still there, then name, MTU, altnames and admin state in the host. Finds
@@ -238,8 +246,10 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 	for (size_t i = 0; i < orig->n_altnames; i++) {
 		struct hpn_err aerr = { 0 };
 
-		r = hpn_link_altname(ns->host, &l, orig->altnames[i], true, &aerr);
-		if (r < 0 && r != -EEXIST)
+		if (has_altname(&l, orig->altnames[i]))
+			continue;
+		/* Best effort: another device may have taken the name meanwhile. */
+		if (hpn_link_altname(ns->host, &l, orig->altnames[i], true, &aerr) < 0)
 			hpn_warn("%s", aerr.msg);
 	}
 	if (l.up != orig->up)
@@ -434,14 +444,15 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	}
 	if (r < 0)
 		return r;
-	if (conf->mtu && pl.mtu != (unsigned int)conf->mtu) {
-		r = hpn_link_set(a->ns.pod, &pl, NULL, (unsigned int)conf->mtu, -1, err);
+	/* One request: the kernel applies IFLA_MTU before the flags, as ip(8) would. */
+	r = hpn_link_set(a->ns.pod, &pl, NULL,
+			 conf->mtu && pl.mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
+									: 0,
+			 1, err);
+	if (r == 0 && conf->mtu)
 		pl.mtu = (unsigned int)conf->mtu;
-	}
 	if (r == 0)
 		r = fault("mtu", err);
-	if (r == 0)
-		r = hpn_link_set(a->ns.pod, &pl, NULL, 0, 1, err);
 	if (r == 0)
 		r = fault("up", err);
 	if (r == 0 && conf->has_ipam) {
