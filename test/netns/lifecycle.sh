@@ -155,15 +155,18 @@ crash_at() {
 }
 
 # --- kill -9 inside ADD at every netlink send in turn (lookups, dropping
-# altnames, the move, MTU and up): DEL restores the host from the journal.
+# altnames, the move, MTU and up, addresses, routes): DEL restores the host
+# from the journal and releases IPAM.
 crash_then_del() {
 	setup_nic
-	conf=$(net_conf 1.0.0 '.device = "nic0" | .ifName = "hpn0" | .mtu = 4000')
+	log=$T/ipam-$SCEN.log
+	conf=$(conf_fake 1.0.0 nic0 "$log" | jq -c '.mtu = 4000')
 	for n in $(seq 1 30); do
 		crash_at "$n" "$conf"
 		((RC != 0)) || break
 		run_plugin DEL "$conf"
 		expect_ok "DEL after a kill at send $n"
+		ipam_log_balanced "$log" "IPAM after a kill at send $n and DEL"
 		snap_same "$HOST_NS" "$T/host.before" "host after a kill at send $n and DEL"
 		pod_empty "pod after a kill at send $n and DEL"
 		expect_no_state "after a kill at send $n and DEL"
