@@ -148,6 +148,44 @@ bridge_chain() {
 }
 scenario "bridge + hpn-rdma chain" bridge_chain
 
+# --- bridge then hpn-rdma with no IPAM of its own (the NIC's addressing is
+# left to the job): every plugin's CHECK passes, so the whole list goes
+# through libcni ADD, CHECK (also after a drift, which must fail) and DEL,
+# and the host ends as it began, bar the bridge the bridge plugin keeps.
+bridge_chain_check() {
+	mk_nic "$HOST_NS" nic0 peer0
+	ip -n "$HOST_NS" link property add dev nic0 altname hpnt-alt0
+	snap_save "$HOST_NS" "$T/host.before"
+	jq -n --arg state "$STATE" --arg log "$T/plugin.log" --arg t "$T" '{
+		cniVersion: "1.0.0",
+		name: "hpnt-chk",
+		plugins: [
+			{type: "bridge", bridge: "hpntbr1", isGateway: true, ipMasq: false,
+			 ipam: {type: "host-local", dataDir: ($t + "/hl-chk"),
+				ranges: [[{subnet: "10.94.0.0/24"}]]}},
+			{type: "hpn-rdma", ifName: "hpn0", device: "nic0", mtu: 4000,
+			 stateDir: $state, logFile: $log}
+		]}' >"$CONFDIR/30-hpnt-chk.conflist"
+	cnitool add hpnt-chk
+	expect_ok "cnitool add"
+	jq_ok '[.interfaces[].name] | index("eth0") != null and .[-1] == "hpn0"' \
+		"eth0 and hpn0 in the result"
+	cnitool check hpnt-chk
+	expect_ok "cnitool check of the whole list"
+	ip -n "$POD_NS" link set hpn0 mtu 1500
+	cnitool check hpnt-chk
+	expect_err 107 "cnitool check with hpn0's MTU changed"
+	cnitool del hpnt-chk
+	expect_ok "cnitool del"
+	has_link "$POD_NS" hpn0 && fail "hpn0 still in the pod after del"
+	snap "$HOST_NS" | jq '.links |= map(select(.ifname != "hpntbr1")) |
+		.addrs |= map(select(.ifname != "hpntbr1"))' >"$T/host.after"
+	diff -u "$T/host.before" "$T/host.after" ||
+		fail "host after del differs from before (bridge hpntbr1 excluded)"
+	expect_no_state "after cnitool del"
+}
+scenario "bridge + hpn-rdma chain, CHECK of the whole list" bridge_chain_check
+
 # --- the deviceID capability, injected by libcni from CAP_ARGS.
 deviceid_cap() {
 	mk_nic "$HOST_NS" nic0 peer0
