@@ -481,7 +481,7 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 				  .pci_id = a->j.pci[0] ? a->j.pci : NULL };
 	r = hpn_result_add_iface(own, &ifc);
 	if (r >= 0 && ipam)
-		r = hpn_result_merge_ipam(own, ipam, 0);
+		r = hpn_result_append(own, ipam, 0);
 	if (r < 0)
 		goto out;
 	a->j.pod_ifindex = pl.ifindex;
@@ -511,11 +511,11 @@ static int build_result(const struct hpn_conf *conf, const struct hpn_result *ow
 	if (!res)
 		return -ENOMEM;
 	if (conf->prev_result)
-		r = hpn_result_append(res, conf->prev_result);
+		r = hpn_result_append(res, conf->prev_result, -1);
 	if (r >= 0 && hpn_dns_empty(&res->dns))
 		r = hpn_dns_copy(&res->dns, &conf->dns);
 	if (r >= 0)
-		r = hpn_result_append(res, own);
+		r = hpn_result_append(res, own, -1);
 	if (r < 0) {
 		hpn_result_free(res);
 		return r;

@@ -591,33 +591,7 @@ bool hpn_dns_empty(const struct hpn_dns *dns)
 	return !dns->n_nameservers && !dns->domain && !dns->n_search && !dns->n_options;
 }
 
-int hpn_result_merge_ipam(struct hpn_result *res, const struct hpn_result *src, int iface_idx)
-{
-	if (res->n_ips + src->n_ips > HPN_MAX_IPS || res->n_routes + src->n_routes > HPN_MAX_ROUTES)
-		return -E2BIG;
-	for (size_t i = 0; i < src->n_ips; i++) {
-		struct hpn_ipcfg *d = &res->ips[res->n_ips++];
-
-		d->interface = iface_idx;
-		if (dup_into(&d->address, src->ips[i].address) ||
-		    dup_into(&d->gateway, src->ips[i].gateway))
-			return -ENOMEM;
-	}
-	for (size_t i = 0; i < src->n_routes; i++) {
-		struct hpn_route *d = &res->routes[res->n_routes++];
-
-		*d = src->routes[i];
-		d->dst = d->gw = NULL;
-		if (dup_into(&d->dst, src->routes[i].dst) || dup_into(&d->gw, src->routes[i].gw))
-			return -ENOMEM;
-	}
-	/* DNS: the runtime's prevResult wins; otherwise what IPAM returned. */
-	if (hpn_dns_empty(&res->dns))
-		return hpn_dns_copy(&res->dns, &src->dns);
-	return 0;
-}
-
-int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src)
+int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int iface)
 {
 	size_t base = dst->n_ifaces;
 	int r = 0;
@@ -632,7 +606,12 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src)
 	for (size_t i = 0; i < src->n_ips; i++) {
 		struct hpn_ipcfg *d = &dst->ips[dst->n_ips++];
 
-		d->interface = src->ips[i].interface >= 0 ? src->ips[i].interface + (int)base : -1;
+		if (iface >= 0)
+			d->interface = iface;
+		else if (src->ips[i].interface >= 0)
+			d->interface = src->ips[i].interface + (int)base;
+		else
+			d->interface = -1;
 		if (dup_into(&d->address, src->ips[i].address) ||
 		    dup_into(&d->gateway, src->ips[i].gateway))
 			return -ENOMEM;

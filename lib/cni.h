@@ -119,10 +119,13 @@ int hpn_result_from_cjson(const void *obj, struct hpn_result **ret, struct hpn_e
 /* Appends a copy of an interface and returns its index, or -errno. */
 int hpn_result_add_iface(struct hpn_result *res, const struct hpn_iface *iface);
 /* Appends copies of src's ips (pointing at interface index iface_idx) and routes. */
-/* Appends all of src; its interface indexes are shifted past dst's interfaces.
- * DNS is taken from src only when dst has none. */
-int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src);
-int hpn_result_merge_ipam(struct hpn_result *res, const struct hpn_result *src, int iface_idx);
+/*
+ * Appends copies of all of src. With iface < 0 its IPs keep pointing at their
+ * own interfaces, shifted past dst's (chaining a prevResult); with iface >= 0
+ * every IP is attributed to dst's interface iface (an IPAM result, which has
+ * none of its own). DNS is taken from src only when dst has none.
+ */
+int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int iface);
 /* Parses a "dns" object (cJSON *) into dns; absent or null leaves it empty. */
 int hpn_dns_from_cjson(const void *obj, struct hpn_dns *dns, struct hpn_err *err);
 void hpn_dns_free(struct hpn_dns *dns);

@@ -212,7 +212,7 @@ static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMa
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
-	const cJSON *ifn, *m;
+	const cJSON *m;
 	_cleanup_free_ char *level = NULL;
 	int r;
 
@@ -243,11 +243,10 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 					   "the \"%s\" capability",
 					   unsupported_caps[i], unsupported_caps[i]);
 
-	ifn = cJSON_GetObjectItemCaseSensitive(root, "ifName");
 	r = conf_str(root, "ifName", "", &conf->if_name, err);
 	if (r < 0)
 		return r;
-	if (ifn && conf->if_name && !hpn_valid_ifname(conf->if_name))
+	if (conf->if_name && !hpn_valid_ifname(conf->if_name))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "ifName \"%.64s\" is not a valid interface name (1-15 bytes, "
 				   "not . or .., no / : or space)",

@@ -773,7 +773,7 @@ static void test_result_append(void)
 
 	if (!prev || !ours || !empty)
 		goto out;
-	CHECK_INT_EQ(hpn_result_append(prev, ours), 0);
+	CHECK_INT_EQ(hpn_result_append(prev, ours, -1), 0);
 	CHECK_INT_EQ(prev->n_ifaces, 3);
 	CHECK_STR_EQ(prev->ifaces[2].name, "net1");
 	CHECK_STR_EQ(prev->ifaces[2].pci_id, "0000:af:00.2");
@@ -802,7 +802,7 @@ static void test_result_append(void)
 	free(text);
 
 	/* Into an empty result: no shift, and DNS comes from src. */
-	CHECK_INT_EQ(hpn_result_append(empty, ours), 0);
+	CHECK_INT_EQ(hpn_result_append(empty, ours, -1), 0);
 	CHECK_INT_EQ(empty->ips[0].interface, 0);
 	CHECK_STR_EQ(empty->dns.nameservers[0], "192.168.50.53");
 
@@ -816,7 +816,7 @@ static void test_result_append(void)
 		if (big) {
 			CHECK_INT_EQ(big->n_ifaces, HPN_MAX_IFACES);
 			CHECK_INT_EQ(hpn_result_add_iface(big, &ifc), -E2BIG);
-			CHECK_INT_EQ(hpn_result_append(big, ours), -E2BIG);
+			CHECK_INT_EQ(hpn_result_append(big, ours, -1), -E2BIG);
 			CHECK_INT_EQ(big->n_ifaces, HPN_MAX_IFACES);
 			CHECK_INT_EQ(big->n_ips, 0);
 		}
@@ -828,7 +828,8 @@ out:
 	hpn_result_free(empty);
 }
 
-static void test_merge_ipam(void)
+/* An IPAM result's IPs are attributed to the interface they were allocated for. */
+static void test_append_ipam(void)
 {
 	static const char ipam_json[] =
 		"{\"cniVersion\":\"1.0.0\",\"ips\":[{\"address\":\"10.9.0.4/16\","
@@ -844,7 +845,7 @@ static void test_merge_ipam(void)
 	CHECK_INT_EQ(hpn_result_add_iface(res, &a), 0);
 	idx = hpn_result_add_iface(res, &b);
 	CHECK_INT_EQ(idx, 1);
-	CHECK_INT_EQ(hpn_result_merge_ipam(res, ipam, idx), 0);
+	CHECK_INT_EQ(hpn_result_append(res, ipam, idx), 0);
 	CHECK_INT_EQ(res->n_ips, 1);
 	CHECK_INT_EQ(res->ips[0].interface, 1); /* IPAM's IPs belong to our interface */
 	CHECK_STR_EQ(res->ips[0].gateway, "10.9.0.1");
@@ -1068,7 +1069,7 @@ int main(void)
 	test_result_parse();
 	test_result_render();
 	test_result_append();
-	test_merge_ipam();
+	test_append_ipam();
 	test_err_render();
 	test_version_render();
 	test_read_all();
