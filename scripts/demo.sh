@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds hpn-rdma and shows it end to end without touching this machine's
-# network (Debian's host-local speaks CNI up to 1.0.0, so the demo does too): a throwaway "node" netns with a veth end standing in for an RDMA NIC,
-# a throwaway pod netns, then ADD (with host-local IPAM), the result, the pod's
-# view, CHECK, DEL, and the node as it was. Run as root.
+# network: a throwaway "node" netns with a veth end standing in for an RDMA NIC
+# (given a PCI address through a fake sysfs), a throwaway pod netns, then ADD
+# selecting the NIC by PCI address with host-local IPAM, the result, the pod's
+# view, the journal, CHECK, DEL, and the node as it was. Run as root.
+# (Debian's host-local speaks CNI up to 1.0.0, so the demo does too.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +27,14 @@ ip netns add "$pod"
 # The stand-in NIC: one end of a veth pair, named like a ConnectX port.
 ip -n "$node" link add ens1f0np0 mtu 9000 type veth peer name peer0
 ip -n "$node" link set ens1f0np0 up
+# ...and a PCI identity for it, in a fake sysfs laid out like a ConnectX port's,
+# so the NIC is selected by PCI address as a device plugin would hand it over.
+pci=0000:af:00.0
+dev=devices/pci0000:ae/0000:ae:00.0/$pci
+mkdir -p "$tmp/sysfs/$dev/net/ens1f0np0" "$tmp/sysfs/bus/pci/devices" "$tmp/sysfs/class/net"
+ln -s "../../../$dev" "$tmp/sysfs/bus/pci/devices/$pci"
+ln -s "../../$dev/net/ens1f0np0" "$tmp/sysfs/class/net/ens1f0np0"
+ln -s "../../../$pci" "$tmp/sysfs/$dev/net/ens1f0np0/device"
 
 conf=$(cat <<JSON
 {
@@ -32,7 +42,8 @@ conf=$(cat <<JSON
   "name": "hpn-demo",
   "type": "hpn-rdma",
   "ifName": "hpn0",
-  "device": "ens1f0np0",
+  "pciBusID": "$pci",
+  "sysfsRoot": "$tmp/sysfs",
   "mtu": 4200,
   "stateDir": "$tmp/state",
   "logFile": "$tmp/hpn-rdma.log",
