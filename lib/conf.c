@@ -234,6 +234,10 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	if (rc && !cJSON_IsNull(rc) && !cJSON_IsObject(rc))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "runtimeConfig must be an object");
+	/* Conventions: "args" is an object of per-plugin-kind objects; none are used yet. */
+	m = cJSON_GetObjectItemCaseSensitive(root, "args");
+	if (m && !cJSON_IsNull(m) && !cJSON_IsObject(m))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "args must be an object");
 
 	/* Capabilities a runtime may pass that neither we nor an IPAM plugin would apply. */
 	for (size_t i = 0; cJSON_IsObject(rc) && i < HPN_ARRAY_SIZE(unsupported_caps); i++)

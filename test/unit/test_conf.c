@@ -173,6 +173,9 @@ static void test_required(void)
 		  __LINE__);
 	check_bad("{" BASE "," DEV ",\"runtimeConfig\":[]}", HPN_E_INVALID_CONFIG, "runtimeConfig",
 		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"args\":\"K8S_POD_NAME=x\"}", HPN_E_INVALID_CONFIG, "args",
+		  __LINE__);
+	check_ok("{" BASE "," DEV ",\"args\":{\"cni\":{\"ips\":[]}}}", __LINE__);
 	check_bad("{" BASE "," DEV ",\"ifName\":5}", HPN_E_INVALID_CONFIG, "ifName", __LINE__);
 	check_bad("{" BASE "," DEV ",\"stateDir\":true}", HPN_E_INVALID_CONFIG, "stateDir",
 		  __LINE__);
