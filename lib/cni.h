@@ -138,11 +138,4 @@ char *hpn_err_render(const struct hpn_err *err, const char *version);
 /* VERSION's answer. */
 char *hpn_version_render(const char *version);
 
-/* cJSON tree (as void *) of exactly one JSON value in buf[0..len), blanks around
- * it allowed; NULL for bad JSON or trailing bytes. Free with cJSON_Delete(). */
-void *hpn_json_parse(const char *buf, size_t len);
-
-/* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
-int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
-
 #endif

@@ -12,8 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cni.h"
-
 #define JOURNAL_MAX (256u << 10)
 
 static int mkdir_p(const char *path, mode_t mode)

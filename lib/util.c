@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "util.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -149,4 +150,64 @@ int hpn_snprintf(char *buf, size_t len, const char *fmt, ...)
 char *hpn_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
+{
+	/* Room for max bytes, one more to notice an overflow, and the NUL. */
+	size_t cap = max + 2 < 4096 ? max + 2 : 4096, len = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len + 1 == cap) {
+			cap = cap * 2 < max + 2 ? cap * 2 : max + 2;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+void *hpn_json_parse(const char *buf, size_t len)
+{
+	const char *end = NULL;
+	cJSON *root;
+
+	/* cJSON stops after the first value; anything but blanks after it is an error. */
+	root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (!root)
+		return NULL;
+	for (; end && end < buf + len; end++) {
+		if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+			cJSON_Delete(root);
+			return NULL;
+		}
+	}
+	return root;
 }

@@ -63,4 +63,11 @@ int hpn_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((for
 /* strdup that returns NULL on NULL input. */
 char *hpn_strdup(const char *s);
 
+/* cJSON tree (as void *) of exactly one JSON value in buf[0..len), blanks around
+ * it allowed; NULL for bad JSON or trailing bytes. Free with cJSON_Delete(). */
+void *hpn_json_parse(const char *buf, size_t len);
+
+/* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
+int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
+
 #endif

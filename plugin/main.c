@@ -13,6 +13,7 @@
 #include "cni.h"
 #include "conf.h"
 #include "log.h"
+#include "util.h"
 
 static const char usage[] =
 	"hpn-rdma " HPN_VERSION " - CNI plugin that moves an RDMA NIC into a pod as hpn0\n"
