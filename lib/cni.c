@@ -286,38 +286,16 @@ static bool valid_cidr(const char *s)
 	return false;
 }
 
-/* Optional string member: absent or null is fine, another type is not. */
-static int get_str(const cJSON *obj, const char *key, const char *what, char **ret,
+static int get_str(const cJSON *obj, const char *key, const char *prefix, char **ret,
 		   struct hpn_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsString(v))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.%s must be a string", what, key);
-	*ret = strdup(v->valuestring);
-	return *ret ? 0 : -ENOMEM;
+	return hpn_json_str(obj, key, prefix, HPN_E_DECODE, 0, ret, err);
 }
 
-static int get_int(const cJSON *obj, const char *key, const char *what, int min, int max, int *ret,
-		   bool *present, struct hpn_err *err)
+static int get_int(const cJSON *obj, const char *key, const char *prefix, int min, int max,
+		   int *ret, bool *present, struct hpn_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (present)
-		*present = false;
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	/* Range first: converting an out-of-range double is undefined. */
-	if (!cJSON_IsNumber(v) || !(v->valuedouble >= min && v->valuedouble <= max) ||
-	    v->valuedouble != (double)(long long)v->valuedouble)
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "%s.%s must be an integer in [%d, %d]", what, key, min, max);
-	*ret = (int)v->valuedouble;
-	if (present)
-		*present = true;
-	return 0;
+	return hpn_json_int(obj, key, prefix, HPN_E_DECODE, min, max, ret, present, err);
 }
 
 static int get_str_array(const cJSON *obj, const char *key, const char *what, char **out, size_t *n,
@@ -356,7 +334,7 @@ int hpn_dns_from_cjson(const void *vobj, struct hpn_dns *dns, struct hpn_err *er
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "dns must be an object");
 	r = get_str_array(obj, "nameservers", "dns", dns->nameservers, &dns->n_nameservers, err);
 	if (r >= 0)
-		r = get_str(obj, "domain", "dns", &dns->domain, err);
+		r = get_str(obj, "domain", "dns.", &dns->domain, err);
 	if (r >= 0)
 		r = get_str_array(obj, "search", "dns", dns->search, &dns->n_search, err);
 	if (r >= 0)
@@ -369,12 +347,13 @@ static int parse_iface(const cJSON *o, size_t idx, struct hpn_iface *ifc, struct
 	char what[32];
 	int r;
 
-	snprintf(what, sizeof(what), "interfaces[%zu]", idx);
+	snprintf(what, sizeof(what), "interfaces[%zu].", idx);
 	if (!cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "interfaces[%zu] must be an object",
+				   idx);
 	r = get_str(o, "name", what, &ifc->name, err);
 	if (r >= 0 && !ifc->name)
-		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.name is required", what);
+		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sname is required", what);
 	if (r >= 0)
 		r = get_str(o, "mac", what, &ifc->mac, err);
 	if (r >= 0)
@@ -395,21 +374,21 @@ static int parse_ip(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_ipcf
 	char what[32];
 	int r;
 
-	snprintf(what, sizeof(what), "ips[%zu]", idx);
+	snprintf(what, sizeof(what), "ips[%zu].", idx);
 	ip->interface = -1;
 	if (!cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "ips[%zu] must be an object", idx);
 	r = get_str(o, "address", what, &ip->address, err);
 	if (r < 0)
 		return r;
 	if (!ip->address || !valid_cidr(ip->address))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.address must be an IP/prefix",
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%saddress must be an IP/prefix",
 				   what);
 	r = get_str(o, "gateway", what, &ip->gateway, err);
 	if (r < 0)
 		return r;
 	if (ip->gateway && !valid_ip(ip->gateway))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.gateway is not an IP address",
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sgateway is not an IP address",
 				   what);
 	r = get_int(o, "interface", what, 0, HPN_MAX_IFACES - 1, &ip->interface, &has_if, err);
 	if (r < 0)
@@ -418,8 +397,8 @@ static int parse_ip(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_ipcf
 		ip->interface = -1;
 	else if ((size_t)ip->interface >= n_ifaces)
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "%s.interface %d is past the %zu interfaces", what,
-				   ip->interface, n_ifaces);
+				   "%sinterface %d is past the %zu interfaces", what, ip->interface,
+				   n_ifaces);
 	return 0;
 }
 
@@ -441,19 +420,19 @@ static int parse_route(const cJSON *o, size_t idx, struct hpn_route *rt, struct 
 	char what[32];
 	int r;
 
-	snprintf(what, sizeof(what), "routes[%zu]", idx);
+	snprintf(what, sizeof(what), "routes[%zu].", idx);
 	if (!cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s must be an object", what);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "routes[%zu] must be an object", idx);
 	r = get_str(o, "dst", what, &rt->dst, err);
 	if (r < 0)
 		return r;
 	if (!rt->dst || !valid_cidr(rt->dst))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.dst must be an IP/prefix", what);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sdst must be an IP/prefix", what);
 	r = get_str(o, "gw", what, &rt->gw, err);
 	if (r < 0)
 		return r;
 	if (rt->gw && !valid_ip(rt->gw))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s.gw is not an IP address", what);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sgw is not an IP address", what);
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(ints); i++) {
 		bool present;
 

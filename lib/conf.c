@@ -18,18 +18,7 @@ static void cjson_deletep(cJSON **p)
 static int conf_str(const cJSON *obj, const char *key, const char *path, char **ret,
 		    struct hpn_err *err)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	if (!v || cJSON_IsNull(v))
-		return 0;
-	if (!cJSON_IsString(v))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%s%s must be a string", path,
-				   key);
-	if (strlen(v->valuestring) > 4095)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
-				   "%s%s is longer than 4095 bytes", path, key);
-	*ret = strdup(v->valuestring);
-	return *ret ? 0 : -ENOMEM;
+	return hpn_json_str(obj, key, path, HPN_E_INVALID_CONFIG, 4095, ret, err);
 }
 
 static int conf_abs_path(const cJSON *obj, const char *key, const char *def, char **ret,
@@ -212,7 +201,7 @@ static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMa
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
-	const cJSON *m;
+	const cJSON *args;
 	_cleanup_free_ char *level = NULL;
 	int r;
 
@@ -235,8 +224,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "runtimeConfig must be an object");
 	/* Conventions: "args" is an object of per-plugin-kind objects; none are used yet. */
-	m = cJSON_GetObjectItemCaseSensitive(root, "args");
-	if (m && !cJSON_IsNull(m) && !cJSON_IsObject(m))
+	args = cJSON_GetObjectItemCaseSensitive(root, "args");
+	if (args && !cJSON_IsNull(args) && !cJSON_IsObject(args))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "args must be an object");
 
 	/* Capabilities a runtime may pass that neither we nor an IPAM plugin would apply. */
@@ -259,15 +248,9 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	if (r < 0)
 		return r;
 
-	m = cJSON_GetObjectItemCaseSensitive(root, "mtu");
-	if (m && !cJSON_IsNull(m)) {
-		/* Range first: converting an out-of-range double to int is undefined. */
-		if (!cJSON_IsNumber(m) || !(m->valuedouble >= 68 && m->valuedouble <= 65535) ||
-		    m->valuedouble != (double)(int)m->valuedouble)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "mtu must be an integer in [68, 65535]");
-		conf->mtu = (int)m->valuedouble;
-	}
+	r = hpn_json_int(root, "mtu", "", HPN_E_INVALID_CONFIG, 68, 65535, &conf->mtu, NULL, err);
+	if (r < 0)
+		return r;
 	r = conf_abs_path(root, "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);
 	if (r >= 0)
 		r = conf_abs_path(root, "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT, &conf->sysfs_root,

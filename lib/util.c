@@ -194,6 +194,42 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 	return 0;
 }
 
+int hpn_json_str(const void *obj, const char *key, const char *prefix, int code, size_t max_len,
+		 char **ret, struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v))
+		return hpn_err_set(err, code, EINVAL, "%s%s must be a string", prefix, key);
+	if (max_len && strlen(v->valuestring) > max_len)
+		return hpn_err_set(err, code, ENAMETOOLONG, "%s%s is longer than %zu bytes", prefix,
+				   key, max_len);
+	*ret = strdup(v->valuestring);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int hpn_json_int(const void *obj, const char *key, const char *prefix, int code, int min, int max,
+		 int *ret, bool *present, struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (present)
+		*present = false;
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	/* Range first: converting an out-of-range double is undefined. */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= min && v->valuedouble <= max) ||
+	    v->valuedouble != (double)(long long)v->valuedouble)
+		return hpn_err_set(err, code, EINVAL, "%s%s must be an integer in [%d, %d]", prefix,
+				   key, min, max);
+	*ret = (int)v->valuedouble;
+	if (present)
+		*present = true;
+	return 0;
+}
+
 void *hpn_json_parse(const char *buf, size_t len)
 {
 	const char *end = NULL;

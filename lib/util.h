@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "err.h"
+
 #define HPN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Scope-bound cleanup (systemd/crun style). Ownership moves out with TAKE_*. */
@@ -66,6 +68,17 @@ char *hpn_strdup(const char *s);
 /* cJSON tree (as void *) of exactly one JSON value in buf[0..len), blanks around
  * it allowed; NULL for bad JSON or trailing bytes. Free with cJSON_Delete(). */
 void *hpn_json_parse(const char *buf, size_t len);
+
+/*
+ * Optional members of a cJSON object (void * keeps cJSON out of callers).
+ * Absent or null leaves *ret untouched and returns 0; a wrong type or value is
+ * an error with the given CNI code naming "<prefix><key>". max_len 0: no limit.
+ */
+int hpn_json_str(const void *obj, const char *key, const char *prefix, int code, size_t max_len,
+		 char **ret, struct hpn_err *err);
+/* An integer in [min, max]; *present (if given) says whether it was there. */
+int hpn_json_int(const void *obj, const char *key, const char *prefix, int code, int min, int max,
+		 int *ret, bool *present, struct hpn_err *err);
 
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
