@@ -284,6 +284,19 @@ struct attach {
 	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
 };
 
+/* The state store, locked, and the host netns with its netlink socket. */
+static int session_open(struct hpn_store *st, struct nsctx *ns, const struct hpn_conf *conf,
+			struct hpn_err *err)
+{
+	int r = hpn_store_open(conf->state_dir, conf->name, st, err);
+
+	if (r >= 0)
+		r = hpn_store_lock(st, LOCK_TIMEOUT_MS, err);
+	if (r >= 0)
+		r = nsctx_open_host(ns, err);
+	return r;
+}
+
 static int attach_open(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		       struct hpn_err *err)
 {
@@ -294,11 +307,7 @@ static int attach_open(struct attach *a, const struct hpn_env *env, const struct
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, r, "state key for %s is too long",
 				   env->container_id);
-	r = hpn_store_open(conf->state_dir, conf->name, &a->st, err);
-	if (r >= 0)
-		r = hpn_store_lock(&a->st, LOCK_TIMEOUT_MS, err);
-	if (r >= 0)
-		r = nsctx_open_host(&a->ns, err);
+	r = session_open(&a->st, &a->ns, conf, err);
 	if (r < 0)
 		return r;
 	r = hpn_journal_read(&a->st, a->key, &a->j, err);
@@ -774,11 +783,7 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 	DIR *d = NULL;
 	int r, failed = 0, dfd;
 
-	r = hpn_store_open(conf->state_dir, conf->name, &st, err);
-	if (r >= 0)
-		r = hpn_store_lock(&st, LOCK_TIMEOUT_MS, err);
-	if (r >= 0)
-		r = nsctx_open_host(&ns, err);
+	r = session_open(&st, &ns, conf, err);
 	if (r < 0)
 		goto out;
 	dfd = fcntl(st.net_fd, F_DUPFD_CLOEXEC, 0);
