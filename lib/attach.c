@@ -15,10 +15,14 @@
 #include "log.h"
 #include "netns.h"
 #include "nl.h"
+#include "rdma.h"
 #include "store.h"
 #include "sysfs.h"
+#include "verbs.h"
 
 #define LOCK_TIMEOUT_MS 30000
+/* How long the kernel may take to fill the GID table after an address is set. */
+#define GID_TIMEOUT_MS 10000
 
 /*
  * Everything one command needs about the two namespaces: fds and one netlink
@@ -164,7 +168,43 @@ static bool has_altname(const struct hpn_link *l, const char *name)
  * its pod-side name); a device that is gone (a veth dies with its netns) is
  * nothing to restore. Safe to run any number of times.
  */
-static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
+/*
+ * Exclusive mode: brings the RDMA device back from the pod netns. A dead netns
+ * already gave it back to the initial netns, so absent from the pod is fine.
+ */
+static int restore_rdma_netns(struct nsctx *ns, int pod_fd, const struct hpn_journal *j,
+			      struct hpn_err *err)
+{
+	int r = hpn_netns_enter(pod_fd), present = 0;
+
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, r, "enter netns \"%s\": %s", j->netns,
+				   strerror(-r));
+	present = hpn_rdma_present(j->rdma.name, err);
+	if (present == 1)
+		r = hpn_rdma_set_netns(j->rdma.name, ns->host_fd, err);
+	if (hpn_netns_enter(ns->host_fd) < 0)
+		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
+				   strerror(errno));
+	return present < 0 ? present : r;
+}
+
+/* A software RDMA device (rxe) dies when its netdev leaves the host: make it again. */
+static void restore_soft_rdma(const struct hpn_journal *j)
+{
+	struct hpn_err e = { 0 };
+	int r = hpn_rdma_present(j->rdma.name, &e);
+
+	if (r == 0)
+		r = hpn_rdma_link_add(j->rdma.name, j->rdma.soft_type, j->rdma.netdev, &e);
+	if (r < 0)
+		hpn_warn("RDMA device \"%s\" over \"%s\": %s", j->rdma.name, j->rdma.netdev,
+			 e.msg);
+	else
+		hpn_debug("RDMA device \"%s\" is on the host", j->rdma.name);
+}
+
+static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
 			  struct hpn_err *err)
 {
 	const struct hpn_link *orig = &j->host;
@@ -178,6 +218,14 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 		if (r == 0 && hpn_netns_is_current(pod_fd) != 1) {
 			_cleanup_nl_sock_ struct nl_sock *pod = NULL;
 
+			/* Reverse order of ADD: the RDMA device left after the netdev. */
+			if (j->rdma.moved) {
+				r = restore_rdma_netns(ns, pod_fd, j, err);
+				if (r < 0) {
+					close(pod_fd);
+					return r;
+				}
+			}
 			r = socket_in(ns, pod_fd, j->netns, &pod, err);
 			if (r < 0) {
 				close(pod_fd);
@@ -257,6 +305,16 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 	return 0;
 }
 
+static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
+			  struct hpn_err *err)
+{
+	int r = restore_netdev(ns, j, sysfs_root, err);
+
+	if (r == 0 && j->rdma.soft_type[0])
+		restore_soft_rdma(j);
+	return r;
+}
+
 /* Device restore, then IPAM release when ADD got that far (or always, for DEL). */
 static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_conf *conf,
 		const struct hpn_journal *j, bool ipam, struct hpn_err *err)
@@ -324,7 +382,7 @@ static void attach_close(struct attach *a)
 }
 
 static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct hpn_link *ret,
-			 struct hpn_err *err)
+			 struct hpn_rdma_dev *rd, struct hpn_err *err)
 {
 	uint8_t mac[HPN_MAC_LEN];
 	char names[4][16];
@@ -332,6 +390,17 @@ static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct
 	int r;
 
 	switch (conf->selector) {
+	case HPN_SEL_RDMA:
+		r = hpn_rdma_netdev_of(conf->sysfs_root, sk, conf->selector_value, conf->rdma_port,
+				       names[0], rd, err);
+		if (r < 0)
+			return r;
+		r = hpn_link_get(sk, 0, names[0], ret, err);
+		if (r == -ENODEV)
+			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					   "RDMA device %s: netdev \"%s\" not found in the host netns",
+					   conf->selector_value, names[0]);
+		return r;
 	case HPN_SEL_DEVICE:
 		r = hpn_link_get(sk, 0, conf->selector_value, ret, err);
 		if (r == -ENODEV)
@@ -422,10 +491,117 @@ static int journal_step(struct attach *a, enum hpn_phase phase, struct hpn_err *
 	return hpn_journal_write(&a->st, a->key, &a->j, err);
 }
 
+/* What ADD decided about RDMA before changing anything. */
+struct rdma_plan {
+	bool found;
+	struct hpn_rdma_dev dev;
+	enum hpn_rdma_netns mode; /* the node's */
+	char reason[256];	  /* why nothing is bound, when !found */
+};
+
+/*
+ * The RDMA device behind the selected netdev, and whether the node's netns
+ * mode is what the config asks for. Nothing is changed here.
+ */
+static int plan_rdma(struct attach *a, const struct hpn_conf *conf, const struct hpn_link *dev,
+		     struct rdma_plan *p, struct hpn_err *err)
+{
+	int r = hpn_rdma_netns_mode(&p->mode, err);
+
+	/* No RDMA netlink: no RDMA subsystem; the kernel's default mode is shared. */
+	if (r == -EPROTONOSUPPORT)
+		p->mode = HPN_RDMA_NETNS_SHARED;
+	else if (r < 0)
+		return r;
+	if (!p->found) {
+		r = hpn_rdma_of_netdev(conf->sysfs_root, a->ns.host, dev, &p->dev, err);
+		if (r < 0 && r != -ENODEV)
+			return r;
+		p->found = r == 0;
+	}
+	if (!p->found) {
+		snprintf(p->reason, sizeof(p->reason), "no RDMA device serves \"%s\"", dev->name);
+		if (conf->rdma_required)
+			return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+					   "%s (rdmaRequired is true; set it false to attach a "
+					   "plain netdev)",
+					   p->reason);
+		hpn_info("%s: attaching a plain netdev", p->reason);
+		return 0;
+	}
+	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != p->mode)
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s "
+				   "(rdma system set netns %s)",
+				   hpn_rdma_netns_name(p->mode), hpn_rdma_netns_name(conf->rdma_netns),
+				   hpn_rdma_netns_name(conf->rdma_netns));
+	hpn_info("RDMA device \"%s\" port %u (%s%s) serves \"%s\"; netns mode %s", p->dev.name,
+		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "", p->dev.netdev,
+		 hpn_rdma_netns_name(p->mode));
+	snprintf(a->j.rdma.name, sizeof(a->j.rdma.name), "%s", p->dev.name);
+	snprintf(a->j.rdma.netdev, sizeof(a->j.rdma.netdev), "%s", p->dev.netdev);
+	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE)
+		snprintf(a->j.rdma.soft_type, sizeof(a->j.rdma.soft_type), "rxe");
+	return 0;
+}
+
+/* Exclusive mode: the RDMA device follows the netdev. Shared: it must still exist. */
+static int move_rdma(struct attach *a, const struct hpn_env *env, const struct rdma_plan *p,
+		     struct hpn_err *err)
+{
+	int r;
+
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE) {
+		a->j.rdma.moved = true;
+		r = journal_step(a, HPN_PHASE_MOVING, err);
+		if (r == 0)
+			r = hpn_rdma_set_netns(p->dev.name, a->ns.pod_fd, err);
+		if (r < 0)
+			hpn_err_details(err, "exclusive RDMA netns mode: the device must move "
+					     "with its netdev");
+		return r;
+	}
+	r = hpn_rdma_present(p->dev.name, err);
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				   "RDMA device \"%s\" was destroyed by the kernel when \"%s\" "
+				   "left the host netns (%s devices stay with their netdev): "
+				   "attach a macvlan child of \"%s\" instead",
+				   p->dev.name, p->dev.netdev, hpn_rdma_kind_name(p->dev.kind),
+				   p->dev.netdev);
+	return r < 0 ? r : 0;
+}
+
+/* The result's "rdma" entry for interface 0 of this attachment's own result. */
+static void rdma_info(const struct rdma_plan *p, const struct hpn_rdma_bind *b,
+		      struct hpn_rdma_info *ri)
+{
+	memset(ri, 0, sizeof(*ri));
+	ri->gid_index = -1;
+	if (!p->found) {
+		snprintf(ri->reason, sizeof(ri->reason), "%s", p->reason);
+		return;
+	}
+	ri->bound = true;
+	snprintf(ri->device, sizeof(ri->device), "%s", b->device);
+	ri->port = (int)b->port;
+	ri->gid_index = b->gid_index;
+	snprintf(ri->gid, sizeof(ri->gid), "%s", b->gid);
+	snprintf(ri->driver, sizeof(ri->driver), "%s", hpn_rdma_kind_name(p->dev.kind));
+	ri->vf = p->dev.vf;
+	snprintf(ri->netns_mode, sizeof(ri->netns_mode), "%s", hpn_rdma_netns_name(p->mode));
+	snprintf(ri->link_layer, sizeof(ri->link_layer), "%s", b->link_layer);
+	snprintf(ri->transport, sizeof(ri->transport), "%s", b->transport);
+	ri->lid = b->lid;
+	snprintf(ri->port_guid, sizeof(ri->port_guid), "%s", b->port_guid);
+}
+
 /* The steps of ADD after selection; on error the caller undoes from the journal. */
 static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-		     const struct hpn_link *dev, struct hpn_result **ret_own, struct hpn_err *err)
+		     const struct hpn_link *dev, const struct rdma_plan *plan,
+		     struct hpn_result **ret_own, struct hpn_err *err)
 {
+	struct hpn_rdma_bind bind = { 0 };
 	struct hpn_result *ipam = NULL, *own = NULL;
 	struct hpn_link pl;
 	char mac[HPN_MAC_STR];
@@ -464,6 +640,10 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		r = fault("mtu", err);
 	if (r == 0)
 		r = fault("up", err);
+	if (r == 0 && plan->found)
+		r = move_rdma(a, env, plan, err);
+	if (r == 0)
+		r = fault("rdma-move", err);
 	if (r == 0 && conf->has_ipam) {
 		r = journal_step(a, HPN_PHASE_IPAM, err);
 		if (r == 0)
@@ -474,6 +654,12 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		if (r == 0)
 			r = configure_ip(a, &pl, ipam, err);
 	}
+	/* Prove it from the pod's side, after the address the GID carries is set. */
+	if (r == 0 && plan->found)
+		r = hpn_rdma_verify(a->ns.pod_fd, plan->dev.name, plan->dev.port, pl.name, -1,
+				    GID_TIMEOUT_MS, &bind, err);
+	if (r == 0)
+		r = fault("rdma", err);
 	if (r < 0)
 		goto out;
 
@@ -489,6 +675,10 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 				  .sandbox = (char *)env->netns,
 				  .pci_id = a->j.pci[0] ? a->j.pci : NULL };
 	r = hpn_result_add_iface(own, &ifc);
+	if (r >= 0) {
+		rdma_info(plan, &bind, &own->rdma[0]);
+		own->n_rdma = 1;
+	}
 	if (r >= 0 && ipam)
 		r = hpn_result_append(own, ipam, 0);
 	if (r < 0)
@@ -539,6 +729,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	struct hpn_result *own = NULL;
 	struct attach a;
 	struct hpn_link dev, clash;
+	struct rdma_plan plan = { 0 };
 	const char *name = pod_ifname(env, conf);
 	int r;
 
@@ -579,7 +770,11 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	}
 	if (r != -ENODEV)
 		goto out;
-	r = select_device(a.ns.host, conf, &dev, err);
+	r = select_device(a.ns.host, conf, &dev, &plan.dev, err);
+	if (r < 0)
+		goto out;
+	plan.found = conf->selector == HPN_SEL_RDMA;
+	r = plan_rdma(&a, conf, &dev, &plan, err);
 	if (r < 0)
 		goto out;
 
@@ -597,7 +792,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	hpn_info("attach \"%s\"%s%s as \"%s\" in %s", dev.name, a.j.pci[0] ? " pci " : "", a.j.pci,
 		 name, env->netns);
 
-	r = add_steps(&a, env, conf, &dev, &own, err);
+	r = add_steps(&a, env, conf, &dev, &plan, &own, err);
 	if (r < 0) {
 		struct hpn_err uerr = { 0 };
 		/*
@@ -685,6 +880,19 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 					   own->routes[i].dst, gw ? gw : "link", l.name);
 		if (r < 0)
 			return r;
+	}
+	/* The RDMA device as ADD bound it: visible in the pod, port ACTIVE, same GID. */
+	if (own->n_rdma && own->rdma[0].bound) {
+		const struct hpn_rdma_info *ri = &own->rdma[0];
+		struct hpn_rdma_bind b;
+
+		r = hpn_rdma_verify(a->ns.pod_fd, ri->device, (uint32_t)ri->port, l.name,
+				    ri->gid_index, 0, &b, err);
+		if (r < 0) {
+			if (err->code == HPN_E_RDMA)
+				err->code = HPN_E_CHECK;
+			return r;
+		}
 	}
 	/* The runtime's copy of the result must still describe this interface. */
 	if (conf->prev_result) {

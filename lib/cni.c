@@ -463,6 +463,62 @@ static int parse_array(const cJSON *obj, const char *key, size_t max, const cJSO
 	return 0;
 }
 
+/* Copies an optional string member into a fixed buffer; too long is an error. */
+static int get_buf(const cJSON *obj, const char *key, const char *prefix, char *buf, size_t len,
+		   struct hpn_err *err)
+{
+	char *v = NULL;
+	int r = hpn_json_str(obj, key, prefix, HPN_E_DECODE, len - 1, &v, err);
+
+	if (r >= 0 && v)
+		memcpy(buf, v, strlen(v) + 1);
+	free(v);
+	return r;
+}
+
+static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rdma_info *ri,
+		      struct hpn_err *err)
+{
+	const struct {
+		const char *key;
+		char *buf;
+		size_t len;
+	} strs[] = {
+		{ "device", ri->device, sizeof(ri->device) },
+		{ "gid", ri->gid, sizeof(ri->gid) },
+		{ "driver", ri->driver, sizeof(ri->driver) },
+		{ "netnsMode", ri->netns_mode, sizeof(ri->netns_mode) },
+		{ "linkLayer", ri->link_layer, sizeof(ri->link_layer) },
+		{ "transport", ri->transport, sizeof(ri->transport) },
+		{ "portGUID", ri->port_guid, sizeof(ri->port_guid) },
+		{ "reason", ri->reason, sizeof(ri->reason) },
+	};
+	char what[32];
+	int r;
+
+	snprintf(what, sizeof(what), "rdma[%zu].", idx);
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "rdma[%zu] must be an object", idx);
+	memset(ri, 0, sizeof(*ri));
+	ri->gid_index = -1;
+	r = get_int(o, "interface", what, 0, (int)n_ifaces - 1, &ri->interface, NULL, err);
+	if (r >= 0)
+		r = hpn_json_bool(o, "bound", what, HPN_E_DECODE, &ri->bound, err);
+	if (r >= 0)
+		r = hpn_json_bool(o, "vf", what, HPN_E_DECODE, &ri->vf, err);
+	if (r >= 0)
+		r = get_int(o, "port", what, 0, 255, &ri->port, NULL, err);
+	if (r >= 0)
+		r = get_int(o, "gidIndex", what, -1, 65535, &ri->gid_index, NULL, err);
+	if (r >= 0)
+		r = get_int(o, "lid", what, 0, 65535, &ri->lid, NULL, err);
+	for (size_t i = 0; r >= 0 && i < HPN_ARRAY_SIZE(strs); i++)
+		r = get_buf(o, strs[i].key, what, strs[i].buf, strs[i].len, err);
+	if (r >= 0 && !cJSON_GetObjectItemCaseSensitive(o, "interface"))
+		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sinterface is required", what);
+	return r;
+}
+
 int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_err *err)
 {
 	const cJSON *obj = vobj, *arr, *v;
@@ -497,6 +553,15 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 		cJSON_ArrayForEach (v, arr) {
 			r = parse_route(v, res->n_routes, &res->routes[res->n_routes], err);
 			res->n_routes++;
+			if (r < 0)
+				break;
+		}
+	if (r >= 0)
+		r = parse_array(obj, "rdma", HPN_MAX_RDMA, &arr, err);
+	if (r >= 0 && arr)
+		cJSON_ArrayForEach (v, arr) {
+			r = parse_rdma(v, res->n_rdma, res->n_ifaces, &res->rdma[res->n_rdma], err);
+			res->n_rdma++;
 			if (r < 0)
 				break;
 		}
@@ -576,8 +641,16 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int 
 	int r = 0;
 
 	if (dst->n_ifaces + src->n_ifaces > HPN_MAX_IFACES ||
-	    dst->n_ips + src->n_ips > HPN_MAX_IPS || dst->n_routes + src->n_routes > HPN_MAX_ROUTES)
+	    dst->n_ips + src->n_ips > HPN_MAX_IPS || dst->n_routes + src->n_routes > HPN_MAX_ROUTES ||
+	    dst->n_rdma + src->n_rdma > HPN_MAX_RDMA)
 		return -E2BIG;
+	/* Like IPs, RDMA entries point at their interface: shifted past dst's, or iface. */
+	for (size_t i = 0; i < src->n_rdma; i++) {
+		struct hpn_rdma_info *d = &dst->rdma[dst->n_rdma++];
+
+		*d = src->rdma[i];
+		d->interface = iface >= 0 ? iface : d->interface + (int)base;
+	}
 	for (size_t i = 0; r >= 0 && i < src->n_ifaces; i++)
 		r = hpn_result_add_iface(dst, &src->ifaces[i]);
 	if (r < 0)
@@ -627,6 +700,42 @@ static char *print_and_free(cJSON *root)
 
 	cJSON_Delete(root);
 	return out;
+}
+
+static void add_nonempty(cJSON *o, const char *key, const char *v)
+{
+	if (v[0])
+		cJSON_AddStringToObject(o, key, v);
+}
+
+static cJSON *render_rdma(const struct hpn_rdma_info *ri)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "interface", ri->interface);
+	cJSON_AddBoolToObject(o, "bound", ri->bound);
+	if (!ri->bound) {
+		add_nonempty(o, "reason", ri->reason);
+		return o;
+	}
+	cJSON_AddStringToObject(o, "device", ri->device);
+	cJSON_AddNumberToObject(o, "port", ri->port);
+	if (ri->gid_index >= 0)
+		cJSON_AddNumberToObject(o, "gidIndex", ri->gid_index);
+	add_nonempty(o, "gid", ri->gid);
+	add_nonempty(o, "driver", ri->driver);
+	if (ri->vf)
+		cJSON_AddBoolToObject(o, "vf", true);
+	add_nonempty(o, "netnsMode", ri->netns_mode);
+	add_nonempty(o, "linkLayer", ri->link_layer);
+	add_nonempty(o, "transport", ri->transport);
+	if (ri->port_guid[0]) {
+		cJSON_AddNumberToObject(o, "lid", ri->lid);
+		cJSON_AddStringToObject(o, "portGUID", ri->port_guid);
+	}
+	return o;
 }
 
 char *hpn_result_render(const struct hpn_result *res, const char *version)
@@ -698,6 +807,11 @@ char *hpn_result_render(const struct hpn_result *res, const char *version)
 			if (v11 && (rt->has & HPN_ROUTE_HAS_SCOPE))
 				cJSON_AddNumberToObject(o, "scope", rt->scope);
 		}
+	}
+	if (res->n_rdma) {
+		arr = cJSON_AddArrayToObject(root, "rdma");
+		for (size_t i = 0; i < res->n_rdma; i++)
+			cJSON_AddItemToArray(arr, render_rdma(&res->rdma[i]));
 	}
 	o = cJSON_AddObjectToObject(root, "dns");
 	if (o) {

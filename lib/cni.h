@@ -19,6 +19,7 @@
 #define HPN_MAX_IPS	       64
 #define HPN_MAX_ROUTES	       256
 #define HPN_MAX_DNS	       32
+#define HPN_MAX_RDMA	       16
 
 enum hpn_cmd {
 	HPN_CMD_ADD,
@@ -100,6 +101,28 @@ struct hpn_dns {
 	size_t n_options;
 };
 
+/*
+ * The RDMA device bound for one interface: the result's "rdma" list, an
+ * hpn-rdma extension (decoders ignore unknown keys). bound false carries the
+ * reason (rdmaRequired false and no RDMA device behind the NIC).
+ */
+struct hpn_rdma_info {
+	int interface; /* index into interfaces */
+	bool bound;
+	char device[64];
+	int port;
+	int gid_index;	    /* -1: none */
+	char gid[48];	    /* IPv6 notation */
+	char driver[16];    /* "mlx5", "erdma", "rxe", "other" */
+	char netns_mode[16]; /* "shared" or "exclusive" */
+	char link_layer[16]; /* "Ethernet" or "InfiniBand" */
+	char transport[8];   /* "roce", "iwarp", "ib" */
+	bool vf;	     /* an SR-IOV VF */
+	int lid;	     /* InfiniBand only */
+	char port_guid[20];  /* InfiniBand only */
+	char reason[256];    /* why nothing is bound */
+};
+
 struct hpn_result {
 	struct hpn_iface ifaces[HPN_MAX_IFACES];
 	size_t n_ifaces;
@@ -108,6 +131,8 @@ struct hpn_result {
 	struct hpn_route routes[HPN_MAX_ROUTES];
 	size_t n_routes;
 	struct hpn_dns dns;
+	struct hpn_rdma_info rdma[HPN_MAX_RDMA];
+	size_t n_rdma;
 };
 
 struct hpn_result *hpn_result_new(void);

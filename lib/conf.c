@@ -48,6 +48,66 @@ char *hpn_conf_peek_version(const char *buf, size_t len)
 	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
 }
 
+/* rdmaDevice: "mlx5_3" or "mlx5_3:2" (a port of a multi-port device). */
+static int parse_rdma_device(struct hpn_conf *conf, struct hpn_err *err)
+{
+	char *v = conf->selector_value, *colon = strchr(v, ':');
+	size_t n = colon ? (size_t)(colon - v) : strlen(v);
+	bool ok = n > 0 && n < HPN_IBDEV_MAX;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+		     (v[i] >= '0' && v[i] <= '9') || v[i] == '_' || v[i] == '-' || v[i] == '.';
+	if (ok && colon) {
+		char *end;
+		unsigned long port;
+
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		ok = colon[1] >= '1' && colon[1] <= '9' && !*end && !errno && port <= 255;
+		conf->rdma_port = (unsigned int)port;
+	}
+	if (!ok)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "rdmaDevice \"%.64s\" is not an RDMA device name like mlx5_3 "
+				   "or mlx5_3:1",
+				   v);
+	if (colon)
+		*colon = '\0';
+	return 0;
+}
+
+static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	_cleanup_free_ char *mode = NULL;
+	int r;
+
+	conf->rdma_required = true;
+	r = hpn_json_bool(root, "rdmaRequired", "", HPN_E_INVALID_CONFIG, &conf->rdma_required,
+			  err);
+	if (r >= 0)
+		r = conf_str(root, "rdmaNetns", "", &mode, err);
+	if (r < 0 || !mode)
+		return r;
+	if (!strcmp(mode, "auto"))
+		conf->rdma_netns = HPN_RDMA_NETNS_AUTO;
+	else if (!strcmp(mode, "shared"))
+		conf->rdma_netns = HPN_RDMA_NETNS_SHARED;
+	else if (!strcmp(mode, "exclusive"))
+		conf->rdma_netns = HPN_RDMA_NETNS_EXCLUSIVE;
+	else
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "rdmaNetns \"%.32s\" is not one of auto, shared, exclusive",
+				   mode);
+	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && !conf->rdma_required)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "rdmaNetns \"%s\" needs rdmaRequired true", mode);
+	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "rdmaDevice selects by RDMA device: rdmaRequired cannot be false");
+	return 0;
+}
+
 static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON *rc,
 			  struct hpn_err *err)
 {
@@ -60,6 +120,7 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 		{ "hwaddr", HPN_SEL_HWADDR, false },
 		{ "pciBusID", HPN_SEL_PCI, false },
 		{ "deviceID", HPN_SEL_DEVICE_ID, true },
+		{ "rdmaDevice", HPN_SEL_RDMA, false },
 	};
 	char pci[HPN_PCI_STR];
 	uint8_t mac[HPN_MAC_LEN];
@@ -79,7 +140,8 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 			free(v);
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 					   "%s%s and %s both select the device: give exactly one "
-					   "of device, hwaddr, pciBusID, runtimeConfig.deviceID",
+					   "of device, hwaddr, pciBusID, rdmaDevice, "
+					   "runtimeConfig.deviceID",
 					   path, sels[i].key, given);
 		}
 		given = sels[i].key;
@@ -90,7 +152,9 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 	case HPN_SEL_NONE:
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "no device selected: give one of device, hwaddr, pciBusID, "
-				   "runtimeConfig.deviceID");
+				   "rdmaDevice, runtimeConfig.deviceID");
+	case HPN_SEL_RDMA:
+		return parse_rdma_device(conf, err);
 	case HPN_SEL_DEVICE:
 		if (!hpn_valid_ifname(conf->selector_value))
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
@@ -248,7 +312,10 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	if (r < 0)
 		return r;
 
-	r = hpn_json_int(root, "mtu", "", HPN_E_INVALID_CONFIG, 68, 65535, &conf->mtu, NULL, err);
+	r = parse_rdma(conf, root, err);
+	if (r >= 0)
+		r = hpn_json_int(root, "mtu", "", HPN_E_INVALID_CONFIG, 68, 65535, &conf->mtu, NULL,
+				 err);
 	if (r < 0)
 		return r;
 	r = conf_abs_path(root, "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);

@@ -14,7 +14,19 @@
 #define HPN_MAX_VALID_ATTACHMENTS 65536
 
 /* How the host device is chosen: exactly one selector. */
-enum hpn_selector { HPN_SEL_NONE, HPN_SEL_DEVICE, HPN_SEL_HWADDR, HPN_SEL_PCI, HPN_SEL_DEVICE_ID };
+enum hpn_selector {
+	HPN_SEL_NONE,
+	HPN_SEL_DEVICE,
+	HPN_SEL_HWADDR,
+	HPN_SEL_PCI,
+	HPN_SEL_DEVICE_ID,
+	HPN_SEL_RDMA, /* rdmaDevice: the netdev behind an RDMA device (and port) */
+};
+
+/* rdmaNetns: what the node's RDMA netns mode must be. */
+enum hpn_rdma_netns { HPN_RDMA_NETNS_AUTO, HPN_RDMA_NETNS_SHARED, HPN_RDMA_NETNS_EXCLUSIVE };
+
+#define HPN_IBDEV_MAX 64 /* IB_DEVICE_NAME_MAX, with the NUL */
 
 /* The network configuration from stdin, validated and typed. */
 struct hpn_conf {
@@ -24,8 +36,12 @@ struct hpn_conf {
 
 	char *if_name; /* pod-side name override; NULL: CNI_IFNAME */
 	enum hpn_selector selector;
-	char *selector_value; /* device name, MAC, or normalised PCI address */
-	int mtu;	      /* 0: leave as is */
+	char *selector_value; /* device name, MAC, normalised PCI address, or RDMA device */
+	unsigned int rdma_port; /* rdmaDevice "name:port"; 0: the device's only port */
+	int mtu;		/* 0: leave as is */
+
+	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
+	enum hpn_rdma_netns rdma_netns;
 
 	char *state_dir;
 	char *sysfs_root;

@@ -24,6 +24,7 @@ enum hpn_code {
 	HPN_E_IPAM = 105,
 	HPN_E_INTERNAL = 106,
 	HPN_E_CHECK = 107,
+	HPN_E_RDMA = 108, /* no usable RDMA device behind the NIC, or the node refused it */
 };
 
 #define HPN_ERR_MSG	512

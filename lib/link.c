@@ -33,6 +33,9 @@ static int parse_link(struct nl_msg *msg, struct hpn_link *l)
 		nla_strlcpy(l->name, tb[IFLA_IFNAME], sizeof(l->name));
 	if (tb[IFLA_MTU])
 		l->mtu = nla_get_u32(tb[IFLA_MTU]);
+	/* The lower device of a macvlan/ipvlan/vlan, when it lives in this netns. */
+	if (tb[IFLA_LINK] && !tb[IFLA_LINK_NETNSID])
+		l->lower_ifindex = (int)nla_get_u32(tb[IFLA_LINK]);
 	if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == HPN_MAC_LEN) {
 		memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), HPN_MAC_LEN);
 		l->has_mac = true;

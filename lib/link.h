@@ -28,6 +28,7 @@ struct hpn_link {
 	bool has_perm_mac;
 	bool up;       /* administratively up (IFF_UP) */
 	char kind[16]; /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
 };
 
 /* Looks a link up by ifindex (> 0) or by name (also matches altnames). -ENODEV if absent. */

@@ -117,6 +117,14 @@ static int nle_to_errno(int nle)
 		return EMSGSIZE;
 	case NLE_INVAL:
 		return EINVAL;
+	case NLE_PROTO_MISMATCH: /* socket(): the kernel lacks the protocol (no NETLINK_RDMA) */
+		return EPROTONOSUPPORT;
+	case NLE_AF_NOSUPPORT:
+		return EAFNOSUPPORT;
+	case NLE_NOACCESS:
+		return EACCES;
+	case NLE_NODEV:
+		return ENODEV;
 	default:
 		return EIO;
 	}

@@ -160,6 +160,15 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 		cJSON_AddStringToObject(root, "pci", j->pci);
 	if (j->pod_ifindex)
 		cJSON_AddNumberToObject(root, "podIfIndex", j->pod_ifindex);
+	if (j->rdma.name[0]) {
+		cJSON *o = cJSON_AddObjectToObject(root, "rdma");
+
+		cJSON_AddStringToObject(o, "name", j->rdma.name);
+		cJSON_AddStringToObject(o, "netdev", j->rdma.netdev);
+		if (j->rdma.soft_type[0])
+			cJSON_AddStringToObject(o, "softType", j->rdma.soft_type);
+		cJSON_AddBoolToObject(o, "moved", j->rdma.moved);
+	}
 	if (j->result)
 		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
 	text = cJSON_PrintUnformatted(root);
@@ -278,6 +287,14 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 		return -EINVAL;
 	v = cJSON_GetObjectItemCaseSensitive(root, "podIfIndex");
 	j->pod_ifindex = cJSON_IsNumber(v) ? v->valueint : 0;
+	v = cJSON_GetObjectItemCaseSensitive(root, "rdma");
+	if (v && (!cJSON_IsObject(v) || json_str(v, "name", j->rdma.name, sizeof(j->rdma.name)) < 0 ||
+		  json_str(v, "netdev", j->rdma.netdev, sizeof(j->rdma.netdev)) < 0))
+		return -EINVAL;
+	if (v && cJSON_GetObjectItemCaseSensitive(v, "softType") &&
+	    json_str(v, "softType", j->rdma.soft_type, sizeof(j->rdma.soft_type)) < 0)
+		return -EINVAL;
+	j->rdma.moved = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "moved"));
 	v = cJSON_GetObjectItemCaseSensitive(root, "result");
 	if (cJSON_IsObject(v) && !(j->result = cJSON_PrintUnformatted(v)))
 		return -ENOMEM;

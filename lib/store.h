@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "err.h"
+#include "conf.h"
 #include "link.h"
 #include "util.h"
 
@@ -42,6 +43,13 @@ struct hpn_journal {
 	struct hpn_link host;  /* the device as it was on the host before ADD */
 	char pci[HPN_PCI_STR]; /* empty when not a PCI device */
 	int pod_ifindex;       /* 0 until known */
+	/* The RDMA device ADD bound, what restoring it needs. */
+	struct hpn_journal_rdma {
+		char name[HPN_IBDEV_MAX];   /* empty: none */
+		char netdev[HPN_IFNAMSIZ];  /* the host netdev it serves */
+		char soft_type[8];	    /* "rxe": recreate over netdev if the kernel drops it */
+		bool moved;		    /* exclusive mode: (being) moved into the pod netns */
+	} rdma;
 	char *result;	       /* JSON of this attachment's own result, once attached */
 };
 

@@ -230,6 +230,19 @@ int hpn_json_int(const void *obj, const char *key, const char *prefix, int code,
 	return 0;
 }
 
+int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code, bool *ret,
+		  struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	if (!v || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsBool(v))
+		return hpn_err_set(err, code, EINVAL, "%s%s must be true or false", prefix, key);
+	*ret = cJSON_IsTrue(v);
+	return 0;
+}
+
 void *hpn_json_parse(const char *buf, size_t len)
 {
 	const char *end = NULL;

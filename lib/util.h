@@ -80,6 +80,10 @@ int hpn_json_str(const void *obj, const char *key, const char *prefix, int code,
 int hpn_json_int(const void *obj, const char *key, const char *prefix, int code, int min, int max,
 		 int *ret, bool *present, struct hpn_err *err);
 
+/* A boolean; absent or null leaves *ret untouched. */
+int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code, bool *ret,
+		  struct hpn_err *err);
+
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 

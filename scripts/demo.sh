@@ -43,6 +43,7 @@ conf=$(cat <<JSON
   "type": "hpn-rdma",
   "ifName": "hpn0",
   "pciBusID": "$pci",
+  "rdmaRequired": false,
   "sysfsRoot": "$tmp/sysfs",
   "mtu": 4200,
   "stateDir": "$tmp/state",

@@ -62,7 +62,7 @@ bridge_chain() {
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-br"),
 				ranges: [[{subnet: "10.90.0.0/24"}]],
 				routes: [{dst: "0.0.0.0/0"}]}},
-			{type: "hpn-rdma", ifName: "hpn0", device: "nic0", mtu: 9000,
+			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, device: "nic0", mtu: 9000,
 			 stateDir: $state, logFile: $log,
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-hpn"),
 				ranges: [[{subnet: "10.91.0.0/24", gateway: "10.91.0.1"}]],
@@ -163,7 +163,7 @@ bridge_chain_check() {
 			{type: "bridge", bridge: "hpntbr1", isGateway: true, ipMasq: false,
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-chk"),
 				ranges: [[{subnet: "10.94.0.0/24"}]]}},
-			{type: "hpn-rdma", ifName: "hpn0", device: "nic0", mtu: 4000,
+			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, device: "nic0", mtu: 4000,
 			 stateDir: $state, logFile: $log}
 		]}' >"$CONFDIR/30-hpnt-chk.conflist"
 	cnitool add hpnt-chk
@@ -198,7 +198,7 @@ deviceid_cap() {
 		cniVersion: "1.0.0",
 		name: "hpnt-devid",
 		plugins: [
-			{type: "hpn-rdma", ifName: "hpn0", capabilities: {deviceID: true},
+			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, capabilities: {deviceID: true},
 			 sysfsRoot: ($t + "/sysfs"), stateDir: $state, logFile: $log,
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-devid"),
 				ranges: [[{subnet: "10.93.0.0/24"}]]}}

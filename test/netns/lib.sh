@@ -314,7 +314,7 @@ net_conf() {
 	jq -cn --arg _ver "$ver" --arg _name "$NET" --arg _state "$STATE" \
 		--arg _log "$T/plugin.log" "$@" \
 		'{cniVersion: $_ver, name: $_name, type: "hpn-rdma",
-		  stateDir: $_state, logFile: $_log} | '"$filter"
+		  rdmaRequired: false, stateDir: $_state, logFile: $_log} | '"$filter"
 }
 
 # with_prev CONFIG RESULT: CONFIG with prevResult set, as runtimes do for

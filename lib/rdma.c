@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "rdma.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <rdma/rdma_netlink.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nl.h"
+
+#ifndef NETLINK_RDMA
+#define NETLINK_RDMA 20
+#endif
+
+#define NLDEV(op) RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op)
+
+const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind)
+{
+	switch (kind) {
+	case HPN_RDMA_MLX5:
+		return "mlx5";
+	case HPN_RDMA_ERDMA:
+		return "erdma";
+	case HPN_RDMA_RXE:
+		return "rxe";
+	case HPN_RDMA_OTHER:
+		break;
+	}
+	return "other";
+}
+
+const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode)
+{
+	return mode == HPN_RDMA_NETNS_EXCLUSIVE ? "exclusive"
+	       : mode == HPN_RDMA_NETNS_SHARED	? "shared"
+						: "auto";
+}
+
+/* ---- RDMA netlink ------------------------------------------------------------ */
+
+/* One nldev attribute table; NULL entries for what the message lacks or is too short. */
+struct nldev {
+	struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
+};
+
+static int nldev_parse(struct nl_msg *msg, struct nldev *a)
+{
+	if (nlmsg_parse(nlmsg_hdr(msg), 0, a->tb, RDMA_NLDEV_ATTR_MAX - 1, NULL) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static uint32_t nldev_u32(const struct nldev *a, int type)
+{
+	return a->tb[type] && nla_len(a->tb[type]) >= 4 ? nla_get_u32(a->tb[type]) : 0;
+}
+
+static void nldev_str(const struct nldev *a, int type, char *out, size_t len)
+{
+	out[0] = '\0';
+	if (a->tb[type])
+		nla_strlcpy(out, a->tb[type], len);
+}
+
+/* Sends one nldev request on a fresh NETLINK_RDMA socket in the current netns. */
+static int nldev_talk(int op, int flags, int (*build)(struct nl_msg *m, const void *arg),
+		      const void *barg, hpn_nl_cb cb, void *cbarg, char extack[HPN_EXTACK_LEN])
+{
+	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
+	_cleanup_nl_msg_ struct nl_msg *m = NULL;
+	int r;
+
+	r = hpn_nl_open(NETLINK_RDMA, &sk);
+	if (r < 0)
+		return r;
+	m = nlmsg_alloc_simple(NLDEV(op), NLM_F_REQUEST | NLM_F_ACK | flags);
+	if (!m)
+		return -ENOMEM;
+	if (build && build(m, barg) < 0)
+		return -EMSGSIZE;
+	return hpn_nl_talk(sk, m, cb, cbarg, extack);
+}
+
+static int on_sys(struct nl_msg *msg, void *arg)
+{
+	struct nldev a;
+	uint8_t *shared = arg;
+
+	if (nldev_parse(msg, &a) == 0 && a.tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE] &&
+	    nla_len(a.tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE]) >= 1)
+		*shared = nla_get_u8(a.tb[RDMA_NLDEV_SYS_ATTR_NETNS_MODE]);
+	return 0;
+}
+
+int hpn_rdma_netns_mode(enum hpn_rdma_netns *mode, struct hpn_err *err)
+{
+	char extack[HPN_EXTACK_LEN];
+	uint8_t shared = 0xff;
+	int r;
+
+	r = nldev_talk(RDMA_NLDEV_CMD_SYS_GET, 0, NULL, NULL, on_sys, &shared, extack);
+	if (r == -EPROTONOSUPPORT)
+		return r;
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "RDMA netlink: read the netns mode");
+	if (shared == 0xff)
+		return hpn_err_set(err, HPN_E_NETLINK, EPROTO,
+				   "RDMA netlink: the kernel did not report the netns mode");
+	*mode = shared ? HPN_RDMA_NETNS_SHARED : HPN_RDMA_NETNS_EXCLUSIVE;
+	return 0;
+}
+
+/* One row of a port dump: which netdev (if any, in this netns) a device's port serves. */
+struct port_row {
+	uint32_t index, port, ndev_index;
+	char name[HPN_IBDEV_MAX];
+	char ndev[HPN_IFNAMSIZ];
+};
+
+#define MAX_PORT_ROWS 256
+
+struct port_dump {
+	struct port_row rows[MAX_PORT_ROWS];
+	size_t n;
+};
+
+static int on_port(struct nl_msg *msg, void *arg)
+{
+	struct port_dump *d = arg;
+	struct port_row *row;
+	struct nldev a;
+
+	if (nldev_parse(msg, &a) < 0 || d->n == MAX_PORT_ROWS)
+		return 0;
+	row = &d->rows[d->n];
+	row->index = nldev_u32(&a, RDMA_NLDEV_ATTR_DEV_INDEX);
+	row->port = nldev_u32(&a, RDMA_NLDEV_ATTR_PORT_INDEX);
+	row->ndev_index = nldev_u32(&a, RDMA_NLDEV_ATTR_NDEV_INDEX);
+	nldev_str(&a, RDMA_NLDEV_ATTR_DEV_NAME, row->name, sizeof(row->name));
+	nldev_str(&a, RDMA_NLDEV_ATTR_NDEV_NAME, row->ndev, sizeof(row->ndev));
+	if (row->name[0] && row->port)
+		d->n++;
+	return 0;
+}
+
+/* Every port of every RDMA device in this netns (rdma link show). */
+static int port_dump(struct port_dump *d, struct hpn_err *err)
+{
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	d->n = 0;
+	r = nldev_talk(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP, NULL, NULL, on_port, d, extack);
+	if (r < 0 && r != -EPROTONOSUPPORT)
+		return hpn_nl_err(err, r, extack, "RDMA netlink: list RDMA ports");
+	return r;
+}
+
+int hpn_rdma_present(const char *name, struct hpn_err *err)
+{
+	struct port_dump *d = calloc(1, sizeof(*d));
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	r = port_dump(d, err);
+	if (r == -EPROTONOSUPPORT)
+		r = 0;
+	for (size_t i = 0; r == 0 && i < d->n; i++)
+		if (!strcmp(d->rows[i].name, name))
+			r = 1;
+	free(d);
+	return r;
+}
+
+static int put_set_netns(struct nl_msg *m, const void *arg)
+{
+	const uint32_t *v = arg;
+
+	if (nla_put_u32(m, RDMA_NLDEV_ATTR_DEV_INDEX, v[0]) < 0 ||
+	    nla_put_u32(m, RDMA_NLDEV_NET_NS_FD, v[1]) < 0)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err)
+{
+	struct port_dump *d = calloc(1, sizeof(*d));
+	char extack[HPN_EXTACK_LEN];
+	uint32_t v[2] = { 0, (uint32_t)netns_fd };
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	r = port_dump(d, err);
+	for (size_t i = 0; r == 0 && i < d->n && !v[0]; i++)
+		if (!strcmp(d->rows[i].name, name))
+			v[0] = d->rows[i].index;
+	free(d);
+	if (r < 0)
+		return r == -EPROTONOSUPPORT ? hpn_err_set(err, HPN_E_RDMA, -r,
+							   "RDMA netlink is not available")
+					     : r;
+	if (!v[0])
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV, "RDMA device \"%s\" not found", name);
+	r = nldev_talk(RDMA_NLDEV_CMD_SET, 0, put_set_netns, v, NULL, NULL, extack);
+	if (r < 0) {
+		hpn_nl_err(err, r, extack, "move RDMA device \"%s\" to another netns", name);
+		err->code = HPN_E_RDMA;
+	}
+	return r;
+}
+
+struct link_add {
+	const char *name, *type, *netdev;
+};
+
+static int put_link_add(struct nl_msg *m, const void *arg)
+{
+	const struct link_add *l = arg;
+
+	if (nla_put_string(m, RDMA_NLDEV_ATTR_DEV_NAME, l->name) < 0 ||
+	    nla_put_string(m, RDMA_NLDEV_ATTR_LINK_TYPE, l->type) < 0 ||
+	    nla_put_string(m, RDMA_NLDEV_ATTR_NDEV_NAME, l->netdev) < 0)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int hpn_rdma_link_add(const char *name, const char *type, const char *netdev,
+		      struct hpn_err *err)
+{
+	const struct link_add l = { name, type, netdev };
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	r = nldev_talk(RDMA_NLDEV_CMD_NEWLINK, 0, put_link_add, &l, NULL, NULL, extack);
+	if (r < 0) {
+		hpn_nl_err(err, r, extack, "recreate %s device \"%s\" over \"%s\"", type, name,
+			   netdev);
+		err->code = HPN_E_RDMA;
+	}
+	return r;
+}
+
+/* ---- sysfs ------------------------------------------------------------------ */
+
+/* One sysfs attribute, first line, without the newline. */
+static int read_attr(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int read_attr(char *out, size_t len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	va_list ap;
+	ssize_t n;
+	int fd, r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, out, len - 1);
+	r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return r;
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+static int pathf(char path[PATH_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int pathf(char path[PATH_MAX], const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(path, PATH_MAX, fmt, ap);
+	va_end(ap);
+	return r < 0 || r >= PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* basename(realpath(path)) into out, or -errno. */
+static int link_base(char *out, size_t len, const char *path)
+{
+	char real[PATH_MAX];
+	const char *base;
+
+	if (!realpath(path, real))
+		return -errno;
+	base = strrchr(real, '/');
+	return hpn_snprintf(out, len, "%s", base ? base + 1 : real);
+}
+
+void hpn_rdma_classify(const char *root, struct hpn_rdma_dev *dev)
+{
+	char base[PATH_MAX], node_type[32], dir[PATH_MAX], path[PATH_MAX];
+
+	dev->kind = HPN_RDMA_OTHER;
+	dev->driver[0] = dev->pci[0] = '\0';
+	dev->vf = dev->soft = false;
+	if (pathf(dir, "%s/class/infiniband/%s", root, dev->name) < 0)
+		return;
+	if (pathf(path, "%s/device", dir) == 0 && link_base(base, sizeof(base), path) == 0) {
+		if (strlen(base) != 12 || hpn_pci_normalise(base, dev->pci) < 0)
+			dev->pci[0] = '\0';
+		dev->vf = pathf(path, "%s/device/physfn", dir) == 0 && exists(path);
+		if (pathf(path, "%s/device/driver", dir) == 0)
+			link_base(dev->driver, sizeof(dev->driver), path);
+		if (!strcmp(dev->driver, "mlx5_core"))
+			dev->kind = HPN_RDMA_MLX5;
+		else if (!strcmp(dev->driver, "erdma"))
+			dev->kind = HPN_RDMA_ERDMA;
+		return;
+	}
+	/* No bus device: a software device over a netdev, named by its "parent". */
+	if (pathf(path, "%s/parent", dir) < 0 || !exists(path))
+		return;
+	dev->soft = true;
+	/* rxe is a channel adapter (node type 1); siw is an RNIC (4). */
+	if (read_attr(node_type, sizeof(node_type), "%s/class/infiniband/%s/node_type", root,
+		      dev->name) == 0 &&
+	    node_type[0] == '1') {
+		dev->kind = HPN_RDMA_RXE;
+		snprintf(dev->driver, sizeof(dev->driver), "rdma_rxe");
+	}
+}
+
+/* EUI-64 of a MAC as sysfs prints a node GUID: "0216:3eff:fe12:3456". */
+static void mac_guid(const uint8_t m[HPN_MAC_LEN], char out[20])
+{
+	snprintf(out, 20, "%02x%02x:%02xff:fe%02x:%02x%02x", m[0] ^ 0x02, m[1], m[2], m[3], m[4],
+		 m[5]);
+}
+
+/* Port of device dev whose GID table names netdev ifname; 0 when none does. */
+static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
+{
+	char path[PATH_MAX], nd[HPN_IFNAMSIZ + 2];
+	struct dirent *pe, *ge;
+	uint32_t found = 0;
+	DIR *pd, *gd;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root, dev) < 0 ||
+	    !(pd = opendir(path)))
+		return 0;
+	while (!found && (pe = readdir(pd))) {
+		unsigned long port = strtoul(pe->d_name, NULL, 10);
+
+		if (!port || hpn_snprintf(path, sizeof(path),
+					  "%s/class/infiniband/%s/ports/%s/gid_attrs/ndevs", root,
+					  dev, pe->d_name) < 0 ||
+		    !(gd = opendir(path)))
+			continue;
+		while (!found && (ge = readdir(gd)))
+			if (ge->d_name[0] != '.' &&
+			    read_attr(nd, sizeof(nd), "%s/%s", path, ge->d_name) == 0 &&
+			    !strcmp(nd, ifname))
+				found = (uint32_t)port;
+		closedir(gd);
+	}
+	closedir(pd);
+	return found;
+}
+
+/* Number of ports of dev, and whether port p exists. */
+static unsigned int port_count(const char *root, const char *dev)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned int n = 0;
+	DIR *d;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root, dev) < 0 ||
+	    !(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] >= '1' && de->d_name[0] <= '9';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Does RDMA device dev serve netdev ifname (with MAC mac), and on which port?
+ * Through the GID table's netdevs (RoCE), a shared parent device (an mlx5 PF or
+ * VF, whose netdev and RDMA device hang off one PCI function), or a node GUID
+ * that is the EUI-64 of the MAC (erdma and rxe derive theirs from the netdev).
+ */
+static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifname,
+			     const uint8_t *mac)
+{
+	char a[PATH_MAX], b[PATH_MAX], guid[32], want[20], dev_port[16];
+	unsigned int n;
+	uint32_t port = gid_port(root, dev, ifname);
+	bool match = false;
+
+	if (port)
+		return port;
+	char p[PATH_MAX];
+
+	/* Whole paths: the same PCI function, not just the same basename. */
+	if (pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 && realpath(p, a) &&
+	    pathf(p, "%s/class/net/%s/device", root, ifname) == 0 && realpath(p, b))
+		match = !strcmp(a, b);
+	if (!match && mac &&
+	    read_attr(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) == 0) {
+		mac_guid(mac, want);
+		match = !strcasecmp(guid, want);
+	}
+	if (!match)
+		return 0;
+	n = port_count(root, dev);
+	if (n <= 1)
+		return 1;
+	/* A multi-port function: netdev dev_port 0 is RDMA port 1, and so on. */
+	if (read_attr(dev_port, sizeof(dev_port), "%s/class/net/%s/dev_port", root, ifname) == 0 &&
+	    strtoul(dev_port, NULL, 0) + 1 <= n)
+		return (uint32_t)strtoul(dev_port, NULL, 0) + 1;
+	return 0;
+}
+
+static int sysfs_of_netdev(const char *root, const char *ifname, const uint8_t *mac,
+			   struct hpn_rdma_dev *ret)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int r = -ENODEV;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/class/infiniband", root) < 0 ||
+	    !(d = opendir(path)))
+		return -ENODEV;
+	while (r < 0 && (de = readdir(d))) {
+		uint32_t port;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= HPN_IBDEV_MAX)
+			continue;
+		port = sysfs_serves(root, de->d_name, ifname, mac);
+		if (!port)
+			continue;
+		memset(ret, 0, sizeof(*ret));
+		snprintf(ret->name, sizeof(ret->name), "%s", de->d_name);
+		snprintf(ret->netdev, sizeof(ret->netdev), "%s", ifname);
+		ret->port = port;
+		r = 0;
+	}
+	closedir(d);
+	return r;
+}
+
+/* ---- discovery --------------------------------------------------------------- */
+
+static bool fake_root(const char *root)
+{
+	return strcmp(root, HPN_DEFAULT_SYSFS_ROOT) != 0;
+}
+
+/* Kinds of link whose RDMA device is their lower device's. */
+static bool stacked(const struct hpn_link *l)
+{
+	static const char *const kinds[] = { "macvlan", "macvtap", "ipvlan", "ipvtap", "vlan" };
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(kinds); i++)
+		if (!strcmp(l->kind, kinds[i]))
+			return l->lower_ifindex > 0;
+	return false;
+}
+
+static int of_netdev_once(const char *root, const struct hpn_link *l, struct hpn_rdma_dev *ret,
+			  struct hpn_err *err)
+{
+	struct port_dump *d;
+	int r;
+
+	if (fake_root(root))
+		return sysfs_of_netdev(root, l->name, l->has_mac ? l->mac : NULL, ret);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	r = port_dump(d, err);
+	if (r == -EPROTONOSUPPORT) {
+		/* No RDMA netlink: the kernel has no RDMA subsystem; sysfs says the same. */
+		free(d);
+		return sysfs_of_netdev(root, l->name, l->has_mac ? l->mac : NULL, ret);
+	}
+	for (size_t i = 0; r == 0 && i < d->n; i++) {
+		const struct port_row *row = &d->rows[i];
+
+		if (row->ndev_index != (uint32_t)l->ifindex)
+			continue;
+		memset(ret, 0, sizeof(*ret));
+		memcpy(ret->name, row->name, sizeof(ret->name));
+		ret->index = row->index;
+		ret->port = row->port;
+		snprintf(ret->netdev, sizeof(ret->netdev), "%s", l->name);
+		free(d);
+		return 0;
+	}
+	free(d);
+	return r < 0 ? r : -ENODEV;
+}
+
+int hpn_rdma_of_netdev(const char *root, struct nl_sock *rt, const struct hpn_link *l,
+		       struct hpn_rdma_dev *ret, struct hpn_err *err)
+{
+	struct hpn_link cur = *l, lower;
+	int r;
+
+	/* A macvlan's RDMA device is its parent's; the GID entries name the macvlan. */
+	for (int depth = 0; depth < 4; depth++) {
+		r = of_netdev_once(root, &cur, ret, err);
+		if (r != -ENODEV || !stacked(&cur))
+			break;
+		r = hpn_link_get(rt, cur.lower_ifindex, NULL, &lower, err);
+		if (r < 0)
+			return r == -ENODEV ? -ENODEV : r;
+		cur = lower;
+	}
+	if (r == 0)
+		hpn_rdma_classify(root, ret);
+	return r;
+}
+
+int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, unsigned int port,
+		       char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret, struct hpn_err *err)
+{
+	struct port_dump *d = calloc(1, sizeof(*d));
+	size_t found = 0, ports = 0;
+	struct dirent *de;
+	char path[PATH_MAX];
+	DIR *dir;
+	int r = -EPROTONOSUPPORT;
+
+	if (!d)
+		return -ENOMEM;
+	if (!fake_root(root))
+		r = port_dump(d, err);
+	if (r == 0) {
+		for (size_t i = 0; i < d->n; i++) {
+			const struct port_row *row = &d->rows[i];
+
+			if (strcmp(row->name, name))
+				continue;
+			ports++;
+			if ((port && row->port != port) || !row->ndev[0])
+				continue;
+			if (!found++) {
+				memset(ret, 0, sizeof(*ret));
+				memcpy(ret->name, row->name, sizeof(ret->name));
+				ret->index = row->index;
+				ret->port = row->port;
+				memcpy(ret->netdev, row->ndev, sizeof(ret->netdev));
+			}
+		}
+	} else if (r == -EPROTONOSUPPORT &&
+		   hpn_snprintf(path, sizeof(path), "%s/class/net", root) == 0 &&
+		   (dir = opendir(path))) {
+		/* Sysfs: ask every netdev which device serves it. */
+		r = 0;
+		ports = pathf(path, "%s/class/infiniband/%s", root, name) == 0 && exists(path);
+		while ((de = readdir(dir))) {
+			char addr[32];
+			uint8_t mac[HPN_MAC_LEN];
+			bool has_mac;
+			uint32_t p;
+
+			if (de->d_name[0] == '.' || !hpn_valid_ifname(de->d_name))
+				continue;
+			has_mac = read_attr(addr, sizeof(addr), "%s/class/net/%s/address", root,
+					    de->d_name) == 0 &&
+				  hpn_mac_parse(addr, mac) == 0;
+			p = sysfs_serves(root, name, de->d_name, has_mac ? mac : NULL);
+			if (!p || (port && p != port))
+				continue;
+			if (!found++) {
+				memset(ret, 0, sizeof(*ret));
+				snprintf(ret->name, sizeof(ret->name), "%s", name);
+				hpn_snprintf(ret->netdev, sizeof(ret->netdev), "%s", de->d_name);
+				ret->port = p;
+			}
+		}
+		closedir(dir);
+	}
+	free(d);
+	if (r < 0 && r != -EPROTONOSUPPORT)
+		return r;
+	if (!ports)
+		return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				   "RDMA device \"%s\" not found in the host netns", name);
+	if (!found)
+		return port ? hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					  "RDMA device \"%s\" has no netdev on port %u", name, port)
+			    : hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					  "RDMA device \"%s\" has no netdev in the host netns",
+					  name);
+	if (found > 1)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "RDMA device \"%s\" serves %zu netdevs: give the port as "
+				   "\"%s:<port>\"",
+				   name, found, name);
+	memcpy(ifname, ret->netdev, HPN_IFNAMSIZ);
+	hpn_rdma_classify(root, ret);
+	return 0;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_RDMA_H
+#define HPN_RDMA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf.h"
+#include "err.h"
+#include "link.h"
+
+/*
+ * RDMA devices as the kernel shows them: which one belongs to a netdev, the
+ * node's RDMA netns mode, and moving a device between netns. RDMA netlink
+ * (NETLINK_RDMA, the "nldev" client) when the kernel has it; sysfs under a
+ * root that tests point at a fake tree otherwise. Every call acts in the
+ * caller's current netns.
+ */
+
+enum hpn_rdma_kind { HPN_RDMA_OTHER, HPN_RDMA_MLX5, HPN_RDMA_ERDMA, HPN_RDMA_RXE };
+
+struct hpn_rdma_dev {
+	char name[HPN_IBDEV_MAX];
+	uint32_t index; /* RDMA netlink device index; 0 when found through sysfs only */
+	uint32_t port;
+	char netdev[HPN_IFNAMSIZ]; /* the netdev the device serves (a macvlan's parent) */
+	enum hpn_rdma_kind kind;
+	char driver[32];       /* "mlx5_core", "erdma", "rdma_rxe", or the parent's driver */
+	char pci[HPN_PCI_STR]; /* the device's PCI function; empty for software devices */
+	bool vf;	       /* an SR-IOV virtual function */
+	bool soft;	       /* a software device over a netdev (rxe): recreated on restore */
+};
+
+const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind);
+const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
+
+/*
+ * The kernel's RDMA netns mode. -EPROTONOSUPPORT when the kernel has no RDMA
+ * netlink (no RDMA subsystem at all); err is then left alone.
+ */
+int hpn_rdma_netns_mode(enum hpn_rdma_netns *mode, struct hpn_err *err);
+
+/*
+ * The RDMA device and port behind netdev l (through its lower device for a
+ * macvlan, ipvlan or vlan). -ENODEV, err untouched, when it has none.
+ * sysfs_root other than "/sys" means a fake tree: only sysfs is consulted.
+ */
+int hpn_rdma_of_netdev(const char *sysfs_root, struct nl_sock *rt, const struct hpn_link *l,
+		       struct hpn_rdma_dev *ret, struct hpn_err *err);
+
+/*
+ * The reverse: the netdev served by RDMA device name (port 0: its only port
+ * with a netdev). Fills ifname and *ret. Errors name the device (code 100).
+ */
+int hpn_rdma_netdev_of(const char *sysfs_root, struct nl_sock *rt, const char *name,
+		       unsigned int port, char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret,
+		       struct hpn_err *err);
+
+/* Is RDMA device name visible in the current netns? 1 yes, 0 no, or -errno. */
+int hpn_rdma_present(const char *name, struct hpn_err *err);
+
+/* Moves RDMA device name from the current netns into netns_fd (exclusive mode). */
+int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err);
+
+/* Creates software RDMA device name of link type ("rxe") over netdev (rdma link add). */
+int hpn_rdma_link_add(const char *name, const char *type, const char *netdev,
+		      struct hpn_err *err);
+
+/* Classifies RDMA device name from <root>/class/infiniband/<name> (kind, driver, PCI). */
+void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);
+
+#endif

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "verbs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <infiniband/verbs.h>
+#include <net/if.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define POLL_MS 50
+
+struct reply {
+	int r;
+	struct hpn_err err;
+	struct hpn_rdma_bind bind;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The address a RoCE GID of ifname must carry: its IPv4 address, else a global
+ * IPv6 one, else its IPv6 link-local one (the default GID). Family 0: none yet.
+ */
+static int pick_addr(const char *ifname, struct sockaddr_storage *ss)
+{
+	struct ifaddrs *ifa, *i;
+	int best = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i; i = i->ifa_next) {
+		int rank;
+
+		if (!i->ifa_addr || strcmp(i->ifa_name, ifname))
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET)
+			rank = 3;
+		else if (i->ifa_addr->sa_family == AF_INET6)
+			rank = IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)
+				       ? 1
+				       : 2;
+		else
+			continue;
+		if (rank > best) {
+			best = rank;
+			memset(ss, 0, sizeof(*ss));
+			memcpy(ss, i->ifa_addr,
+			       rank == 3 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		}
+	}
+	freeifaddrs(ifa);
+	if (!best)
+		ss->ss_family = 0;
+	return 0;
+}
+
+/* The GID that carries address ss: IPv4-mapped for IPv4, the address itself for IPv6. */
+static void addr_gid(const struct sockaddr_storage *ss, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (ss->ss_family == AF_INET) {
+		gid->raw[10] = gid->raw[11] = 0xff;
+		memcpy(&gid->raw[12], &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else {
+		memcpy(gid->raw, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	}
+}
+
+static void addr_str(const struct sockaddr_storage *ss, char out[INET6_ADDRSTRLEN])
+{
+	const void *a = ss->ss_family == AF_INET
+				? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+				: (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+	if (!inet_ntop(ss->ss_family, a, out, INET6_ADDRSTRLEN))
+		snprintf(out, INET6_ADDRSTRLEN, "?");
+}
+
+/* The pod's own view: its netns, and a sysfs mounted there (RDMA devices are netns-tagged). */
+static int enter_pod(int netns_fd, struct hpn_err *err)
+{
+	if (setns(netns_fd, CLONE_NEWNET) < 0)
+		return hpn_err_set(err, HPN_E_NETNS, errno, "enter the pod netns: %s",
+				   strerror(errno));
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, errno, "private mount namespace: %s",
+				   strerror(errno));
+	umount2("/sys", MNT_DETACH);
+	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, errno, "mount sysfs of the pod netns: %s",
+				   strerror(errno));
+	return 0;
+}
+
+struct probe {
+	const char *device, *ifname;
+	uint32_t port;
+	int want_gid;
+	struct hpn_rdma_bind *b;
+	struct sockaddr_storage addr;
+};
+
+/*
+ * One look at the device. 0: everything is there; -EAGAIN: something the
+ * kernel may still fill in is missing (err says what); other: a hard failure.
+ */
+static int probe_once(struct probe *p, struct hpn_err *err)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	struct ibv_gid_entry *gids = NULL;
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	union ibv_gid want;
+	unsigned int ifindex;
+	int r = -EAGAIN;
+	ssize_t n;
+
+	if (!list)
+		return hpn_err_set(err, HPN_E_RDMA, errno, "libibverbs lists no devices: %s",
+				   strerror(errno));
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), p->device))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		hpn_err_set(err, HPN_E_RDMA, ENODEV,
+			    "RDMA device \"%s\" is not visible to libibverbs in the pod netns",
+			    p->device);
+		goto out;
+	}
+	if (ibv_query_device(ctx, &da) || ibv_query_port(ctx, (uint8_t)p->port, &pa)) {
+		r = hpn_err_set(err, HPN_E_RDMA, errno, "query RDMA device \"%s\" port %u: %s",
+				p->device, p->port, strerror(errno));
+		goto out;
+	}
+	if (pa.state != IBV_PORT_ACTIVE) {
+		hpn_err_set(err, HPN_E_RDMA, ENETDOWN, "RDMA device \"%s\" port %u is %s, not ACTIVE",
+			    p->device, p->port, ibv_port_state_str(pa.state));
+		goto out;
+	}
+	snprintf(p->b->device, sizeof(p->b->device), "%s", p->device);
+	p->b->port = p->port;
+	if (pa.link_layer == IBV_LINK_LAYER_INFINIBAND) {
+		union ibv_gid g;
+
+		/* InfiniBand: addressed by LID and port GUID, GID 0 (the port GUID's). */
+		snprintf(p->b->link_layer, sizeof(p->b->link_layer), "InfiniBand");
+		snprintf(p->b->transport, sizeof(p->b->transport), "ib");
+		if (ibv_query_gid(ctx, (uint8_t)p->port, 0, &g)) {
+			r = hpn_err_set(err, HPN_E_RDMA, errno, "read GID 0 of \"%s\" port %u",
+					p->device, p->port);
+			goto out;
+		}
+		p->b->lid = pa.lid;
+		snprintf(p->b->port_guid, sizeof(p->b->port_guid), "%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+			 g.raw[8], g.raw[9], g.raw[10], g.raw[11], g.raw[12], g.raw[13], g.raw[14],
+			 g.raw[15]);
+		inet_ntop(AF_INET6, g.raw, p->b->gid, sizeof(p->b->gid));
+		p->b->gid_index = 0;
+		r = pick_addr(p->ifname, &p->addr);
+		goto out;
+	}
+	snprintf(p->b->link_layer, sizeof(p->b->link_layer), "Ethernet");
+	r = pick_addr(p->ifname, &p->addr);
+	if (r < 0)
+		goto out;
+	if (!p->addr.ss_family) {
+		r = -EAGAIN;
+		hpn_err_set(err, HPN_E_RDMA, EADDRNOTAVAIL, "\"%s\" has no IP address to bind",
+			    p->ifname);
+		goto out;
+	}
+	addr_str(&p->addr, p->b->addr);
+	if (ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
+		/* iWARP (erdma) connects by IP through rdma_cm; GID 0 is the MAC's. */
+		snprintf(p->b->transport, sizeof(p->b->transport), "iwarp");
+		p->b->gid_index = 0;
+		r = 0;
+		goto out;
+	}
+	snprintf(p->b->transport, sizeof(p->b->transport), "roce");
+	ifindex = if_nametoindex(p->ifname);
+	addr_gid(&p->addr, &want);
+	gids = calloc((size_t)da.phys_port_cnt * (size_t)pa.gid_tbl_len + 1, sizeof(*gids));
+	if (!gids) {
+		r = -ENOMEM;
+		goto out;
+	}
+	n = ibv_query_gid_table(ctx, gids, (size_t)da.phys_port_cnt * (size_t)pa.gid_tbl_len + 1,
+				0);
+	if (n < 0) {
+		r = hpn_err_set(err, HPN_E_RDMA, (int)-n, "read the GID table of \"%s\": %s",
+				p->device, strerror((int)-n));
+		goto out;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		const struct ibv_gid_entry *e = &gids[i];
+
+		if (e->port_num != p->port || e->gid_type != IBV_GID_TYPE_ROCE_V2 ||
+		    e->ndev_ifindex != ifindex || memcmp(e->gid.raw, want.raw, 16) ||
+		    (p->want_gid >= 0 && e->gid_index != (uint32_t)p->want_gid))
+			continue;
+		p->b->gid_index = (int)e->gid_index;
+		inet_ntop(AF_INET6, e->gid.raw, p->b->gid, sizeof(p->b->gid));
+		r = 0;
+		goto out;
+	}
+	if (p->want_gid >= 0)
+		hpn_err_set(err, HPN_E_RDMA, ENOENT,
+			    "RDMA device \"%s\" port %u has no RoCE v2 GID at index %d for \"%s\" "
+			    "address %s",
+			    p->device, p->port, p->want_gid, p->ifname, p->b->addr);
+	else
+		hpn_err_set(err, HPN_E_RDMA, ENOENT,
+			    "RDMA device \"%s\" port %u has no RoCE v2 GID for \"%s\" address %s",
+			    p->device, p->port, p->ifname, p->b->addr);
+out:
+	free(gids);
+	if (ctx)
+		ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return r;
+}
+
+/* rdma_cm's view must agree: binding the address picks the same device and port. */
+static int cm_confirm(struct probe *p, struct hpn_err *err)
+{
+	struct rdma_cm_id *id = NULL;
+	struct sockaddr_storage ss = p->addr;
+	const char *got;
+	int r = 0;
+
+	if (ss.ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)&ss)->sin6_addr))
+		((struct sockaddr_in6 *)&ss)->sin6_scope_id = if_nametoindex(p->ifname);
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP))
+		return hpn_err_set(err, HPN_E_RDMA, errno, "rdma_cm: create an id: %s",
+				   strerror(errno));
+	if (rdma_bind_addr(id, (struct sockaddr *)&ss)) {
+		r = hpn_err_set(err, HPN_E_RDMA, errno, "rdma_cm: bind %s: %s", p->b->addr,
+				strerror(errno));
+	} else if (!id->verbs) {
+		r = hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				"rdma_cm: %s does not resolve to an RDMA device", p->b->addr);
+	} else {
+		got = ibv_get_device_name(id->verbs->device);
+		if (strcmp(got, p->device) || id->port_num != p->port)
+			r = hpn_err_set(err, HPN_E_RDMA, EXDEV,
+					"rdma_cm: %s resolves to \"%s\" port %u, not \"%s\" port %u",
+					p->b->addr, got, id->port_num, p->device, p->port);
+	}
+	rdma_destroy_id(id);
+	return r;
+}
+
+static void child(int wfd, int netns_fd, struct probe *p, int timeout_ms)
+{
+	struct reply rep = { 0 };
+	long long deadline = now_ms() + timeout_ms;
+	ssize_t w;
+
+	p->b = &rep.bind;
+	rep.r = enter_pod(netns_fd, &rep.err);
+	while (rep.r == 0) {
+		struct hpn_err e = { 0 };
+
+		rep.r = probe_once(p, &e);
+		if (rep.r == -EAGAIN && now_ms() < deadline) {
+			rep.r = 0;
+			usleep(POLL_MS * 1000);
+			continue;
+		}
+		rep.err = e;
+		if (rep.r == -EAGAIN && timeout_ms > 0)
+			hpn_err_prefix(&rep.err, "after %d ms", timeout_ms);
+		break;
+	}
+	if (rep.r == 0 && p->addr.ss_family)
+		rep.r = cm_confirm(p, &rep.err);
+	w = write(wfd, &rep, sizeof(rep));
+	_exit(w == (ssize_t)sizeof(rep) ? 0 : 1);
+}
+
+int hpn_rdma_verify(int netns_fd, const char *device, uint32_t port, const char *ifname,
+		    int want_gid, int timeout_ms, struct hpn_rdma_bind *ret, struct hpn_err *err)
+{
+	struct probe p = { .device = device, .ifname = ifname, .port = port, .want_gid = want_gid };
+	struct reply rep;
+	struct pollfd pfd;
+	int fds[2], status, r;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, errno, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0) {
+		r = errno;
+		close(fds[0]);
+		close(fds[1]);
+		return hpn_err_set(err, HPN_E_INTERNAL, r, "fork: %s", strerror(r));
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child(fds[1], netns_fd, &p, timeout_ms);
+	}
+	close(fds[1]);
+	pfd = (struct pollfd){ .fd = fds[0], .events = POLLIN };
+	/* The child keeps its own deadline; this one only guards against a hang. */
+	while (got < sizeof(rep)) {
+		ssize_t n;
+
+		r = poll(&pfd, 1, timeout_ms + 30000);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n = read(fds[0], (char *)&rep + got, sizeof(rep) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	if (got < sizeof(rep))
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (got < sizeof(rep))
+		return hpn_err_set(err, HPN_E_INTERNAL, EIO,
+				   "the RDMA check of \"%s\" died without an answer (status %d)",
+				   device, status);
+	if (rep.r < 0) {
+		*err = rep.err;
+		return rep.r;
+	}
+	*ret = rep.bind;
+	return 0;
+}
