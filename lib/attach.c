@@ -562,6 +562,8 @@ static int move_rdma(struct attach *a, const struct hpn_env *env, const struct r
 		return r;
 	}
 	r = hpn_rdma_present(p->dev.name, err);
+	if (r == -EPROTONOSUPPORT)
+		return 0; /* cannot tell here; the check from the pod will */
 	if (r == 0)
 		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
 				   "RDMA device \"%s\" was destroyed by the kernel when \"%s\" "

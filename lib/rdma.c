@@ -173,8 +173,6 @@ int hpn_rdma_present(const char *name, struct hpn_err *err)
 	if (!d)
 		return -ENOMEM;
 	r = port_dump(d, err);
-	if (r == -EPROTONOSUPPORT)
-		r = 0;
 	for (size_t i = 0; r == 0 && i < d->n; i++)
 		if (!strcmp(d->rows[i].name, name))
 			r = 1;

@@ -56,7 +56,8 @@ int hpn_rdma_netdev_of(const char *sysfs_root, struct nl_sock *rt, const char *n
 		       unsigned int port, char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret,
 		       struct hpn_err *err);
 
-/* Is RDMA device name visible in the current netns? 1 yes, 0 no, or -errno. */
+/* Is RDMA device name visible in the current netns? 1 yes, 0 no, or -errno;
+ * -EPROTONOSUPPORT (err untouched) when the kernel has no RDMA netlink. */
 int hpn_rdma_present(const char *name, struct hpn_err *err);
 
 /* Moves RDMA device name from the current netns into netns_fd (exclusive mode). */

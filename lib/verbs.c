@@ -136,15 +136,19 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 	ssize_t n;
 
 	if (!list)
-		return hpn_err_set(err, HPN_E_RDMA, errno, "libibverbs lists no devices: %s",
-				   strerror(errno));
+		return hpn_err_set(err, HPN_E_RDMA, errno,
+				   "RDMA device \"%s\" is not visible to libibverbs in the pod "
+				   "netns: %s",
+				   p->device,
+				   errno == ENOSYS ? "the kernel has no RDMA support" : strerror(errno));
 	for (int i = 0; list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), p->device))
 			ctx = ibv_open_device(list[i]);
+	/* Not worth waiting for: the kernel shows a device in a netns at once. */
 	if (!ctx) {
-		hpn_err_set(err, HPN_E_RDMA, ENODEV,
-			    "RDMA device \"%s\" is not visible to libibverbs in the pod netns",
-			    p->device);
+		r = hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				"RDMA device \"%s\" is not visible to libibverbs in the pod netns",
+				p->device);
 		goto out;
 	}
 	if (ibv_query_device(ctx, &da) || ibv_query_port(ctx, (uint8_t)p->port, &pa)) {

@@ -1,0 +1,112 @@
+#!/bin/bash
+# RDMA decisions a host without RDMA can prove.
+#
+# Proves that with rdmaRequired (the default) a NIC with no RDMA device is
+# refused with code 108 naming it and the option; that an RDMA device found
+# through sysfs but not usable from the pod (a fake mlx5 behind a veth) fails
+# ADD with 108 naming it, and ADD is rolled back; that rdmaDevice selects the
+# NIC behind an RDMA device (and 100 for an unknown one); that rdmaNetns
+# "exclusive" on a node in shared mode is refused before anything changes;
+# and that rdmaRequired false attaches a plain netdev whose result says no RDMA
+# device was bound, which CHECK and DEL accept. Real RDMA devices are the vm
+# tier's job (test/vm).
+# jq filters are single-quoted on purpose; scenarios run in subshells.
+# shellcheck disable=SC2016,SC2030,SC2031
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+t_init
+
+PCI=0000:af:00.0
+
+# setup [FAKE]: nic0 up with an address-less peer; FAKE builds a sysfs tree
+# in which nic0 is a ConnectX PCI function carrying RDMA device mlx5_0.
+setup() {
+	mk_nic "$HOST_NS" nic0 peer0
+	ip -n "$HOST_NS" link set nic0 up
+	snap_save "$HOST_NS" "$T/host.before"
+	SYS=$T/sysfs-$SCEN
+	mk_fake_pci "$SYS" "$PCI" nic0
+	if [[ ${1:-} == fake ]]; then
+		local dev="$SYS/devices/pci0000:ae/0000:ae:00.0/$PCI"
+		mkdir -p "$dev/infiniband/mlx5_0/ports/1/gid_attrs/ndevs" "$SYS/class/infiniband"
+		echo nic0 >"$dev/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0"
+		echo "1: CA" >"$dev/infiniband/mlx5_0/node_type"
+		echo "4: ACTIVE" >"$dev/infiniband/mlx5_0/ports/1/state"
+		ln -s "../../../$PCI" "$dev/infiniband/mlx5_0/device"
+		mkdir -p "$SYS/bus/pci/drivers/mlx5_core"
+		ln -s ../../../../bus/pci/drivers/mlx5_core "$dev/driver"
+		ln -s "../../devices/pci0000:ae/0000:ae:00.0/$PCI/infiniband/mlx5_0" \
+			"$SYS/class/infiniband/mlx5_0"
+	fi
+}
+
+# refused_unchanged CODE WHAT PATTERN: the last ADD failed with CODE, its
+# message matches PATTERN, and host, pod and state are as before.
+refused_unchanged() {
+	expect_err "$1" "$2"
+	jq_ok '.msg | test($p)' "$2: message" "$OUT" --arg p "$3"
+	snap_same "$HOST_NS" "$T/host.before" "$2: host"
+	pod_empty "$2: pod"
+	expect_no_state "$2"
+}
+
+no_rdma_required() {
+	setup
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .device = "nic0"')"
+	refused_unchanged 108 "default rdmaRequired, veth" 'no RDMA device serves "nic0".*rdmaRequired'
+	run_plugin ADD "$(net_conf 1.0.0 '.rdmaRequired = true | .pciBusID = $p |
+		.sysfsRoot = $s' --arg p "$PCI" --arg s "$SYS")"
+	refused_unchanged 108 "rdmaRequired true, PCI NIC without RDMA" 'no RDMA device serves'
+}
+scenario "rdmaRequired: a NIC without RDMA is refused (108)" no_rdma_required
+
+unusable_device() {
+	setup fake
+	conf=$(net_conf 1.0.0 '.rdmaRequired = true | .device = "nic0" | .ifName = "hpn0" |
+		.sysfsRoot = $s' --arg s "$SYS")
+	run_plugin ADD "$conf"
+	refused_unchanged 108 "fake mlx5_0 behind nic0" '"mlx5_0" is not visible to libibverbs'
+	grep -q 'RDMA device "mlx5_0" port 1 (mlx5) serves "nic0"' "$T/plugin.log" ||
+		fail "log does not say which RDMA device was found: $(cat "$T/plugin.log")"
+	# The same device found the other way round: rdmaDevice selects nic0.
+	run_plugin ADD "$(jq -c 'del(.device) | .rdmaDevice = "mlx5_0:1"' <<<"$conf")"
+	refused_unchanged 108 "rdmaDevice mlx5_0:1" '"mlx5_0" is not visible to libibverbs'
+	grep -q 'attach "nic0" pci 0000:af:00.0 as "hpn0"' "$T/plugin.log" ||
+		fail "rdmaDevice did not select nic0: $(cat "$T/plugin.log")"
+	run_plugin ADD "$(jq -c 'del(.device) | .rdmaDevice = "mlx5_9"' <<<"$conf")"
+	refused_unchanged 100 "rdmaDevice mlx5_9" 'RDMA device "mlx5_9" not found'
+	run_plugin ADD "$(jq -c 'del(.device) | .rdmaDevice = "mlx5_0:2"' <<<"$conf")"
+	refused_unchanged 100 "rdmaDevice mlx5_0:2" 'no netdev on port 2'
+}
+scenario "an RDMA device the pod cannot use fails ADD (108), rolled back" unusable_device
+
+netns_mode_mismatch() {
+	setup fake
+	run_plugin ADD "$(net_conf 1.0.0 '.device = "nic0" | .sysfsRoot = $s |
+		.rdmaRequired = true | .rdmaNetns = "exclusive"' --arg s "$SYS")"
+	refused_unchanged 108 "rdmaNetns exclusive on a shared node" \
+		'mode is shared, but rdmaNetns requires exclusive'
+}
+scenario "rdmaNetns that the node does not have is refused (108)" netns_mode_mismatch
+
+plain_netdev() {
+	setup
+	for ver in 1.1.0 0.4.0; do
+		conf=$(net_conf "$ver" '.device = "nic0" | .ifName = "hpn0"')
+		run_plugin ADD "$conf"
+		expect_result "ADD $ver, rdmaRequired false"
+		jq_ok '.rdma == [{interface: 0, bound: false,
+			reason: "no RDMA device serves \"nic0\""}]' "$ver: result says nothing is bound"
+		prev=$(with_prev "$conf" "$OUT")
+		run_plugin CHECK "$prev"
+		expect_ok "CHECK $ver"
+		run_plugin DEL "$prev"
+		expect_ok "DEL $ver"
+		snap_same "$HOST_NS" "$T/host.before" "host after DEL $ver"
+		expect_no_state "after DEL $ver"
+	done
+}
+scenario "rdmaRequired false: a plain netdev, the result says so" plain_netdev
+
+t_done
