@@ -198,8 +198,7 @@ static void restore_soft_rdma(const struct hpn_journal *j)
 	if (r == 0)
 		r = hpn_rdma_link_add(j->rdma.name, j->rdma.soft_type, j->rdma.netdev, &e);
 	if (r < 0)
-		hpn_warn("RDMA device \"%s\" over \"%s\": %s", j->rdma.name, j->rdma.netdev,
-			 e.msg);
+		hpn_warn("RDMA device \"%s\" over \"%s\": %s", j->rdma.name, j->rdma.netdev, e.msg);
 	else
 		hpn_debug("RDMA device \"%s\" is on the host", j->rdma.name);
 }
@@ -310,7 +309,8 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 {
 	int r = restore_netdev(ns, j, sysfs_root, err);
 
-	if (r == 0 && j->rdma.soft_type[0])
+	/* Only the moved NIC's own soft device can have died of the move. */
+	if (r == 0 && j->rdma.soft_type[0] && !strcmp(j->rdma.netdev, j->host.name))
 		restore_soft_rdma(j);
 	return r;
 }
@@ -397,9 +397,10 @@ static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct
 			return r;
 		r = hpn_link_get(sk, 0, names[0], ret, err);
 		if (r == -ENODEV)
-			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-					   "RDMA device %s: netdev \"%s\" not found in the host netns",
-					   conf->selector_value, names[0]);
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"RDMA device %s: netdev \"%s\" not found in the host netns",
+				conf->selector_value, names[0]);
 		return r;
 	case HPN_SEL_DEVICE:
 		r = hpn_link_get(sk, 0, conf->selector_value, ret, err);
@@ -533,11 +534,12 @@ static int plan_rdma(struct attach *a, const struct hpn_conf *conf, const struct
 		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
 				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s "
 				   "(rdma system set netns %s)",
-				   hpn_rdma_netns_name(p->mode), hpn_rdma_netns_name(conf->rdma_netns),
+				   hpn_rdma_netns_name(p->mode),
+				   hpn_rdma_netns_name(conf->rdma_netns),
 				   hpn_rdma_netns_name(conf->rdma_netns));
 	hpn_info("RDMA device \"%s\" port %u (%s%s) serves \"%s\"; netns mode %s", p->dev.name,
-		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "", p->dev.netdev,
-		 hpn_rdma_netns_name(p->mode));
+		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "",
+		 p->dev.netdev, hpn_rdma_netns_name(p->mode));
 	snprintf(a->j.rdma.name, sizeof(a->j.rdma.name), "%s", p->dev.name);
 	snprintf(a->j.rdma.netdev, sizeof(a->j.rdma.netdev), "%s", p->dev.netdev);
 	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE)

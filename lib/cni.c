@@ -514,7 +514,7 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 		r = get_int(o, "lid", what, 0, 65535, &ri->lid, NULL, err);
 	for (size_t i = 0; r >= 0 && i < HPN_ARRAY_SIZE(strs); i++)
 		r = get_buf(o, strs[i].key, what, strs[i].buf, strs[i].len, err);
-	if (r >= 0 && !cJSON_GetObjectItemCaseSensitive(o, "interface"))
+	if (r >= 0 && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "interface")))
 		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sinterface is required", what);
 	return r;
 }
@@ -641,7 +641,8 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int 
 	int r = 0;
 
 	if (dst->n_ifaces + src->n_ifaces > HPN_MAX_IFACES ||
-	    dst->n_ips + src->n_ips > HPN_MAX_IPS || dst->n_routes + src->n_routes > HPN_MAX_ROUTES ||
+	    dst->n_ips + src->n_ips > HPN_MAX_IPS ||
+	    dst->n_routes + src->n_routes > HPN_MAX_ROUTES ||
 	    dst->n_rdma + src->n_rdma > HPN_MAX_RDMA)
 		return -E2BIG;
 	/* Like IPs, RDMA entries point at their interface: shifted past dst's, or iface. */

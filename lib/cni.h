@@ -111,9 +111,9 @@ struct hpn_rdma_info {
 	bool bound;
 	char device[64];
 	int port;
-	int gid_index;	    /* -1: none */
-	char gid[48];	    /* IPv6 notation */
-	char driver[16];    /* "mlx5", "erdma", "rxe", "other" */
+	int gid_index;	     /* -1: none */
+	char gid[48];	     /* IPv6 notation */
+	char driver[16];     /* "mlx5", "erdma", "rxe", "other" */
 	char netns_mode[16]; /* "shared" or "exclusive" */
 	char link_layer[16]; /* "Ethernet" or "InfiniBand" */
 	char transport[8];   /* "roce", "iwarp", "ib" */

@@ -53,7 +53,8 @@ static int parse_rdma_device(struct hpn_conf *conf, struct hpn_err *err)
 {
 	char *v = conf->selector_value, *colon = strchr(v, ':');
 	size_t n = colon ? (size_t)(colon - v) : strlen(v);
-	bool ok = n > 0 && n < HPN_IBDEV_MAX;
+	/* It becomes a path component under class/infiniband: no "." or "..". */
+	bool ok = n > 0 && n < HPN_IBDEV_MAX && strncmp(v, ".", n) && strncmp(v, "..", n);
 
 	for (size_t i = 0; ok && i < n; i++)
 		ok = (v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
@@ -87,8 +88,14 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 			  err);
 	if (r >= 0)
 		r = conf_str(root, "rdmaNetns", "", &mode, err);
-	if (r < 0 || !mode)
+	if (r < 0)
 		return r;
+	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)
+		return hpn_err_set(
+			err, HPN_E_INVALID_CONFIG, EINVAL,
+			"rdmaDevice selects by RDMA device: rdmaRequired cannot be false");
+	if (!mode)
+		return 0;
 	if (!strcmp(mode, "auto"))
 		conf->rdma_netns = HPN_RDMA_NETNS_AUTO;
 	else if (!strcmp(mode, "shared"))
@@ -102,9 +109,6 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && !conf->rdma_required)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "rdmaNetns \"%s\" needs rdmaRequired true", mode);
-	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "rdmaDevice selects by RDMA device: rdmaRequired cannot be false");
 	return 0;
 }
 
@@ -116,10 +120,8 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 		enum hpn_selector sel;
 		bool runtime;
 	} sels[] = {
-		{ "device", HPN_SEL_DEVICE, false },
-		{ "hwaddr", HPN_SEL_HWADDR, false },
-		{ "pciBusID", HPN_SEL_PCI, false },
-		{ "deviceID", HPN_SEL_DEVICE_ID, true },
+		{ "device", HPN_SEL_DEVICE, false },   { "hwaddr", HPN_SEL_HWADDR, false },
+		{ "pciBusID", HPN_SEL_PCI, false },    { "deviceID", HPN_SEL_DEVICE_ID, true },
 		{ "rdmaDevice", HPN_SEL_RDMA, false },
 	};
 	char pci[HPN_PCI_STR];

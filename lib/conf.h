@@ -36,7 +36,7 @@ struct hpn_conf {
 
 	char *if_name; /* pod-side name override; NULL: CNI_IFNAME */
 	enum hpn_selector selector;
-	char *selector_value; /* device name, MAC, normalised PCI address, or RDMA device */
+	char *selector_value;	/* device name, MAC, normalised PCI address, or RDMA device */
 	unsigned int rdma_port; /* rdmaDevice "name:port"; 0: the device's only port */
 	int mtu;		/* 0: leave as is */
 

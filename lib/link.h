@@ -26,8 +26,8 @@ struct hpn_link {
 	bool has_mac;
 	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
 	bool has_perm_mac;
-	bool up;       /* administratively up (IFF_UP) */
-	char kind[16]; /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+	bool up;	   /* administratively up (IFF_UP) */
+	char kind[16];	   /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
 	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
 };
 

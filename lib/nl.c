@@ -65,8 +65,12 @@ static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 
 static int on_done(struct nl_msg *msg, void *arg)
 {
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
 	struct talk *t = arg;
 
+	/* A dump that failed says so in NLMSG_DONE's payload (an int, -errno). */
+	if (nlh->nlmsg_type == NLMSG_DONE && nlmsg_datalen(nlh) >= (int)sizeof(int))
+		t->error = *(int *)nlmsg_data(nlh);
 	t->done = true;
 	return NL_STOP;
 }

@@ -152,14 +152,46 @@ static int on_port(struct nl_msg *msg, void *arg)
 	return 0;
 }
 
-/* Every port of every RDMA device in this netns (rdma link show). */
+struct dev_dump {
+	uint32_t index[MAX_PORT_ROWS];
+	size_t n;
+};
+
+static int on_dev(struct nl_msg *msg, void *arg)
+{
+	struct dev_dump *d = arg;
+	struct nldev a;
+
+	if (nldev_parse(msg, &a) == 0 && d->n < MAX_PORT_ROWS && a.tb[RDMA_NLDEV_ATTR_DEV_INDEX])
+		d->index[d->n++] = nldev_u32(&a, RDMA_NLDEV_ATTR_DEV_INDEX);
+	return 0;
+}
+
+static int put_dev_index(struct nl_msg *m, const void *arg)
+{
+	return nla_put_u32(m, RDMA_NLDEV_ATTR_DEV_INDEX, *(const uint32_t *)arg) < 0 ? -EMSGSIZE
+										     : 0;
+}
+
+/*
+ * Every port of every RDMA device in this netns (rdma link show): the kernel
+ * dumps ports one device at a time, so list the devices first.
+ */
 static int port_dump(struct port_dump *d, struct hpn_err *err)
 {
 	char extack[HPN_EXTACK_LEN];
+	struct dev_dump devs = { .n = 0 };
 	int r;
 
 	d->n = 0;
-	r = nldev_talk(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP, NULL, NULL, on_port, d, extack);
+	r = nldev_talk(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, NULL, NULL, on_dev, &devs, extack);
+	for (size_t i = 0; r == 0 && i < devs.n; i++) {
+		r = nldev_talk(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP, put_dev_index, &devs.index[i],
+			       on_port, d, extack);
+		/* A device unregistered since the first dump is not an error. */
+		if (r == -ENODEV || r == -EINVAL)
+			r = 0;
+	}
 	if (r < 0 && r != -EPROTONOSUPPORT)
 		return hpn_nl_err(err, r, extack, "RDMA netlink: list RDMA ports");
 	return r;
@@ -205,9 +237,9 @@ int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err)
 			v[0] = d->rows[i].index;
 	free(d);
 	if (r < 0)
-		return r == -EPROTONOSUPPORT ? hpn_err_set(err, HPN_E_RDMA, -r,
-							   "RDMA netlink is not available")
-					     : r;
+		return r == -EPROTONOSUPPORT
+			       ? hpn_err_set(err, HPN_E_RDMA, -r, "RDMA netlink is not available")
+			       : r;
 	if (!v[0])
 		return hpn_err_set(err, HPN_E_RDMA, ENODEV, "RDMA device \"%s\" not found", name);
 	r = nldev_talk(RDMA_NLDEV_CMD_SET, 0, put_set_netns, v, NULL, NULL, extack);
@@ -233,8 +265,7 @@ static int put_link_add(struct nl_msg *m, const void *arg)
 	return 0;
 }
 
-int hpn_rdma_link_add(const char *name, const char *type, const char *netdev,
-		      struct hpn_err *err)
+int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, struct hpn_err *err)
 {
 	const struct link_add l = { name, type, netdev };
 	char extack[HPN_EXTACK_LEN];
@@ -367,9 +398,10 @@ static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
 	while (!found && (pe = readdir(pd))) {
 		unsigned long port = strtoul(pe->d_name, NULL, 10);
 
-		if (!port || hpn_snprintf(path, sizeof(path),
-					  "%s/class/infiniband/%s/ports/%s/gid_attrs/ndevs", root,
-					  dev, pe->d_name) < 0 ||
+		if (!port ||
+		    hpn_snprintf(path, sizeof(path),
+				 "%s/class/infiniband/%s/ports/%s/gid_attrs/ndevs", root, dev,
+				 pe->d_name) < 0 ||
 		    !(gd = opendir(path)))
 			continue;
 		while (!found && (ge = readdir(gd)))
@@ -383,7 +415,26 @@ static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
 	return found;
 }
 
-/* Number of ports of dev, and whether port p exists. */
+/*
+ * A switchdev representor (phys_port_name "pf0vf1", "pf0", "c1pf0vf2", "pf0sf1")
+ * sits on the uplink's PCI function but has no RDMA device of its own; the
+ * uplink is "p0", "p1"; an ordinary NIC has no phys_port_name.
+ */
+static bool representor(const char *root, const char *ifname)
+{
+	char name[64];
+	size_t i = 1;
+
+	if (read_attr(name, sizeof(name), "%s/class/net/%s/phys_port_name", root, ifname) < 0 ||
+	    !name[0])
+		return false;
+	if (name[0] == 'p')
+		while (name[i] >= '0' && name[i] <= '9')
+			i++;
+	return !(name[0] == 'p' && i > 1 && !name[i]);
+}
+
+/* Number of ports of dev. */
 static unsigned int port_count(const char *root, const char *dev)
 {
 	char path[PATH_MAX];
@@ -419,7 +470,8 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 	char p[PATH_MAX];
 
 	/* Whole paths: the same PCI function, not just the same basename. */
-	if (pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 && realpath(p, a) &&
+	if (!representor(root, ifname) &&
+	    pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 && realpath(p, a) &&
 	    pathf(p, "%s/class/net/%s/device", root, ifname) == 0 && realpath(p, b))
 		match = !strcmp(a, b);
 	if (!match && mac &&
@@ -459,7 +511,7 @@ static int sysfs_of_netdev(const char *root, const char *ifname, const uint8_t *
 		if (!port)
 			continue;
 		memset(ret, 0, sizeof(*ret));
-		snprintf(ret->name, sizeof(ret->name), "%s", de->d_name);
+		memcpy(ret->name, de->d_name, strlen(de->d_name) + 1);
 		snprintf(ret->netdev, sizeof(ret->netdev), "%s", ifname);
 		ret->port = port;
 		r = 0;
@@ -542,9 +594,10 @@ int hpn_rdma_of_netdev(const char *root, struct nl_sock *rt, const struct hpn_li
 }
 
 int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, unsigned int port,
-		       char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret, struct hpn_err *err)
+		       char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *out, struct hpn_err *err)
 {
 	struct port_dump *d = calloc(1, sizeof(*d));
+	struct hpn_rdma_dev dev, *ret = &dev;
 	size_t found = 0, ports = 0;
 	struct dirent *de;
 	char path[PATH_MAX];
@@ -620,5 +673,6 @@ int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, u
 				   name, found, name);
 	memcpy(ifname, ret->netdev, HPN_IFNAMSIZ);
 	hpn_rdma_classify(root, ret);
+	*out = dev;
 	return 0;
 }

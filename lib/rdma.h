@@ -64,8 +64,7 @@ int hpn_rdma_present(const char *name, struct hpn_err *err);
 int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err);
 
 /* Creates software RDMA device name of link type ("rxe") over netdev (rdma link add). */
-int hpn_rdma_link_add(const char *name, const char *type, const char *netdev,
-		      struct hpn_err *err);
+int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, struct hpn_err *err);
 
 /* Classifies RDMA device name from <root>/class/infiniband/<name> (kind, driver, PCI). */
 void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);

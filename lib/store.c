@@ -288,8 +288,9 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	v = cJSON_GetObjectItemCaseSensitive(root, "podIfIndex");
 	j->pod_ifindex = cJSON_IsNumber(v) ? v->valueint : 0;
 	v = cJSON_GetObjectItemCaseSensitive(root, "rdma");
-	if (v && (!cJSON_IsObject(v) || json_str(v, "name", j->rdma.name, sizeof(j->rdma.name)) < 0 ||
-		  json_str(v, "netdev", j->rdma.netdev, sizeof(j->rdma.netdev)) < 0))
+	if (v &&
+	    (!cJSON_IsObject(v) || json_str(v, "name", j->rdma.name, sizeof(j->rdma.name)) < 0 ||
+	     json_str(v, "netdev", j->rdma.netdev, sizeof(j->rdma.netdev)) < 0))
 		return -EINVAL;
 	if (v && cJSON_GetObjectItemCaseSensitive(v, "softType") &&
 	    json_str(v, "softType", j->rdma.soft_type, sizeof(j->rdma.soft_type)) < 0)

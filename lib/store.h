@@ -4,8 +4,8 @@
 
 #include <stdbool.h>
 
-#include "err.h"
 #include "conf.h"
+#include "err.h"
 #include "link.h"
 #include "util.h"
 
@@ -45,12 +45,12 @@ struct hpn_journal {
 	int pod_ifindex;       /* 0 until known */
 	/* The RDMA device ADD bound, what restoring it needs. */
 	struct hpn_journal_rdma {
-		char name[HPN_IBDEV_MAX];   /* empty: none */
-		char netdev[HPN_IFNAMSIZ];  /* the host netdev it serves */
-		char soft_type[8];	    /* "rxe": recreate over netdev if the kernel drops it */
-		bool moved;		    /* exclusive mode: (being) moved into the pod netns */
+		char name[HPN_IBDEV_MAX];  /* empty: none */
+		char netdev[HPN_IFNAMSIZ]; /* the host netdev it serves */
+		char soft_type[8];	   /* "rxe": recreate over netdev if the kernel drops it */
+		bool moved;		   /* exclusive mode: (being) moved into the pod netns */
 	} rdma;
-	char *result;	       /* JSON of this attachment's own result, once attached */
+	char *result; /* JSON of this attachment's own result, once attached */
 };
 
 void hpn_journal_free(struct hpn_journal *j);

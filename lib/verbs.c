@@ -3,10 +3,10 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <infiniband/verbs.h>
 #include <net/if.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <sched.h>
@@ -55,7 +55,8 @@ static int pick_addr(const char *ifname, struct sockaddr_storage *ss)
 		if (i->ifa_addr->sa_family == AF_INET)
 			rank = 3;
 		else if (i->ifa_addr->sa_family == AF_INET6)
-			rank = IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)
+			rank = IN6_IS_ADDR_LINKLOCAL(
+				       &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)
 				       ? 1
 				       : 2;
 		else
@@ -64,7 +65,8 @@ static int pick_addr(const char *ifname, struct sockaddr_storage *ss)
 			best = rank;
 			memset(ss, 0, sizeof(*ss));
 			memcpy(ss, i->ifa_addr,
-			       rank == 3 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+			       rank == 3 ? sizeof(struct sockaddr_in)
+					 : sizeof(struct sockaddr_in6));
 		}
 	}
 	freeifaddrs(ifa);
@@ -140,7 +142,8 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 				   "RDMA device \"%s\" is not visible to libibverbs in the pod "
 				   "netns: %s",
 				   p->device,
-				   errno == ENOSYS ? "the kernel has no RDMA support" : strerror(errno));
+				   errno == ENOSYS ? "the kernel has no RDMA support"
+						   : strerror(errno));
 	for (int i = 0; list[i]; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), p->device))
 			ctx = ibv_open_device(list[i]);
@@ -157,8 +160,9 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 		goto out;
 	}
 	if (pa.state != IBV_PORT_ACTIVE) {
-		hpn_err_set(err, HPN_E_RDMA, ENETDOWN, "RDMA device \"%s\" port %u is %s, not ACTIVE",
-			    p->device, p->port, ibv_port_state_str(pa.state));
+		hpn_err_set(err, HPN_E_RDMA, ENETDOWN,
+			    "RDMA device \"%s\" port %u is %s, not ACTIVE", p->device, p->port,
+			    ibv_port_state_str(pa.state));
 		goto out;
 	}
 	snprintf(p->b->device, sizeof(p->b->device), "%s", p->device);
@@ -175,9 +179,9 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 			goto out;
 		}
 		p->b->lid = pa.lid;
-		snprintf(p->b->port_guid, sizeof(p->b->port_guid), "%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-			 g.raw[8], g.raw[9], g.raw[10], g.raw[11], g.raw[12], g.raw[13], g.raw[14],
-			 g.raw[15]);
+		snprintf(p->b->port_guid, sizeof(p->b->port_guid),
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x", g.raw[8], g.raw[9], g.raw[10],
+			 g.raw[11], g.raw[12], g.raw[13], g.raw[14], g.raw[15]);
 		inet_ntop(AF_INET6, g.raw, p->b->gid, sizeof(p->b->gid));
 		p->b->gid_index = 0;
 		r = pick_addr(p->ifname, &p->addr);
@@ -268,9 +272,10 @@ static int cm_confirm(struct probe *p, struct hpn_err *err)
 	} else {
 		got = ibv_get_device_name(id->verbs->device);
 		if (strcmp(got, p->device) || id->port_num != p->port)
-			r = hpn_err_set(err, HPN_E_RDMA, EXDEV,
-					"rdma_cm: %s resolves to \"%s\" port %u, not \"%s\" port %u",
-					p->b->addr, got, id->port_num, p->device, p->port);
+			r = hpn_err_set(
+				err, HPN_E_RDMA, EXDEV,
+				"rdma_cm: %s resolves to \"%s\" port %u, not \"%s\" port %u",
+				p->b->addr, got, id->port_num, p->device, p->port);
 	}
 	rdma_destroy_id(id);
 	return r;

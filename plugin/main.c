@@ -17,6 +17,7 @@
 
 static const char usage[] =
 	"hpn-rdma " HPN_VERSION " - CNI plugin that moves an RDMA NIC into a pod as hpn0\n"
+	"and binds the RDMA verbs device behind it (mlx5, eRDMA, Soft-RoCE)\n"
 	"\n"
 	"Run by a container runtime (or cnitool) with the CNI environment:\n"
 	"  CNI_COMMAND      ADD, DEL, CHECK, VERSION, STATUS or GC\n"

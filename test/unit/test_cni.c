@@ -856,6 +856,380 @@ out:
 	hpn_result_free(ipam);
 }
 
+/* ---- the "rdma" list ---- */
+
+/* Four interfaces and one RDMA entry each: RoCE on a VF, InfiniBand, eRDMA, none. */
+static struct hpn_result *rdma_result(void)
+{
+	struct hpn_result *res = hpn_result_new();
+	static const char *const names[] = { "net1", "net2", "net3", "net4" };
+
+	if (!res)
+		return NULL;
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(names); i++) {
+		struct hpn_iface ifc = { .name = (char *)names[i] };
+
+		CHECK_INT_EQ(hpn_result_add_iface(res, &ifc), (int)i);
+	}
+	res->rdma[0] = (struct hpn_rdma_info){
+		.interface = 0,
+		.bound = true,
+		.device = "mlx5_3",
+		.port = 1,
+		.gid_index = 3,
+		.gid = "::ffff:10.0.0.2",
+		.driver = "mlx5",
+		.netns_mode = "exclusive",
+		.link_layer = "Ethernet",
+		.transport = "roce",
+		.vf = true,
+	};
+	res->rdma[1] = (struct hpn_rdma_info){
+		.interface = 1,
+		.bound = true,
+		.device = "mlx5_4",
+		.port = 2,
+		.gid_index = 0,
+		.gid = "fe80::2:c903:31:7cc1",
+		.driver = "mlx5",
+		.netns_mode = "shared",
+		.link_layer = "InfiniBand",
+		.transport = "ib",
+		.lid = 17,
+		.port_guid = "0002:c903:0031:7cc1",
+	};
+	/* Bound with no GID index and no driver name: both left out. */
+	res->rdma[2] = (struct hpn_rdma_info){
+		.interface = 2,
+		.bound = true,
+		.device = "erdma_0",
+		.port = 1,
+		.gid_index = -1,
+		.netns_mode = "shared",
+		.link_layer = "Ethernet",
+		.transport = "iwarp",
+	};
+	/* Not bound: whatever else is set is not rendered. */
+	res->rdma[3] = (struct hpn_rdma_info){
+		.interface = 3,
+		.bound = false,
+		.device = "stale0",
+		.port = 9,
+		.gid_index = 5,
+		.driver = "other",
+		.vf = true,
+		.reason = "no RDMA device serves \"eth9\"",
+	};
+	res->n_rdma = 4;
+	return res;
+}
+
+/* a and b carry the same facts (what a rendering keeps of a bound entry). */
+static void check_rdma_same(const struct hpn_rdma_info *a, const struct hpn_rdma_info *b)
+{
+	CHECK_INT_EQ(a->interface, b->interface);
+	CHECK_INT_EQ(a->bound, b->bound);
+	CHECK_STR_EQ(a->device, b->device);
+	CHECK_INT_EQ(a->port, b->port);
+	CHECK_INT_EQ(a->gid_index, b->gid_index);
+	CHECK_STR_EQ(a->gid, b->gid);
+	CHECK_STR_EQ(a->driver, b->driver);
+	CHECK_STR_EQ(a->netns_mode, b->netns_mode);
+	CHECK_STR_EQ(a->link_layer, b->link_layer);
+	CHECK_STR_EQ(a->transport, b->transport);
+	CHECK_INT_EQ(a->vf, b->vf);
+	CHECK_INT_EQ(a->lid, b->lid);
+	CHECK_STR_EQ(a->port_guid, b->port_guid);
+	CHECK_STR_EQ(a->reason, b->reason);
+}
+
+static void test_result_rdma(void)
+{
+	struct hpn_result *res = rdma_result();
+
+	if (!res) {
+		CHECK(res != NULL);
+		return;
+	}
+	/* An hpn-rdma extension, in every version's rendering alike. */
+	for (size_t v = 0; hpn_cni_versions[v]; v++) {
+		const char *ver = hpn_cni_versions[v];
+		char *text = hpn_result_render(res, ver);
+		cJSON *j = text ? cJSON_Parse(text) : NULL;
+		struct hpn_result *back = NULL;
+		struct hpn_err err = { 0 };
+		int failed_before = check_failed;
+
+		CHECK(j != NULL);
+		CHECK_INT_EQ(jsize(j, "rdma"), 4);
+
+		CHECK_INT_EQ(jnum(j, "rdma.0.interface"), 0);
+		CHECK(cJSON_IsTrue(jget(j, "rdma.0.bound")));
+		CHECK_STR_EQ(jstr(j, "rdma.0.device"), "mlx5_3");
+		CHECK_INT_EQ(jnum(j, "rdma.0.port"), 1);
+		CHECK_INT_EQ(jnum(j, "rdma.0.gidIndex"), 3);
+		CHECK_STR_EQ(jstr(j, "rdma.0.gid"), "::ffff:10.0.0.2");
+		CHECK_STR_EQ(jstr(j, "rdma.0.driver"), "mlx5");
+		CHECK(cJSON_IsTrue(jget(j, "rdma.0.vf")));
+		CHECK_STR_EQ(jstr(j, "rdma.0.netnsMode"), "exclusive");
+		CHECK_STR_EQ(jstr(j, "rdma.0.linkLayer"), "Ethernet");
+		CHECK_STR_EQ(jstr(j, "rdma.0.transport"), "roce");
+		CHECK(!jhas(j, "rdma.0.lid")); /* InfiniBand only */
+		CHECK(!jhas(j, "rdma.0.portGUID"));
+		CHECK(!jhas(j, "rdma.0.reason"));
+
+		CHECK_STR_EQ(jstr(j, "rdma.1.linkLayer"), "InfiniBand");
+		CHECK_STR_EQ(jstr(j, "rdma.1.transport"), "ib");
+		CHECK_INT_EQ(jnum(j, "rdma.1.lid"), 17);
+		CHECK_STR_EQ(jstr(j, "rdma.1.portGUID"), "0002:c903:0031:7cc1");
+		CHECK_INT_EQ(jnum(j, "rdma.1.gidIndex"), 0); /* 0 is an index, not "none" */
+		CHECK(!jhas(j, "rdma.1.vf"));		     /* only when true */
+
+		CHECK_STR_EQ(jstr(j, "rdma.2.device"), "erdma_0");
+		CHECK(!jhas(j, "rdma.2.gidIndex"));
+		CHECK(!jhas(j, "rdma.2.gid"));
+		CHECK(!jhas(j, "rdma.2.driver"));
+		CHECK_STR_EQ(jstr(j, "rdma.2.transport"), "iwarp");
+
+		/* Unbound: interface, bound and reason, nothing else. */
+		CHECK_INT_EQ(jsize(j, "rdma.3"), 3);
+		CHECK_INT_EQ(jnum(j, "rdma.3.interface"), 3);
+		CHECK(cJSON_IsFalse(jget(j, "rdma.3.bound")));
+		CHECK_STR_EQ(jstr(j, "rdma.3.reason"), "no RDMA device serves \"eth9\"");
+
+		/* What we render, we parse back the same. */
+		CHECK_INT_EQ(hpn_result_parse(text, strlen(text), &back, &err), 0);
+		CHECK_INT_EQ(err.code, 0);
+		if (back) {
+			struct hpn_rdma_info unbound = { .interface = 3,
+							 .gid_index = -1,
+							 .reason =
+								 "no RDMA device serves \"eth9\"" };
+
+			CHECK_INT_EQ(back->n_rdma, 4);
+			for (size_t i = 0; i < 3; i++)
+				check_rdma_same(&back->rdma[i], &res->rdma[i]);
+			check_rdma_same(&back->rdma[3], &unbound);
+			hpn_result_free(back);
+		}
+		if (check_failed != failed_before)
+			fprintf(stderr, "\trendered %s: %s\n", ver, text ? text : "(null)");
+		cJSON_Delete(j);
+		free(text);
+	}
+
+	/* An unbound entry with no reason is just interface and bound. */
+	res->rdma[3].reason[0] = '\0';
+	{
+		char *text = hpn_result_render(res, "1.0.0");
+		cJSON *j = text ? cJSON_Parse(text) : NULL;
+
+		CHECK_INT_EQ(jsize(j, "rdma.3"), 2);
+		CHECK(!jhas(j, "rdma.3.reason"));
+		cJSON_Delete(j);
+		free(text);
+	}
+	hpn_result_free(res);
+
+	/* No entries, no list; null or [] parse to none. */
+	res = hpn_result_new();
+	if (res) {
+		char *text = hpn_result_render(res, "1.1.0");
+		cJSON *j = text ? cJSON_Parse(text) : NULL;
+
+		CHECK(j != NULL);
+		CHECK(!jhas(j, "rdma"));
+		cJSON_Delete(j);
+		free(text);
+		hpn_result_free(res);
+	}
+	res = parse_ok("{\"rdma\":null}", __LINE__);
+	if (res)
+		CHECK_INT_EQ(res->n_rdma, 0);
+	hpn_result_free(res);
+	res = parse_ok("{\"rdma\":[]}", __LINE__);
+	if (res)
+		CHECK_INT_EQ(res->n_rdma, 0);
+	hpn_result_free(res);
+
+	/* Parsed as given; unknown members are ignored, absent ones take their defaults. */
+	res = parse_ok("{\"interfaces\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
+		       "\"rdma\":[{\"interface\":1,\"bound\":true,\"device\":\"rxe0\","
+		       "\"port\":1,\"future\":{\"x\":1}}]}",
+		       __LINE__);
+	if (res) {
+		CHECK_INT_EQ(res->n_rdma, 1);
+		CHECK_INT_EQ(res->rdma[0].interface, 1);
+		CHECK(res->rdma[0].bound);
+		CHECK_STR_EQ(res->rdma[0].device, "rxe0");
+		CHECK_INT_EQ(res->rdma[0].gid_index, -1);
+		CHECK(!res->rdma[0].vf);
+		CHECK_STR_EQ(res->rdma[0].gid, "");
+		hpn_result_free(res);
+	}
+}
+
+/* One or two interfaces, for entries to point at. */
+#define ONE "\"interfaces\":[{\"name\":\"a\"}]"
+#define TWO "\"interfaces\":[{\"name\":\"a\"},{\"name\":\"b\"}]"
+
+static void test_rdma_parse_bad(void)
+{
+	char json[4096], name[80];
+	size_t off;
+
+	check_parse_bad("{\"rdma\":{}}", "result.rdma must be an array", __LINE__);
+	check_parse_bad("{\"rdma\":\"mlx5_0\"}", "result.rdma must be an array", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[5]}", "rdma[0]", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[[]]}", "rdma[0]", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":0},null]}", "rdma[1]", __LINE__);
+
+	/* interface: required, an index into interfaces. */
+	check_parse_bad("{" ONE ",\"rdma\":[{\"bound\":false}]}", "rdma[0].interface", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":null}]}", "rdma[0].interface", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":1}]}", "rdma[0].interface", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":-1}]}", "rdma[0].interface", __LINE__);
+	check_parse_bad("{\"rdma\":[{\"interface\":0}]}", "rdma[0].interface", __LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":\"0\"}]}", "rdma[0].interface",
+			__LINE__);
+	check_parse_bad("{" ONE ",\"rdma\":[{\"interface\":0.5}]}", "rdma[0].interface", __LINE__);
+
+	/* Types and ranges, each named with its entry. */
+	check_parse_bad("{" TWO
+			",\"rdma\":[{\"interface\":0},{\"interface\":1,\"bound\":\"true\"}]}",
+			"rdma[1].bound", __LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"bound\":1}]}", "rdma[0].bound",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"port\":\"1\"}]}", "rdma[0].port",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"port\":1.5}]}", "rdma[0].port",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"port\":256}]}", "rdma[0].port",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"gidIndex\":-2}]}",
+			"rdma[0].gidIndex", __LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"vf\":\"no\"}]}", "rdma[0].vf",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"lid\":65536}]}", "rdma[0].lid",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"device\":3}]}", "rdma[0].device",
+			__LINE__);
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"reason\":false}]}", "rdma[0].reason",
+			__LINE__);
+
+	/* Strings longer than their fields: an error, not a truncation. */
+	memset(name, 'm', 64);
+	name[64] = '\0';
+	snprintf(json, sizeof(json), "{" TWO ",\"rdma\":[{\"interface\":0,\"device\":\"%s\"}]}",
+		 name);
+	check_parse_bad(json, "rdma[0].device", __LINE__);
+	name[63] = '\0';
+	snprintf(json, sizeof(json), "{" TWO ",\"rdma\":[{\"interface\":0,\"device\":\"%s\"}]}",
+		 name);
+	{
+		struct hpn_result *res = parse_ok(json, __LINE__);
+
+		if (res)
+			CHECK_STR_EQ(res->rdma[0].device, name);
+		hpn_result_free(res);
+	}
+	check_parse_bad("{" TWO ",\"rdma\":[{\"interface\":0,\"driver\":\"mlx5_core_driver\"}]}",
+			"rdma[0].driver", __LINE__);
+	check_parse_bad("{" TWO
+			",\"rdma\":[{\"interface\":0,\"portGUID\":\"0002:c903:0031:7cc1:00\"}]}",
+			"rdma[0].portGUID", __LINE__);
+
+	/* At most HPN_MAX_RDMA entries. */
+	off = (size_t)snprintf(json, sizeof(json), "{" TWO ",\"rdma\":[");
+	for (int i = 0; i <= HPN_MAX_RDMA; i++)
+		off += (size_t)snprintf(json + off, sizeof(json) - off, "%s{\"interface\":%d}",
+					i ? "," : "", i % 2);
+	snprintf(json + off, sizeof(json) - off, "]}");
+	check_parse_bad(json, "result.rdma has more than 16", __LINE__);
+	/* Exactly HPN_MAX_RDMA is fine. */
+	off = (size_t)snprintf(json, sizeof(json), "{" TWO ",\"rdma\":[");
+	for (int i = 0; i < HPN_MAX_RDMA; i++)
+		off += (size_t)snprintf(json + off, sizeof(json) - off, "%s{\"interface\":%d}",
+					i ? "," : "", i % 2);
+	snprintf(json + off, sizeof(json) - off, "]}");
+	{
+		struct hpn_result *res = parse_ok(json, __LINE__);
+
+		if (res)
+			CHECK_INT_EQ(res->n_rdma, HPN_MAX_RDMA);
+		hpn_result_free(res);
+	}
+}
+
+/* RDMA entries follow their interface when results are joined, like IPs. */
+static void test_rdma_append(void)
+{
+	static const char prev_json[] =
+		"{\"cniVersion\":\"1.0.0\","
+		"\"interfaces\":[{\"name\":\"cali0\"},{\"name\":\"eth0\",\"sandbox\":\"/n\"},"
+		"{\"name\":\"hpn0\",\"sandbox\":\"/n\"}],"
+		"\"rdma\":[{\"interface\":2,\"bound\":true,\"device\":\"mlx5_0\",\"port\":1}]}";
+	static const char ours_json[] =
+		"{\"interfaces\":[{\"name\":\"hpn1\",\"sandbox\":\"/n\"}],"
+		"\"rdma\":[{\"interface\":0,\"bound\":true,\"device\":\"mlx5_1\",\"port\":1,"
+		"\"gidIndex\":3,\"vf\":true}]}";
+	struct hpn_result *prev = parse_ok(prev_json, __LINE__);
+	struct hpn_result *ours = parse_ok(ours_json, __LINE__);
+	struct hpn_result *res = hpn_result_new();
+	struct hpn_iface a = { .name = "eth0" }, b = { .name = "net1" };
+	char *text;
+	cJSON *j;
+
+	if (!prev || !ours || !res)
+		goto out;
+	/* Chaining (iface < 0): shifted past dst's interfaces; dst's own kept. */
+	CHECK_INT_EQ(hpn_result_append(prev, ours, -1), 0);
+	CHECK_INT_EQ(prev->n_ifaces, 4);
+	CHECK_INT_EQ(prev->n_rdma, 2);
+	CHECK_INT_EQ(prev->rdma[0].interface, 2);
+	CHECK_STR_EQ(prev->rdma[0].device, "mlx5_0");
+	CHECK_INT_EQ(prev->rdma[1].interface, 3);
+	CHECK_STR_EQ(prev->rdma[1].device, "mlx5_1");
+	CHECK_INT_EQ(prev->rdma[1].gid_index, 3);
+	CHECK(prev->rdma[1].vf);
+	CHECK_INT_EQ(ours->rdma[0].interface, 0); /* src is copied, not changed */
+	text = hpn_result_render(prev, "1.0.0");
+	j = text ? cJSON_Parse(text) : NULL;
+	CHECK_INT_EQ(jnum(j, "rdma.1.interface"), 3);
+	CHECK_STR_EQ(jstr(j, "interfaces.3.name"), "hpn1");
+	cJSON_Delete(j);
+	free(text);
+
+	/* iface >= 0: every entry is attributed to dst's interface iface. */
+	CHECK_INT_EQ(hpn_result_add_iface(res, &a), 0);
+	CHECK_INT_EQ(hpn_result_add_iface(res, &b), 1);
+	CHECK_INT_EQ(hpn_result_append(res, ours, 1), 0);
+	CHECK_INT_EQ(res->n_rdma, 1);
+	CHECK_INT_EQ(res->rdma[0].interface, 1);
+	CHECK_STR_EQ(res->rdma[0].device, "mlx5_1");
+	CHECK_INT_EQ(hpn_result_append(res, ours, 0), 0);
+	CHECK_INT_EQ(res->n_rdma, 2);
+	CHECK_INT_EQ(res->rdma[1].interface, 0);
+
+	/* More than HPN_MAX_RDMA in all: E2BIG, nothing appended. */
+	{
+		struct hpn_result *full = hpn_result_new();
+
+		if (full) {
+			CHECK_INT_EQ(hpn_result_add_iface(full, &a), 0);
+			full->n_rdma = HPN_MAX_RDMA;
+			CHECK_INT_EQ(hpn_result_append(full, ours, -1), -E2BIG);
+			CHECK_INT_EQ(full->n_rdma, HPN_MAX_RDMA);
+			CHECK_INT_EQ(full->n_ifaces, 1);
+		}
+		hpn_result_free(full);
+	}
+out:
+	hpn_result_free(prev);
+	hpn_result_free(ours);
+	hpn_result_free(res);
+}
+
 /* ---- error and VERSION objects ---- */
 
 static void test_err_render(void)
@@ -1070,6 +1444,9 @@ int main(void)
 	test_result_render();
 	test_result_append();
 	test_append_ipam();
+	test_result_rdma();
+	test_rdma_parse_bad();
+	test_rdma_append();
 	test_err_render();
 	test_version_render();
 	test_read_all();

@@ -294,6 +294,167 @@ static void test_selectors(void)
 		  "no device selected", __LINE__);
 }
 
+/* rdmaDevice selects the netdev behind an RDMA device: "name" or "name:port". */
+static void test_rdma_device(void)
+{
+	/* Each goes into a JSON string as is: "\\n" is an escaped newline. */
+	static const char *const bad[] = {
+		"",	      "mlx5 3",	   ":1",	 "mlx5_3:0",  "mlx5_3:x",
+		"mlx5_3:256", "mlx5_3:",   "mlx5_3:1:2", "mlx5_3:-1", "mlx5_3:+1",
+		"mlx5_3:01",  "mlx5_3: 1", "mlx5/3",	 "../mlx5_3", "mlx5_3\\n",
+		"mlx5_3:1 ",  ".",	   "..",	 "..:1",
+	};
+	struct hpn_conf conf;
+	struct hpn_err err;
+	char json[512], name[65];
+
+	CHECK_INT_EQ(parse("{" BASE ",\"rdmaDevice\":\"mlx5_3\"}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_RDMA);
+	CHECK_STR_EQ(conf.selector_value, "mlx5_3");
+	CHECK_INT_EQ(conf.rdma_port, 0);
+	hpn_conf_free(&conf);
+
+	/* A port of a multi-port device: the name alone is the selector value. */
+	CHECK_INT_EQ(parse("{" BASE ",\"rdmaDevice\":\"mlx5_3:1\"}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_RDMA);
+	CHECK_STR_EQ(conf.selector_value, "mlx5_3");
+	CHECK_INT_EQ(conf.rdma_port, 1);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE ",\"rdmaDevice\":\"mlx4_0:255\"}", HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_STR_EQ(conf.selector_value, "mlx4_0");
+	CHECK_INT_EQ(conf.rdma_port, 255);
+	hpn_conf_free(&conf);
+	/* Letters, digits, _ - . (udev's names are like rocep175s0f0). */
+	CHECK_INT_EQ(
+		parse("{" BASE ",\"rdmaDevice\":\"rocep175s0f0.RXE-1\"}", HPN_CMD_ADD, &conf, &err),
+		0);
+	CHECK_STR_EQ(conf.selector_value, "rocep175s0f0.RXE-1");
+	hpn_conf_free(&conf);
+
+	/* Rejected with code 7, naming rdmaDevice. */
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(bad); i++) {
+		snprintf(json, sizeof(json), "{" BASE ",\"rdmaDevice\":\"%s\"}", bad[i]);
+		check_bad(json, HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	}
+	check_bad("{" BASE ",\"rdmaDevice\":5}", HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	check_bad("{" BASE ",\"rdmaDevice\":[\"mlx5_3\"]}", HPN_E_INVALID_CONFIG, "rdmaDevice",
+		  __LINE__);
+
+	/* IB_DEVICE_NAME_MAX is 64 with the NUL: 63 bytes fit, 64 do not. */
+	memset(name, 'm', 64);
+	name[64] = '\0';
+	snprintf(json, sizeof(json), "{" BASE ",\"rdmaDevice\":\"%s\"}", name);
+	check_bad(json, HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	snprintf(json, sizeof(json), "{" BASE ",\"rdmaDevice\":\"%s:1\"}", name);
+	check_bad(json, HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	name[63] = '\0';
+	snprintf(json, sizeof(json), "{" BASE ",\"rdmaDevice\":\"%s:1\"}", name);
+	CHECK_INT_EQ(parse(json, HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_STR_EQ(conf.selector_value, name);
+	CHECK_INT_EQ(conf.rdma_port, 1);
+	hpn_conf_free(&conf);
+
+	/* One selector only: rdmaDevice with any other is 7, naming both. */
+	check_bad("{" BASE "," DEV ",\"rdmaDevice\":\"mlx5_3\"}", HPN_E_INVALID_CONFIG,
+		  "rdmaDevice and device", __LINE__);
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3\",\"pciBusID\":\"0000:af:00.1\"}",
+		  HPN_E_INVALID_CONFIG, "exactly one", __LINE__);
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3\","
+		  "\"runtimeConfig\":{\"deviceID\":\"0000:af:00.2\"}}",
+		  HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	check_ok("{" BASE ",\"rdmaDevice\":\"mlx5_3\",\"device\":null}", __LINE__);
+}
+
+/* rdmaRequired (default true) and rdmaNetns (auto, shared, exclusive). */
+static void test_rdma_options(void)
+{
+	static const struct {
+		const char *value;
+		enum hpn_rdma_netns mode;
+	} modes[] = {
+		{ "auto", HPN_RDMA_NETNS_AUTO },
+		{ "shared", HPN_RDMA_NETNS_SHARED },
+		{ "exclusive", HPN_RDMA_NETNS_EXCLUSIVE },
+	};
+	struct hpn_conf conf;
+	struct hpn_err err;
+	char json[256];
+
+	/* Defaults: RDMA required, whatever mode the node is in. */
+	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(conf.rdma_required);
+	CHECK_INT_EQ(conf.rdma_netns, HPN_RDMA_NETNS_AUTO);
+	CHECK_INT_EQ(conf.rdma_port, 0);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"rdmaRequired\":null,\"rdmaNetns\":null}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(conf.rdma_required);
+	CHECK_INT_EQ(conf.rdma_netns, HPN_RDMA_NETNS_AUTO);
+	hpn_conf_free(&conf);
+
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"rdmaRequired\":false}", HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(!conf.rdma_required);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"rdmaRequired\":true}", HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(conf.rdma_required);
+	hpn_conf_free(&conf);
+	check_bad("{" BASE "," DEV ",\"rdmaRequired\":\"yes\"}", HPN_E_INVALID_CONFIG,
+		  "rdmaRequired", __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaRequired\":1}", HPN_E_INVALID_CONFIG, "rdmaRequired",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaRequired\":\"false\"}", HPN_E_INVALID_CONFIG,
+		  "rdmaRequired", __LINE__);
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(modes); i++) {
+		snprintf(json, sizeof(json), "{" BASE "," DEV ",\"rdmaNetns\":\"%s\"}",
+			 modes[i].value);
+		CHECK_INT_EQ(parse(json, HPN_CMD_ADD, &conf, &err), 0);
+		CHECK_INT_EQ(conf.rdma_netns, modes[i].mode);
+		hpn_conf_free(&conf);
+	}
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"bogus\"}", HPN_E_INVALID_CONFIG, "rdmaNetns",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"bogus\"}", HPN_E_INVALID_CONFIG, "bogus",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"Exclusive\"}", HPN_E_INVALID_CONFIG,
+		  "rdmaNetns", __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"\"}", HPN_E_INVALID_CONFIG, "rdmaNetns",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":1}", HPN_E_INVALID_CONFIG, "rdmaNetns",
+		  __LINE__);
+
+	/* A required mode means an RDMA device is required too. */
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"exclusive\",\"rdmaRequired\":false}",
+		  HPN_E_INVALID_CONFIG, "rdmaRequired", __LINE__);
+	check_bad("{" BASE "," DEV ",\"rdmaNetns\":\"shared\",\"rdmaRequired\":false}",
+		  HPN_E_INVALID_CONFIG, "rdmaRequired", __LINE__);
+	check_ok("{" BASE "," DEV ",\"rdmaNetns\":\"auto\",\"rdmaRequired\":false}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"rdmaNetns\":\"exclusive\",\"rdmaRequired\":true}", __LINE__);
+
+	/* Selecting by RDMA device and not requiring one contradict each other. */
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3\",\"rdmaRequired\":false}",
+		  HPN_E_INVALID_CONFIG, "rdmaRequired", __LINE__);
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3\",\"rdmaRequired\":false,"
+		  "\"rdmaNetns\":\"auto\"}",
+		  HPN_E_INVALID_CONFIG, "rdmaDevice", __LINE__);
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3:1\",\"rdmaRequired\":false,"
+		  "\"rdmaNetns\":\"auto\"}",
+		  HPN_E_INVALID_CONFIG, "rdmaRequired", __LINE__);
+	CHECK_INT_EQ(parse("{" BASE ",\"rdmaDevice\":\"mlx5_3:2\",\"rdmaRequired\":true,"
+			   "\"rdmaNetns\":\"exclusive\"}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_STR_EQ(conf.selector_value, "mlx5_3");
+	CHECK_INT_EQ(conf.rdma_port, 2);
+	CHECK(conf.rdma_required);
+	CHECK_INT_EQ(conf.rdma_netns, HPN_RDMA_NETNS_EXCLUSIVE);
+	hpn_conf_free(&conf);
+}
+
 static void test_members(void)
 {
 	struct hpn_conf conf;
@@ -557,6 +718,8 @@ int main(void)
 	test_versions();
 	test_required();
 	test_selectors();
+	test_rdma_device();
+	test_rdma_options();
 	test_members();
 	test_ipam();
 	test_prev_result();

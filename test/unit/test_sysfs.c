@@ -72,6 +72,8 @@ static void test_fixture(void)
 	static const char *const pf1[] = { "ens1f1np1", "ens1f1npf1vf0", NULL };
 	static const char *const vf0[] = { "ens1f0v0", NULL };
 	static const char *const virtio[] = { "eth1", NULL };
+	static const char *const eni[] = { "eth2", NULL };
+	static const char *const cx3[] = { "ens2", "ens2d1", NULL };
 	static const char *const none[] = { NULL };
 	char path[PATH_MAX];
 	struct stat sb;
@@ -89,13 +91,16 @@ static void test_fixture(void)
 	check_netdevs(fixture, "0000:00:04.0", virtio, __LINE__); /* via virtio1/net */
 	check_netdevs(fixture, "0000:af:00.3", none, __LINE__);	  /* VF on vfio-pci */
 	check_netdevs(fixture, "0000:ae:00.0", none, __LINE__);	  /* a bridge */
+	check_netdevs(fixture, "0000:3b:00.0", cx3, __LINE__);	  /* two ports, one function */
+	check_netdevs(fixture, "0000:00:05.0", eni, __LINE__);	  /* via virtio2/net */
+	check_netdevs(fixture, "0000:00:06.0", none, __LINE__);	  /* eRDMA: RDMA only */
 
 	/* No such PCI function: -ENOENT, count untouched. */
 	{
 		char names[4][16];
 		size_t n = 99;
 
-		CHECK_INT_EQ(hpn_sysfs_pci_netdevs(fixture, "0000:3b:00.0", names, 4, &n), -ENOENT);
+		CHECK_INT_EQ(hpn_sysfs_pci_netdevs(fixture, "0000:3c:00.0", names, 4, &n), -ENOENT);
 		CHECK_INT_EQ(n, 99);
 		CHECK_INT_EQ(
 			hpn_sysfs_pci_netdevs("/nonexistent-sysfs", "0000:af:00.0", names, 4, &n),
@@ -122,6 +127,9 @@ static void test_fixture(void)
 	check_pci(fixture, "ens1f1npf1vf0", "0000:af:00.1", __LINE__);
 	check_pci(fixture, "ens1f0v0", "0000:af:00.2", __LINE__);
 	check_pci(fixture, "eth1", "0000:00:04.0", __LINE__); /* up from virtio1 */
+	check_pci(fixture, "eth2", "0000:00:05.0", __LINE__); /* the ENI, not its eRDMA */
+	check_pci(fixture, "ens2", "0000:3b:00.0", __LINE__);
+	check_pci(fixture, "ens2d1", "0000:3b:00.0", __LINE__);
 	/* Virtual devices have no device link; unknown names have nothing. */
 	check_pci(fixture, "veth0", NULL, __LINE__);
 	check_pci(fixture, "lo", NULL, __LINE__);
@@ -131,7 +139,8 @@ static void test_fixture(void)
 	/* Both directions agree for every PCI netdev in the tree. */
 	{
 		static const char *const netdevs[] = { "ens1f0np0", "ens1f1np1", "ens1f1npf1vf0",
-						       "ens1f0v0", "eth1" };
+						       "ens1f0v0",  "eth1",	 "eth2",
+						       "ens2",	    "ens2d1" };
 
 		for (size_t i = 0; i < HPN_ARRAY_SIZE(netdevs); i++) {
 			char pci[HPN_PCI_STR] = "", names[8][16];
