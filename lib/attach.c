@@ -952,6 +952,29 @@ out:
 	return r;
 }
 
+/* With rdmaRequired the node needs an RDMA subsystem, in the rdmaNetns mode if one is set. */
+static int status_rdma(const struct hpn_conf *conf, struct hpn_err *err)
+{
+	enum hpn_rdma_netns mode;
+	struct hpn_err rerr = { 0 };
+	int r;
+
+	if (!conf->rdma_required)
+		return 0;
+	r = hpn_rdma_netns_mode(&mode, &rerr);
+	if (r == -EPROTONOSUPPORT)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r,
+				   "the kernel has no RDMA subsystem (no RDMA netlink) and "
+				   "rdmaRequired is true");
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", rerr.msg);
+	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != mode)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
+				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
+				   hpn_rdma_netns_name(mode), hpn_rdma_netns_name(conf->rdma_netns));
+	return 0;
+}
+
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
 	struct hpn_store st = HPN_STORE_INIT;
@@ -975,7 +998,7 @@ int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hp
 	if (conf->has_ipam && hpn_ipam_find(conf->ipam_type, env->path, path) < 0)
 		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
 				   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
-	return 0;
+	return status_rdma(conf, err);
 }
 
 static bool still_valid(const struct hpn_conf *conf, const struct hpn_journal *j)

@@ -109,4 +109,18 @@ plain_netdev() {
 }
 scenario "rdmaRequired false: a plain netdev, the result says so" plain_netdev
 
+status_rdma() {
+	setup
+	if ip netns exec "$HOST_NS" rdma system show >/dev/null 2>&1; then
+		info "this kernel has RDMA netlink: STATUS would pass; checked in the vm tier"
+		return 0
+	fi
+	run_plugin STATUS "$(net_conf 1.1.0 'del(.rdmaRequired) | .device = "nic0"')"
+	expect_err 50 "STATUS with rdmaRequired on a kernel without RDMA"
+	jq_ok '.msg | test("no RDMA subsystem")' "STATUS names the missing RDMA subsystem"
+	run_plugin STATUS "$(net_conf 1.1.0 '.device = "nic0"')"
+	expect_ok "STATUS with rdmaRequired false"
+}
+scenario "STATUS: rdmaRequired needs an RDMA subsystem (50)" status_rdma
+
 t_done
