@@ -134,6 +134,7 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 	struct ibv_port_attr pa;
 	union ibv_gid want;
 	unsigned int ifindex;
+	size_t n_gids = 0;
 	int r = -EAGAIN;
 	ssize_t n;
 
@@ -208,13 +209,18 @@ static int probe_once(struct probe *p, struct hpn_err *err)
 	snprintf(p->b->transport, sizeof(p->b->transport), "roce");
 	ifindex = if_nametoindex(p->ifname);
 	addr_gid(&p->addr, &want);
-	gids = calloc((size_t)da.phys_port_cnt * (size_t)pa.gid_tbl_len + 1, sizeof(*gids));
+	/* The table call returns every port's entries: room for all of them. */
+	for (uint8_t i = 1; i <= da.phys_port_cnt; i++) {
+		struct ibv_port_attr pi;
+
+		n_gids += ibv_query_port(ctx, i, &pi) == 0 ? (size_t)pi.gid_tbl_len : 0;
+	}
+	gids = calloc(n_gids + 1, sizeof(*gids));
 	if (!gids) {
 		r = -ENOMEM;
 		goto out;
 	}
-	n = ibv_query_gid_table(ctx, gids, (size_t)da.phys_port_cnt * (size_t)pa.gid_tbl_len + 1,
-				0);
+	n = ibv_query_gid_table(ctx, gids, n_gids + 1, 0);
 	if (n < 0) {
 		r = hpn_err_set(err, HPN_E_RDMA, (int)-n, "read the GID table of \"%s\": %s",
 				p->device, strerror((int)-n));
