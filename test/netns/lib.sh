@@ -39,34 +39,10 @@ SCEN=0
 SCEN_NAME=
 LAST_RUN=
 
-# ---- reporting ---------------------------------------------------------------
+# ---- reporting: skip, fail, info, expect_*, jq_ok --------------------------
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
-
-# fail MESSAGE: print what failed, with the last plugin run for context.
-fail() {
-	{
-		echo "FAIL: ${SCEN_NAME:+[$SCEN_NAME] }$*"
-		if [[ -n ${LAST_RUN:-} ]]; then
-			echo "  last plugin run: $LAST_RUN"
-			echo "  exit status: $RC"
-			echo "  stdout: $OUT"
-			echo "  stderr: $ERR"
-		fi
-		if [[ -n ${LAST_RUN:-} && -n $T && -s $T/plugin.log ]]; then
-			echo "  plugin log (tail):"
-			tail -n 20 "$T/plugin.log" | sed 's/^/    /'
-		fi
-	} >&2
-	exit 1
-}
-
-info() {
-	echo "# $*"
-}
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 # ---- setup and teardown ------------------------------------------------------
 
@@ -229,77 +205,8 @@ mk_fake_pci() {
 # scenario globals; NAME=VALUE adds or overrides a variable, -NAME removes
 # one. Sets RC, OUT (stdout) and ERR (stderr). Never fails by itself.
 run_plugin() {
-	local cmd=$1 conf=$2 kv
-	shift 2
-	local -A env=(
-		[CNI_COMMAND]=$cmd
-		[CNI_CONTAINERID]=$CID
-		[CNI_NETNS]=$(ns_path "$POD_NS")
-		[CNI_IFNAME]=$IFNAME
-		[CNI_PATH]=$CNI_PATH_DIRS
-	)
-	for kv in "$@"; do
-		if [[ $kv == -* ]]; then
-			unset "env[${kv#-}]"
-		else
-			env[${kv%%=*}]=${kv#*=}
-		fi
-	done
-	local -a envv=("PATH=$PATH")
-	# Sanitizer settings survive env -i. LeakSanitizer cannot run under ptrace
-	# (strace), so leak checking is off for wrapped runs only.
-	local asan=${ASAN_OPTIONS:-}
-	((${#RUN_WRAP[@]})) && asan=${asan:+$asan:}detect_leaks=0
-	[[ -n $asan ]] && envv+=("ASAN_OPTIONS=$asan")
-	[[ -n ${UBSAN_OPTIONS:-} ]] && envv+=("UBSAN_OPTIONS=$UBSAN_OPTIONS")
-	for kv in "${!env[@]}"; do
-		envv+=("$kv=${env[$kv]}")
-	done
-	LAST_RUN="$cmd in $HOST_NS: $(printf '%s ' "$@")<<< $conf"
-	set +e
-	printf '%s' "$conf" |
-		ip netns exec "$HOST_NS" env -i "${envv[@]}" "${RUN_WRAP[@]}" \
-			"$HPN_PLUGIN" >"$T/out" 2>"$T/err"
-	RC=$?
-	set -e
-	OUT=$(cat "$T/out")
-	ERR=$(cat "$T/err")
-}
-
-# expect_ok WHAT: the last run succeeded.
-expect_ok() {
-	[[ $RC == 0 ]] || fail "$1: expected success, got exit $RC"
-}
-
-# expect_result WHAT: the last run succeeded and printed exactly one JSON
-# object (a CNI result) and nothing else.
-expect_result() {
-	expect_ok "$1"
-	jq -se 'length == 1 and (.[0] | type == "object")' <<<"$OUT" >/dev/null 2>&1 ||
-		fail "$1: stdout is not one JSON object"
-}
-
-# expect_err CODES WHAT: the last run failed with exit 1 and a CNI error JSON
-# on stdout whose code is one of CODES ("105" or "105|11"; "any": any code).
-expect_err() {
-	local codes=$1 what=$2 got
-	[[ $RC == 1 ]] || fail "$what: expected exit 1 with code $codes, got exit $RC"
-	jq -e 'type == "object" and (.code | type == "number") and
-		(.msg | type == "string" and length > 0) and
-		(.cniVersion | type == "string")' <<<"$OUT" >/dev/null 2>&1 ||
-		fail "$what: stdout is not a CNI error object"
-	[[ $codes == any ]] && return 0
-	got=$(jq -r .code <<<"$OUT")
-	[[ "|$codes|" == *"|$got|"* ]] || fail "$what: expected code $codes, got $got"
-}
-
-# jq_ok FILTER WHAT [JSON] [jq args...]: FILTER is true on JSON (default $OUT).
-jq_ok() {
-	local filter=$1 what=$2 json=${3-$OUT}
-	shift 2
-	(($# > 0)) && shift
-	jq -e "$@" "$filter" <<<"$json" >/dev/null 2>&1 ||
-		fail "$what: jq '$filter' is not true on: $json"
+	local -a RUN_IN=(ip netns exec "$HOST_NS")
+	run_cni "$1" "$2" "$(ns_path "$POD_NS")" "$CNI_PATH_DIRS" "${@:3}"
 }
 
 # ---- configs -----------------------------------------------------------------

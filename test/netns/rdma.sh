@@ -44,8 +44,7 @@ setup() {
 # refused_unchanged CODE WHAT PATTERN: the last ADD failed with CODE, its
 # message matches PATTERN, and host, pod and state are as before.
 refused_unchanged() {
-	expect_err "$1" "$2"
-	jq_ok '.msg | test($p)' "$2: message" "$OUT" --arg p "$3"
+	expect_err "$1" "$2" "$3"
 	snap_same "$HOST_NS" "$T/host.before" "$2: host"
 	pod_empty "$2: pod"
 	expect_no_state "$2"

@@ -1,0 +1,136 @@
+#!/bin/bash
+# run.sh SCENARIO.sh [ARGS...]: boot the vm tier's QEMU VM (Debian's 6.1
+# kernel with RDMA, from prepare.sh's cache) and run `bash SCENARIO.sh ARGS`
+# inside it; print its output and exit with its status (0 pass, 77 skip,
+# anything else fail).
+#
+# The guest sees this machine's root read-only at / (9p, under a tmpfs
+# overlay), so absolute paths -- the source and build trees, HPN_PLUGIN,
+# /usr/lib/cni -- are the same inside; the scenario runs as root with cwd =
+# its own directory. Its environment is HPN_*, PATH, LANG, LC_ALL and
+# ASAN/UBSAN/LSAN_OPTIONS as set here, plus HOME=/root and
+# HPN_VM_OUT=/hpn-vm-out, a writable share whose files stay on the host in
+# the run's results dir. Writes anywhere else land in the overlay and vanish
+# at poweroff; /run and /var/lib/cni start empty. Two virtio-net NICs (MACs
+# 52:54:00:12:34:50 and :51, PCI 0000:00:04.0 and 0000:00:05.0) sit on a QEMU
+# hub whose only other port drops every frame: nothing reaches this
+# machine's network. The guest console (kernel warnings and worse, the
+# scenario's output) is kept in the results dir as console.log.
+#
+# Environment: HPN_VM_CACHE (default /var/cache/hpn-rdma/vm), HPN_VM_TIMEOUT
+# (seconds, default 600; QEMU is killed and the run fails), HPN_VM_VERBOSE=1
+# (stream the guest console to stderr), HPN_VM_KEEP=1 (keep the results dir;
+# it is always kept on failure).
+set -euo pipefail
+
+cache=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
+limit=${HPN_VM_TIMEOUT:-600}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+(($# >= 1)) || { echo "usage: run.sh SCENARIO.sh [ARGS...]" >&2; exit 2; }
+scen=$1
+shift
+[[ -f $scen || ! -f $here/$scen ]] || scen=$here/$scen
+[[ -f $scen ]] || { echo "run.sh: no scenario $scen" >&2; exit 2; }
+scen=$(realpath "$scen")
+name=$(basename "$scen" .sh)
+
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "SKIP: qemu-system-x86_64 is not installed (Debian: qemu-system-x86)"; exit 77; }
+[[ -f $cache/stamp && -f $cache/initramfs.cpio.gz && -e $cache/vmlinuz ]] ||
+	{ echo "SKIP: no VM image in $cache (vm.prepare skipped; test/vm/prepare.sh $cache)"; exit 77; }
+kmods=$(realpath "$cache/kmods")
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/hpn-vm.XXXXXX")
+# QEMU takes commas in option values as separators, the kernel command line
+# splits on spaces.
+[[ $out$kmods != *[,\ ]* ]] || { echo "run.sh: FAIL: comma or space in $out or $kmods" >&2; exit 1; }
+
+# The command the guest init runs with bash inside the chroot (env -i).
+{
+	echo "# run.sh: the guest runs this inside the chroot"
+	for v in $(compgen -e); do
+		case $v in
+		HPN_* | PATH | LANG | LC_ALL | ASAN_OPTIONS | UBSAN_OPTIONS | LSAN_OPTIONS)
+			printf 'export %s=%q\n' "$v" "${!v}"
+			;;
+		esac
+	done
+	echo 'export HOME=/root HPN_VM_OUT=/hpn-vm-out'
+	# shellcheck disable=SC2016 # expanded in the guest
+	echo 'export PATH=${PATH:-/usr/local/bin:/usr/bin:/bin}:/usr/local/sbin:/usr/sbin:/sbin'
+	printf 'cd %q\n' "$(dirname "$scen")"
+	printf 'exec bash %q' "$scen"
+	(($# == 0)) || printf ' %q' "$@"
+	echo
+} >"$out/cmd"
+
+# shellcheck disable=SC2054 # the commas are QEMU's
+qemu=(
+	qemu-system-x86_64 -accel tcg -m 1536 -smp 2 -nographic -vga none -no-reboot
+	-kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz"
+	-append "console=ttyS0 panic=-1 loglevel=5 hpn_vm=1 hpn_vm_kmods=$kmods"
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
+	-virtfs "local,path=$out,mount_tag=hpnout,security_model=none"
+	# Fixed MACs and PCI slots: the guest's PCI addresses never change.
+	# romfile= (none): no iPXE boot ROM to load and run.
+	-netdev hubport,id=hp0,hubid=0
+	-device virtio-net-pci,netdev=hp0,mac=52:54:00:12:34:50,addr=04,romfile=
+	-netdev hubport,id=hp1,hubid=0
+	-device virtio-net-pci,netdev=hp1,mac=52:54:00:12:34:51,addr=05,romfile=
+	# A sink on the hub, like a wire: a port that always takes a frame. The
+	# hub accepts a NIC's frame only if another port can; with the other NIC
+	# down in the guest none could, so QEMU would hold the frame and never
+	# complete the transmit. The guest's skb, and the sending socket with it
+	# (say a gratuitous ARP from a pod), would then live on and keep the pod's
+	# netns -- and its NIC -- from ever being freed. The sink sends to a unix
+	# socket path nobody binds, so every frame is dropped; no network.
+	-netdev "dgram,id=sink,local.type=unix,local.path=$out/sink.sock,remote.type=unix,remote.path=$out/nowhere.sock"
+	-netdev hubport,id=hps,hubid=0,netdev=sink
+)
+
+# timeout(1) puts QEMU in its own process group, out of reach of whoever
+# kills this script (ctest on its own timeout): forward the signal.
+qpid=
+trap '[[ -n $qpid ]] && kill "$qpid" 2>/dev/null; exit 1' TERM INT HUP
+start=$SECONDS
+timeout -k 10 "$limit" "${qemu[@]}" </dev/null >"$out/console.log" 2>&1 &
+qpid=$!
+if [[ ${HPN_VM_VERBOSE:-} == 1 ]]; then
+	tail -n +1 -f --pid="$qpid" "$out/console.log" >&2 &
+fi
+qrc=0
+wait "$qpid" || qrc=$?
+qpid=
+secs=$((SECONDS - start))
+
+# The kernel's verdict first (a panic's first line scrolls out of the tail).
+console_tail() {
+	echo "--- guest console, full log: $out/console.log"
+	grep -a -m 5 -E 'Kernel panic|BUG:|Oops|hpn-vm: FATAL' "$out/console.log" | tr -d '\r' || true
+	echo "--- guest console (tail)"
+	tail -n 40 "$out/console.log" | tr -d '\r'
+}
+
+# The boot facts (NICs, PCI addresses, kernel), then the scenario's output.
+sed -n 's/\r$//; s/.*\(hpn-vm: \(nic\|running\)\)/\1/p' "$out/console.log"
+[[ -f $out/output ]] && cat "$out/output"
+if ((qrc == 124 || qrc == 137)); then
+	echo "run.sh: FAIL: $name: no result after ${limit}s (HPN_VM_TIMEOUT), QEMU killed"
+	console_tail
+	exit 1
+fi
+status=$(cat "$out/status" 2>/dev/null || true)
+if [[ ! $status =~ ^[0-9]+$ ]]; then
+	echo "run.sh: FAIL: $name: the guest wrote no exit status (QEMU exit $qrc:" \
+		"kernel panic, init failure or crash)"
+	console_tail
+	exit 1
+fi
+echo "run.sh: $name: exit $status after ${secs}s (boot and run)"
+if [[ $status != 0 && $status != 77 ]]; then
+	echo "run.sh: results kept in $out"
+elif [[ ${HPN_VM_KEEP:-} != 1 ]]; then
+	rm -rf "$out"
+fi
+exit "$status"
