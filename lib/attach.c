@@ -971,7 +971,8 @@ static int status_rdma(const struct hpn_conf *conf, struct hpn_err *err)
 	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != mode)
 		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
 				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
-				   hpn_rdma_netns_name(mode), hpn_rdma_netns_name(conf->rdma_netns));
+				   hpn_rdma_netns_name(mode),
+				   hpn_rdma_netns_name(conf->rdma_netns));
 	return 0;
 }
 
