@@ -593,6 +593,7 @@ static void rdma_info(const struct rdma_plan *p, const struct hpn_rdma_bind *b,
 	snprintf(ri->gid, sizeof(ri->gid), "%s", b->gid);
 	snprintf(ri->driver, sizeof(ri->driver), "%s", hpn_rdma_kind_name(p->dev.kind));
 	ri->vf = p->dev.vf;
+	snprintf(ri->pci, sizeof(ri->pci), "%s", p->dev.pci);
 	snprintf(ri->netns_mode, sizeof(ri->netns_mode), "%s", hpn_rdma_netns_name(p->mode));
 	snprintf(ri->link_layer, sizeof(ri->link_layer), "%s", b->link_layer);
 	snprintf(ri->transport, sizeof(ri->transport), "%s", b->transport);

@@ -491,6 +491,7 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 		{ "linkLayer", ri->link_layer, sizeof(ri->link_layer) },
 		{ "transport", ri->transport, sizeof(ri->transport) },
 		{ "portGUID", ri->port_guid, sizeof(ri->port_guid) },
+		{ "pciID", ri->pci, sizeof(ri->pci) },
 		{ "reason", ri->reason, sizeof(ri->reason) },
 	};
 	char what[32];
@@ -727,6 +728,7 @@ static cJSON *render_rdma(const struct hpn_rdma_info *ri)
 		cJSON_AddNumberToObject(o, "gidIndex", ri->gid_index);
 	add_nonempty(o, "gid", ri->gid);
 	add_nonempty(o, "driver", ri->driver);
+	add_nonempty(o, "pciID", ri->pci);
 	if (ri->vf)
 		cJSON_AddBoolToObject(o, "vf", true);
 	add_nonempty(o, "netnsMode", ri->netns_mode);

@@ -118,6 +118,7 @@ struct hpn_rdma_info {
 	char link_layer[16]; /* "Ethernet" or "InfiniBand" */
 	char transport[8];   /* "roce", "iwarp", "ib" */
 	bool vf;	     /* an SR-IOV VF */
+	char pci[16];	     /* the RDMA device's PCI function (eRDMA: not the NIC's) */
 	int lid;	     /* InfiniBand only */
 	char port_guid[20];  /* InfiniBand only */
 	char reason[256];    /* why nothing is bound */

@@ -883,6 +883,7 @@ static struct hpn_result *rdma_result(void)
 		.link_layer = "Ethernet",
 		.transport = "roce",
 		.vf = true,
+		.pci = "0000:af:00.2",
 	};
 	res->rdma[1] = (struct hpn_rdma_info){
 		.interface = 1,
@@ -938,6 +939,7 @@ static void check_rdma_same(const struct hpn_rdma_info *a, const struct hpn_rdma
 	CHECK_STR_EQ(a->link_layer, b->link_layer);
 	CHECK_STR_EQ(a->transport, b->transport);
 	CHECK_INT_EQ(a->vf, b->vf);
+	CHECK_STR_EQ(a->pci, b->pci);
 	CHECK_INT_EQ(a->lid, b->lid);
 	CHECK_STR_EQ(a->port_guid, b->port_guid);
 	CHECK_STR_EQ(a->reason, b->reason);
@@ -971,6 +973,8 @@ static void test_result_rdma(void)
 		CHECK_STR_EQ(jstr(j, "rdma.0.gid"), "::ffff:10.0.0.2");
 		CHECK_STR_EQ(jstr(j, "rdma.0.driver"), "mlx5");
 		CHECK(cJSON_IsTrue(jget(j, "rdma.0.vf")));
+		CHECK_STR_EQ(jstr(j, "rdma.0.pciID"), "0000:af:00.2");
+		CHECK(!jhas(j, "rdma.1.pciID")); /* only when known */
 		CHECK_STR_EQ(jstr(j, "rdma.0.netnsMode"), "exclusive");
 		CHECK_STR_EQ(jstr(j, "rdma.0.linkLayer"), "Ethernet");
 		CHECK_STR_EQ(jstr(j, "rdma.0.transport"), "roce");
