@@ -90,6 +90,10 @@ static void full_journal(struct hpn_journal *j)
 	j->host.up = true;
 	strcpy(j->pci, "0000:af:00.0");
 	j->pod_ifindex = 3;
+	strcpy(j->rdma.name, "rxe0");
+	strcpy(j->rdma.netdev, "ens1f0np0");
+	strcpy(j->rdma.soft_type, "rxe");
+	j->rdma.moved = true;
 	j->result = strdup(result_json);
 }
 
@@ -200,6 +204,10 @@ static void test_journal_roundtrip(void)
 	CHECK_STR_EQ(got.host.kind, "");
 	CHECK_STR_EQ(got.pci, "0000:af:00.0");
 	CHECK_INT_EQ(got.pod_ifindex, 3);
+	CHECK_STR_EQ(got.rdma.name, "rxe0");
+	CHECK_STR_EQ(got.rdma.netdev, "ens1f0np0");
+	CHECK_STR_EQ(got.rdma.soft_type, "rxe");
+	CHECK(got.rdma.moved);
 	CHECK_STR_EQ(got.result, result_json);
 	hpn_journal_free(&got);
 	CHECK(got.container_id == NULL); /* freed and cleared */
@@ -226,6 +234,9 @@ static void test_journal_roundtrip(void)
 	CHECK_STR_EQ(got.host.kind, "veth");
 	CHECK_STR_EQ(got.pci, "");
 	CHECK_INT_EQ(got.pod_ifindex, 0);
+	CHECK_STR_EQ(got.rdma.name, ""); /* no RDMA device */
+	CHECK_STR_EQ(got.rdma.soft_type, "");
+	CHECK(!got.rdma.moved);
 	CHECK(got.result == NULL);
 	hpn_journal_free(&got);
 
@@ -311,6 +322,20 @@ static void test_journal_corrupt(void)
 	CHECK(n > 100);
 
 	check_corrupt(&st, dir, key, "", __LINE__);
+	/* The RDMA part: an object with string name and netdev that fit. */
+#define J_BASE                                                                                     \
+	"{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"podIfName\":\"hpn0\","        \
+	"\"host\":{\"name\":\"ens1\"},"
+	check_corrupt(&st, dir, key, J_BASE "\"rdma\":[]}", __LINE__);
+	check_corrupt(&st, dir, key, J_BASE "\"rdma\":{\"netdev\":\"ens1\"}}", __LINE__);
+	check_corrupt(&st, dir, key, J_BASE "\"rdma\":{\"name\":\"rxe0\"}}", __LINE__);
+	check_corrupt(&st, dir, key,
+		      J_BASE "\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"0123456789abcdef\"}}",
+		      __LINE__);
+	check_corrupt(&st, dir, key,
+		      J_BASE "\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"e\",\"softType\":7}}",
+		      __LINE__);
+#undef J_BASE
 	check_corrupt(&st, dir, key, "not json", __LINE__);
 	check_corrupt(&st, dir, key, "[]", __LINE__);
 	check_corrupt(&st, dir, key, "{}", __LINE__);
