@@ -608,7 +608,7 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 {
 	struct hpn_rdma_bind bind = { 0 };
 	struct hpn_result *ipam = NULL, *own = NULL;
-	struct hpn_link pl;
+	struct hpn_link pl = { 0 };
 	char mac[HPN_MAC_STR];
 	struct hpn_iface ifc;
 	int r;

@@ -96,6 +96,7 @@ int hpn_args_parse(struct hpn_env *env, const char *s, struct hpn_err *err)
 	copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): copy is _cleanup_free_, unseen by the analyzer */
 	for (tok = strtok_r(copy, ";", &save); tok; tok = strtok_r(NULL, ";", &save)) {
 		char *eq = strchr(tok, '=');
 

@@ -169,8 +169,9 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 				err, HPN_E_INVALID_CONFIG, EINVAL,
 				"hwaddr \"%.64s\" is not a MAC address like 02:00:00:00:00:01",
 				conf->selector_value);
+		/* Parsed, so exactly 17 bytes: the canonical form fits in place. */
 		hpn_mac_format(mac, macs);
-		strcpy(conf->selector_value, macs);
+		memcpy(conf->selector_value, macs, sizeof(macs));
 		return 0;
 	case HPN_SEL_PCI:
 	case HPN_SEL_DEVICE_ID:

@@ -7,11 +7,11 @@
 
 int hpn_err_set(struct hpn_err *err, int code, int errno_val, const char *fmt, ...)
 {
-	va_list ap;
-
 	if (errno_val < 0)
 		errno_val = -errno_val;
 	if (err && err->code == 0) {
+		va_list ap;
+
 		err->code = code;
 		va_start(ap, fmt);
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);

@@ -211,6 +211,7 @@ int hpn_ipam_exec(const struct hpn_conf *conf, const struct hpn_env *env, const 
 	outp[0] = -1;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
+			/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): out is _cleanup_free_ */
 			r = -errno;
 			goto fail;
 		}
@@ -253,8 +254,10 @@ int hpn_ipam_add(const struct hpn_conf *conf, const struct hpn_env *env, struct 
 int hpn_ipam_run(const struct hpn_conf *conf, const struct hpn_env *env, const char *command,
 		 struct hpn_err *err)
 {
-	_cleanup_free_ char *out = NULL;
+	char *out = NULL;
 	size_t len;
+	int r = hpn_ipam_exec(conf, env, command, &out, &len, err);
 
-	return hpn_ipam_exec(conf, env, command, &out, &len, err);
+	free(out);
+	return r;
 }

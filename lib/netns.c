@@ -37,6 +37,7 @@ int hpn_netns_open(const char *path, int *ret_fd, struct hpn_err *err)
 	if (type >= 0 && type != CLONE_NEWNET)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
 				   "CNI_NETNS \"%s\" is not a network namespace", path);
+	/* cppcheck-suppress unreadVariable ; TAKE_FD clears fd for its cleanup handler */
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }

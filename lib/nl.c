@@ -160,6 +160,7 @@ int hpn_nl_talk(struct nl_sock *sk, struct nl_msg *msg, hpn_nl_cb cb, void *arg,
 	t.seq = nlmsg_hdr(msg)->nlmsg_seq;
 	while (!t.done) {
 		r = nl_recvmsgs(sk, ncb);
+		/* cppcheck-suppress knownConditionTrueFalse ; the callbacks set t.done */
 		if (r < 0 && !t.done) {
 			if (r == -NLE_INTR || r == -NLE_AGAIN)
 				continue;

@@ -390,13 +390,14 @@ static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
 	char path[PATH_MAX], nd[HPN_IFNAMSIZ + 2];
 	struct dirent *pe, *ge;
 	uint32_t found = 0;
-	DIR *pd, *gd;
+	DIR *pd;
 
 	if (hpn_snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root, dev) < 0 ||
 	    !(pd = opendir(path)))
 		return 0;
 	while (!found && (pe = readdir(pd))) {
 		unsigned long port = strtoul(pe->d_name, NULL, 10);
+		DIR *gd;
 
 		if (!port ||
 		    hpn_snprintf(path, sizeof(path),
@@ -460,7 +461,7 @@ static unsigned int port_count(const char *root, const char *dev)
 static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifname,
 			     const uint8_t *mac)
 {
-	char a[PATH_MAX], b[PATH_MAX], guid[32], want[20], dev_port[16];
+	char a[PATH_MAX], b[PATH_MAX], guid[32], dev_port[16];
 	unsigned int n;
 	uint32_t port = gid_port(root, dev, ifname);
 	bool match = false;
@@ -476,6 +477,8 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 		match = !strcmp(a, b);
 	if (!match && mac &&
 	    read_attr(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) == 0) {
+		char want[20];
+
 		mac_guid(mac, want);
 		match = !strcasecmp(guid, want);
 	}

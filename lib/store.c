@@ -70,7 +70,7 @@ void hpn_store_close(struct hpn_store *st)
 
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err)
 {
-	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	struct timespec nap = { 0, 5L * 1000 * 1000 };
 	int waited = 0;
 
 	st->lock_fd = openat(st->root_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -254,9 +254,10 @@ static int link_from_json(const cJSON *o, struct hpn_link *l)
 	json_str(o, "kind", l->kind, sizeof(l->kind));
 	alt = cJSON_GetObjectItemCaseSensitive(o, "altnames");
 	cJSON_ArrayForEach (v, alt) {
-		if (cJSON_IsString(v) && l->n_altnames < HPN_MAX_ALTNAMES &&
-		    strlen(v->valuestring) < HPN_ALTNAMSIZ)
-			strcpy(l->altnames[l->n_altnames++], v->valuestring);
+		size_t n = cJSON_IsString(v) ? strlen(v->valuestring) : HPN_ALTNAMSIZ;
+
+		if (l->n_altnames < HPN_MAX_ALTNAMES && n < HPN_ALTNAMSIZ)
+			memcpy(l->altnames[l->n_altnames++], v->valuestring, n + 1);
 	}
 	return 0;
 }

@@ -75,7 +75,7 @@ int hpn_mac_parse(const char *s, uint8_t mac[HPN_MAC_LEN])
 
 	if (!s || strlen(s) != 17)
 		return -EINVAL;
-	for (int i = 0; i < HPN_MAC_LEN; i++) {
+	for (size_t i = 0; i < HPN_MAC_LEN; i++) {
 		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
 
 		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
@@ -157,7 +157,6 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 	/* Room for max bytes, one more to notice an overflow, and the NUL. */
 	size_t cap = max + 2 < 4096 ? max + 2 : 4096, len = 0;
 	char *buf = malloc(cap), *nb;
-	ssize_t n;
 
 	if (!buf)
 		return -ENOMEM;
@@ -171,7 +170,8 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 			}
 			buf = nb;
 		}
-		n = read(fd, buf + len, cap - len - 1);
+		ssize_t n = read(fd, buf + len, cap - len - 1);
+
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {

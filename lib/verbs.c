@@ -287,13 +287,14 @@ static int cm_confirm(struct probe *p, struct hpn_err *err)
 	return r;
 }
 
-static void child(int wfd, int netns_fd, struct probe *p, int timeout_ms)
+static void child(int wfd, int netns_fd, const struct probe *given, int timeout_ms)
 {
 	struct reply rep = { 0 };
+	struct probe q = *given, *p = &q;
 	long long deadline = now_ms() + timeout_ms;
 	ssize_t w;
 
-	p->b = &rep.bind;
+	q.b = &rep.bind;
 	rep.r = enter_pod(netns_fd, &rep.err);
 	while (rep.r == 0) {
 		struct hpn_err e = { 0 };

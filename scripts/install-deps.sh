@@ -4,8 +4,8 @@
 set -euo pipefail
 
 packages=(
-	# build
-	build-essential cmake pkg-config clang-format
+	# build, and the static checks of scripts/lint.sh
+	build-essential cmake pkg-config clang-format clang-tidy cppcheck
 	libnl-3-dev libnl-route-3-dev libibverbs-dev librdmacm-dev libcjson-dev
 	# netns tier and the demo: namespaces, veth, JSON checks, fault injection
 	iproute2 jq strace util-linux tcpdump

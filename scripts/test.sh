@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: a -Werror build checked by clang-format, every ctest
+# The whole test suite: static checks (scripts/lint.sh: clang-format, cppcheck,
+# clang-tidy), a -Werror build, every ctest
 # tier, then the same tests again under AddressSanitizer + UBSan. Run as root
 # (the netns tier skips, saying why, without root). Extra arguments go to ctest
 # (e.g. -L unit).
@@ -8,8 +9,7 @@ cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
 
-echo "== clang-format check"
-git ls-files -- 'lib/*.[ch]' 'plugin/*.[ch]' 'test/*.[ch]' | xargs clang-format --dry-run -Werror
+scripts/lint.sh
 
 echo "== ASan+UBSan build and tests"
 cmake -S . -B build-asan -DHPN_WERROR=ON -DHPN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
