@@ -176,6 +176,13 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	if (!text)
 		return -ENOMEM;
 	len = strlen(text);
+	/* What cannot be read back cannot be undone: refuse it before writing. */
+	if (len > JOURNAL_MAX) {
+		free(text);
+		return hpn_err_set(err, HPN_E_IO, EFBIG,
+				   "state %s would be %zu bytes, over the %u-byte limit", key, len,
+				   JOURNAL_MAX);
+	}
 
 	snprintf(tmp, sizeof(tmp), ".tmp.%s.%d", key, (int)getpid());
 	fd = openat(st->net_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -18,6 +18,13 @@ cmake --build build-asan -j"$jobs"
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --output-on-failure -j1 "$@")
 
+echo "== fuzz tier (clang, libFuzzer, ${HPN_FUZZ_SECONDS:-60} s per target)"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHPN_FUZZ=ON -DHPN_WERROR=ON \
+	-DCMAKE_BUILD_TYPE=Debug -DHPN_FUZZ_SECONDS="${HPN_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build build-fuzz -j"$jobs"
+(cd build-fuzz && ctest -L fuzz --output-on-failure -j"$jobs")
+grep -H 'stat::number_of_executed_units' build-fuzz/test/fuzz/*/fuzz.log
+
 echo "== release build and tests"
 cmake -S . -B build -DHPN_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"

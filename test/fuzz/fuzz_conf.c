@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * hpn_conf_parse: the network configuration on stdin, for every command (the
+ * first input byte picks it: A D C V S G, or any other byte modulo 6). Every
+ * field is reached: selectors (rdmaDevice, runtimeConfig.deviceID...),
+ * rdmaRequired, rdmaNetns, prevResult, dns, args, runtimeConfig and GC's
+ * cni.dev/valid-attachments. On success the promises of struct hpn_conf are
+ * checked and prevResult is rendered in every version and parsed back.
+ */
+#include <string.h>
+
+#include "cni.h"
+#include "conf.h"
+#include "fuzz.h"
+#include "roundtrip.h"
+#include "util.h"
+
+static enum hpn_cmd pick_cmd(uint8_t c)
+{
+	static const enum hpn_cmd cmds[] = { HPN_CMD_ADD,     HPN_CMD_DEL,    HPN_CMD_CHECK,
+					     HPN_CMD_VERSION, HPN_CMD_STATUS, HPN_CMD_GC };
+
+	switch (c) {
+	case 'A':
+		return HPN_CMD_ADD;
+	case 'D':
+		return HPN_CMD_DEL;
+	case 'C':
+		return HPN_CMD_CHECK;
+	case 'V':
+		return HPN_CMD_VERSION;
+	case 'S':
+		return HPN_CMD_STATUS;
+	case 'G':
+		return HPN_CMD_GC;
+	}
+	return cmds[c % HPN_ARRAY_SIZE(cmds)];
+}
+
+/* stateDir, sysfsRoot, logFile: absolute, no ".." component. */
+static bool abs_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	return p[0] == '/' && !strstr(p, "/../") && !(n >= 3 && !strcmp(p + n - 3, "/.."));
+}
+
+/* What "validated and typed" promises the rest of the plugin. */
+static void check_conf(const struct hpn_conf *c, enum hpn_cmd cmd)
+{
+	char pci[HPN_PCI_STR];
+	uint8_t mac[HPN_MAC_LEN];
+
+	if (cmd == HPN_CMD_VERSION) {
+		FUZZ_ASSERT(!c->cni_version || hpn_version_supported(c->cni_version));
+		return;
+	}
+	FUZZ_ASSERT(hpn_version_supported(c->cni_version));
+	if (cmd == HPN_CMD_STATUS || cmd == HPN_CMD_GC)
+		FUZZ_ASSERT(hpn_version_cmp(c->cni_version, "1.1.0") >= 0);
+	if (cmd == HPN_CMD_CHECK)
+		FUZZ_ASSERT(hpn_version_cmp(c->cni_version, "0.4.0") >= 0);
+	/* The network name becomes a directory under stateDir. */
+	FUZZ_ASSERT(c->name && hpn_valid_path_component(c->name) && c->name[0] != '.');
+	FUZZ_ASSERT(c->type);
+	FUZZ_ASSERT(!c->if_name || hpn_valid_ifname(c->if_name));
+	FUZZ_ASSERT(c->selector != HPN_SEL_NONE && c->selector_value);
+	switch (c->selector) {
+	case HPN_SEL_NONE:
+		break;
+	case HPN_SEL_DEVICE:
+		FUZZ_ASSERT(hpn_valid_ifname(c->selector_value));
+		break;
+	case HPN_SEL_HWADDR:
+		FUZZ_ASSERT(hpn_mac_parse(c->selector_value, mac) == 0 && !hpn_mac_is_zero(mac));
+		break;
+	case HPN_SEL_PCI:
+	case HPN_SEL_DEVICE_ID:
+		/* Normalised: normalising again changes nothing. */
+		FUZZ_ASSERT(hpn_pci_normalise(c->selector_value, pci) == 0 &&
+			    !strcmp(pci, c->selector_value));
+		break;
+	case HPN_SEL_RDMA:
+		/* A path component under class/infiniband, the port split off. */
+		FUZZ_ASSERT(hpn_valid_path_component(c->selector_value) &&
+			    strlen(c->selector_value) < HPN_IBDEV_MAX);
+		FUZZ_ASSERT(c->rdma_port <= 255);
+		FUZZ_ASSERT(c->rdma_required);
+		break;
+	}
+	if (c->selector != HPN_SEL_RDMA)
+		FUZZ_ASSERT(c->rdma_port == 0);
+	FUZZ_ASSERT(c->rdma_netns == HPN_RDMA_NETNS_AUTO || c->rdma_required);
+	FUZZ_ASSERT(c->mtu == 0 || (c->mtu >= 68 && c->mtu <= 65535));
+	FUZZ_ASSERT(c->state_dir && abs_path_ok(c->state_dir));
+	FUZZ_ASSERT(c->sysfs_root && abs_path_ok(c->sysfs_root));
+	FUZZ_ASSERT(!c->log_file || abs_path_ok(c->log_file));
+	FUZZ_ASSERT(c->log_level <= HPN_LOG_DEBUG);
+	FUZZ_ASSERT(!c->has_ipam || (c->ipam_type && hpn_valid_plugin_name(c->ipam_type)));
+	FUZZ_ASSERT(c->n_valid == 0 || cmd == HPN_CMD_GC);
+	for (size_t i = 0; i < c->n_valid; i++)
+		FUZZ_ASSERT(c->valid[i].container_id && c->valid[i].ifname);
+	FUZZ_ASSERT(c->dns.n_nameservers <= HPN_MAX_DNS && c->dns.n_search <= HPN_MAX_DNS &&
+		    c->dns.n_options <= HPN_MAX_DNS);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct hpn_conf conf;
+	struct hpn_err err = { 0 };
+	enum hpn_cmd cmd;
+	int r;
+
+	if (size < 1)
+		return 0;
+	cmd = pick_cmd(data[0]);
+	r = hpn_conf_parse((const char *)data + 1, size - 1, cmd, &conf, &err);
+	fuzz_err_matches(r, &err);
+	if (r == 0) {
+		check_conf(&conf, cmd);
+		if (conf.prev_result)
+			fuzz_result_roundtrip(conf.prev_result);
+	}
+	hpn_conf_free(&conf);
+	return 0;
+}
