@@ -214,7 +214,18 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 		struct hpn_err nerr = { 0 };
 
 		r = hpn_netns_open(j->netns, &pod_fd, &nerr);
-		if (r == 0 && hpn_netns_is_current(pod_fd) != 1) {
+		/* Gone (no file, or no longer a netns mount) is fine; unreadable is not. */
+		if (r < 0 && r != -ENOENT && r != -EINVAL) {
+			*err = nerr;
+			return r;
+		}
+		if (r == 0 && (r = hpn_netns_is_current(pod_fd)) < 0) {
+			close(pod_fd);
+			return hpn_err_set(err, HPN_E_NETNS, r,
+					   "compare netns \"%s\" with ours: %s", j->netns,
+					   strerror(-r));
+		}
+		if (pod_fd >= 0 && r == 0) {
 			_cleanup_nl_sock_ struct nl_sock *pod = NULL;
 
 			/* Reverse order of ADD: the RDMA device left after the netdev. */
@@ -295,9 +306,14 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 
 		if (has_altname(&l, orig->altnames[i]))
 			continue;
-		/* Best effort: another device may have taken the name meanwhile. */
-		if (hpn_link_altname(ns->host, &l, orig->altnames[i], true, &aerr) < 0)
+		/* Another device may have taken the name meanwhile; anything else fails. */
+		r = hpn_link_altname(ns->host, &l, orig->altnames[i], true, &aerr);
+		if (r == -EEXIST)
 			hpn_warn("%s", aerr.msg);
+		else if (r < 0) {
+			*err = aerr;
+			return r;
+		}
 	}
 	if (l.up != orig->up)
 		return hpn_link_set(ns->host, &l, NULL, 0, orig->up, err);
@@ -601,10 +617,33 @@ static void rdma_info(const struct rdma_plan *p, const struct hpn_rdma_bind *b,
 	snprintf(ri->port_guid, sizeof(ri->port_guid), "%s", b->port_guid);
 }
 
+/* prevResult (if chained) with this attachment's interface, IPs and routes appended. */
+static int build_result(const struct hpn_conf *conf, const struct hpn_result *own,
+			struct hpn_result **ret)
+{
+	struct hpn_result *res = hpn_result_new();
+	int r = 0;
+
+	if (!res)
+		return -ENOMEM;
+	if (conf->prev_result)
+		r = hpn_result_append(res, conf->prev_result, -1);
+	if (r >= 0 && hpn_dns_empty(&res->dns))
+		r = hpn_dns_copy(&res->dns, &conf->dns);
+	if (r >= 0)
+		r = hpn_result_append(res, own, -1);
+	if (r < 0) {
+		hpn_result_free(res);
+		return r;
+	}
+	*ret = res;
+	return 0;
+}
+
 /* The steps of ADD after selection; on error the caller undoes from the journal. */
 static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_link *dev, const struct rdma_plan *plan,
-		     struct hpn_result **ret_own, struct hpn_err *err)
+		     struct hpn_result **ret, struct hpn_err *err)
 {
 	struct hpn_rdma_bind bind = { 0 };
 	struct hpn_result *ipam = NULL, *own = NULL;
@@ -688,6 +727,21 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		r = hpn_result_append(own, ipam, 0);
 	if (r < 0)
 		goto out;
+	/* The full result must fit before the attachment is declared done. */
+	r = build_result(conf, own, ret);
+	if (r == -E2BIG) {
+		const struct hpn_result *p = conf->prev_result;
+		size_t n_if = own->n_ifaces + (p ? p->n_ifaces : 0);
+		size_t n_ip = own->n_ips + (p ? p->n_ips : 0);
+		size_t n_rt = own->n_routes + (p ? p->n_routes : 0);
+
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				"prevResult plus this attachment is too large: %zu interfaces, %zu "
+				"ips, %zu routes (at most %d, %d, %d)",
+				n_if, n_ip, n_rt, HPN_MAX_IFACES, HPN_MAX_IPS, HPN_MAX_ROUTES);
+	}
+	if (r < 0)
+		goto out;
 	a->j.pod_ifindex = pl.ifindex;
 	a->j.result = hpn_result_render(own, HPN_CNI_VERSION_LATEST);
 	if (!a->j.result) {
@@ -697,41 +751,19 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	r = journal_step(a, HPN_PHASE_ATTACHED, err);
 	if (r == 0)
 		r = fault("done", err);
-	if (r == 0)
-		*ret_own = TAKE_PTR(own);
 out:
+	if (r < 0) {
+		hpn_result_free(*ret);
+		*ret = NULL;
+	}
 	hpn_result_free(ipam);
 	hpn_result_free(own);
 	return r;
 }
 
-/* prevResult (if chained) with this attachment's interface, IPs and routes appended. */
-static int build_result(const struct hpn_conf *conf, const struct hpn_result *own,
-			struct hpn_result **ret)
-{
-	struct hpn_result *res = hpn_result_new();
-	int r = 0;
-
-	if (!res)
-		return -ENOMEM;
-	if (conf->prev_result)
-		r = hpn_result_append(res, conf->prev_result, -1);
-	if (r >= 0 && hpn_dns_empty(&res->dns))
-		r = hpn_dns_copy(&res->dns, &conf->dns);
-	if (r >= 0)
-		r = hpn_result_append(res, own, -1);
-	if (r < 0) {
-		hpn_result_free(res);
-		return r;
-	}
-	*ret = res;
-	return 0;
-}
-
 int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
 	    struct hpn_err *err)
 {
-	struct hpn_result *own = NULL;
 	struct attach a;
 	struct hpn_link dev, clash;
 	struct rdma_plan plan = { 0 };
@@ -744,9 +776,15 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
 	if (r < 0)
 		goto out;
-	if (hpn_netns_is_current(a.ns.pod_fd) == 1) {
-		r = hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
-				"CNI_NETNS \"%s\" is the host's own network namespace", env->netns);
+	r = hpn_netns_is_current(a.ns.pod_fd);
+	if (r != 0) {
+		/* Fail closed: acting on the host's own netns would rename its NIC. */
+		r = r < 0 ? hpn_err_set(err, HPN_E_NETNS, r,
+					"compare CNI_NETNS \"%s\" with ours: %s", env->netns,
+					strerror(-r))
+			  : hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+					"CNI_NETNS \"%s\" is the host's own network namespace",
+					env->netns);
 		goto out;
 	}
 	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
@@ -797,7 +835,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	hpn_info("attach \"%s\"%s%s as \"%s\" in %s", dev.name, a.j.pci[0] ? " pci " : "", a.j.pci,
 		 name, env->netns);
 
-	r = add_steps(&a, env, conf, &dev, &plan, &own, err);
+	r = add_steps(&a, env, conf, &dev, &plan, ret, err);
 	if (r < 0) {
 		struct hpn_err uerr = { 0 };
 		/*
@@ -816,9 +854,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		}
 		goto out;
 	}
-	r = build_result(conf, own, ret);
 out:
-	hpn_result_free(own);
 	attach_close(&a);
 	return r;
 }
@@ -1030,10 +1066,20 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 				strerror(errno));
 		goto out;
 	}
-	while ((de = readdir(d))) {
+	for (;;) {
 		struct hpn_journal j = { 0 };
 		struct hpn_err jerr = { 0 };
 		struct hpn_env genv;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			/* An unreadable directory must not look like "nothing stale". */
+			if (errno && !failed++)
+				hpn_err_set(err, HPN_E_IO, errno, "list state of %s: %s",
+					    conf->name, strerror(errno));
+			break;
+		}
 
 		if (!strncmp(de->d_name, ".tmp.", 5)) {
 			/* A temp file is only ever live under the lock we hold. */
@@ -1043,7 +1089,10 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 		if (de->d_name[0] == '.' || de->d_type == DT_DIR)
 			continue;
 		if (hpn_journal_read(&st, de->d_name, &j, &jerr) < 0) {
+			/* Keep going with the others, but do not report success. */
 			hpn_warn("gc: %s", jerr.msg);
+			if (!failed++)
+				*err = jerr;
 			continue;
 		}
 		if (still_valid(conf, &j)) {

@@ -585,6 +585,11 @@ int hpn_result_parse(const char *json, size_t len, struct hpn_result **ret, stru
 
 	if (!obj)
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "result is not valid JSON");
+	if (hpn_json_has_nul(json, len)) {
+		cJSON_Delete(obj);
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "result: a string holds a NUL (\\u0000)");
+	}
 	r = hpn_result_from_cjson(obj, ret, err);
 	cJSON_Delete(obj);
 	return r;
@@ -831,15 +836,19 @@ char *hpn_result_render(const struct hpn_result *res, const char *version)
 char *hpn_err_render(const struct hpn_err *err, const char *version)
 {
 	cJSON *root = cJSON_CreateObject();
+	char msg[HPN_ERR_MSG], details[HPN_ERR_DETAILS];
 
 	if (!root)
 		return NULL;
+	/* Messages quote what they were given; the error object stays valid UTF-8. */
+	hpn_utf8_sanitize(msg, err->msg[0] ? err->msg : "internal error", sizeof(msg));
+	hpn_utf8_sanitize(details, err->details, sizeof(details));
 	cJSON_AddStringToObject(root, "cniVersion",
 				hpn_version_supported(version) ? version : HPN_CNI_VERSION_LATEST);
 	cJSON_AddNumberToObject(root, "code", err->code ? err->code : HPN_E_INTERNAL);
-	cJSON_AddStringToObject(root, "msg", err->msg[0] ? err->msg : "internal error");
-	if (err->details[0])
-		cJSON_AddStringToObject(root, "details", err->details);
+	cJSON_AddStringToObject(root, "msg", msg);
+	if (details[0])
+		cJSON_AddStringToObject(root, "details", details);
 	return print_and_free(root);
 }
 

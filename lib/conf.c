@@ -366,6 +366,10 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	if (!cJSON_IsObject(root))
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
 				   "network configuration on stdin is not a JSON object");
+	/* cJSON's strings end at a NUL: "nic0\u0000x" would read as "nic0". */
+	if (hpn_json_has_nul(buf, len))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "a string in the network configuration holds a NUL (\\u0000)");
 	r = conf_str(root, "cniVersion", "", &conf->cni_version, err);
 	if (r < 0)
 		return r;

@@ -77,6 +77,7 @@ static int pump(int in_fd, const char *buf, size_t len, int out_fd, char **ret, 
 	size_t cap = 4096, used = 0, off = 0;
 	char *out = malloc(cap);
 	struct pollfd p[2];
+	int r = 0;
 
 	if (!out)
 		return -ENOMEM;
@@ -103,8 +104,12 @@ static int pump(int in_fd, const char *buf, size_t len, int out_fd, char **ret, 
 
 			if (n > 0)
 				off += (size_t)n;
-			if (n < 0 && errno != EINTR && errno != EAGAIN)
+			if (n < 0 && errno == EPIPE)
 				off = len; /* the child closed stdin: it has what it wants */
+			else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+				r = -errno; /* the delegate would get a cut config */
+				break;
+			}
 			if (off == len) {
 				close(in_fd);
 				in_fd = -1;
@@ -134,6 +139,10 @@ static int pump(int in_fd, const char *buf, size_t len, int out_fd, char **ret, 
 	}
 	if (in_fd >= 0)
 		close(in_fd);
+	if (r < 0) {
+		free(out);
+		return r;
+	}
 	out[used] = '\0';
 	*ret = out;
 	*ret_len = used;

@@ -44,7 +44,9 @@ int hpn_log_level_parse(const char *s, enum hpn_log_level *ret)
 
 int hpn_log_open(const char *path, enum hpn_log_level level)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	/* O_NONBLOCK: a FIFO as logFile fails (ENXIO) instead of hanging the plugin. */
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		      0640);
 
 	if (fd < 0)
 		return -errno;

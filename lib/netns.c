@@ -20,7 +20,8 @@ int hpn_netns_open(const char *path, int *ret_fd, struct hpn_err *err)
 	struct statfs sfs;
 	int type;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO planted as CNI_NETNS must not hang us (it then fails the nsfs check). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
 

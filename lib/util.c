@@ -243,6 +243,59 @@ int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code
 	return 0;
 }
 
+bool hpn_json_has_nul(const char *buf, size_t len)
+{
+	for (size_t i = 0; i + 6 <= len; i++) {
+		size_t bs = 0;
+
+		if (buf[i] != '\\' || buf[i + 1] != 'u' || memcmp(buf + i + 2, "0000", 4))
+			continue;
+		/* Escaped only if the backslash itself is not: count the run before it. */
+		while (bs < i && buf[i - 1 - bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] < 0x80		    ? 1
+		     : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+		     : s[0] >= 0xe0 && s[0] <= 0xef ? 3
+		     : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+						    : 0;
+
+	if (!len || len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+void hpn_utf8_sanitize(char *dst, const char *src, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t in = strlen(src), i = 0, o = 0;
+
+	while (i < in && o + 1 < n) {
+		size_t l = utf8_len(s + i, in - i);
+
+		if (!l || o + l >= n) {
+			dst[o++] = '?';
+			i += l ? l : 1;
+			continue;
+		}
+		memcpy(dst + o, s + i, l);
+		o += l;
+		i += l;
+	}
+	dst[o] = '\0';
+}
+
 void *hpn_json_parse(const char *buf, size_t len)
 {
 	const char *end = NULL;

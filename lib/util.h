@@ -84,6 +84,11 @@ int hpn_json_int(const void *obj, const char *key, const char *prefix, int code,
 int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code, bool *ret,
 		  struct hpn_err *err);
 
+/* Does JSON text hold the escape \u0000 (a NUL inside a string)? */
+bool hpn_json_has_nul(const char *buf, size_t len);
+/* Copies src into dst (size n, NUL-terminated), each byte of invalid UTF-8 as '?'. */
+void hpn_utf8_sanitize(char *dst, const char *src, size_t n);
+
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 

@@ -146,8 +146,17 @@ int main(int argc, char **argv)
 		rc = fail(&err, conf.cni_version);
 		goto out;
 	}
-	hpn_info("%s done", env.command);
 	rc = res ? emit(hpn_result_render(res, conf.cni_version)) : 0;
+	if (rc && env.cmd == HPN_CMD_ADD) {
+		/* A runtime that never saw the result will not DEL it: undo now. */
+		struct hpn_err derr = { 0 };
+
+		hpn_error("ADD: the result could not be written to stdout; undoing the attachment");
+		if (hpn_del(&env, &conf, &derr) < 0)
+			hpn_error("undo after the lost result: %s", derr.msg);
+		goto out;
+	}
+	hpn_info("%s done", env.command);
 out:
 	hpn_result_free(res);
 	hpn_conf_free(&conf);

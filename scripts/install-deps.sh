@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
 	# build, and the static checks of scripts/lint.sh
 	build-essential cmake pkg-config clang-format clang-tidy cppcheck
-	# fuzz tier: clang with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev)
-	clang libclang-rt-14-dev
+	# fuzz tier: clang with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev);
+	# memcheck tests and the stress test's fd checks: valgrind
+	clang libclang-rt-14-dev valgrind
 	libnl-3-dev libnl-route-3-dev libibverbs-dev librdmacm-dev libcjson-dev
 	# netns tier and the demo: namespaces, veth, JSON checks, fault injection
 	iproute2 jq strace util-linux tcpdump

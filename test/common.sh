@@ -73,7 +73,19 @@ jq_ok() {
 # with CONFIG on stdin, where <env> is CNI_COMMAND=CMD, CNI_CONTAINERID=$CID,
 # CNI_NETNS=NETNS, CNI_IFNAME=$IFNAME, CNI_PATH, then NAME=VALUE added or
 # overridden and -NAME removed, plus PATH and the sanitizer settings. Sets
-# LAST_RUN, RC, OUT (stdout) and ERR (stderr) in $T. Never fails by itself.
+# LAST_RUN, RC, OUT (stdout) and ERR (stderr) in $T. Never fails by itself,
+# except under HPN_VALGRIND=1 (below), where a valgrind finding fails.
+#
+# HPN_VALGRIND=1 (the memcheck tests; the stress test's sampled runs): when
+# RUN_WRAP is empty, the plugin runs under valgrind's memcheck with fd
+# tracking, every process (the plugin and its forks) logging to its own file.
+# Runs wrapped by RUN_WRAP are left alone: strace would trace valgrind, not
+# the plugin, and the kill -9 and fault-injection tests count the plugin's own
+# syscalls. After the run,
+# a memory error or leak (any process), or an fd the plugin opened and left
+# open at exit, is a FAIL line with valgrind's report: not exit 99 for
+# expect_ok / expect_err to misread as the plugin's own status. VG_FDS is left
+# with the plugin's "FILE DESCRIPTORS: N open (3 std) at exit." line.
 RUN_IN=()
 RUN_WRAP=()
 run_cni() {
@@ -99,11 +111,97 @@ run_cni() {
 		envv+=("$kv=${env[$kv]}")
 	done
 	LAST_RUN="$cmd ${RUN_IN[*]:+in ${RUN_IN[*]}: }$(printf '%s ' "$@")<<< $conf"
+	local -a wrap=("${RUN_WRAP[@]}")
+	local vgdir=
+	if [[ ${HPN_VALGRIND:-0} == 1 ]] && ((${#RUN_WRAP[@]} == 0)); then
+		valgrind_usable
+		vgdir=$(mktemp -d "$T/valgrind.XXXXXX")
+		wrap=("${VALGRIND_CMD[@]}" "--log-file=$vgdir/%p")
+		LAST_RUN="(valgrind) $LAST_RUN"
+	fi
 	set +e
-	"${RUN_IN[@]}" env -i "${envv[@]}" "${RUN_WRAP[@]}" "$HPN_PLUGIN" <<<"$conf" \
+	"${RUN_IN[@]}" env -i "${envv[@]}" "${wrap[@]}" "$HPN_PLUGIN" <<<"$conf" \
 		>"$T/out" 2>"$T/err"
 	RC=$?
 	set -e
 	OUT=$(<"$T/out")
 	ERR=$(<"$T/err")
+	if [[ -n $vgdir ]]; then
+		valgrind_verdict "$vgdir"
+		rm -rf "$vgdir"
+	fi
+}
+
+# The memcheck command of HPN_VALGRIND=1: exit 99 on any error (so a finding
+# cannot pass for the plugin's own exit 0 or 1), leaks counted as errors when
+# definitely or indirectly lost, fds tracked. Not --quiet: that would also
+# drop the fd summary, and the output goes to per-process log files anyway,
+# so the plugin's stderr stays its own.
+# Only the leak kinds that count are shown; test/valgrind.supp holds
+# valgrind's own false positives.
+VALGRIND_CMD=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
+	--errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+	--track-fds=yes --num-callers=30
+	"--suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/valgrind.supp")
+
+# is_asan_build BINARY: BINARY is built with AddressSanitizer (valgrind cannot
+# run it: both want the address space layout to themselves).
+is_asan_build() {
+	nm -D "$1" 2>/dev/null | grep -qw __asan_init
+}
+
+# valgrind_usable: fails, saying why, when HPN_VALGRIND=1 cannot be honoured.
+valgrind_usable() {
+	command -v valgrind >/dev/null ||
+		fail "HPN_VALGRIND=1 but valgrind is not installed (Debian: valgrind)"
+	! is_asan_build "$HPN_PLUGIN" ||
+		fail "HPN_VALGRIND=1 but $HPN_PLUGIN is an ASan build: use the release build"
+}
+
+# valgrind_verdict DIR: read the per-process logs valgrind wrote in DIR for
+# one plugin run; fail with the report on a finding, set VG_FDS.
+# The plugin's own process is the log whose parent is none of the others; the
+# others are its forks: IPAM children that exec'd (no summary: valgrind does
+# not follow exec) and the RDMA proof child, whose errors count but whose
+# open fds at _exit are the parent's, inherited by design.
+VG_FDS=
+valgrind_verdict() {
+	local dir=$1 f main= ppid bad= leaked
+	local -A pids=()
+	for f in "$dir"/*; do
+		[[ -f $f ]] && pids[${f##*/}]=1
+	done
+	((${#pids[@]})) || fail "valgrind wrote no log (did it run?)"
+	for f in "$dir"/*; do
+		ppid=$(sed -n 's/^==[0-9]*== Parent PID: \([0-9]*\)$/\1/p' "$f")
+		[[ -n ${pids[$ppid]:-} ]] || main=$f
+	done
+	[[ -n $main ]] || fail "valgrind: cannot tell the plugin's log among: ${!pids[*]}"
+	for f in "$dir"/*; do
+		grep -q '== ERROR SUMMARY: [1-9]' "$f" || continue
+		bad+="memcheck errors in pid ${f##*/}$([[ $f == "$main" ]] || echo ", a fork of the plugin"):"$'\n'
+		# The report without its header and its fd list.
+		bad+=$(sed -n '/== Parent PID:/,$p' "$f" | tail -n +2 |
+			sed '/FILE DESCRIPTORS:/,/HEAP SUMMARY:/{/HEAP SUMMARY:/!d}')$'\n'
+	done
+	VG_FDS=$(sed -n 's/^==[0-9]*== \(FILE DESCRIPTORS: .*\)$/\1/p' "$main")
+	# Each "Open ... <fd>:" record is followed by "<inherited from parent>"
+	# (fds the test harness or valgrind itself had open: not the plugin's) or
+	# by the stack that opened it: a leak. 0, 1 and 2 are the plugin's stdio.
+	leaked=$(awk '
+		/== Open / {
+			rec = $0; fd = $0; sub(/:.*/, "", fd); sub(/.* /, "", fd)
+			if ((getline nxt) <= 0) nxt = ""
+			if (nxt !~ /<inherited from parent>/ && fd + 0 > 2) {
+				print rec; print nxt
+				while ((getline l) > 0 && l !~ /^==[0-9]+== *$/) print l
+			}
+		}' "$main")
+	[[ -z $leaked ]] ||
+		bad+="fds opened by the plugin and still open at exit ($VG_FDS):"$'\n'$leaked$'\n'
+	if [[ -z $bad ]] && ((RC == 99)); then
+		bad="exit 99 (valgrind's error exit code) but no finding in its logs:"$'\n'
+		bad+=$(cat "$dir"/*)
+	fi
+	[[ -z $bad ]] || fail "valgrind: $bad"
 }

@@ -328,3 +328,77 @@ ipam_log_balanced() {
 	[[ -n $last_del && $last_del -gt $last_add ]] ||
 		fail "$2: IPAM ADD without a later DEL: $(tr '\n' '|' <"$1")"
 }
+
+# ---- the state dir as a whole; strace fault injection (hostile input, fault sweeps)
+
+# state_tree: every entry under $STATE, lock and directories included: type,
+# mode, size of files, symlink target. To prove a run created, removed or
+# changed nothing there, where state_files looks at journals only.
+state_tree() {
+	[[ -d $STATE ]] || return 0
+	find "$STATE" -mindepth 1 \( -type d -printf '%y %m %P\n' \) -o \
+		-printf '%y %m %s %P -> %l\n' | sort
+}
+
+# Fault injection with strace, in the plugin process only: without -f, since
+# strace counts `when=` per traced process, and following the IPAM child would
+# fail its N-th call too (a second, unrelated fault in the same run).
+# fault_wrap SYSCALL N [ACTION]: RUN_WRAP that makes the N-th SYSCALL of the
+# plugin process fail with EIO (or ACTION, e.g. signal=KILL), tracing it with
+# openat and close (to name fds) and read (to tell where main() begins) to
+# $T/fault.trace.
+fault_wrap() {
+	local trace=openat,close,read
+	[[ ,$trace, == *,$1,* ]] || trace+=,$1
+	# shellcheck disable=SC2054 # commas belong to strace's syntax
+	RUN_WRAP=(strace -qq -o "$T/fault.trace" -e trace="$trace"
+		-e inject="$1:${3:-error=EIO}:when=$2")
+}
+
+# fault_line: the call the last fault_wrap run failed (or was killed in);
+# empty when the run made fewer than N such calls (nothing was injected).
+fault_line() {
+	[[ -f $T/fault.trace ]] || return 0
+	awk '/INJECTED/ { print; exit }
+		/^\+\+\+ killed by SIGKILL/ { print last; exit }
+		{ last = $0 }' "$T/fault.trace"
+}
+
+# fault_target: what the injected call worked on: the path it names, else the
+# path its fd was opened with (by an earlier openat of the same run), else
+# "fd N" (stdout, a pipe, a socket).
+fault_target() {
+	local line fd
+	line=$(fault_line)
+	# Calls on an fd (write, fsync, flock, getdents64...) carry data, not a path.
+	if [[ ! $line =~ ^(write|read|fsync|fdatasync|flock|getdents64|send|recv) &&
+		$line =~ ^[a-z0-9_]+\([^\"]*\"([^\"]*)\" ]]; then
+		echo "${BASH_REMATCH[1]}"
+		return
+	fi
+	[[ $line =~ ^[a-z0-9_]+\(([0-9]+) ]] || return 0
+	fd=${BASH_REMATCH[1]}
+	FAULT_LINE=$line awk -v fd="$fd" '
+		$0 == ENVIRON["FAULT_LINE"] { if (p == "") p = "fd " fd; print p; exit }
+		/^openat\(/ && $NF == fd { s = $0; sub(/^[^"]*"/, "", s); sub(/".*/, "", s); p = s }
+		index($0, "close(" fd ")") == 1 { p = "" }' "$T/fault.trace"
+}
+
+# syscall_counts CMD CONFIG SYSCALL [env...]: run CMD once, cleanly, counting
+# the plugin's own calls of SYSCALL; sets SC_PRE to those made before main()
+# read its stdin (the dynamic loader, a sanitizer runtime: not the plugin's
+# steps) and SC_TOTAL to all of them. The run's effect is the caller's to undo.
+SC_PRE=0
+SC_TOTAL=0
+syscall_counts() {
+	local cmd=$1 conf=$2 sc=$3
+	shift 3
+	RUN_WRAP=(strace -qq -o "$T/count.trace" -e trace="read,$sc")
+	run_plugin "$cmd" "$conf" "$@"
+	RUN_WRAP=()
+	# shellcheck disable=SC2034 # read by the callers
+	read -r SC_PRE SC_TOTAL < <(awk -v sc="$sc" '
+		/^read\(0,/ { main = 1 }
+		index($0, sc "(") == 1 { total++; if (!main) pre++ }
+		END { print pre + 0, total + 0 }' "$T/count.trace")
+}

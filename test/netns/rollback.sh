@@ -7,7 +7,9 @@
 # and the same NIC can be attached and detached cleanly afterwards.
 # Failures come from the plugin's test hook HPN_FAIL_AT=<step>, and from real
 # syscalls failed by strace: the exec of the IPAM plugin, the creation of its
-# process, and every netlink message of ADD in turn (a fault sweep).
+# process, every netlink message of ADD in turn, every file-system call of ADD
+# in turn (fault sweeps), the unlinkat calls of a failing ADD's rollback, and
+# the open behind the check that CNI_NETNS is not the host's own netns.
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
 set -euo pipefail
@@ -203,6 +205,200 @@ netlink_sweep() {
 }
 if command -v strace >/dev/null; then
 	scenario "strace: netlink fault sweep" netlink_sweep
+fi
+
+# --- strace fault sweep over the file system: each openat, write, fsync,
+# renameat, renameat2, mkdir, mkdirat, flock and unlinkat of the plugin process
+# (not of the IPAM child: strace counts per process, see fault_wrap) fails with
+# EIO in turn, N = 1 .. the number of such calls a clean ADD makes after main()
+# begins (the dynamic loader's and a sanitizer's own opens come before it and
+# are not the plugin's steps). Each faulted ADD either succeeds (the call was
+# not essential) and a DEL then undoes it, or fails with a CNI error; either
+# way nothing is left: host as before, pod empty, no journal and no temp file,
+# host-local's lease released; then a clean ADD/DEL cycle works.
+# What may and may not fail ADD, by what the failed call worked on:
+#   the log file (and /etc/localtime, read for its timestamps): best effort,
+#     ADD must succeed;
+#   the journal (its temp file, the rename over it, the state dir, the lock):
+#     ADD must fail, with code 5, since no undo could be trusted otherwise;
+#   stdout (the result itself): ADD cannot succeed, and as the runtime gets no
+#     result it must not be left attached either: rolled back like any failure;
+#   anything else (the directory fsync after a rename, the netns and /proc
+#     files, sysfs, the IPAM pipe): either outcome, with nothing left.
+# unlinkat is not called by a clean ADD; it is swept inside failing ones below.
+FS_SYSCALLS=(openat write fsync renameat renameat2 mkdir mkdirat flock unlinkat)
+
+# fs_class TARGET SYSCALL: log, journal, stdout or other.
+fs_class() {
+	if [[ $2 == fsync && $1 == "$NET" ]]; then
+		echo other # the directory, after the rename
+		return
+	fi
+	case $1 in
+	"$T/plugin.log" | /etc/localtime) echo log ;;
+	"fd 1") echo stdout ;;
+	.tmp.* | "$STATE" | "$STATE/"* | "$NET" | lock | "$CID.$IFNAME" | /tmp | "$T") echo journal ;;
+	*) [[ $2 == renameat* || $2 == flock ]] && echo journal || echo other ;;
+	esac
+}
+
+# fs_fault_check RC CONF DATADIR SYSCALL N TARGET: the last ADD, run with a
+# fault, behaved as its class says and left nothing behind.
+fs_fault_check() {
+	local rc=$1 conf=$2 x=$3 what="$4 #$5 on $6" class
+	class=$(fs_class "$6" "$4")
+	if [[ $rc == 0 ]]; then
+		[[ $class != journal && $class != stdout ]] ||
+			fail "ADD succeeded with its $class failing ($what)"
+		expect_result "ADD with a fault at $what"
+		run_plugin DEL "$(with_prev "$conf" "$OUT")"
+		expect_ok "DEL after ADD survived the fault at $what"
+	else
+		[[ $class != log ]] || fail "a failed log write failed ADD ($what)"
+		if [[ $class == journal ]]; then
+			expect_err 5 "ADD with a fault at $what"
+		else
+			expect_err any "ADD with a fault at $what"
+		fi
+	fi
+	expect_rolled_back host-local "$x" "after a fault at $what"
+	clean_cycle "$conf" "after a fault at $what"
+	expect_rolled_back host-local "$x" "after a fault at $what and a clean ADD/DEL"
+}
+
+fs_sweep() {
+	local x conf sc n rc line target injected=0 failed=0 bad=()
+	setup_nic
+	x=$T/ipam-$SCEN
+	conf=$(conf_for host-local "$x")
+	for sc in "${FS_SYSCALLS[@]}"; do
+		syscall_counts ADD "$conf" "$sc"
+		expect_result "counting ADD ($sc)"
+		run_plugin DEL "$conf"
+		expect_ok "DEL after the counting ADD ($sc)"
+		info "$sc: $((SC_TOTAL - SC_PRE)) calls in ADD (and $SC_PRE before main)"
+		for ((n = SC_PRE + 1; n <= SC_TOTAL + 1; n++)); do
+			fault_wrap "$sc" "$n"
+			run_plugin ADD "$conf"
+			RUN_WRAP=()
+			rc=$RC
+			line=$(fault_line)
+			if ((n > SC_TOTAL)); then
+				[[ -z $line ]] || fail "$sc: call #$n exists, but the clean ADD made $SC_TOTAL"
+				expect_result "ADD with no $sc left to fail"
+				run_plugin DEL "$conf"
+				expect_ok "DEL after the $sc sweep"
+				break
+			fi
+			[[ -n $line ]] || fail "$sc: no call #$n, but the clean ADD made $SC_TOTAL"
+			target=$(fault_target)
+			injected=$((injected + 1))
+			((rc == 0)) || failed=$((failed + 1))
+			isolated fs_fault_check "$rc" "$conf" "$x" "$sc" "$n" "$target"
+			if ((ISO_RC != 0)); then
+				bad+=("$sc #$n ($target)")
+				run_plugin DEL "$conf"
+				expect_ok "recovery DEL after a fault at $sc #$n"
+				expect_rolled_back host-local "$x" "after the recovery DEL ($sc #$n)"
+			fi
+		done
+	done
+	info "file-system sweep: $failed of $injected faults made ADD fail"
+	((injected >= 30)) || fail "only $injected file-system faults injected: sweep is not effective"
+	((${#bad[@]} == 0)) || fail "wrong outcome after a fault at: ${bad[*]} (see above)"
+}
+if command -v strace >/dev/null; then
+	scenario "strace: file-system fault sweep" fs_sweep
+fi
+
+# --- unlinkat in a failing ADD: HPN_FAIL_AT=<step> fails ADD, and each
+# unlinkat of its rollback fails too. The journal then cannot be removed: it
+# may stay (it describes a device that is back on the host, and IPAM released),
+# and the next DEL removes it. Nothing else may be left.
+unlink_sweep() {
+	local x conf step n line injected=0
+	setup_nic
+	x=$T/ipam-$SCEN
+	conf=$(conf_for host-local "$x")
+	for step in journal move ipam "done"; do
+		syscall_counts ADD "$conf" unlinkat HPN_FAIL_AT="$step"
+		expect_err any "counting ADD with HPN_FAIL_AT=$step"
+		((SC_TOTAL > SC_PRE)) || fail "a failed ADD (HPN_FAIL_AT=$step) removed no journal"
+		for ((n = SC_PRE + 1; n <= SC_TOTAL; n++)); do
+			fault_wrap unlinkat "$n"
+			run_plugin ADD "$conf" HPN_FAIL_AT="$step"
+			RUN_WRAP=()
+			line=$(fault_line)
+			[[ -n $line ]] || fail "unlinkat #$n not reached (HPN_FAIL_AT=$step)"
+			injected=$((injected + 1))
+			expect_err 106 "ADD with HPN_FAIL_AT=$step and unlinkat #$n failing" 'injected failure'
+			snap_same "$HOST_NS" "$T/host.before" "host after HPN_FAIL_AT=$step, unlinkat #$n failing"
+			pod_empty "pod after HPN_FAIL_AT=$step, unlinkat #$n failing"
+			[[ -z $(hostlocal_ips "$x") ]] || fail "IPAM lease kept (HPN_FAIL_AT=$step, unlinkat #$n)"
+			[[ $(state_files) == "" || $(state_files) == "$STATE/$NET/$CID.$IFNAME" ]] ||
+				fail "HPN_FAIL_AT=$step, unlinkat #$n failing left: $(state_files)"
+			run_plugin DEL "$conf"
+			expect_ok "DEL after HPN_FAIL_AT=$step, unlinkat #$n failing"
+			expect_rolled_back host-local "$x" "after HPN_FAIL_AT=$step, unlinkat #$n and DEL"
+		done
+	done
+	# The journal's temp file: its fsync fails, then removing it fails. The
+	# temp file stays (a later GC removes it); nothing else.
+	# shellcheck disable=SC2054 # commas belong to strace's syntax
+	RUN_WRAP=(strace -qq -o "$T/fault.trace" -e trace=fsync,unlinkat
+		-e inject=fsync:error=EIO:when=1 -e inject=unlinkat:error=EIO:when=1)
+	run_plugin ADD "$conf"
+	RUN_WRAP=()
+	[[ $(grep -c INJECTED "$T/fault.trace") == 2 ]] ||
+		fail "expected fsync and unlinkat both failed: $(cat "$T/fault.trace")"
+	injected=$((injected + 2))
+	expect_err 5 "ADD with the journal's fsync and the temp file's removal failing"
+	snap_same "$HOST_NS" "$T/host.before" "host after fsync and unlinkat failed"
+	pod_empty "pod after fsync and unlinkat failed"
+	[[ $(state_files) == "$STATE/$NET/.tmp.$CID.$IFNAME."* ]] ||
+		fail "expected only the temp file left, have: $(state_files)"
+	run_plugin GC "$(jq -c '.cniVersion = "1.1.0" | .["cni.dev/valid-attachments"] = []' <<<"$conf")" \
+		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_ok "GC after a temp file was left"
+	expect_rolled_back host-local "$x" "after GC removed the temp file"
+	clean_cycle "$conf" "after the unlinkat sweep"
+	expect_rolled_back host-local "$x" "after the unlinkat sweep"
+	info "unlinkat in failing ADDs: $injected faults injected"
+}
+if command -v strace >/dev/null; then
+	scenario "strace: unlinkat failing inside a failing ADD" unlink_sweep
+fi
+
+# --- The check that CNI_NETNS is not the host's own netns must fail closed:
+# with CNI_NETNS naming the host netns and the check's own open of
+# /proc/thread-self/ns/net failing, ADD must still be refused (4, or 103 for
+# the failed open) and the host left alone: proceeding would "move" nic0 into
+# the netns it is in, renamed, addressed, on the host.
+self_netns_fault() {
+	local conf n
+	setup_nic
+	conf=$(conf_for hpnt-ipam "$T/ipam-$SCEN.log")
+	RUN_WRAP=(strace -qq -o "$T/count.trace" -e trace=openat)
+	run_plugin ADD "$conf" CNI_NETNS="$(ns_path "$HOST_NS")"
+	RUN_WRAP=()
+	expect_err 4 "ADD with CNI_NETNS the host's netns" "host's own"
+	# The check's open: the first of /proc/thread-self/ns/net after CNI_NETNS's.
+	n=$(awk -v ns="\"$(ns_path "$HOST_NS")\"" '
+		/^openat\(/ { i++ }
+		index($0, ns) { seen = 1; next }
+		seen && /"\/proc\/thread-self\/ns\/net"/ { print i; exit }' "$T/count.trace")
+	[[ -n $n ]] || fail "no open of /proc/thread-self/ns/net after CNI_NETNS's: $(cat "$T/count.trace")"
+	fault_wrap openat "$n"
+	run_plugin ADD "$conf" CNI_NETNS="$(ns_path "$HOST_NS")"
+	RUN_WRAP=()
+	[[ $(fault_target) == /proc/thread-self/ns/net ]] ||
+		fail "injected at $(fault_line), not the check's open"
+	expect_err "4|103" "ADD with CNI_NETNS the host's netns and the check's open failing"
+	snap_same "$HOST_NS" "$T/host.before" "host after the self-netns check failed"
+	expect_no_state "after the self-netns check failed"
+}
+if command -v strace >/dev/null; then
+	scenario "strace: the host-netns check fails closed" self_netns_fault
 fi
 
 t_done
