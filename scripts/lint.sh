@@ -15,7 +15,10 @@ cppcheck --enable=warning,style,performance,portability --inline-suppr --quiet \
 
 echo "== clang-tidy"
 cmake -S . -B build-lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
+# Judged by its output, not its status: any warning or error (or a file it
+# could not process) fails; "N warnings generated." counts suppressed ones.
 git ls-files -- 'lib/*.c' 'plugin/*.c' |
-	xargs -P "$(nproc)" -n 4 clang-tidy -p build-lint --quiet 2>&1 |
-	grep -v '^[0-9]* warnings\? generated\.$' | tee build-lint/clang-tidy.log
-! grep -q 'error:\|warning:' build-lint/clang-tidy.log
+	xargs -P "$(nproc)" -n 4 clang-tidy -p build-lint --quiet >build-lint/clang-tidy.log 2>&1 ||
+	true
+grep -v '^[0-9]* warnings\? generated\.$' build-lint/clang-tidy.log || true
+! grep -qiE 'error|warning:' build-lint/clang-tidy.log
