@@ -147,7 +147,8 @@ VALGRIND_CMD=(valgrind --tool=memcheck --error-exitcode=99 --leak-check=full
 # is_asan_build BINARY: BINARY is built with AddressSanitizer (valgrind cannot
 # run it: both want the address space layout to themselves).
 is_asan_build() {
-	nm -D "$1" 2>/dev/null | grep -qw __asan_init
+	# No grep -q: its early exit would SIGPIPE nm, and pipefail would call that "no".
+	nm -D "$1" 2>/dev/null | grep -w __asan_init >/dev/null
 }
 
 # valgrind_usable: fails, saying why, when HPN_VALGRIND=1 cannot be honoured.
