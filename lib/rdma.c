@@ -154,6 +154,7 @@ static int on_port(struct nl_msg *msg, void *arg)
 
 struct dev_dump {
 	uint32_t index[MAX_PORT_ROWS];
+	char name[MAX_PORT_ROWS][HPN_IBDEV_MAX];
 	size_t n;
 };
 
@@ -162,9 +163,36 @@ static int on_dev(struct nl_msg *msg, void *arg)
 	struct dev_dump *d = arg;
 	struct nldev a;
 
-	if (nldev_parse(msg, &a) == 0 && d->n < MAX_PORT_ROWS && a.tb[RDMA_NLDEV_ATTR_DEV_INDEX])
+	if (nldev_parse(msg, &a) == 0 && d->n < MAX_PORT_ROWS && a.tb[RDMA_NLDEV_ATTR_DEV_INDEX]) {
+		nldev_str(&a, RDMA_NLDEV_ATTR_DEV_NAME, d->name[d->n], HPN_IBDEV_MAX);
 		d->index[d->n++] = nldev_u32(&a, RDMA_NLDEV_ATTR_DEV_INDEX);
+	}
 	return 0;
+}
+
+/*
+ * The netlink index of RDMA device name in this netns (one device dump):
+ * 1 found, 0 not there, -EPROTONOSUPPORT (err untouched) without RDMA netlink.
+ */
+static int dev_index(const char *name, uint32_t *index, struct hpn_err *err)
+{
+	struct dev_dump *d = calloc(1, sizeof(*d));
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	r = nldev_talk(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, NULL, NULL, on_dev, d, extack);
+	if (r < 0 && r != -EPROTONOSUPPORT)
+		hpn_nl_err(err, r, extack, "RDMA netlink: list RDMA devices");
+	for (size_t i = 0; r == 0 && i < d->n; i++) {
+		if (!strcmp(d->name[i], name)) {
+			*index = d->index[i];
+			r = 1;
+		}
+	}
+	free(d);
+	return r;
 }
 
 static int put_dev_index(struct nl_msg *m, const void *arg)
@@ -180,18 +208,21 @@ static int put_dev_index(struct nl_msg *m, const void *arg)
 static int port_dump(struct port_dump *d, struct hpn_err *err)
 {
 	char extack[HPN_EXTACK_LEN];
-	struct dev_dump devs = { .n = 0 };
+	struct dev_dump *devs = calloc(1, sizeof(*devs));
 	int r;
 
+	if (!devs)
+		return -ENOMEM;
 	d->n = 0;
-	r = nldev_talk(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, NULL, NULL, on_dev, &devs, extack);
-	for (size_t i = 0; r == 0 && i < devs.n; i++) {
-		r = nldev_talk(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP, put_dev_index, &devs.index[i],
+	r = nldev_talk(RDMA_NLDEV_CMD_GET, NLM_F_DUMP, NULL, NULL, on_dev, devs, extack);
+	for (size_t i = 0; r == 0 && i < devs->n; i++) {
+		r = nldev_talk(RDMA_NLDEV_CMD_PORT_GET, NLM_F_DUMP, put_dev_index, &devs->index[i],
 			       on_port, d, extack);
 		/* A device unregistered since the first dump is not an error. */
 		if (r == -ENODEV || r == -EINVAL)
 			r = 0;
 	}
+	free(devs);
 	if (r < 0 && r != -EPROTONOSUPPORT)
 		return hpn_nl_err(err, r, extack, "RDMA netlink: list RDMA ports");
 	return r;
@@ -199,17 +230,9 @@ static int port_dump(struct port_dump *d, struct hpn_err *err)
 
 int hpn_rdma_present(const char *name, struct hpn_err *err)
 {
-	struct port_dump *d = calloc(1, sizeof(*d));
-	int r;
+	uint32_t index;
 
-	if (!d)
-		return -ENOMEM;
-	r = port_dump(d, err);
-	for (size_t i = 0; r == 0 && i < d->n; i++)
-		if (!strcmp(d->rows[i].name, name))
-			r = 1;
-	free(d);
-	return r;
+	return dev_index(name, &index, err);
 }
 
 static int put_set_netns(struct nl_msg *m, const void *arg)
@@ -224,23 +247,15 @@ static int put_set_netns(struct nl_msg *m, const void *arg)
 
 int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err)
 {
-	struct port_dump *d = calloc(1, sizeof(*d));
 	char extack[HPN_EXTACK_LEN];
 	uint32_t v[2] = { 0, (uint32_t)netns_fd };
-	int r;
+	int r = dev_index(name, &v[0], err);
 
-	if (!d)
-		return -ENOMEM;
-	r = port_dump(d, err);
-	for (size_t i = 0; r == 0 && i < d->n && !v[0]; i++)
-		if (!strcmp(d->rows[i].name, name))
-			v[0] = d->rows[i].index;
-	free(d);
+	if (r == -EPROTONOSUPPORT)
+		return hpn_err_set(err, HPN_E_RDMA, -r, "RDMA netlink is not available");
 	if (r < 0)
-		return r == -EPROTONOSUPPORT
-			       ? hpn_err_set(err, HPN_E_RDMA, -r, "RDMA netlink is not available")
-			       : r;
-	if (!v[0])
+		return r;
+	if (r == 0)
 		return hpn_err_set(err, HPN_E_RDMA, ENODEV, "RDMA device \"%s\" not found", name);
 	r = nldev_talk(RDMA_NLDEV_CMD_SET, 0, put_set_netns, v, NULL, NULL, extack);
 	if (r < 0) {

@@ -26,10 +26,8 @@ MODULES=(
 	"macvlan" "ipvlan" "dummy numdummies=0" "veth" "8021q"
 )
 
-skip() {
-	echo "SKIP: $*"
-	exit 77
-}
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"	# skip
 
 cache=${1:?usage: prepare.sh CACHE_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
