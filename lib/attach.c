@@ -13,6 +13,7 @@
 #include "ipam.h"
 #include "link.h"
 #include "log.h"
+#include "nccl.h"
 #include "netns.h"
 #include "nl.h"
 #include "rdma.h"
@@ -331,13 +332,42 @@ static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const c
 	return r;
 }
 
-/* Device restore, then IPAM release when ADD got that far (or always, for DEL). */
+static void hints_owner(const struct hpn_conf *conf, const char *container_id,
+			const char *cni_ifname, struct hpn_nccl_owner *o)
+{
+	*o = (struct hpn_nccl_owner){ .container_id = container_id,
+				      .network = conf->name,
+				      .ifname = cni_ifname };
+}
+
+/* The hints file, if it is still this attachment's (a recreated pod may own it now). */
+static int remove_hints(const struct hpn_conf *conf, const struct hpn_journal *j,
+			struct hpn_err *err)
+{
+	_cleanup_free_ char *owner = NULL;
+	struct hpn_nccl_owner o;
+
+	if (!j->hints_key[0])
+		return 0;
+	hints_owner(conf, j->container_id, j->cni_ifname, &o);
+	owner = hpn_nccl_owner_line(&o);
+	if (!owner)
+		return -ENOMEM;
+	return hpn_nccl_remove(j->hints_dir, j->hints_key, owner, err);
+}
+
+/*
+ * Hints file, device restore, then IPAM release when ADD got that far (or
+ * always, for DEL): ADD's order reversed. Every part runs; the first error wins.
+ */
 static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_conf *conf,
 		const struct hpn_journal *j, bool ipam, struct hpn_err *err)
 {
-	struct hpn_err ierr = { 0 };
-	int r = 0, ri = 0;
+	struct hpn_err ierr = { 0 }, herr = { 0 };
+	int r = 0, ri = 0, rh = 0;
 
+	if (j)
+		rh = remove_hints(conf, j, &herr);
 	if (ipam && conf->has_ipam)
 		ri = hpn_ipam_run(conf, env, "DEL", &ierr);
 	if (j)
@@ -345,6 +375,10 @@ static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_co
 	if (r == 0 && ri < 0) {
 		*err = ierr;
 		return ri;
+	}
+	if (r == 0 && rh < 0) {
+		*err = herr;
+		return rh;
 	}
 	return r;
 }
@@ -640,6 +674,78 @@ static int build_result(const struct hpn_conf *conf, const struct hpn_result *ow
 	return 0;
 }
 
+/*
+ * Renders the NCCL settings for what own bound into own's "nccl" and the file
+ * text into *ret, and sets where the journal will say the file is.
+ */
+static int hints_prepare(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+			 struct hpn_result *own, char **ret, struct hpn_err *err)
+{
+	const struct hpn_nccl_profile *p = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
+	char key[HPN_NCCL_KEY_MAX];
+	struct hpn_nccl_owner o;
+	int r;
+
+	hpn_nccl_key(hpn_env_arg(env, "K8S_POD_UID"), env->container_id, key);
+	r = hpn_nccl_render(&conf->nccl, p, own, &own->nccl, err);
+	if (r < 0)
+		return r;
+	if (asprintf(&own->nccl_file, "%s/%s/%s", conf->nccl.dir, key, HPN_NCCL_FILE) < 0) {
+		own->nccl_file = NULL;
+		return -ENOMEM;
+	}
+	hints_owner(conf, env->container_id, env->ifname, &o);
+	o.pod_namespace = hpn_env_arg(env, "K8S_POD_NAMESPACE");
+	o.pod_name = hpn_env_arg(env, "K8S_POD_NAME");
+	o.pod_uid = hpn_env_arg(env, "K8S_POD_UID");
+	*ret = hpn_nccl_format(&own->nccl, &o, own);
+	a->j.hints_dir = strdup(conf->nccl.dir);
+	if (!*ret || !a->j.hints_dir)
+		return -ENOMEM;
+	snprintf(a->j.hints_key, sizeof(a->j.hints_key), "%s", key);
+	return 0;
+}
+
+/* What the pod itself decides before anything changes: hints key, GPU count. */
+static int pod_checks(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
+	const char *uid = hpn_env_arg(env, "K8S_POD_UID");
+
+	if (!conf->nccl.enabled)
+		return 0;
+	if (uid && !hpn_nccl_valid_key(uid))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_ARGS K8S_POD_UID \"%.64s\" cannot name the hints directory "
+				   "([A-Za-z0-9][A-Za-z0-9_.-]*, at most %d bytes)",
+				   uid, HPN_NCCL_KEY_MAX - 1);
+	return hpn_nccl_check_gpus(hpn_nccl_profile(&conf->nccl, conf->gpu_model), conf->gpu_count,
+				   err);
+}
+
+/* A pod podSelector does not pick: prevResult goes through unchanged. */
+static int pass_through(const struct hpn_conf *conf, struct hpn_result **ret)
+{
+	struct hpn_result *none = hpn_result_new();
+	int r;
+
+	if (!none)
+		return -ENOMEM;
+	hpn_info("pod not selected (podSelector %s): passing prevResult through",
+		 conf->pod_selector);
+	r = build_result(conf, none, ret);
+	hpn_result_free(none);
+	return r;
+}
+
+/* DEL and CHECK of a pod podSelector does not pick, which ADD never attached. */
+static bool untouched_pod(const struct hpn_env *env, const struct hpn_conf *conf)
+{
+	char key[HPN_KEY_MAX];
+
+	return !conf->pod_selected && hpn_store_key(env->container_id, env->ifname, key) >= 0 &&
+	       !hpn_journal_may_exist(conf->state_dir, conf->name, key);
+}
+
 /* The steps of ADD after selection; on error the caller undoes from the journal. */
 static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_link *dev, const struct rdma_plan *plan,
@@ -648,6 +754,7 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	struct hpn_rdma_bind bind = { 0 };
 	struct hpn_result *ipam = NULL, *own = NULL;
 	struct hpn_link pl = { 0 };
+	char *hints = NULL;
 	char mac[HPN_MAC_STR];
 	struct hpn_iface ifc;
 	int r;
@@ -725,6 +832,8 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	}
 	if (r >= 0 && ipam)
 		r = hpn_result_append(own, ipam, 0);
+	if (r >= 0 && conf->nccl.enabled)
+		r = hints_prepare(a, env, conf, own, &hints, err);
 	if (r < 0)
 		goto out;
 	/* The full result must fit before the attachment is declared done. */
@@ -742,6 +851,16 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	}
 	if (r < 0)
 		goto out;
+	/* Journalled first: an undo removes the file only if it is still ours. */
+	if (hints) {
+		r = journal_step(a, a->j.phase, err);
+		if (r == 0)
+			r = fault("nccl", err);
+		if (r == 0)
+			r = hpn_nccl_write(a->j.hints_dir, a->j.hints_key, hints, err);
+		if (r < 0)
+			goto out;
+	}
 	a->j.pod_ifindex = pl.ifindex;
 	a->j.result = hpn_result_render(own, HPN_CNI_VERSION_LATEST);
 	if (!a->j.result) {
@@ -758,6 +877,7 @@ out:
 	}
 	hpn_result_free(ipam);
 	hpn_result_free(own);
+	free(hints);
 	return r;
 }
 
@@ -770,6 +890,11 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	const char *name = pod_ifname(env, conf);
 	int r;
 
+	if (!conf->pod_selected)
+		return pass_through(conf, ret);
+	r = pod_checks(env, conf, err);
+	if (r < 0)
+		return r;
 	r = attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
@@ -818,6 +943,10 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		goto out;
 	plan.found = conf->selector == HPN_SEL_RDMA;
 	r = plan_rdma(&a, conf, &dev, &plan, err);
+	if (r >= 0 && conf->nccl.enabled)
+		r = hpn_nccl_check_driver(hpn_nccl_profile(&conf->nccl, conf->gpu_model),
+					  plan.found ? hpn_rdma_kind_name(plan.dev.kind) : NULL,
+					  err);
 	if (r < 0)
 		goto out;
 
@@ -864,6 +993,8 @@ int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_e
 	struct attach a;
 	int r;
 
+	if (untouched_pod(env, conf))
+		return 0;
 	r = attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
@@ -952,12 +1083,56 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 	return 0;
 }
 
+/* The hints file is there, still this attachment's, and says what ADD wrote. */
+static int check_hints(struct attach *a, const struct hpn_conf *conf, const struct hpn_result *own,
+		       struct hpn_err *err)
+{
+	const char *dir = a->j.hints_dir, *key = a->j.hints_key;
+	_cleanup_free_ char *text = NULL;
+	struct hpn_vars got = { 0 };
+	_cleanup_free_ char *owner = NULL;
+	struct hpn_nccl_owner o;
+	bool mine;
+	int r;
+
+	hints_owner(conf, a->j.container_id, a->j.cni_ifname, &o);
+	owner = hpn_nccl_owner_line(&o);
+	r = owner ? hpn_nccl_read(dir, key, &text, err) : -ENOMEM;
+	if (r == -ENOENT)
+		return hpn_err_set(err, HPN_E_CHECK, ENOENT, "NCCL hints file %s/%s/%s is missing",
+				   dir, key, HPN_NCCL_FILE);
+	if (r >= 0)
+		r = hpn_nccl_parse(text, owner, &got, &mine);
+	if (r < 0)
+		return r;
+	if (!mine)
+		r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				"NCCL hints file %s/%s/%s was rewritten by another attachment", dir,
+				key, HPN_NCCL_FILE);
+	for (size_t i = 0; r >= 0 && i < own->nccl.n; i++) {
+		const char *k = own->nccl.v[i].key, *v = hpn_vars_get(&got, k);
+
+		if (!v || strcmp(v, own->nccl.v[i].value))
+			r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+					"NCCL hints file %s/%s/%s has %s=%s, expected %s", dir, key,
+					HPN_NCCL_FILE, k, v ? v : "(unset)", own->nccl.v[i].value);
+	}
+	if (r >= 0 && !hpn_vars_equal(&got, &own->nccl))
+		r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				"NCCL hints file %s/%s/%s has settings ADD did not write", dir, key,
+				HPN_NCCL_FILE);
+	hpn_vars_free(&got);
+	return r;
+}
+
 int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
 	struct hpn_result *own = NULL;
 	struct attach a;
 	int r;
 
+	if (untouched_pod(env, conf))
+		return 0;
 	if (!conf->prev_result)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "CHECK needs prevResult");
 	r = attach_open(&a, env, conf, err);
@@ -983,6 +1158,8 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 		r = hpn_err_set(err, HPN_E_IO, EINVAL, "state %s is corrupt", a.key);
 	if (r >= 0)
 		r = check_own(&a, env, conf, own, err);
+	if (r >= 0 && a.j.hints_key[0])
+		r = check_hints(&a, conf, own, err);
 out:
 	hpn_result_free(own);
 	attach_close(&a);

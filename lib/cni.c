@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nccl.h"
 #include "util.h"
 
 const char *const hpn_cni_versions[] = { "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL };
@@ -253,6 +254,8 @@ void hpn_result_free(struct hpn_result *res)
 		free(res->routes[i].gw);
 	}
 	hpn_dns_free(&res->dns);
+	free(res->nccl_file);
+	hpn_vars_free(&res->nccl);
 	free(res);
 }
 
@@ -521,6 +524,42 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 	return r;
 }
 
+/* "nccl": {"file": "/run/hpn-rdma/pods/<key>/nccl.conf", "env": {"NCCL_...": "..."}} */
+static int parse_nccl(const cJSON *o, struct hpn_result *res, struct hpn_err *err)
+{
+	const cJSON *env, *v;
+	int r;
+
+	if (!o || cJSON_IsNull(o))
+		return 0;
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "nccl must be an object");
+	r = hpn_json_str(o, "file", "nccl.", HPN_E_DECODE, 4095, &res->nccl_file, err);
+	if (r < 0)
+		return r;
+	env = cJSON_GetObjectItemCaseSensitive(o, "env");
+	if (env && !cJSON_IsObject(env))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "nccl.env must be an object");
+	cJSON_ArrayForEach (v, env) {
+		if (!hpn_nccl_valid_name(v->string) || !cJSON_IsString(v) ||
+		    !hpn_nccl_valid_value(v->valuestring))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "nccl.env.%.64s must be an NCCL_ name with a printable "
+					   "string value of at most %d bytes",
+					   v->string, HPN_NCCL_VALUE_MAX);
+		if (hpn_vars_get(&res->nccl, v->string))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL, "nccl.env.%s is repeated",
+					   v->string);
+		r = hpn_vars_set(&res->nccl, v->string, v->valuestring);
+		if (r == -E2BIG)
+			return hpn_err_set(err, HPN_E_DECODE, E2BIG,
+					   "nccl.env has more than %d settings", HPN_MAX_VARS);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_err *err)
 {
 	const cJSON *obj = vobj, *arr, *v;
@@ -567,6 +606,8 @@ int hpn_result_from_cjson(const void *vobj, struct hpn_result **ret, struct hpn_
 			if (r < 0)
 				break;
 		}
+	if (r >= 0)
+		r = parse_nccl(cJSON_GetObjectItemCaseSensitive(obj, "nccl"), res, err);
 	if (r >= 0)
 		r = hpn_dns_from_cjson(cJSON_GetObjectItemCaseSensitive(obj, "dns"), &res->dns,
 				       err);
@@ -684,9 +725,86 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int 
 		if (dup_into(&d->dst, src->routes[i].dst) || dup_into(&d->gw, src->routes[i].gw))
 			return -ENOMEM;
 	}
+	/* The newest hints describe the file as it now is. */
+	if (src->nccl_file || src->nccl.n) {
+		free(dst->nccl_file);
+		dst->nccl_file = NULL;
+		if (dup_into(&dst->nccl_file, src->nccl_file) ||
+		    hpn_vars_copy(&dst->nccl, &src->nccl) < 0)
+			return -ENOMEM;
+	}
 	if (hpn_dns_empty(&dst->dns))
 		return hpn_dns_copy(&dst->dns, &src->dns);
 	return 0;
+}
+
+int hpn_vars_set(struct hpn_vars *v, const char *key, const char *value)
+{
+	char *val = strdup(value), *k;
+
+	if (!val)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->v[i].key, key)) {
+			free(v->v[i].value);
+			v->v[i].value = val;
+			return 0;
+		}
+	if (v->n == HPN_MAX_VARS) {
+		free(val);
+		return -E2BIG;
+	}
+	k = strdup(key);
+	if (!k) {
+		free(val);
+		return -ENOMEM;
+	}
+	v->v[v->n].key = k;
+	v->v[v->n++].value = val;
+	return 0;
+}
+
+const char *hpn_vars_get(const struct hpn_vars *v, const char *key)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (!strcmp(v->v[i].key, key))
+			return v->v[i].value;
+	return NULL;
+}
+
+/* Replaces dst with a copy of src; dst is left empty on failure. */
+int hpn_vars_copy(struct hpn_vars *dst, const struct hpn_vars *src)
+{
+	hpn_vars_free(dst);
+	for (size_t i = 0; i < src->n; i++)
+		if (hpn_vars_set(dst, src->v[i].key, src->v[i].value) < 0) {
+			hpn_vars_free(dst);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* Same keys with the same values, in any order. */
+bool hpn_vars_equal(const struct hpn_vars *a, const struct hpn_vars *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		const char *v = hpn_vars_get(b, a->v[i].key);
+
+		if (!v || strcmp(v, a->v[i].value))
+			return false;
+	}
+	return true;
+}
+
+void hpn_vars_free(struct hpn_vars *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->v[i].key);
+		free(v->v[i].value);
+	}
+	v->n = 0;
 }
 
 /* ---- rendering ---- */
@@ -821,6 +939,16 @@ char *hpn_result_render(const struct hpn_result *res, const char *version)
 		arr = cJSON_AddArrayToObject(root, "rdma");
 		for (size_t i = 0; i < res->n_rdma; i++)
 			cJSON_AddItemToArray(arr, render_rdma(&res->rdma[i]));
+	}
+	if (res->nccl_file || res->nccl.n) {
+		cJSON *env;
+
+		o = cJSON_AddObjectToObject(root, "nccl");
+		if (o && res->nccl_file)
+			cJSON_AddStringToObject(o, "file", res->nccl_file);
+		env = o ? cJSON_AddObjectToObject(o, "env") : NULL;
+		for (size_t i = 0; env && i < res->nccl.n; i++)
+			cJSON_AddStringToObject(env, res->nccl.v[i].key, res->nccl.v[i].value);
 	}
 	o = cJSON_AddObjectToObject(root, "dns");
 	if (o) {

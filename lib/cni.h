@@ -20,6 +20,7 @@
 #define HPN_MAX_ROUTES	       256
 #define HPN_MAX_DNS	       32
 #define HPN_MAX_RDMA	       16
+#define HPN_MAX_VARS	       64
 
 enum hpn_cmd {
 	HPN_CMD_ADD,
@@ -124,6 +125,19 @@ struct hpn_rdma_info {
 	char reason[256];    /* why nothing is bound */
 };
 
+/* Ordered KEY=value settings (the NCCL hints); a key appears once. */
+struct hpn_vars {
+	struct hpn_kv v[HPN_MAX_VARS];
+	size_t n;
+};
+
+/* Sets key to value: replaces it in place when present, else appends; -E2BIG when full. */
+int hpn_vars_set(struct hpn_vars *v, const char *key, const char *value);
+const char *hpn_vars_get(const struct hpn_vars *v, const char *key);
+int hpn_vars_copy(struct hpn_vars *dst, const struct hpn_vars *src);
+bool hpn_vars_equal(const struct hpn_vars *a, const struct hpn_vars *b);
+void hpn_vars_free(struct hpn_vars *v);
+
 struct hpn_result {
 	struct hpn_iface ifaces[HPN_MAX_IFACES];
 	size_t n_ifaces;
@@ -134,6 +148,9 @@ struct hpn_result {
 	struct hpn_dns dns;
 	struct hpn_rdma_info rdma[HPN_MAX_RDMA];
 	size_t n_rdma;
+	/* The result's "nccl" object, an hpn-rdma extension: the hints file and its settings. */
+	char *nccl_file;
+	struct hpn_vars nccl;
 };
 
 struct hpn_result *hpn_result_new(void);

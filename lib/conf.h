@@ -8,6 +8,7 @@
 #include "cni.h"
 #include "err.h"
 #include "log.h"
+#include "nccl.h"
 
 #define HPN_DEFAULT_STATE_DIR	  "/var/lib/cni/hpn-rdma"
 #define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
@@ -60,6 +61,13 @@ struct hpn_conf {
 	} * valid;
 	size_t n_valid;
 	struct hpn_dns dns;
+
+	/* NCCL hints (nccl) and the pod: opted in (podSelector), GPU model and count. */
+	struct hpn_nccl_conf nccl;
+	bool pod_selected;  /* no podSelector, or the pod's annotation has the value */
+	char *pod_selector; /* "key=value" for messages; NULL without podSelector */
+	char *gpu_model;    /* annotation, else nccl.gpuModel; NULL: none */
+	int gpu_count;	    /* annotation, else nccl.gpuCount; 0: unknown */
 
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */
 	const char *raw;

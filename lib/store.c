@@ -107,6 +107,7 @@ void hpn_journal_free(struct hpn_journal *j)
 	free(j->container_id);
 	free(j->netns);
 	free(j->result);
+	free(j->hints_dir);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -168,6 +169,12 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 		if (j->rdma.soft_type[0])
 			cJSON_AddStringToObject(o, "softType", j->rdma.soft_type);
 		cJSON_AddBoolToObject(o, "moved", j->rdma.moved);
+	}
+	if (j->hints_key[0] && j->hints_dir) {
+		cJSON *o = cJSON_AddObjectToObject(root, "hints");
+
+		cJSON_AddStringToObject(o, "dir", j->hints_dir);
+		cJSON_AddStringToObject(o, "key", j->hints_key);
 	}
 	if (j->result)
 		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
@@ -304,6 +311,18 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	    json_str(v, "softType", j->rdma.soft_type, sizeof(j->rdma.soft_type)) < 0)
 		return -EINVAL;
 	j->rdma.moved = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "moved"));
+	v = cJSON_GetObjectItemCaseSensitive(root, "hints");
+	if (v) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "dir");
+
+		if (!cJSON_IsString(d) || d->valuestring[0] != '/' ||
+		    json_str(v, "key", j->hints_key, sizeof(j->hints_key)) < 0 ||
+		    !hpn_nccl_valid_key(j->hints_key))
+			return -EINVAL;
+		j->hints_dir = strdup(d->valuestring);
+		if (!j->hints_dir)
+			return -ENOMEM;
+	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "result");
 	if (cJSON_IsObject(v) && !(j->result = cJSON_PrintUnformatted(v)))
 		return -ENOMEM;
@@ -347,4 +366,14 @@ int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *er
 				   strerror(errno));
 	fsync(st->net_fd);
 	return 0;
+}
+
+bool hpn_journal_may_exist(const char *state_dir, const char *network, const char *key)
+{
+	char path[4096];
+	struct stat st;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/%s/%s", state_dir, network, key) < 0)
+		return true;
+	return !(lstat(path, &st) < 0 && errno == ENOENT);
 }

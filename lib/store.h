@@ -7,6 +7,7 @@
 #include "conf.h"
 #include "err.h"
 #include "link.h"
+#include "nccl.h"
 #include "util.h"
 
 /*
@@ -50,7 +51,10 @@ struct hpn_journal {
 		char soft_type[8];	   /* "rxe": recreate over netdev if the kernel drops it */
 		bool moved;		   /* exclusive mode: (being) moved into the pod netns */
 	} rdma;
-	char *result; /* JSON of this attachment's own result, once attached */
+	/* The NCCL hints file <hints_dir>/<hints_key>/nccl.conf, journalled before it is written. */
+	char *hints_dir;
+	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
+	char *result;			  /* JSON of this attachment's own result, once attached */
 };
 
 void hpn_journal_free(struct hpn_journal *j);
@@ -70,5 +74,10 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
 		     struct hpn_err *err);
 int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *err);
+/*
+ * Whether stateDir/<network>/<key> may exist, without creating, opening or
+ * locking the store: false only when it certainly does not (ENOENT).
+ */
+bool hpn_journal_may_exist(const char *state_dir, const char *network, const char *key);
 
 #endif

@@ -3,7 +3,8 @@
 # network: a throwaway "node" netns with a veth end standing in for an RDMA NIC
 # (given a PCI address through a fake sysfs), a throwaway pod netns, then ADD
 # selecting the NIC by PCI address with host-local IPAM, the result, the pod's
-# view, the journal, CHECK, DEL, and the node as it was. Run as root.
+# view, the NCCL hints file, the journal, CHECK, DEL, and the node as it was.
+# The pod opts in by annotation, as the runtime passes it. Run as root.
 # (Debian's host-local speaks CNI up to 1.0.0, so the demo does too.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,15 @@ conf=$(cat <<JSON
   "mtu": 4200,
   "stateDir": "$tmp/state",
   "logFile": "$tmp/hpn-rdma.log",
+  "podSelector": {"annotation": "alibabacloud.com/hpn-type", "value": "rdma"},
+  "nccl": {"dir": "$tmp/pods", "env": {"NCCL_DEBUG": "INFO"}},
+  "runtimeConfig": {
+    "io.kubernetes.cri.pod-annotations": {
+      "alibabacloud.com/hpn-type": "rdma",
+      "alibabacloud.com/gpu-model-series": "gpu-hpn",
+      "alibabacloud.com/gpu-count": "8"
+    }
+  },
   "ipam": {
     "type": "host-local",
     "ranges": [[{"subnet": "192.168.77.0/24"}]],
@@ -57,10 +67,11 @@ conf=$(cat <<JSON
 }
 JSON
 )
+uid=6f1c2a3e-8d4b-4c5a-9e7f-0a1b2c3d4e5f
 cni() { # cni COMMAND [config]: run the plugin as a runtime would, inside the node netns
 	ip netns exec "$node" env CNI_COMMAND="$1" CNI_CONTAINERID=demo-0001 \
 		CNI_NETNS=/run/netns/$pod CNI_IFNAME=eth0 CNI_PATH=/usr/lib/cni \
-		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=demo" \
+		CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=demo;K8S_POD_UID=$uid" \
 		"$plugin" <<<"${2:-$conf}"
 }
 step() { printf '\n== %s\n' "$*"; }
@@ -73,6 +84,8 @@ jq . <<<"$result"
 step "the pod's view"
 ip -n "$pod" -br addr show hpn0
 ip -n "$pod" route
+step "the NCCL hints file (a pod mounts it at /etc/nccl.conf)"
+cat "$tmp/pods/$uid/nccl.conf"
 step "the journal DEL will undo from"
 jq -c . "$tmp"/state/hpn-demo/*
 step "CHECK (with the result as prevResult)"
@@ -82,5 +95,10 @@ cni DEL && cni DEL && echo "DEL ok"
 step "node after DEL"
 ip -n "$node" -br link show ens1f0np0
 ip -n "$node" link show ens1f0np0 | grep -o 'mtu [0-9]*'
+[[ ! -e $tmp/pods/$uid ]] && echo "hints file removed"
+step "a pod without the annotation: ADD passes through and attaches nothing"
+cni ADD "$(jq -c '.runtimeConfig["io.kubernetes.cri.pod-annotations"] = {}' <<<"$conf")"
+echo
+ip -n "$node" -br link show ens1f0np0
 step "log"
 cat "$tmp/hpn-rdma.log"

@@ -35,14 +35,48 @@ for f in "$conf_dir"/*.conflist; do
 	((n > 0)) || { echo "FAIL: $(basename "$f") has no hpn-rdma plugin"; failed=$((failed + 1)); }
 	for ((i = 0; i < n; i++)); do
 		# The runtime adds name and cniVersion, and runtimeConfig for the
-		# declared capabilities (deviceID from a device plugin here).
+		# declared capabilities (deviceID from a device plugin, the pod's
+		# annotations from containerd or CRI-O).
 		c=$(jq -c --argjson i "$i" '. as $l | [.plugins[] | select(.type == "hpn-rdma")][$i]
 			| . + {name: $l.name, cniVersion: $l.cniVersion}
 			| if .capabilities.deviceID then .runtimeConfig.deviceID = "0000:af:00.1"
+			  else . end
+			| if .capabilities["io.kubernetes.cri.pod-annotations"] then
+			    .runtimeConfig["io.kubernetes.cri.pod-annotations"] =
+			    {"alibabacloud.com/hpn-type": "rdma",
+			     "alibabacloud.com/gpu-model-series": "GU8TF",
+			     "alibabacloud.com/gpu-count": "8"}
 			  else . end | del(.capabilities)' "$f")
 		check "$(basename "$f")[hpn-rdma #$i]" "$c"
 	done
 done
+# Multus NetworkAttachmentDefinitions: the JSON under "config: |".
+for f in "$conf_dir"/k8s/*.yaml; do
+	grep -q '^kind: NetworkAttachmentDefinition' "$f" || continue
+	c=$(awk '/^  config: \|/ { on = 1; next } on && /^    / { print; next } on { exit }' "$f")
+	c=$(jq -c 'if .capabilities.deviceID then .runtimeConfig.deviceID = "0000:af:00.1"
+		else . end | del(.capabilities)' <<<"$c")
+	check "k8s/$(basename "$f")" "$c"
+done
+# The example Pod template mounts its own hints file where NCCL looks for it,
+# from the directory the example conflist writes to, and opts in as it selects.
+dep=$conf_dir/k8s/dep-demo-hpn-gpu.yaml
+list=$conf_dir/20-hpn-rdma-gpu.conflist
+if [[ -f $dep ]]; then
+	dir=$(jq -r '.plugins[] | select(.type == "hpn-rdma") | .nccl.dir' "$list")
+	sel=$(jq -r '.plugins[] | select(.type == "hpn-rdma") | .podSelector |
+		"\(.annotation): \"\(.value)\""' "$list")
+	checked=$((checked + 1))
+	if grep -q "path: $dir\$" "$dep" && grep -q 'mountPath: /etc/nccl.conf$' "$dep" &&
+		grep -qF 'subPathExpr: $(POD_UID)/nccl.conf' "$dep" &&
+		grep -qF 'fieldPath: metadata.uid' "$dep" && grep -qF "        $sel" "$dep"; then
+		echo "ok: k8s/$(basename "$dep") mounts $dir/<pod UID>/nccl.conf and has $sel"
+	else
+		echo "FAIL: k8s/$(basename "$dep") does not mount $dir/\$(POD_UID)/nccl.conf at" \
+			"/etc/nccl.conf or lacks the annotation $sel"
+		failed=$((failed + 1))
+	fi
+fi
 ((checked > 0)) || { echo "FAIL: no examples found in $conf_dir"; exit 1; }
 echo "$((checked - failed)) passed, $failed failed"
 ((failed == 0))

@@ -4,14 +4,18 @@
  * first input byte picks it: A D C V S G, or any other byte modulo 6). Every
  * field is reached: selectors (rdmaDevice, runtimeConfig.deviceID...),
  * rdmaRequired, rdmaNetns, prevResult, dns, args, runtimeConfig and GC's
- * cni.dev/valid-attachments. On success the promises of struct hpn_conf are
- * checked and prevResult is rendered in every version and parsed back.
+ * cni.dev/valid-attachments, nccl, podSelector and the pod annotations. On
+ * success the promises of struct hpn_conf are checked, prevResult is rendered
+ * in every version and parsed back, and the NCCL hints for prevResult's
+ * devices are rendered, written out and read back with NCCL's rules.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cni.h"
 #include "conf.h"
 #include "fuzz.h"
+#include "nccl.h"
 #include "roundtrip.h"
 #include "util.h"
 
@@ -43,6 +47,65 @@ static bool abs_path_ok(const char *p)
 	size_t n = strlen(p);
 
 	return p[0] == '/' && !strstr(p, "/../") && !(n >= 3 && !strcmp(p + n - 3, "/.."));
+}
+
+/* NCCL settings a config may add: NCCL names NCCL reads whole, none computed. */
+static void check_vars(const struct hpn_vars *v)
+{
+	FUZZ_ASSERT(v->n <= HPN_MAX_VARS);
+	for (size_t i = 0; i < v->n; i++) {
+		FUZZ_ASSERT(hpn_nccl_valid_name(v->v[i].key));
+		FUZZ_ASSERT(!hpn_nccl_computed_name(v->v[i].key));
+		FUZZ_ASSERT(hpn_nccl_valid_value(v->v[i].value));
+	}
+}
+
+/*
+ * The hints config, and the file it gives for prevResult's devices (or none):
+ * read back with NCCL's rules it holds exactly the rendered settings, and the
+ * owner line is recognised.
+ */
+static void check_nccl(const struct hpn_conf *c)
+{
+	const struct hpn_nccl_conf *nc = &c->nccl;
+	struct hpn_nccl_owner o = {
+		.container_id = "c", .network = c->name, .ifname = "eth0", .pod_name = c->gpu_model
+	};
+	struct hpn_result *empty = hpn_result_new();
+	const struct hpn_result *res = c->prev_result ? c->prev_result : empty;
+	struct hpn_vars v = { 0 }, back = { 0 };
+	struct hpn_err err = { 0 };
+	char *owner;
+	bool mine = false;
+	char *text;
+
+	FUZZ_ASSERT(nc->dir && abs_path_ok(nc->dir));
+	FUZZ_ASSERT(!nc->socket_ifname ||
+		    (nc->socket_ifname[0] && hpn_nccl_valid_value(nc->socket_ifname)));
+	check_vars(&nc->env);
+	FUZZ_ASSERT(nc->n_profiles <= HPN_NCCL_MAX_PROFILES);
+	for (size_t i = 0; i < nc->n_profiles; i++) {
+		FUZZ_ASSERT(nc->profiles[i].name && nc->profiles[i].name[0]);
+		FUZZ_ASSERT(!(nc->profiles[i].gpu_counts & 1));
+		check_vars(&nc->profiles[i].env);
+	}
+	FUZZ_ASSERT(c->gpu_count >= 0 && c->gpu_count <= HPN_NCCL_MAX_GPUS);
+	FUZZ_ASSERT(c->pod_selected || c->pod_selector);
+	if (hpn_nccl_render(nc, hpn_nccl_profile(nc, c->gpu_model), res, &v, &err) == 0) {
+		text = hpn_nccl_format(&v, &o, res);
+		FUZZ_ASSERT(text);
+		owner = hpn_nccl_owner_line(&o);
+		FUZZ_ASSERT(owner);
+		FUZZ_ASSERT(hpn_nccl_parse(text, owner, &back, &mine) == 0);
+		free(owner);
+		FUZZ_ASSERT(mine && hpn_vars_equal(&v, &back) && back.n == v.n);
+		free(text);
+	} else {
+		FUZZ_ASSERT(err.code == HPN_E_RDMA || err.code == HPN_E_INVALID_CONFIG);
+	}
+	hpn_vars_free(&v);
+	hpn_vars_free(&back);
+	hpn_result_free(empty);
 }
 
 /* What "validated and typed" promises the rest of the plugin. */
@@ -102,6 +165,7 @@ static void check_conf(const struct hpn_conf *c, enum hpn_cmd cmd)
 		FUZZ_ASSERT(c->valid[i].container_id && c->valid[i].ifname);
 	FUZZ_ASSERT(c->dns.n_nameservers <= HPN_MAX_DNS && c->dns.n_search <= HPN_MAX_DNS &&
 		    c->dns.n_options <= HPN_MAX_DNS);
+	check_nccl(c);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -63,7 +63,7 @@ bridge_chain() {
 				ranges: [[{subnet: "10.90.0.0/24"}]],
 				routes: [{dst: "0.0.0.0/0"}]}},
 			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, device: "nic0", mtu: 9000,
-			 stateDir: $state, logFile: $log,
+			 stateDir: $state, logFile: $log, nccl: {dir: ($t + "/pods")},
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-hpn"),
 				ranges: [[{subnet: "10.91.0.0/24", gateway: "10.91.0.1"}]],
 				routes: [{dst: "10.92.0.0/16"}]}}
@@ -164,7 +164,7 @@ bridge_chain_check() {
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-chk"),
 				ranges: [[{subnet: "10.94.0.0/24"}]]}},
 			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, device: "nic0", mtu: 4000,
-			 stateDir: $state, logFile: $log}
+			 stateDir: $state, logFile: $log, nccl: {dir: ($t + "/pods")}}
 		]}' >"$CONFDIR/30-hpnt-chk.conflist"
 	cnitool add hpnt-chk
 	expect_ok "cnitool add"
@@ -199,7 +199,7 @@ deviceid_cap() {
 		name: "hpnt-devid",
 		plugins: [
 			{type: "hpn-rdma", ifName: "hpn0", rdmaRequired: false, capabilities: {deviceID: true},
-			 sysfsRoot: ($t + "/sysfs"), stateDir: $state, logFile: $log,
+			 sysfsRoot: ($t + "/sysfs"), stateDir: $state, logFile: $log, nccl: {dir: ($t + "/pods")},
 			 ipam: {type: "host-local", dataDir: ($t + "/hl-devid"),
 				ranges: [[{subnet: "10.93.0.0/24"}]]}}
 		]}' >"$CONFDIR/20-hpnt-devid.conflist"

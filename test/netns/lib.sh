@@ -34,6 +34,7 @@ ERR=
 
 T=
 STATE=
+PODS=
 NET=hpnt-net
 SCEN=0
 SCEN_NAME=
@@ -81,6 +82,7 @@ t_init() {
 	# The machine's own netns, to prove at the end that it was not touched.
 	snap self >"$T/root.before"
 	STATE=$T/state
+	PODS=$T/pods
 	mkdir -p "$STATE"
 	# Plugin dir first, then the test doubles, then Debian's plugins.
 	CNI_PATH_DIRS="$(dirname "$HPN_PLUGIN"):$HPNT_BIN:$CNI_BIN"
@@ -93,6 +95,8 @@ t_done() {
 	[[ -z $left ]] || fail "netns leaked: $left"
 	left=$(state_files)
 	[[ -z $left ]] || fail "state files leaked: $left"
+	left=$(hints_files)
+	[[ -z $left ]] || fail "NCCL hints files leaked: $left"
 	SCEN_NAME=
 	LAST_RUN=
 	snap_same self "$T/root.before" "the machine's own netns"
@@ -134,7 +138,7 @@ scenario() {
 		for left in $(ns_left); do
 			ip netns del "$left"
 		done
-		rm -rf "${STATE:?}"/*
+		rm -rf "${STATE:?}"/* "${PODS:?}"
 	fi
 }
 
@@ -219,9 +223,10 @@ net_conf() {
 	shift
 	(($# > 0)) && shift
 	jq -cn --arg _ver "$ver" --arg _name "$NET" --arg _state "$STATE" \
-		--arg _log "$T/plugin.log" "$@" \
+		--arg _log "$T/plugin.log" --arg _pods "$PODS" "$@" \
 		'{cniVersion: $_ver, name: $_name, type: "hpn-rdma",
-		  rdmaRequired: false, stateDir: $_state, logFile: $_log} | '"$filter"
+		  rdmaRequired: false, stateDir: $_state, logFile: $_log,
+		  nccl: {dir: $_pods}} | '"$filter"
 }
 
 # with_prev CONFIG RESULT: CONFIG with prevResult set, as runtimes do for
@@ -303,10 +308,17 @@ state_count() {
 	state_files | grep -c . || true
 }
 
+# hints_files: NCCL hints files (and temp files) under the test's hints dir.
+hints_files() {
+	find "$PODS" -mindepth 1 ! -type d 2>/dev/null || true
+}
+
 expect_no_state() {
 	local files
 	files=$(state_files)
 	[[ -z $files ]] || fail "$1: state files left: $files"
+	files=$(hints_files)
+	[[ -z $files ]] || fail "$1: NCCL hints files left: $files"
 }
 
 # hostlocal_ips DATADIR: the addresses host-local holds for $NET.

@@ -17,7 +17,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 t_init
 
-STEPS=(journal altnames move mtu up rdma-move ipam addr route rdma "done")
+STEPS=(journal altnames move mtu up rdma-move ipam addr route rdma nccl "done")
 
 # setup_nic: nic0 with two altnames, MTU 1400, up, peer up; a decoy nic1.
 setup_nic() {

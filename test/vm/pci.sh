@@ -33,7 +33,7 @@ SUBNET=10.77.0
 # rdmaRequired false: this is about the netdev; no RDMA device serves it.
 conf='{"cniVersion": "1.0.0", "name": "hpnv-net", "type": "hpn-rdma",
 	"pciBusID": "'$pci'", "ifName": "hpn0", "rdmaRequired": false,
-	"stateDir": "'$T/state'", "logFile": "'$T/plugin.log'",
+	"stateDir": "'$T/state'", "logFile": "'$T/plugin.log'", "nccl": {"dir": "'$T/pods'"},
 	"ipam": {"type": "host-local", "dataDir": "'$T/ipam'",
 		"ranges": [[{"subnet": "'$SUBNET'.0/24"}]]}}'
 

@@ -8,7 +8,8 @@
 #     for hpn0's address inside the pod, and rdma_cm (rping bound to that
 #     address in the pod) lands on the same device and port; CHECK passes,
 #     fails (107) when the address and with it the GID entry is removed, passes
-#     again when it is back; DEL restores the host.
+#     again when it is back; DEL restores the host. The NCCL hints file and the
+#     result's nccl name rxe0:1 and that GID index; DEL removes the file.
 #  2. CHECK fails (107) when the RDMA device is deleted; DEL still cleans up.
 #  3. a NIC whose rxe device the kernel destroys when the NIC leaves the host
 #     netns: ADD fails with 108 saying so, the NIC is back as it was and the
@@ -43,7 +44,7 @@ ADDR=10.77.0.2
 conf() {
 	jq -cn --arg dev "$1" --arg t "$T" --arg a "$ADDR/24" '{cniVersion: "1.0.0",
 		name: "hpnv-rdma", type: "hpn-rdma", device: $dev, ifName: "hpn0",
-		stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"),
+		stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/pods")},
 		ipam: {type: "static", addresses: [{address: $a}]}} | '"${2:-.}"
 }
 
@@ -95,6 +96,14 @@ gid=$(jq -r '.rdma[0].gidIndex' <<<"$result")
 ibv=$(ibv_gid_index "$ADDR")
 info "result gidIndex $gid, ibv_devinfo in the pod: ${ibv:-none}"
 [[ $ibv == "$gid" ]] || fail "ibv_devinfo -v shows ::ffff:$ADDR RoCE v2 at '${ibv}', the result says $gid"
+# The NCCL hints name that device, port and GID index, in the file and the result.
+hints=$(jq -r '.nccl.file' <<<"$result")
+for want in 'NCCL_IB_DISABLE=0' 'NCCL_IB_HCA==rxe0:1' "NCCL_IB_GID_INDEX=$ibv" 'NCCL_SOCKET_IFNAME=eth0'; do
+	grep -qxF "$want" "$hints" || fail "hints file $hints lacks $want: $(cat "$hints")"
+done
+[[ $(grep -vc '^#' "$hints") == 4 ]] || fail "hints file has other settings: $(cat "$hints")"
+jq_ok '.nccl.env == {NCCL_IB_DISABLE: "0", NCCL_IB_HCA: "=rxe0:1", NCCL_IB_GID_INDEX: $g,
+	NCCL_SOCKET_IFNAME: "eth0"}' "result nccl" "$result" --arg g "$ibv"
 
 # rdma_cm from the pod: rping bound to hpn0's address listens on rxe0 port 1.
 ip netns exec "$POD" rping -s -a "$ADDR" -p 7471 >/dev/null 2>&1 &
@@ -117,6 +126,7 @@ expect_ok "CHECK with the address back"
 run_plugin DEL "$prev"
 expect_ok "DEL"
 restored "after DEL"
+[[ ! -e $hints ]] || fail "DEL left the hints file $hints"
 run_plugin DEL "$prev"
 expect_ok "second DEL"
 

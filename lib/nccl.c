@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nccl.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define FILE_MAX   (64 * 1024)
+#define TMP_PREFIX ".nccl.conf."
+
+/* DESIGN.md's table, from the managed service's public GPU model list. */
+#define GPUS(n) (UINT64_C(1) << (n))
+static const struct hpn_nccl_profile builtin[] = {
+	{ .name = "GU8TF",
+	  .ib = HPN_NCCL_IB_ON,
+	  .drivers = HPN_NCCL_DRV_MLX5,
+	  .gpu_counts = GPUS(8) },
+	{ .name = "GU8TEF",
+	  .ib = HPN_NCCL_IB_ON,
+	  .drivers = HPN_NCCL_DRV_MLX5,
+	  .gpu_counts = GPUS(8) },
+	{ .name = "GX8SF",
+	  .ib = HPN_NCCL_IB_ON,
+	  .drivers = HPN_NCCL_DRV_MLX5,
+	  .gpu_counts = GPUS(8) },
+	{ .name = "P16EN", .ib = HPN_NCCL_IB_OFF, .gpu_counts = GPUS(16) },
+	{ .name = "gpu-hpn",
+	  .ib = HPN_NCCL_IB_AUTO,
+	  .gpu_counts = GPUS(1) | GPUS(2) | GPUS(4) | GPUS(8) | GPUS(16) },
+};
+static const struct hpn_nccl_profile auto_profile = { .name = "auto", .ib = HPN_NCCL_IB_AUTO };
+
+static const char *const computed[] = {
+	"NCCL_IB_DISABLE",	    "NCCL_IB_HCA",	   "NCCL_IB_GID_INDEX",
+	"NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE",
+	"NCCL_SOCKET_IFNAME",
+};
+
+static const char *const drivers[] = { "mlx5", "erdma", "rxe", "other" };
+
+bool hpn_nccl_valid_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n <= 5 || n > HPN_NCCL_NAME_MAX || strncmp(s, "NCCL_", 5))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+bool hpn_nccl_valid_value(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (!s || n > HPN_NCCL_VALUE_MAX)
+		return false;
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return false;
+	return true;
+}
+
+bool hpn_nccl_computed_name(const char *s)
+{
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(computed); i++)
+		if (!strcmp(s, computed[i]))
+			return true;
+	return false;
+}
+
+unsigned int hpn_nccl_driver_bit(const char *driver)
+{
+	for (size_t i = 0; driver && i < HPN_ARRAY_SIZE(drivers); i++)
+		if (!strcmp(driver, drivers[i]))
+			return 1U << i;
+	return 0;
+}
+
+const struct hpn_nccl_profile *hpn_nccl_profile(const struct hpn_nccl_conf *nc, const char *model)
+{
+	if (!model || !model[0])
+		return &auto_profile;
+	for (size_t i = 0; i < nc->n_profiles; i++)
+		if (!strcasecmp(nc->profiles[i].name, model))
+			return &nc->profiles[i];
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(builtin); i++)
+		if (!strcasecmp(builtin[i].name, model))
+			return &builtin[i];
+	return &auto_profile;
+}
+
+static void counts_str(uint64_t mask, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int n = 1; n <= HPN_NCCL_MAX_GPUS && off < len; n++)
+		if (mask & GPUS(n))
+			off += (size_t)snprintf(buf + off, len - off, "%s%d", off ? "/" : "", n);
+}
+
+int hpn_nccl_check_gpus(const struct hpn_nccl_profile *p, int gpus, struct hpn_err *err)
+{
+	char allowed[128];
+
+	if (!gpus || !p->gpu_counts)
+		return 0;
+	if (gpus > 0 && gpus <= HPN_NCCL_MAX_GPUS && (p->gpu_counts & GPUS(gpus)))
+		return 0;
+	counts_str(p->gpu_counts, allowed, sizeof(allowed));
+	return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+			   "GPU model series %s runs %s-GPU pods only; this pod has %d GPUs",
+			   p->name, allowed, gpus);
+}
+
+static void drivers_str(unsigned int mask, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(drivers) && off < len; i++)
+		if (mask & (1U << i))
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? " or " : "",
+						drivers[i]);
+}
+
+int hpn_nccl_check_driver(const struct hpn_nccl_profile *p, const char *driver, struct hpn_err *err)
+{
+	char want[64];
+
+	if (!driver) {
+		if (p->ib != HPN_NCCL_IB_ON)
+			return 0;
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				   "GPU model series %s needs an RDMA device and none is bound",
+				   p->name);
+	}
+	if (!p->drivers || (p->drivers & hpn_nccl_driver_bit(driver)))
+		return 0;
+	drivers_str(p->drivers, want, sizeof(want));
+	return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+			   "GPU model series %s needs a %s RDMA device; the NIC's is %s", p->name,
+			   want, driver);
+}
+
+/* addr/prefix of an address in CIDR notation, as its network: 10.1.2.3/24 -> 10.1.2.0/24. */
+static int subnet_of(const char *cidr, int *family, char *out, size_t len)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash;
+	unsigned char a[16];
+	char *end;
+	long plen;
+	int af, bytes;
+
+	if (hpn_snprintf(buf, sizeof(buf), "%s", cidr) < 0 || !(slash = strchr(buf, '/')))
+		return -EINVAL;
+	*slash = '\0';
+	af = strchr(buf, ':') ? AF_INET6 : AF_INET;
+	bytes = af == AF_INET ? 4 : 16;
+	errno = 0;
+	plen = strtol(slash + 1, &end, 10);
+	if (*end || errno || plen < 0 || plen > bytes * 8 || inet_pton(af, buf, a) != 1)
+		return -EINVAL;
+	for (int i = 0; i < bytes; i++) {
+		long keep = plen - i * 8;
+
+		if (keep <= 0)
+			a[i] = 0;
+		else if (keep < 8)
+			a[i] &= (unsigned char)(0xff << (8 - keep));
+	}
+	if (!inet_ntop(af, a, buf, sizeof(buf)))
+		return -errno;
+	*family = af;
+	return hpn_snprintf(out, len, "%s/%ld", buf, plen);
+}
+
+/* The first address of interface iface, IPv4 first: RoCE v2 GIDs of IPv4 are what NCCL picks. */
+static const char *iface_addr(const struct hpn_result *res, int iface)
+{
+	const char *v6 = NULL;
+
+	for (size_t i = 0; i < res->n_ips; i++) {
+		if (res->ips[i].interface != iface)
+			continue;
+		if (!strchr(res->ips[i].address, ':'))
+			return res->ips[i].address;
+		if (!v6)
+			v6 = res->ips[i].address;
+	}
+	return v6;
+}
+
+static int set(struct hpn_vars *v, const char *key, const char *value, struct hpn_err *err)
+{
+	int r;
+
+	if (!hpn_nccl_valid_value(value))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				   "NCCL setting %s would be %zu bytes; NCCL reads at most %d", key,
+				   strlen(value), HPN_NCCL_VALUE_MAX);
+	r = hpn_vars_set(v, key, value);
+	if (r == -E2BIG)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG, "more than %d NCCL settings",
+				   HPN_MAX_VARS);
+	return r;
+}
+
+static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *res,
+		     struct hpn_vars *v, struct hpn_err *err)
+{
+	char hca[HPN_NCCL_VALUE_MAX + 2] = "=", range[INET6_ADDRSTRLEN + 8];
+	const struct hpn_rdma_info *first = NULL;
+	bool roce = true, same_gid = true;
+	size_t off = 1;
+	int r, family = AF_INET;
+
+	for (size_t i = 0; i < res->n_rdma; i++) {
+		const struct hpn_rdma_info *ri = &res->rdma[i];
+
+		if (!ri->bound)
+			continue;
+		r = hpn_nccl_check_driver(p, ri->driver, err);
+		if (r < 0)
+			return r;
+		/* "=" makes NCCL match names exactly: mlx5_1 would also match mlx5_10. */
+		off += (size_t)snprintf(hca + off, sizeof(hca) - off, "%s%s:%d", first ? "," : "",
+					ri->device, ri->port);
+		if (off >= sizeof(hca))
+			off = sizeof(hca) - 1;
+		roce = roce && !strcmp(ri->transport, "roce");
+		if (first && ri->gid_index != first->gid_index)
+			same_gid = false;
+		if (!first)
+			first = ri;
+	}
+	r = hpn_nccl_check_driver(p, first ? first->driver : NULL, err);
+	if (r < 0)
+		return r;
+	r = set(v, "NCCL_IB_DISABLE", "0", err);
+	if (r >= 0)
+		r = set(v, "NCCL_IB_HCA", hca, err);
+	/* InfiniBand and iWARP: NCCL's own GID choice is right; RoCE needs the v2 entry. */
+	if (r < 0 || !roce)
+		return r;
+	if (same_gid && first->gid_index >= 0) {
+		char num[16];
+
+		snprintf(num, sizeof(num), "%d", first->gid_index);
+		return set(v, "NCCL_IB_GID_INDEX", num, err);
+	}
+	/* Different indexes per device: let NCCL pick the RoCE v2 GID in hpn0's subnet. */
+	r = set(v, "NCCL_IB_GID_INDEX", "-1", err);
+	if (r >= 0)
+		r = set(v, "NCCL_IB_ROCE_VERSION_NUM", "2", err);
+	if (r >= 0 && iface_addr(res, first->interface) &&
+	    subnet_of(iface_addr(res, first->interface), &family, range, sizeof(range)) >= 0) {
+		r = set(v, "NCCL_IB_ADDR_FAMILY", family == AF_INET ? "AF_INET" : "AF_INET6", err);
+		if (r >= 0)
+			r = set(v, "NCCL_IB_ADDR_RANGE", range, err);
+	}
+	return r;
+}
+
+int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		    const struct hpn_result *res, struct hpn_vars *out, struct hpn_err *err)
+{
+	struct hpn_vars v = { 0 };
+	bool bound = false;
+	int r;
+
+	for (size_t i = 0; i < res->n_rdma; i++)
+		bound = bound || res->rdma[i].bound;
+	if (p->ib == HPN_NCCL_IB_ON || (p->ib == HPN_NCCL_IB_AUTO && bound)) {
+		r = render_ib(p, res, &v, err);
+	} else {
+		r = set(&v, "NCCL_IB_DISABLE", "1", err);
+		if (r >= 0)
+			r = set(&v, "NCCL_IB_HCA", "", err);
+	}
+	if (r >= 0)
+		r = set(&v, "NCCL_SOCKET_IFNAME",
+			nc->socket_ifname ? nc->socket_ifname : HPN_DEFAULT_SOCKET_IF, err);
+	/* The model's keys, then the network's: the more specific config wins. */
+	for (size_t i = 0; r >= 0 && i < p->env.n; i++)
+		r = set(&v, p->env.v[i].key, p->env.v[i].value, err);
+	for (size_t i = 0; r >= 0 && i < nc->env.n; i++)
+		r = set(&v, nc->env.v[i].key, nc->env.v[i].value, err);
+	if (r < 0) {
+		hpn_vars_free(&v);
+		return r;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Comment text: pod names come from the runtime; keep them to one printable line. */
+static void clean(char *dst, const char *src, size_t len)
+{
+	size_t i = 0;
+
+	for (; src && src[i] && i + 1 < len; i++)
+		dst[i] = (src[i] > 0x20 && src[i] < 0x7f && src[i] != '=') ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o)
+{
+	char *line;
+
+	/* No '=' in comments: an NCCL that did not skip them would still set nothing. */
+	if (asprintf(&line, "# owner container %s network %s ifname %s", o->container_id,
+		     o->network, o->ifname) < 0)
+		return NULL;
+	return line;
+}
+
+char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
+		      const struct hpn_result *res)
+{
+	char ns[256], name[256], uid[256];
+	_cleanup_free_ char *owner = hpn_nccl_owner_line(o);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	clean(ns, o->pod_namespace ? o->pod_namespace : "-", sizeof(ns));
+	clean(name, o->pod_name ? o->pod_name : "-", sizeof(name));
+	clean(uid, o->pod_uid ? o->pod_uid : "-", sizeof(uid));
+	fprintf(f, "# NCCL settings written by hpn-rdma for what it bound; do not edit\n");
+	fprintf(f, "# pod %s/%s uid %s\n", ns, name, uid);
+	if (!owner) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fprintf(f, "%s\n", owner);
+	for (size_t i = 0; i < res->n_rdma; i++) {
+		const struct hpn_rdma_info *ri = &res->rdma[i];
+		const char *ifn = ri->interface >= 0 && (size_t)ri->interface < res->n_ifaces
+					  ? res->ifaces[ri->interface].name
+					  : "?";
+
+		if (ri->bound)
+			fprintf(f, "# device %s %s:%d gid %d %s %s %s\n", ifn, ri->device, ri->port,
+				ri->gid_index, ri->gid[0] ? ri->gid : "-", ri->driver,
+				ri->transport);
+		else
+			fprintf(f, "# device %s none\n", ifn);
+	}
+	for (size_t i = 0; i < v->n; i++)
+		fprintf(f, "%s=%s\n", v->v[i].key, v->v[i].value);
+	if (fclose(f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int hpn_nccl_parse(const char *text, const char *owner_line, struct hpn_vars *out, bool *owner_ok)
+{
+	struct hpn_vars v = { 0 };
+	const char *line = text;
+	size_t olen = owner_line ? strlen(owner_line) : 0;
+	int r = 0;
+
+	*owner_ok = false;
+	while (r >= 0 && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		const char *eq = memchr(line, '=', n);
+
+		if (line[0] == '#') {
+			if (olen && n == olen && !memcmp(line, owner_line, n))
+				*owner_ok = true;
+		} else if (eq && eq > line) {
+			char *k = strndup(line, (size_t)(eq - line));
+			char *val = strndup(eq + 1, n - (size_t)(eq - line) - 1);
+
+			/* setenv(name, value, 0): the first setting of a name stays. */
+			if (!k || !val)
+				r = -ENOMEM;
+			else if (!hpn_vars_get(&v, k))
+				r = hpn_vars_set(&v, k, val);
+			free(k);
+			free(val);
+		}
+		line += n + (nl ? 1 : 0);
+	}
+	if (r < 0) {
+		hpn_vars_free(&v);
+		return r;
+	}
+	*out = v;
+	return 0;
+}
+
+bool hpn_nccl_valid_key(const char *key)
+{
+	return hpn_valid_container_id(key) && strlen(key) < HPN_NCCL_KEY_MAX;
+}
+
+void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX])
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	if (pod_uid || strlen(container_id) < HPN_NCCL_KEY_MAX) {
+		snprintf(key, HPN_NCCL_KEY_MAX, "%s", pod_uid ? pod_uid : container_id);
+		return;
+	}
+	for (const char *p = container_id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	snprintf(key, HPN_NCCL_KEY_MAX, "%.100s-%016llx", container_id, (unsigned long long)h);
+}
+
+/* mkdir -p of an absolute path; what it creates gets mode exactly. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	int r = hpn_snprintf(buf, sizeof(buf), "%s", path);
+
+	if (r < 0)
+		return r;
+	for (char *p = buf + 1;; p++) {
+		bool last = !*p;
+
+		if (*p != '/' && !last)
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) == 0) {
+			if (chmod(buf, mode) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		if (last)
+			return 0;
+		*p = '/';
+	}
+}
+
+/* The key directory, locked; retried when a remover unlinked it under us. */
+static int open_key(int dfd, const char *dir, const char *key, bool create, int *ret,
+		    struct hpn_err *err)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		_cleanup_close_ int kfd = -1;
+		struct stat st;
+
+		if (create) {
+			if (mkdirat(dfd, key, 0755) == 0) {
+				/* Exactly 0755 whatever the runtime's umask. */
+				kfd = openat(dfd, key,
+					     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (kfd >= 0 && fchmod(kfd, 0755) < 0)
+					return hpn_err_set(err, HPN_E_IO, errno, "chmod %s/%s: %s",
+							   dir, key, strerror(errno));
+			} else if (errno != EEXIST) {
+				return hpn_err_set(err, HPN_E_IO, errno, "create %s/%s: %s", dir,
+						   key, strerror(errno));
+			}
+		}
+		if (kfd < 0)
+			kfd = openat(dfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		/* Not a directory of ours (a planted symlink or file): none to read or remove. */
+		if (kfd < 0 && !create && (errno == ENOENT || errno == ELOOP || errno == ENOTDIR))
+			return -ENOENT;
+		if (kfd < 0 && errno == ENOENT)
+			continue;
+		if (kfd < 0)
+			return hpn_err_set(err, HPN_E_IO, errno,
+					   "open %s/%s: %s (a symlink or a file is not a hints "
+					   "directory)",
+					   dir, key, strerror(errno));
+		if (flock(kfd, LOCK_EX) < 0)
+			return hpn_err_set(err, HPN_E_IO, errno, "lock %s/%s: %s", dir, key,
+					   strerror(errno));
+		if (fstat(kfd, &st) < 0)
+			return hpn_err_set(err, HPN_E_IO, errno, "stat %s/%s: %s", dir, key,
+					   strerror(errno));
+		if (st.st_nlink == 0) {
+			if (!create)
+				return -ENOENT;
+			continue;
+		}
+		/* cppcheck-suppress unreadVariable ; TAKE_FD clears kfd for its cleanup handler */
+		*ret = TAKE_FD(kfd);
+		return 0;
+	}
+	return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "%s/%s keeps being removed", dir, key);
+}
+
+static int open_dir(const char *dir, bool create, int *ret, struct hpn_err *err)
+{
+	int fd;
+
+	if (create) {
+		int r = mkdir_p(dir, 0755);
+		if (r < 0)
+			return hpn_err_set(err, HPN_E_IO, -r, "create hints directory %s: %s", dir,
+					   strerror(-r));
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && !create)
+		return -ENOENT;
+	if (fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "open hints directory %s: %s", dir,
+				   strerror(errno));
+	*ret = fd;
+	return 0;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1, kfd = -1, fd = -1;
+	char tmp[64];
+	int r;
+
+	if (!hpn_nccl_valid_key(key))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "hints key \"%.64s\" is not a pod UID or container ID", key);
+	r = open_dir(dir, true, &dfd, err);
+	if (r >= 0)
+		r = open_key(dfd, dir, key, true, &kfd, err);
+	if (r < 0)
+		return r;
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld", (long)getpid());
+	(void)unlinkat(kfd, tmp, 0);
+	fd = openat(kfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "create %s/%s/%s: %s", dir, key, tmp,
+				   strerror(errno));
+	r = fchmod(fd, 0644) < 0 ? -errno : 0;
+	if (r >= 0)
+		r = write_all(fd, text, strlen(text));
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r >= 0 && renameat(kfd, tmp, kfd, HPN_NCCL_FILE) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(kfd, tmp, 0);
+		return hpn_err_set(err, HPN_E_IO, -r, "write %s/%s/%s: %s", dir, key, HPN_NCCL_FILE,
+				   strerror(-r));
+	}
+	/* The rename itself must survive a crash too. */
+	if (fsync(kfd) < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "sync %s/%s: %s", dir, key,
+				   strerror(errno));
+	return 0;
+}
+
+static int read_file(int kfd, const char *dir, const char *key, char **ret, struct hpn_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	size_t len;
+	int r;
+
+	fd = openat(kfd, HPN_NCCL_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "open %s/%s/%s: %s", dir, key,
+				   HPN_NCCL_FILE, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return hpn_err_set(err, HPN_E_IO, EINVAL, "%s/%s/%s is not a regular file", dir,
+				   key, HPN_NCCL_FILE);
+	r = hpn_read_all(fd, FILE_MAX, ret, &len);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, -r, "read %s/%s/%s: %s", dir, key, HPN_NCCL_FILE,
+				   strerror(-r));
+	return 0;
+}
+
+int hpn_nccl_read(const char *dir, const char *key, char **ret, struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1, kfd = -1;
+	int r;
+
+	if (!hpn_nccl_valid_key(key))
+		return -ENOENT;
+	r = open_dir(dir, false, &dfd, err);
+	if (r >= 0)
+		r = open_key(dfd, dir, key, false, &kfd, err);
+	if (r >= 0)
+		r = read_file(kfd, dir, key, ret, err);
+	return r;
+}
+
+/* Temp files a killed writer left; they would keep the directory from going. */
+static void remove_temps(int kfd)
+{
+	int fd = openat(kfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)))
+			(void)unlinkat(kfd, e->d_name, 0);
+	closedir(d);
+}
+
+int hpn_nccl_remove(const char *dir, const char *key, const char *owner_line, struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1, kfd = -1;
+	_cleanup_free_ char *text = NULL;
+	struct hpn_vars v = { 0 };
+	bool mine = false;
+	int r;
+
+	if (!hpn_nccl_valid_key(key))
+		return 0;
+	r = open_dir(dir, false, &dfd, err);
+	if (r >= 0)
+		r = open_key(dfd, dir, key, false, &kfd, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = read_file(kfd, dir, key, &text, err);
+	if (r >= 0) {
+		r = hpn_nccl_parse(text, owner_line, &v, &mine);
+		hpn_vars_free(&v);
+		if (r < 0)
+			return r;
+		if (mine && unlinkat(kfd, HPN_NCCL_FILE, 0) < 0 && errno != ENOENT)
+			return hpn_err_set(err, HPN_E_IO, errno, "remove %s/%s/%s: %s", dir, key,
+					   HPN_NCCL_FILE, strerror(errno));
+	} else if (r != -ENOENT) {
+		return r;
+	}
+	remove_temps(kfd);
+	/* Still locked: a writer that opened it before re-checks st_nlink after its lock. */
+	if (unlinkat(dfd, key, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY && errno != ENOENT &&
+	    errno != EEXIST)
+		return hpn_err_set(err, HPN_E_IO, errno, "remove %s/%s: %s", dir, key,
+				   strerror(errno));
+	return 0;
+}
+
+void hpn_nccl_conf_free(struct hpn_nccl_conf *nc)
+{
+	free(nc->dir);
+	free(nc->socket_ifname);
+	hpn_vars_free(&nc->env);
+	for (size_t i = 0; i < nc->n_profiles; i++) {
+		free(nc->profiles[i].name);
+		hpn_vars_free(&nc->profiles[i].env);
+	}
+	nc->n_profiles = 0;
+}

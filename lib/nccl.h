@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_NCCL_H
+#define HPN_NCCL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cni.h"
+#include "err.h"
+
+/*
+ * The per-pod NCCL hints file: what to write, from what ADD bound (the
+ * result's rdma list and the addresses of the bound interfaces), and the file
+ * itself under <dir>/<key>/nccl.conf. NCCL reads it as KEY=value lines: the
+ * first '=' splits, nothing is trimmed or unquoted, '#' starts a comment, and a
+ * name or value longer than 1023 bytes is cut (src/misc/param.cc), so every
+ * value written here is checked against those rules instead.
+ */
+
+#define HPN_DEFAULT_NCCL_DIR  "/run/hpn-rdma/pods"
+#define HPN_DEFAULT_SOCKET_IF "eth0"
+#define HPN_NCCL_NAME_MAX     128  /* ours; NCCL cuts at 1023 */
+#define HPN_NCCL_VALUE_MAX    1023 /* NCCL's envValue[1024] */
+#define HPN_NCCL_KEY_MAX      129  /* a pod UID or container ID, as a directory name */
+#define HPN_NCCL_FILE	      "nccl.conf"
+#define HPN_NCCL_MAX_PROFILES 64
+#define HPN_NCCL_MAX_GPUS     63
+
+enum hpn_nccl_ib {
+	HPN_NCCL_IB_AUTO, /* on when an RDMA device is bound, else off */
+	HPN_NCCL_IB_ON,	  /* an RDMA device must be bound */
+	HPN_NCCL_IB_OFF,  /* NCCL_IB_DISABLE=1 and an empty NCCL_IB_HCA */
+};
+
+/* One GPU model series' settings: the data behind DESIGN.md's profile table. */
+struct hpn_nccl_profile {
+	char *name; /* GPU model series, matched without regard to case */
+	enum hpn_nccl_ib ib;
+	unsigned int drivers; /* HPN_NCCL_DRV_* bits the bound devices may have; 0: any */
+	uint64_t gpu_counts;  /* bit n: a pod of n GPUs is allowed; 0: any */
+	struct hpn_vars env;  /* extra keys of this model */
+};
+
+enum {
+	HPN_NCCL_DRV_MLX5 = 1,
+	HPN_NCCL_DRV_ERDMA = 2,
+	HPN_NCCL_DRV_RXE = 4,
+	HPN_NCCL_DRV_OTHER = 8,
+};
+
+struct hpn_nccl_conf {
+	bool enabled;
+	char *dir;
+	char *socket_ifname;
+	struct hpn_vars env; /* extra keys for every pod of the network */
+	/* The config's own profiles, looked up before the built-in ones. */
+	struct hpn_nccl_profile profiles[HPN_NCCL_MAX_PROFILES];
+	size_t n_profiles;
+};
+
+/* Who a hints file belongs to; DEL removes a file only when this matches. */
+struct hpn_nccl_owner {
+	const char *container_id;
+	const char *network;
+	const char *ifname; /* CNI_IFNAME */
+	/* For the header only; any of them may be NULL. */
+	const char *pod_namespace, *pod_name, *pod_uid;
+};
+
+/* "NCCL_" then [A-Z0-9_], at most HPN_NCCL_NAME_MAX bytes. */
+bool hpn_nccl_valid_name(const char *s);
+/* Printable ASCII without newlines, at most HPN_NCCL_VALUE_MAX bytes. */
+bool hpn_nccl_valid_value(const char *s);
+/* A key the plugin computes from the binding; config may not set it. */
+bool hpn_nccl_computed_name(const char *s);
+/* The HPN_NCCL_DRV_* bit of a driver name ("mlx5", "erdma", "rxe", "other"); 0 unknown. */
+unsigned int hpn_nccl_driver_bit(const char *driver);
+
+/* Profile for a GPU model series (NULL or ""): the config's, the built-in one, else "auto". */
+const struct hpn_nccl_profile *hpn_nccl_profile(const struct hpn_nccl_conf *nc, const char *model);
+/* The pod's GPU count (0: unknown) against the profile; code 7 names both. */
+int hpn_nccl_check_gpus(const struct hpn_nccl_profile *p, int gpus, struct hpn_err *err);
+/* A device of this driver (NULL: none) about to be bound against the profile; code 108. */
+int hpn_nccl_check_driver(const struct hpn_nccl_profile *p, const char *driver,
+			  struct hpn_err *err);
+
+/*
+ * The settings for what res (this attachment's own result) bound, in file
+ * order; out is filled only on success and freed with hpn_vars_free().
+ */
+int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		    const struct hpn_result *res, struct hpn_vars *out, struct hpn_err *err);
+/* The file's text: a '#' header (owner, pod, devices) and the KEY=value lines. */
+char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
+		      const struct hpn_result *res);
+/* The header line DEL and CHECK compare (malloc'd; NULL when out of memory). */
+char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o);
+/*
+ * Reads text as NCCL does into out (later lines do not override earlier
+ * ones: NCCL's setenv(..., 0)); *owner_ok says whether the owner line is there.
+ */
+int hpn_nccl_parse(const char *text, const char *owner_line, struct hpn_vars *out, bool *owner_ok);
+
+/* Pod UID or container ID usable as the directory name. */
+bool hpn_nccl_valid_key(const char *key);
+/*
+ * The directory name for a pod: its UID (NULL: none), else the container ID,
+ * which is shortened with a hash of the whole when it is too long to be one.
+ */
+void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX]);
+/*
+ * Writes <dir>/<key>/nccl.conf atomically (temp file, fsync, rename), dir and
+ * key created 0755 and the file 0644. key is opened relative to dir with
+ * O_NOFOLLOW, under an flock on it that hpn_nccl_remove() also takes.
+ */
+int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hpn_err *err);
+/* The file's text (at most 64 KiB); -ENOENT when missing. */
+int hpn_nccl_read(const char *dir, const char *key, char **ret, struct hpn_err *err);
+/*
+ * Removes the file if its owner line is owner_line (a pod recreated under the
+ * same key keeps its new file), then the key directory if empty. Missing
+ * pieces are not errors.
+ */
+int hpn_nccl_remove(const char *dir, const char *key, const char *owner_line, struct hpn_err *err);
+
+void hpn_nccl_conf_free(struct hpn_nccl_conf *nc);
+
+#endif

@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for lib/nccl.c (the hints: profiles, rendering, NCCL's file
+ * rules, the file's safe writing and removal) and for the config fields that
+ * feed it (nccl, podSelector, the pod annotations).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "conf.h"
+#include "nccl.h"
+#include "tmpdir.h"
+
+static char tmp[64];
+
+/* A result with n bound RoCE devices on interfaces hpn0..: name mlx5_<2+i>, port 1. */
+static struct hpn_result *bound(size_t n, const int *gids, const char *driver,
+				const char *transport, const char *addr)
+{
+	struct hpn_result *res = hpn_result_new();
+
+	for (size_t i = 0; i < n; i++) {
+		char name[24], dev[64];
+		struct hpn_iface ifc = { .name = name };
+		struct hpn_rdma_info *ri = &res->rdma[res->n_rdma++];
+
+		snprintf(name, sizeof(name), "hpn%zu", i);
+		snprintf(dev, sizeof(dev), "%s_%zu", !strcmp(driver, "mlx5") ? "mlx5" : driver,
+			 2 + i);
+		hpn_result_add_iface(res, &ifc);
+		*ri = (struct hpn_rdma_info){ .interface = (int)i, .bound = true, .port = 1 };
+		ri->gid_index = gids[i];
+		snprintf(ri->device, sizeof(ri->device), "%s", dev);
+		snprintf(ri->driver, sizeof(ri->driver), "%s", driver);
+		snprintf(ri->transport, sizeof(ri->transport), "%s", transport);
+		snprintf(ri->link_layer, sizeof(ri->link_layer), "%s",
+			 !strcmp(transport, "ib") ? "InfiniBand" : "Ethernet");
+	}
+	if (addr) {
+		res->ips[0] = (struct hpn_ipcfg){ .address = strdup(addr), .interface = 0 };
+		res->n_ips = 1;
+	}
+	return res;
+}
+
+static struct hpn_nccl_conf *nconf(void)
+{
+	static struct hpn_nccl_conf nc;
+
+	hpn_nccl_conf_free(&nc);
+	memset(&nc, 0, sizeof(nc));
+	nc.enabled = true;
+	nc.dir = strdup("/run/hpn-rdma/pods");
+	return &nc;
+}
+
+/* Renders res with the profile of model; the vars as "K=V;K=V", or "ERR <code>: msg". */
+static char *render(const struct hpn_nccl_conf *nc, const char *model, const struct hpn_result *res)
+{
+	struct hpn_vars v = { 0 };
+	struct hpn_err err = { 0 };
+	char *out = calloc(1, 8192);
+	size_t off = 0;
+
+	if (hpn_nccl_render(nc, hpn_nccl_profile(nc, model), res, &v, &err) < 0) {
+		snprintf(out, 8192, "ERR %d: %s", err.code, err.msg);
+		return out;
+	}
+	for (size_t i = 0; i < v.n; i++)
+		off += (size_t)snprintf(out + off, 8192 - off, "%s%s=%s", i ? ";" : "", v.v[i].key,
+					v.v[i].value);
+	hpn_vars_free(&v);
+	return out;
+}
+
+#define CHECK_RENDER(nc, model, res, want)                                                         \
+	do {                                                                                       \
+		char *_got = render((nc), (model), (res));                                         \
+		CHECK_STR_EQ(_got, (want));                                                        \
+		free(_got);                                                                        \
+	} while (0)
+
+static void test_names(void)
+{
+	char longname[HPN_NCCL_NAME_MAX + 2], longval[HPN_NCCL_VALUE_MAX + 2];
+
+	CHECK(hpn_nccl_valid_name("NCCL_DEBUG"));
+	CHECK(hpn_nccl_valid_name("NCCL_IB_TIMEOUT_2"));
+	CHECK(!hpn_nccl_valid_name("NCCL_"));
+	CHECK(!hpn_nccl_valid_name("nccl_debug"));
+	CHECK(!hpn_nccl_valid_name("NCCL_DE BUG"));
+	CHECK(!hpn_nccl_valid_name("NCCL_A=B"));
+	CHECK(!hpn_nccl_valid_name("LD_PRELOAD"));
+	CHECK(!hpn_nccl_valid_name(NULL));
+	memset(longname, 'A', sizeof(longname));
+	memcpy(longname, "NCCL_", 5);
+	longname[HPN_NCCL_NAME_MAX] = '\0';
+	CHECK(hpn_nccl_valid_name(longname));
+	longname[HPN_NCCL_NAME_MAX] = 'A';
+	longname[HPN_NCCL_NAME_MAX + 1] = '\0';
+	CHECK(!hpn_nccl_valid_name(longname));
+
+	CHECK(hpn_nccl_valid_value(""));
+	CHECK(hpn_nccl_valid_value("=mlx5_2:1,mlx5_3:1"));
+	CHECK(!hpn_nccl_valid_value("a\nNCCL_IB_HCA=evil"));
+	CHECK(!hpn_nccl_valid_value("a\r"));
+	CHECK(!hpn_nccl_valid_value("caf\xc3\xa9"));
+	memset(longval, 'x', sizeof(longval));
+	longval[HPN_NCCL_VALUE_MAX] = '\0';
+	CHECK(hpn_nccl_valid_value(longval));
+	longval[HPN_NCCL_VALUE_MAX] = 'x';
+	longval[HPN_NCCL_VALUE_MAX + 1] = '\0';
+	CHECK(!hpn_nccl_valid_value(longval));
+
+	CHECK(hpn_nccl_computed_name("NCCL_IB_HCA"));
+	CHECK(hpn_nccl_computed_name("NCCL_SOCKET_IFNAME"));
+	CHECK(!hpn_nccl_computed_name("NCCL_DEBUG"));
+
+	{
+		char key[HPN_NCCL_KEY_MAX], cid[1001];
+
+		hpn_nccl_key("uid-1", "ctr", key);
+		CHECK_STR_EQ(key, "uid-1");
+		hpn_nccl_key(NULL, "ctr", key);
+		CHECK_STR_EQ(key, "ctr");
+		memset(cid, 'c', 1000);
+		cid[1000] = '\0';
+		hpn_nccl_key(NULL, cid, key);
+		CHECK(hpn_nccl_valid_key(key));
+		CHECK_INT_EQ(key[100], '-');
+		CHECK_INT_EQ(strlen(key), 117);
+		cid[999] = 'd';
+		{
+			char key2[HPN_NCCL_KEY_MAX];
+
+			hpn_nccl_key(NULL, cid, key2);
+			CHECK(strcmp(key, key2) != 0);
+		}
+	}
+	CHECK(hpn_nccl_valid_key("6f1c2a3e-8d4b-4c5a-9e7f-0a1b2c3d4e5f"));
+	CHECK(hpn_nccl_valid_key("ctr.1_a"));
+	CHECK(!hpn_nccl_valid_key(".."));
+	CHECK(!hpn_nccl_valid_key("../etc"));
+	CHECK(!hpn_nccl_valid_key("a/b"));
+	CHECK(!hpn_nccl_valid_key(""));
+	CHECK(!hpn_nccl_valid_key(".hidden"));
+	memset(longval, 'a', HPN_NCCL_KEY_MAX);
+	longval[HPN_NCCL_KEY_MAX] = '\0';
+	CHECK(!hpn_nccl_valid_key(longval));
+	longval[HPN_NCCL_KEY_MAX - 1] = '\0';
+	CHECK(hpn_nccl_valid_key(longval));
+}
+
+static void test_profiles(void)
+{
+	struct hpn_nccl_conf *nc = nconf();
+	struct hpn_err err = { 0 };
+
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "GU8TF")->name, "GU8TF");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "gu8tef")->name, "GU8TEF");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "GX8SF")->name, "GX8SF");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "P16EN")->name, "P16EN");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "gpu-hpn")->name, "gpu-hpn");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "H20")->name, "auto");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, NULL)->name, "auto");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "")->name, "auto");
+
+	/* Type 1: 8-GPU pods, mlx5 only. */
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "GU8TF"), 8, &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "GU8TF"), 0, &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "GU8TF"), 4, &err), -EINVAL);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_CONFIG);
+	CHECK_STR_HAS(err.msg, "GU8TF runs 8-GPU pods only; this pod has 4 GPUs");
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "P16EN"), 16, &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "P16EN"), 8, &err), -EINVAL);
+	err = (struct hpn_err){ 0 };
+	for (int n = 1; n <= 16; n++) {
+		bool ok = n == 1 || n == 2 || n == 4 || n == 8 || n == 16;
+
+		CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "gpu-hpn"), n, &err),
+			     ok ? 0 : -EINVAL);
+	}
+	CHECK_STR_HAS(err.msg, "1/2/4/8/16-GPU");
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "other"), 3, &err), 0);
+
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "GU8TF"), "mlx5", &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "GU8TF"), "rxe", &err), -EINVAL);
+	CHECK_INT_EQ(err.code, HPN_E_RDMA);
+	CHECK_STR_HAS(err.msg, "GU8TF needs a mlx5 RDMA device; the NIC's is rxe");
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "GU8TF"), NULL, &err), -ENODEV);
+	CHECK_STR_HAS(err.msg, "needs an RDMA device and none is bound");
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "P16EN"), NULL, &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "gpu-hpn"), "erdma", &err), 0);
+	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "x"), NULL, &err), 0);
+
+	/* A config profile is found before the built-in one of the same name. */
+	nc->profiles[0] =
+		(struct hpn_nccl_profile){ .name = strdup("gu8tf"), .ib = HPN_NCCL_IB_OFF };
+	nc->n_profiles = 1;
+	CHECK(hpn_nccl_profile(nc, "GU8TF") == &nc->profiles[0]);
+	CHECK_INT_EQ(hpn_nccl_check_gpus(hpn_nccl_profile(nc, "GU8TF"), 4, &err), 0);
+}
+
+static void test_render(void)
+{
+	struct hpn_nccl_conf *nc = nconf();
+	int g3[] = { 3, 3, 3, 3 }, g_mixed[] = { 3, 1 }, g0[] = { 0, 0 };
+	struct hpn_result *res;
+
+	/* One mlx5 RoCE device: exact HCA with port, its GID index. */
+	res = bound(1, g3, "mlx5", "roce", "10.1.2.3/24");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
+		     "NCCL_SOCKET_IFNAME=eth0");
+	CHECK_RENDER(nc, "GU8TF", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
+		     "NCCL_SOCKET_IFNAME=eth0");
+	/* Type 2 turns IB off even with a device bound. */
+	CHECK_RENDER(nc, "P16EN", res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+
+	/* Several NICs with one GID index: a comma list and that index. */
+	res = bound(4, g3, "mlx5", "roce", "10.1.2.3/24");
+	CHECK_RENDER(nc, "gpu-hpn", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1;"
+		     "NCCL_IB_GID_INDEX=3;NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+
+	/* Different indexes: NCCL picks the RoCE v2 GID within hpn0's subnet. */
+	res = bound(2, g_mixed, "mlx5", "roce", "10.1.2.3/20");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1,mlx5_3:1;NCCL_IB_GID_INDEX=-1;"
+		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_IB_ADDR_FAMILY=AF_INET;"
+		     "NCCL_IB_ADDR_RANGE=10.1.0.0/20;NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+	res = bound(2, g_mixed, "rxe", "roce", "fd00:1:2::5/64");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==rxe_2:1,rxe_3:1;NCCL_IB_GID_INDEX=-1;"
+		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_IB_ADDR_FAMILY=AF_INET6;"
+		     "NCCL_IB_ADDR_RANGE=fd00:1:2::/64;NCCL_SOCKET_IFNAME=eth0");
+	/* ...and with no address, no range. */
+	free(res->ips[0].address);
+	res->ips[0].address = NULL;
+	res->n_ips = 0;
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==rxe_2:1,rxe_3:1;NCCL_IB_GID_INDEX=-1;"
+		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+
+	/* InfiniBand and iWARP (erdma): NCCL's own GID choice, no GID settings. */
+	res = bound(1, g0, "mlx5", "ib", "10.1.2.3/24");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+	res = bound(1, g0, "erdma", "iwarp", "10.1.2.3/24");
+	CHECK_RENDER(nc, "gpu-hpn", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_SOCKET_IFNAME=eth0");
+	/* Type 1 refuses a device that is not mlx5. */
+	CHECK_RENDER(nc, "GX8SF", res,
+		     "ERR 108: GPU model series GX8SF needs a mlx5 RDMA device; the NIC's is "
+		     "erdma");
+	hpn_result_free(res);
+
+	/* Nothing bound: IB off with auto, an error where the model needs RDMA. */
+	res = bound(1, g0, "mlx5", "roce", NULL);
+	res->rdma[0].bound = false;
+	CHECK_RENDER(nc, NULL, res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
+	CHECK_RENDER(nc, "GU8TF", res,
+		     "ERR 108: GPU model series GU8TF needs an RDMA device and none is bound");
+	hpn_result_free(res);
+
+	/* Socket interface and extra keys: the model's, then the network's on top. */
+	nc->socket_ifname = strdup("=eth0");
+	hpn_vars_set(&nc->env, "NCCL_DEBUG", "INFO");
+	hpn_vars_set(&nc->env, "NCCL_NET_GDR_LEVEL", "PHB");
+	nc->profiles[0] = (struct hpn_nccl_profile){ .name = strdup("H800"), .ib = HPN_NCCL_IB_ON };
+	hpn_vars_set(&nc->profiles[0].env, "NCCL_DEBUG", "WARN");
+	hpn_vars_set(&nc->profiles[0].env, "NCCL_IB_QPS_PER_CONNECTION", "4");
+	nc->n_profiles = 1;
+	res = bound(1, g3, "mlx5", "roce", "10.1.2.3/24");
+	CHECK_RENDER(nc, "h800", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
+		     "NCCL_SOCKET_IFNAME==eth0;NCCL_DEBUG=INFO;NCCL_IB_QPS_PER_CONNECTION=4;"
+		     "NCCL_NET_GDR_LEVEL=PHB");
+	hpn_result_free(res);
+
+	/* 16 devices with 63-byte names: the HCA list is over NCCL's 1023 bytes. */
+	res = bound(16, (int[16]){ 0 }, "mlx5", "roce", NULL);
+	for (size_t i = 0; i < res->n_rdma; i++)
+		snprintf(res->rdma[i].device, sizeof(res->rdma[i].device), "mlx5_%058zu", i);
+	{
+		char *got = render(nc, NULL, res);
+
+		CHECK_STR_HAS(got, "ERR 7: NCCL setting NCCL_IB_HCA would be");
+		CHECK_STR_HAS(got, "NCCL reads at most 1023");
+		free(got);
+	}
+	hpn_result_free(res);
+	nconf();
+}
+
+/* The file as NCCL reads it gives exactly the rendered variables. */
+static void test_format_parse(void)
+{
+	struct hpn_nccl_conf *nc = nconf();
+	int g[] = { 3, 1 };
+	struct hpn_result *res = bound(2, g, "mlx5", "roce", "10.1.2.3/24");
+	struct hpn_nccl_owner o = { .container_id = "c1",
+				    .network = "net",
+				    .ifname = "eth0",
+				    .pod_namespace = "ns\nNCCL_IB_HCA=evil",
+				    .pod_name = "p=1",
+				    .pod_uid = "u1" };
+	struct hpn_vars v = { 0 }, got = { 0 };
+	struct hpn_err err = { 0 };
+	char *owner, *other;
+	bool mine = false;
+	char *text;
+
+	CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), res, &v, &err), 0);
+	text = hpn_nccl_format(&v, &o, res);
+	CHECK(text != NULL);
+	owner = hpn_nccl_owner_line(&o);
+	CHECK_STR_EQ(owner, "# owner container c1 network net ifname eth0");
+	CHECK_STR_HAS(text, owner);
+	/* Pod names from the runtime cannot start a line or hold '='. */
+	CHECK_STR_HAS(text, "# pod ns?NCCL_IB_HCA?evil/p?1 uid u1\n");
+	CHECK_STR_HAS(text, "# device hpn0 mlx5_2:1 gid 3");
+	CHECK_STR_HAS(text, "\nNCCL_IB_HCA==mlx5_2:1,mlx5_3:1\n");
+	CHECK_INT_EQ(hpn_nccl_parse(text, owner, &got, &mine), 0);
+	CHECK(mine);
+	CHECK(hpn_vars_equal(&got, &v));
+	CHECK_INT_EQ(got.n, v.n);
+	hpn_vars_free(&got);
+	o.container_id = "c2";
+	other = hpn_nccl_owner_line(&o);
+	CHECK_INT_EQ(hpn_nccl_parse(text, other, &got, &mine), 0);
+	CHECK(!mine);
+	hpn_vars_free(&got);
+	free(text);
+	free(owner);
+	free(other);
+
+	/* NCCL's rules: first '=' splits, no trimming, '#' lines and lines without '='
+	 * are skipped, the first setting of a name stays (setenv(.., 0)). */
+	CHECK_INT_EQ(hpn_nccl_parse("#NCCL_A=1\nNCCL_B==x=y\n NCCL_C=2\nNCCL_D\nNCCL_B=z\n"
+				    "NCCL_E= sp \nNCCL_F=\nNCCL_G=last",
+				    NULL, &got, &mine),
+		     0);
+	CHECK(!hpn_vars_get(&got, "NCCL_A"));
+	CHECK_STR_EQ(hpn_vars_get(&got, "NCCL_B"), "=x=y");
+	CHECK_STR_EQ(hpn_vars_get(&got, " NCCL_C"), "2");
+	CHECK(!hpn_vars_get(&got, "NCCL_D"));
+	CHECK_STR_EQ(hpn_vars_get(&got, "NCCL_E"), " sp ");
+	CHECK_STR_EQ(hpn_vars_get(&got, "NCCL_F"), "");
+	CHECK_STR_EQ(hpn_vars_get(&got, "NCCL_G"), "last");
+	CHECK_INT_EQ(got.n, 5);
+	hpn_vars_free(&got);
+	hpn_vars_free(&v);
+	hpn_result_free(res);
+	nconf();
+}
+
+static void test_files(void)
+{
+	char dir[128], path[512], target[256];
+	struct hpn_err err = { 0 };
+	struct stat st;
+	char *text = NULL;
+	mode_t old;
+
+	snprintf(dir, sizeof(dir), "%s/run/pods", tmp);
+	/* Modes are exact whatever the runtime's umask. */
+	old = umask(077);
+	CHECK_INT_EQ(hpn_nccl_write(dir, "uid-1",
+				    "# owner container a network n ifname e\n"
+				    "NCCL_IB_DISABLE=1\n",
+				    &err),
+		     0);
+	umask(old);
+	snprintf(path, sizeof(path), "%s/uid-1/nccl.conf", dir);
+	CHECK_INT_EQ(stat(path, &st), 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0644);
+	snprintf(path, sizeof(path), "%s/uid-1", dir);
+	CHECK_INT_EQ(stat(path, &st), 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0755);
+	CHECK_INT_EQ(stat(dir, &st), 0);
+	CHECK_INT_EQ(st.st_mode & 07777, 0755);
+	CHECK_INT_EQ(hpn_nccl_read(dir, "uid-1", &text, &err), 0);
+	CHECK_STR_EQ(text, "# owner container a network n ifname e\nNCCL_IB_DISABLE=1\n");
+	free(text);
+	text = NULL;
+
+	/* A recreated pod (same key, new container) rewrites it; the old DEL keeps it. */
+	CHECK_INT_EQ(hpn_nccl_write(dir, "uid-1",
+				    "# owner container b network n ifname e\n"
+				    "NCCL_IB_DISABLE=0\n",
+				    &err),
+		     0);
+	CHECK_INT_EQ(hpn_nccl_remove(dir, "uid-1", "# owner container a network n ifname e", &err),
+		     0);
+	CHECK_INT_EQ(hpn_nccl_read(dir, "uid-1", &text, &err), 0);
+	CHECK_STR_HAS(text, "container b");
+	free(text);
+	text = NULL;
+	/* Its own DEL removes file and directory; again is fine. */
+	CHECK_INT_EQ(hpn_nccl_remove(dir, "uid-1", "# owner container b network n ifname e", &err),
+		     0);
+	CHECK_INT_EQ(stat(path, &st), -1);
+	CHECK_INT_EQ(hpn_nccl_remove(dir, "uid-1", "# owner container b network n ifname e", &err),
+		     0);
+	CHECK_INT_EQ(hpn_nccl_read(dir, "uid-1", &text, &err), -ENOENT);
+	CHECK_INT_EQ(hpn_nccl_remove("/nonexistent/hpn", "uid-1", "x", &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+
+	/* A killed writer's temp file does not keep the directory. */
+	CHECK_INT_EQ(hpn_nccl_write(dir, "uid-2", "# owner container a network n ifname e\n", &err),
+		     0);
+	snprintf(path, sizeof(path), "%s/uid-2/.nccl.conf.99999", dir);
+	close(open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	CHECK_INT_EQ(hpn_nccl_remove(dir, "uid-2", "# owner container a network n ifname e", &err),
+		     0);
+	snprintf(path, sizeof(path), "%s/uid-2", dir);
+	CHECK_INT_EQ(stat(path, &st), -1);
+
+	/* Traversal in the key is refused before anything is created. */
+	CHECK_INT_EQ(hpn_nccl_write(dir, "../escape", "x\n", &err), -EINVAL);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_write(dir, "a/b", "x\n", &err), -EINVAL);
+	err = (struct hpn_err){ 0 };
+	snprintf(path, sizeof(path), "%s/run/escape", tmp);
+	CHECK_INT_EQ(stat(path, &st), -1);
+
+	/* A symlink planted as the key directory is not followed. */
+	snprintf(target, sizeof(target), "%s/elsewhere", tmp);
+	mkdir(target, 0755);
+	snprintf(path, sizeof(path), "%s/uid-3", dir);
+	CHECK_INT_EQ(symlink(target, path), 0);
+	CHECK(hpn_nccl_write(dir, "uid-3", "x\n", &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, "uid-3");
+	err = (struct hpn_err){ 0 };
+	snprintf(path, sizeof(path), "%s/nccl.conf", target);
+	CHECK_INT_EQ(stat(path, &st), -1);
+	/* ...nor by DEL, which leaves it alone and succeeds. */
+	CHECK_INT_EQ(hpn_nccl_remove(dir, "uid-3", "x", &err), 0);
+	CHECK_INT_EQ(hpn_nccl_read(dir, "uid-3", &text, &err) < 0, 1);
+	err = (struct hpn_err){ 0 };
+
+	/* A symlink planted as the file is replaced, its target untouched. */
+	snprintf(path, sizeof(path), "%s/uid-4", dir);
+	mkdir(path, 0755);
+	snprintf(target, sizeof(target), "%s/victim", tmp);
+	close(open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	snprintf(path, sizeof(path), "%s/uid-4/nccl.conf", dir);
+	CHECK_INT_EQ(symlink(target, path), 0);
+	CHECK_INT_EQ(hpn_nccl_read(dir, "uid-4", &text, &err) < 0, 1);
+	err = (struct hpn_err){ 0 };
+	CHECK_INT_EQ(hpn_nccl_write(dir, "uid-4", "NCCL_IB_DISABLE=1\n", &err), 0);
+	CHECK_INT_EQ(lstat(path, &st), 0);
+	CHECK(S_ISREG(st.st_mode));
+	CHECK_INT_EQ(stat(target, &st), 0);
+	CHECK_INT_EQ(st.st_size, 0);
+
+	/* A FIFO as the file: an error, not a hang. */
+	snprintf(path, sizeof(path), "%s/uid-5", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/uid-5/nccl.conf", dir);
+	CHECK_INT_EQ(mkfifo(path, 0600), 0);
+	CHECK(hpn_nccl_read(dir, "uid-5", &text, &err) < 0);
+	CHECK_STR_HAS(err.msg, "not a regular file");
+	err = (struct hpn_err){ 0 };
+	CHECK(hpn_nccl_remove(dir, "uid-5", "x", &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+}
+
+static int parse(const char *json, struct hpn_conf *conf, struct hpn_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return hpn_conf_parse(json, strlen(json), HPN_CMD_ADD, conf, err);
+}
+
+#define BASE	 "\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"hpn-rdma\",\"device\":\"nic0\""
+#define ANNOS(x) "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{" x "}}"
+
+/* The config fails with code 7 and a message naming what. */
+#define CHECK_CONF_ERR(json, what)                                                                 \
+	do {                                                                                       \
+		struct hpn_conf _c;                                                                \
+		struct hpn_err _e;                                                                 \
+		CHECK(parse(json, &_c, &_e) < 0);                                                  \
+		CHECK_INT_EQ(_e.code, HPN_E_INVALID_CONFIG);                                       \
+		CHECK_STR_HAS(_e.msg, what);                                                       \
+		hpn_conf_free(&_c);                                                                \
+	} while (0)
+
+static void test_conf(void)
+{
+	struct hpn_conf c;
+	struct hpn_err e;
+
+	/* Defaults: hints on, every pod selected, no model. */
+	CHECK_INT_EQ(parse("{" BASE "}", &c, &e), 0);
+	CHECK(c.nccl.enabled);
+	CHECK_STR_EQ(c.nccl.dir, HPN_DEFAULT_NCCL_DIR);
+	CHECK(c.nccl.socket_ifname == NULL);
+	CHECK(c.pod_selected);
+	CHECK(c.pod_selector == NULL);
+	CHECK(c.gpu_model == NULL);
+	CHECK_INT_EQ(c.gpu_count, 0);
+	hpn_conf_free(&c);
+
+	/* podSelector {}: the default annotation and value. */
+	CHECK_INT_EQ(parse("{" BASE ",\"podSelector\":{}}", &c, &e), 0);
+	CHECK(!c.pod_selected);
+	CHECK_STR_EQ(c.pod_selector, "alibabacloud.com/hpn-type=rdma");
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(parse("{" BASE ",\"podSelector\":{}," ANNOS(
+				   "\"alibabacloud.com/hpn-type\":\"rdma\","
+				   "\"alibabacloud.com/gpu-model-series\":\"GU8TF\","
+				   "\"alibabacloud.com/gpu-count\":\"8\"") "}",
+			   &c, &e),
+		     0);
+	CHECK(c.pod_selected);
+	CHECK_STR_EQ(c.gpu_model, "GU8TF");
+	CHECK_INT_EQ(c.gpu_count, 8);
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(parse("{" BASE ",\"podSelector\":{}," ANNOS(
+				   "\"alibabacloud.com/hpn-type\":\"RDMA\"") "}",
+			   &c, &e),
+		     0);
+	CHECK(!c.pod_selected);
+	hpn_conf_free(&c);
+	/* Configured key and value. */
+	CHECK_INT_EQ(parse("{" BASE
+			   ",\"podSelector\":{\"annotation\":\"x/y\",\"value\":\"on\"}," ANNOS(
+				   "\"x/y\":\"on\"") "}",
+			   &c, &e),
+		     0);
+	CHECK(c.pod_selected);
+	CHECK_STR_EQ(c.pod_selector, "x/y=on");
+	hpn_conf_free(&c);
+	/* Without podSelector the annotations do not matter. */
+	CHECK_INT_EQ(parse("{" BASE "," ANNOS("\"alibabacloud.com/hpn-type\":\"no\"") "}", &c, &e),
+		     0);
+	CHECK(c.pod_selected);
+	hpn_conf_free(&c);
+	/* Config model and count; the pod's annotation wins. */
+	CHECK_INT_EQ(parse("{" BASE ",\"nccl\":{\"gpuModel\":\"P16EN\",\"gpuCount\":16,"
+			   "\"gpuModelAnnotation\":\"m\",\"gpuCountAnnotation\":\"c\","
+			   "\"socketIfname\":\"=eth0\",\"dir\":\"/run/x\",\"enabled\":false,"
+			   "\"env\":{\"NCCL_DEBUG\":\"INFO\"},"
+			   "\"profiles\":{\"H20\":{\"ib\":\"on\",\"drivers\":[\"mlx5\",\"erdma\"],"
+			   "\"gpuCounts\":[1,8],\"env\":{\"NCCL_IB_QPS_PER_CONNECTION\":\"2\"}}}}"
+			   "," ANNOS("\"m\":\"H20\"") "}",
+			   &c, &e),
+		     0);
+	CHECK_STR_EQ(e.msg, "");
+	CHECK_STR_EQ(c.gpu_model, "H20");
+	CHECK_INT_EQ(c.gpu_count, 16);
+	CHECK(!c.nccl.enabled);
+	CHECK_STR_EQ(c.nccl.dir, "/run/x");
+	CHECK_STR_EQ(c.nccl.socket_ifname, "=eth0");
+	CHECK_STR_EQ(hpn_vars_get(&c.nccl.env, "NCCL_DEBUG"), "INFO");
+	CHECK_INT_EQ(c.nccl.n_profiles, 1);
+	CHECK_INT_EQ(c.nccl.profiles[0].ib, HPN_NCCL_IB_ON);
+	CHECK_INT_EQ(c.nccl.profiles[0].drivers, HPN_NCCL_DRV_MLX5 | HPN_NCCL_DRV_ERDMA);
+	CHECK_INT_EQ(c.nccl.profiles[0].gpu_counts, (1 << 1) | (1 << 8));
+	CHECK_STR_EQ(hpn_vars_get(&c.nccl.profiles[0].env, "NCCL_IB_QPS_PER_CONNECTION"), "2");
+	CHECK(hpn_nccl_profile(&c.nccl, "h20") == &c.nccl.profiles[0]);
+	hpn_conf_free(&c);
+
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":[]}", "nccl must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"dir\":\"pods\"}}", "nccl.dir \"pods\" must be an "
+								 "absolute path");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"dir\":\"/run/../etc\"}}", "nccl.dir");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"enabled\":1}}", "nccl.enabled");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"socketIfname\":\"\"}}", "nccl.socketIfname");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"socketIfname\":\"eth0\\nNCCL_X=1\"}}",
+		       "nccl.socketIfname");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":{\"LD_PRELOAD\":\"x\"}}}",
+		       "nccl.env.LD_PRELOAD is not an NCCL variable name");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":{\"NCCL_IB_HCA\":\"mlx5\"}}}",
+		       "nccl.env.NCCL_IB_HCA is computed from the bound devices");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":{\"NCCL_DEBUG\":1}}}",
+		       "nccl.env.NCCL_DEBUG must be a string");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":{\"NCCL_DEBUG\":\"a\\nb\"}}}",
+		       "nccl.env.NCCL_DEBUG must be a string of printable ASCII");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":{\"NCCL_DEBUG\":\"a\",\"NCCL_DEBUG\":\"b\"}}}",
+		       "nccl.env.NCCL_DEBUG is repeated");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"env\":[]}}", "nccl.env must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"gpuCount\":0}}", "nccl.gpuCount");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"gpuCount\":64}}", "nccl.gpuCount");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":[]}}", "nccl.profiles must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":1}}}",
+		       "nccl.profiles.X must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"ib\":\"maybe\"}}}}",
+		       "nccl.profiles.X.ib \"maybe\" is not one of auto, on, off");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"drivers\":[\"mlx4\"]}}}}",
+		       "nccl.profiles.X.drivers");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"gpuCounts\":[0]}}}}",
+		       "nccl.profiles.X.gpuCounts");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"gpuCounts\":[1.5]}}}}",
+		       "nccl.profiles.X.gpuCounts");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"env\":"
+		       "{\"NCCL_IB_DISABLE\":\"0\"}}}}}",
+		       "nccl.profiles.X.env.NCCL_IB_DISABLE is computed");
+	CHECK_CONF_ERR("{" BASE ",\"podSelector\":\"rdma\"}", "podSelector must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"podSelector\":{\"annotation\":\"\"}}",
+		       "podSelector.annotation must not be empty");
+	CHECK_CONF_ERR("{" BASE ",\"podSelector\":{\"value\":true}}",
+		       "podSelector.value must be a string");
+	CHECK_CONF_ERR("{" BASE ",\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":[]}}",
+		       "pod-annotations\" must be an object");
+	CHECK_CONF_ERR("{" BASE ",\"podSelector\":{}," ANNOS("\"alibabacloud.com/hpn-type\":1") "}",
+		       "\"alibabacloud.com/hpn-type\" must be a string");
+	CHECK_CONF_ERR("{" BASE "," ANNOS("\"alibabacloud.com/gpu-count\":\"08\"") "}",
+		       "pod annotation alibabacloud.com/gpu-count \"08\" is not a GPU count");
+	CHECK_CONF_ERR("{" BASE "," ANNOS("\"alibabacloud.com/gpu-count\":\"64\"") "}",
+		       "is not a GPU count (1-63)");
+	CHECK_CONF_ERR("{" BASE "," ANNOS("\"alibabacloud.com/gpu-count\":\"8 \"") "}",
+		       "is not a GPU count");
+	/* Other annotations of any type are none of our business. */
+	CHECK_INT_EQ(parse("{" BASE "," ANNOS("\"other\":{\"a\":1}") "}", &c, &e), 0);
+	hpn_conf_free(&c);
+}
+
+/* The result's "nccl" object: rendered in every version, parsed back, appended. */
+static void test_result(void)
+{
+	struct hpn_result *res = hpn_result_new(), *back = NULL, *sum = hpn_result_new();
+	struct hpn_err err = { 0 };
+	char *json;
+
+	res->nccl_file = strdup("/run/hpn-rdma/pods/u/nccl.conf");
+	hpn_vars_set(&res->nccl, "NCCL_IB_HCA", "=mlx5_2:1");
+	hpn_vars_set(&res->nccl, "NCCL_IB_DISABLE", "0");
+	json = hpn_result_render(res, "0.3.1");
+	CHECK_STR_HAS(json, "\"nccl\":{\"file\":\"/run/hpn-rdma/pods/u/nccl.conf\",\"env\":{"
+			    "\"NCCL_IB_HCA\":\"=mlx5_2:1\",\"NCCL_IB_DISABLE\":\"0\"}}");
+	CHECK_INT_EQ(hpn_result_parse(json, strlen(json), &back, &err), 0);
+	CHECK_STR_EQ(back->nccl_file, res->nccl_file);
+	CHECK(hpn_vars_equal(&back->nccl, &res->nccl));
+	CHECK_INT_EQ(hpn_result_append(sum, back, -1), 0);
+	CHECK_STR_EQ(sum->nccl_file, res->nccl_file);
+	CHECK(hpn_vars_equal(&sum->nccl, &res->nccl));
+	free(json);
+	hpn_result_free(back);
+	back = NULL;
+	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"env\":{\"NCCL_A\":\"x\\ny\"}}}";
+	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
+	CHECK_STR_HAS(err.msg, "nccl.env.NCCL_A");
+	err = (struct hpn_err){ 0 };
+	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"env\":{\"PATH\":\"x\"}}}";
+	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
+	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"file\":1}}";
+	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
+	hpn_result_free(res);
+	hpn_result_free(sum);
+}
+
+int main(void)
+{
+	tmpdir_make(tmp, sizeof(tmp), "nccl");
+	test_names();
+	test_profiles();
+	test_render();
+	test_format_parse();
+	test_files();
+	test_conf();
+	test_result();
+	nconf();
+	hpn_nccl_conf_free(nconf());
+	tmpdir_rm(tmp);
+	return check_done();
+}
