@@ -126,7 +126,6 @@ static int check_state_dir(const struct hpn_conf *conf, const char *cni_path, ch
 	char path[PATH_MAX];
 	struct stat st;
 	bool exists = true;
-	char *slash;
 
 	if (hpn_snprintf(path, sizeof(path), "%s/%s", conf->state_dir, conf->name) < 0)
 		return hpn_err_set(err, HPN_E_IO, ENAMETOOLONG, "stateDir %s: name too long",
@@ -135,8 +134,9 @@ static int check_state_dir(const struct hpn_conf *conf, const char *cni_path, ch
 		if (errno != ENOENT)
 			return hpn_err_set(err, HPN_E_IO, errno, "stateDir %s: %s: %s",
 					   conf->state_dir, path, strerror(errno));
+		char *slash = strrchr(path, '/');
+
 		exists = false;
-		slash = strrchr(path, '/');
 		if (!slash || slash == path)
 			return hpn_err_set(err, HPN_E_IO, ENOENT, "stateDir %s: no such directory",
 					   conf->state_dir);
@@ -406,7 +406,7 @@ static void load_conf(const char *file, const char *dir, struct hpn_doctor *d)
 	} else {
 		r = find_conf(dir, d, &buf, &d->conf_err);
 	}
-	if (r <= 0)
+	if (r <= 0 || !buf)
 		return;
 	d->conf_buf = buf;
 	if (hpn_conf_parse(buf, strlen(buf), HPN_CMD_ADD, &d->conf, &d->conf_err) < 0) {
@@ -423,9 +423,20 @@ static int not_dot(const struct dirent *de)
 	return de->d_name[0] != '.';
 }
 
+/* A sysfs number in [0, 1 << 20), else -1 (unknown). */
+static int small_int(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || end == s || *end || v < 0 || v >= (1L << 20) ? -1 : (int)v;
+}
+
 static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 {
-	char v[64], pci[HPN_PCI_STR];
+	char v[64];
 	const char *p;
 
 	if (nic->rdma[0]) {
@@ -441,14 +452,17 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 	}
 	nic->mtu = nic->numa = -1;
 	if (nic->netdev[0]) {
+		char pci[HPN_PCI_STR];
+
 		if (hpn_sysfs_netdev_pci(root, nic->netdev, pci) == 0)
 			memcpy(nic->pci, pci, sizeof(pci));
 		if (read_line(v, sizeof(v), "%s/class/net/%s/mtu", root, nic->netdev) == 0)
-			nic->mtu = atoi(v);
+			nic->mtu = small_int(v);
 	}
+	/* The kernel says -1 for "no NUMA node", as we do. */
 	if (nic->pci[0] &&
 	    read_line(v, sizeof(v), "%s/bus/pci/devices/%s/numa_node", root, nic->pci) == 0)
-		nic->numa = atoi(v) < 0 ? -1 : atoi(v);
+		nic->numa = small_int(v);
 }
 
 /* Every port of every RDMA device, with the netdev rdma.c's discovery ties to it. */
@@ -475,9 +489,10 @@ static void gather_nics(struct hpn_doctor *d)
 			struct hpn_doctor_nic *nic = &d->nics[d->n_nics];
 			struct hpn_rdma_dev rd = { 0 };
 			struct hpn_err e = { 0 };
-			char ifname[HPN_IFNAMSIZ];
 
 			if (port && port < 256 && d->n_nics < HPN_DOCTOR_MAX_NICS) {
+				char ifname[HPN_IFNAMSIZ];
+
 				memset(nic, 0, sizeof(*nic));
 				msgf(nic->rdma, sizeof(nic->rdma), "%s", devs[i]->d_name);
 				nic->port = (unsigned int)port;
@@ -614,12 +629,12 @@ static void gather_modules(struct hpn_doctor *d)
 static struct hpn_doctor_check *add_check(struct hpn_doctor *d, const char *name,
 					  enum hpn_check_state state)
 {
-	struct hpn_doctor_check *c = &d->checks[d->n_checks];
+	struct hpn_doctor_check *c;
 
-	if (d->n_checks == HPN_DOCTOR_MAX_CHECKS - 1) /* the last slot is never reached */
-		c = &d->checks[d->n_checks - 1];
-	else
+	/* More checks than slots would be a bug here: the last one is overwritten. */
+	if (d->n_checks < HPN_DOCTOR_MAX_CHECKS)
 		d->n_checks++;
+	c = &d->checks[d->n_checks - 1];
 	c->name = name;
 	c->state = state;
 	c->msg[0] = '\0';
@@ -787,8 +802,9 @@ static const char *state_name(enum hpn_check_state s)
 
 static const char *selector_text(const struct hpn_doctor *d, char *buf, size_t len)
 {
-	static const char *const keys[] = { "",		"device",   "hwaddr",
-					    "pciBusID", "deviceID", "rdmaDevice" };
+	static const char *const keys[] = {
+		"", "device", "hwaddr", "pciBusID", "runtimeConfig.deviceID", "rdmaDevice"
+	};
 	const struct hpn_conf *c = &d->conf;
 
 	if (d->conf_device_plugin && c->selector == HPN_SEL_DEVICE_ID)
@@ -811,7 +827,7 @@ static size_t n_failed(const struct hpn_doctor *d)
 
 char *hpn_doctor_render_text(const struct hpn_doctor *d)
 {
-	char *out = NULL, sel[128];
+	char *out = NULL;
 	size_t len = 0, fails;
 	FILE *f = open_memstream(&out, &len);
 
@@ -820,6 +836,8 @@ char *hpn_doctor_render_text(const struct hpn_doctor *d)
 	fprintf(f, "hpn-rdma doctor %s\n\n", HPN_VERSION);
 	fprintf(f, "config      %s\n", d->conf_file[0] ? d->conf_file : "(none found)");
 	if (d->conf_valid) {
+		char sel[128];
+
 		fprintf(f, "network     %s (cniVersion %s", d->conf.name, d->conf.cni_version);
 		if (d->conf_plugin >= 0)
 			fprintf(f, ", plugin %d of the list", d->conf_plugin + 1);
@@ -900,7 +918,6 @@ char *hpn_doctor_render_json(const struct hpn_doctor *d)
 {
 	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
 	cJSON *c, *a;
-	char sel[128];
 
 	if (!root)
 		return NULL;
@@ -910,6 +927,8 @@ char *hpn_doctor_render_json(const struct hpn_doctor *d)
 	add_str_or_null(c, "file", d->conf_file);
 	cJSON_AddBoolToObject(c, "valid", d->conf_valid);
 	if (d->conf_valid) {
+		char sel[128];
+
 		cJSON_AddStringToObject(c, "network", d->conf.name);
 		cJSON_AddStringToObject(c, "cniVersion", d->conf.cni_version);
 		if (d->conf_plugin >= 0)
