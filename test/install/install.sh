@@ -117,6 +117,10 @@ run "$D" --dry-run
 run "$D" --netns-mode exclusive --apply-now
 [[ $RC == 2 && -z $(find "$D" -mindepth 1) ]] && ok "--apply-now refused with DESTDIR" ||
 	fail "--apply-now under DESTDIR: exit $RC: $OUT"
+echo '{"cniVersion": "1.0.0", "name": "b", "type": "bridge"}' >"$T/bridge.conf"
+run "$D" --conf "$T/bridge.conf"
+[[ $RC == 1 && $OUT == *"has no hpn-rdma plugin"* && -z $(find "$D" -mindepth 1) ]] &&
+	ok "a --conf without hpn-rdma: refused" || fail "bridge conf: exit $RC: $OUT"
 run "$D" --conf /nonexistent.conf
 [[ $RC == 1 && -z $(find "$D" -mindepth 1) ]] && ok "a missing --conf: refused" ||
 	fail "missing conf: exit $RC: $OUT"
