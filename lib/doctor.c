@@ -682,6 +682,28 @@ static void check_devices(struct hpn_doctor *d)
 		      "%zu RDMA port(s), %zu with a free netdev and an ACTIVE port", rdma, avail);
 }
 
+/*
+ * On a live node, the row of the RDMA port that serves netdev name as ADD finds
+ * it: through rtnetlink and rdma.c, so a macvlan or vlan child is served by its
+ * parent's device. NULL when none does (or on a fake root: the table decides).
+ */
+static const struct hpn_doctor_nic *served_by(const struct hpn_doctor *d, const char *name)
+{
+	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
+	struct hpn_rdma_dev rd;
+	struct hpn_link l;
+	struct hpn_err e = { 0 };
+
+	if (fake_root(d->sysfs_root) || hpn_nl_open(NETLINK_ROUTE, &sk) < 0 ||
+	    hpn_link_get(sk, 0, name, &l, &e) < 0 ||
+	    hpn_rdma_of_netdev(d->sysfs_root, sk, &l, &rd, &e) < 0)
+		return NULL;
+	for (size_t i = 0; i < d->n_nics; i++)
+		if (!strcmp(d->nics[i].rdma, rd.name) && d->nics[i].port == rd.port)
+			return &d->nics[i];
+	return NULL;
+}
+
 /* Is the NIC the config selects there, free and usable? */
 static void check_selected(struct hpn_doctor *d)
 {
@@ -709,6 +731,8 @@ static void check_selected(struct hpn_doctor *d)
 		     (!c->rdma_port || c->rdma_port == n->port) && (n->netdev[0] || c->rdma_port)))
 			nic = n;
 	}
+	if (!nic && c->selector == HPN_SEL_DEVICE)
+		nic = served_by(d, what);
 	if (!nic) {
 		bool there = c->selector == HPN_SEL_DEVICE
 				     ? path_exists("%s/class/net/%s", d->sysfs_root, what)
@@ -735,6 +759,9 @@ static void check_selected(struct hpn_doctor *d)
 		CHECK(d, "device", c->rdma_required ? HPN_CHECK_FAIL : HPN_CHECK_WARN,
 		      "%s: port %u of %s is %s, not ACTIVE", what, nic->port, nic->rdma,
 		      nic->state[0] ? nic->state : "unknown");
+	else if (c->selector == HPN_SEL_DEVICE && strcmp(nic->netdev, what))
+		CHECK(d, "device", HPN_CHECK_OK, "%s: %s port %u ACTIVE, through %s, free", what,
+		      nic->rdma, nic->port, nic->netdev);
 	else
 		CHECK(d, "device", HPN_CHECK_OK, "%s: %s port %u ACTIVE, netdev %s, free", what,
 		      nic->rdma, nic->port, nic->netdev);
