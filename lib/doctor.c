@@ -538,6 +538,7 @@ static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_
 		return NULL;
 	nic = &d->nics[d->n_nics++];
 	memset(nic, 0, sizeof(*nic));
+	nic->journal_only = true;
 	snprintf(nic->rdma, sizeof(nic->rdma), "%s", j->rdma.name);
 	memcpy(nic->pci, j->pci, sizeof(nic->pci));
 	if (nic->rdma[0]) {
@@ -671,7 +672,7 @@ static void check_devices(struct hpn_doctor *d)
 	size_t rdma = 0, avail = 0;
 
 	for (size_t i = 0; i < d->n_nics; i++) {
-		rdma += d->nics[i].rdma[0] != '\0';
+		rdma += d->nics[i].rdma[0] && !d->nics[i].journal_only;
 		avail += free_nic(&d->nics[i]) && !strcmp(d->nics[i].state, "ACTIVE");
 	}
 	if (!rdma)

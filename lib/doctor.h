@@ -51,6 +51,7 @@ struct hpn_doctor_nic {
 	int mtu;	     /* -1: unknown (not in the host netns) */
 	int numa;	     /* -1: none or unknown */
 	bool vf;
+	bool journal_only; /* known only from a journal: not an RDMA port of the host */
 	/* Held by an attachment in the state store. */
 	char held_network[128];
 	char held_container[HPN_KEY_MAX];
