@@ -6,7 +6,7 @@
 # verbs and rdma_cm classes, MTU and NUMA node files), points a config's
 # sysfsRoot and stateDir at it, and compares `doctor` (text) and `doctor --json`
 # (normalised with jq -S) with test/doctor/golden/<scenario>.{txt,json}, the
-# scratch path written as @TMP@. It also checks the exit code, that STATUS gives
+# scratch path written as @TMP@ and the version as @VERSION@. It also checks the exit code, that STATUS gives
 # the same reason as the doctor, and how the doctor picks a config file.
 # No privileges; nothing outside the scratch directory is touched.
 # HPN_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
@@ -14,6 +14,8 @@ set -euo pipefail
 plugin=${HPN_PLUGIN:?run through ctest}
 src=${HPN_SRC:?run through ctest}
 golden=$src/test/doctor/golden
+version=$("$plugin" --version)
+version=${version#hpn-rdma }	# kept out of the golden files as @VERSION@
 T=$(mktemp -d /tmp/hpn-doctor.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 failed=0
@@ -64,6 +66,8 @@ doctor() { # doctor NAME [args]: runs the doctor on the scenario; sets OUT and R
 	RC=0
 	OUT=$("$plugin" doctor --conf-dir "$T/$n/net.d" --cni-path "$T/$n/bin" "$@" 2>&1) || RC=$?
 	OUT=${OUT//$T/@TMP@}
+	OUT=${OUT//"doctor $version"/doctor @VERSION@}
+	OUT=${OUT//"\"version\":	\"$version\""/\"version\":	\"@VERSION@\"}
 }
 
 # compare NAME EXPECTED-RC: text and JSON output against the golden files.
