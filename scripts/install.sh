@@ -64,6 +64,10 @@ done
 for d in "$prefix" "$cni_bin_dir" "$cni_conf_dir"; do
 	[[ $d == /* ]] || { echo "install.sh: $d is not an absolute path" >&2; exit 2; }
 done
+# The plan and the manifest are whitespace-separated.
+for d in "$prefix" "$cni_bin_dir" "$cni_conf_dir" "$conf" "$build_dir" "$destdir" "$src"; do
+	[[ $d != *[[:space:]]* ]] || { echo "install.sh: no white space in paths: \"$d\"" >&2; exit 2; }
+done
 case $netns_mode in
 '') ;;
 shared) mode_opt=1 ;;
