@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "doctor.h"
 #include "ipam.h"
 #include "link.h"
 #include "log.h"
@@ -1166,54 +1167,10 @@ out:
 	return r;
 }
 
-/* With rdmaRequired the node needs an RDMA subsystem, in the rdmaNetns mode if one is set. */
-static int status_rdma(const struct hpn_conf *conf, struct hpn_err *err)
-{
-	enum hpn_rdma_netns mode;
-	struct hpn_err rerr = { 0 };
-	int r;
-
-	if (!conf->rdma_required)
-		return 0;
-	r = hpn_rdma_netns_mode(&mode, &rerr);
-	if (r == -EPROTONOSUPPORT)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r,
-				   "the kernel has no RDMA subsystem (no RDMA netlink) and "
-				   "rdmaRequired is true");
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", rerr.msg);
-	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != mode)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
-				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
-				   hpn_rdma_netns_name(mode),
-				   hpn_rdma_netns_name(conf->rdma_netns));
-	return 0;
-}
-
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
-	struct hpn_store st = HPN_STORE_INIT;
-	struct hpn_err serr = { 0 };
-	struct nl_sock *sk = NULL;
-	char path[4096];
-	int r;
-
-	/* Spec 1.1.0: any reason not to accept ADD now is code 50, with the reason. */
-	r = hpn_store_open(conf->state_dir, conf->name, &st, &serr);
-	if (r == 0 && faccessat(st.net_fd, ".", W_OK, AT_EACCESS) < 0)
-		r = hpn_err_set(&serr, HPN_E_IO, errno, "stateDir %s is not writable",
-				conf->state_dir);
-	hpn_store_close(&st);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, r, "%s", serr.msg);
-	r = hpn_nl_open(NETLINK_ROUTE, &sk);
-	hpn_nl_close(sk);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, r, "netlink: %s", strerror(-r));
-	if (conf->has_ipam && hpn_ipam_find(conf->ipam_type, env->path, path) < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
-				   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
-	return status_rdma(conf, err);
+	/* The doctor's readiness checks (doctor.c), so both give the same reasons. */
+	return hpn_ready_check(conf, env->path, err);
 }
 
 static bool still_valid(const struct hpn_conf *conf, const struct hpn_journal *j)

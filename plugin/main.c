@@ -12,6 +12,7 @@
 #include "attach.h"
 #include "cni.h"
 #include "conf.h"
+#include "doctor.h"
 #include "log.h"
 #include "util.h"
 
@@ -31,7 +32,53 @@ static const char usage[] =
 	"stderr (all of them with HPN_DEBUG=1) and to \"logFile\" when configured.\n"
 	"\n"
 	"Supported CNI versions: 0.3.0 0.3.1 0.4.0 1.0.0 1.1.0\n"
-	"Options: --help, --version. See README.md for every config field and error code.\n";
+	"Options: --help, --version. See README.md for every config field and error code.\n"
+	"\n"
+	"hpn-rdma doctor [--json] [--config FILE] [--conf-dir DIR] [--cni-path PATH]\n"
+	"  checks this node: RDMA NICs and which pod holds each, the RDMA netns mode,\n"
+	"  modules, the CNI config (default: the first file in /etc/cni/net.d with an\n"
+	"  hpn-rdma plugin) and the checks STATUS makes. Exit 0 ready, 1 not ready\n"
+	"  (the reasons are listed), 2 usage error. See hpn-rdma(8).\n";
+
+/* hpn-rdma doctor ...: the report on stdout; the exit code is the verdict. */
+static int doctor(int argc, char **argv)
+{
+	const char *file = NULL, *dir = "/etc/cni/net.d", *cni_path = getenv("CNI_PATH");
+	struct hpn_doctor *d;
+	bool json = false;
+	char *out;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json")) {
+			json = true;
+		} else if (i + 1 < argc && !strcmp(argv[i], "--config")) {
+			file = argv[++i];
+		} else if (i + 1 < argc && !strcmp(argv[i], "--conf-dir")) {
+			dir = argv[++i];
+		} else if (i + 1 < argc && !strcmp(argv[i], "--cni-path")) {
+			cni_path = argv[++i];
+		} else {
+			fprintf(stderr, "hpn-rdma doctor: bad argument \"%s\" (see --help)\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d || hpn_doctor_run(file, dir, cni_path ? cni_path : "/opt/cni/bin", d) < 0) {
+		fprintf(stderr, "hpn-rdma doctor: out of memory\n");
+		free(d);
+		return 2;
+	}
+	out = json ? hpn_doctor_render_json(d) : hpn_doctor_render_text(d);
+	rc = d->ready ? 0 : 1;
+	if (!out || fputs(out, stdout) < 0 || (json && putchar('\n') < 0) || fflush(stdout))
+		rc = 2;
+	free(out);
+	hpn_doctor_free(d);
+	free(d);
+	return rc;
+}
 
 typedef int (*cmd_fn)(const struct hpn_env *env, const struct hpn_conf *conf,
 		      struct hpn_result **ret, struct hpn_err *err);
@@ -102,6 +149,8 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "doctor"))
+		return doctor(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("hpn-rdma %s\n", HPN_VERSION);
 		return 0;

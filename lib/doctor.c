@@ -1,0 +1,1021 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "doctor.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/netlink.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ipam.h"
+#include "nl.h"
+#include "rdma.h"
+#include "sysfs.h"
+
+#define CONF_MAX		  (1u << 20) /* the plugin's stdin limit */
+#define DEVICE_PLUGIN_PLACEHOLDER "0000:00:00.0"
+
+static void cjson_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
+
+static bool fake_root(const char *root)
+{
+	return strcmp(root, HPN_DEFAULT_SYSFS_ROOT) != 0;
+}
+
+static bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static bool path_exists(const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	return n >= 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
+}
+
+/* First line of a small file, without the newline; -errno. */
+static int read_line(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int read_line(char *out, size_t len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	va_list ap;
+	ssize_t n;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, out, len - 1);
+	if (n < 0)
+		return -errno;
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+/* ---- the node's RDMA netns mode ------------------------------------------------ */
+
+/*
+ * RDMA netlink on the real root; on a fake one the ib_core module parameter
+ * (the kernel keeps it in step with "rdma system set netns"). -EPROTONOSUPPORT,
+ * err untouched, when there is no RDMA subsystem.
+ */
+static int node_netns_mode(const char *root, enum hpn_rdma_netns *mode, struct hpn_err *err)
+{
+	char v[16];
+	int r;
+
+	if (!fake_root(root))
+		return hpn_rdma_netns_mode(mode, err);
+	if (!path_exists("%s/module/ib_core", root))
+		return -EPROTONOSUPPORT;
+	r = read_line(v, sizeof(v), "%s/module/ib_core/parameters/netns_mode", root);
+	/* A kernel before netns modes (5.2) shares every device. */
+	*mode = r == 0 && (v[0] == 'N' || v[0] == '0') ? HPN_RDMA_NETNS_EXCLUSIVE
+						       : HPN_RDMA_NETNS_SHARED;
+	return 0;
+}
+
+/* ---- readiness checks (STATUS and the doctor) ---------------------------------- */
+
+/* 0: ok (note says what), 1: not applicable (note says why), < 0: err is set. */
+typedef int (*check_fn)(const struct hpn_conf *conf, const char *cni_path, char *note,
+			struct hpn_err *err);
+
+/* snprintf that truncates quietly: messages are cut, never wrong. */
+static void msgf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void msgf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+#define NOTE(...) msgf(note, HPN_ERR_MSG, __VA_ARGS__)
+
+/* Without creating anything (the doctor only looks): the nearest existing
+ * ancestor of <stateDir>/<name> must be a directory this process can write. */
+static int check_state_dir(const struct hpn_conf *conf, const char *cni_path, char *note,
+			   struct hpn_err *err)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	bool exists = true;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/%s", conf->state_dir, conf->name) < 0)
+		return hpn_err_set(err, HPN_E_IO, ENAMETOOLONG, "stateDir %s: name too long",
+				   conf->state_dir);
+	while (stat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return hpn_err_set(err, HPN_E_IO, errno, "stateDir %s: %s: %s",
+					   conf->state_dir, path, strerror(errno));
+		char *slash = strrchr(path, '/');
+
+		exists = false;
+		if (!slash || slash == path)
+			return hpn_err_set(err, HPN_E_IO, ENOENT, "stateDir %s: no such directory",
+					   conf->state_dir);
+		*slash = '\0';
+	}
+	if (!S_ISDIR(st.st_mode))
+		return hpn_err_set(err, HPN_E_IO, ENOTDIR, "stateDir %s: %s is not a directory",
+				   conf->state_dir, path);
+	if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "stateDir %s is not writable (%s: %s)",
+				   conf->state_dir, path, strerror(errno));
+	NOTE("%s/%s %s", conf->state_dir, conf->name,
+	     exists ? "is writable" : "can be created (ADD creates it)");
+	return 0;
+}
+
+static int check_netlink(const struct hpn_conf *conf, const char *cni_path, char *note,
+			 struct hpn_err *err)
+{
+	struct nl_sock *sk = NULL;
+	int r = hpn_nl_open(NETLINK_ROUTE, &sk);
+
+	hpn_nl_close(sk);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "netlink: %s", strerror(-r));
+	NOTE("rtnetlink socket opens");
+	return 0;
+}
+
+static int check_ipam(const struct hpn_conf *conf, const char *cni_path, char *note,
+		      struct hpn_err *err)
+{
+	char path[PATH_MAX];
+
+	if (!conf->has_ipam) {
+		NOTE("no ipam in the config");
+		return 1;
+	}
+	if (hpn_ipam_find(conf->ipam_type, cni_path, path) < 0)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+				   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
+	NOTE("ipam plugin %s", path);
+	return 0;
+}
+
+/* With rdmaRequired the node needs an RDMA subsystem, in the rdmaNetns mode if one is set. */
+static int check_rdma(const struct hpn_conf *conf, const char *cni_path, char *note,
+		      struct hpn_err *err)
+{
+	enum hpn_rdma_netns mode;
+	struct hpn_err rerr = { 0 };
+	int r;
+
+	if (!conf->rdma_required) {
+		NOTE("rdmaRequired is false");
+		return 1;
+	}
+	r = node_netns_mode(conf->sysfs_root, &mode, &rerr);
+	if (r == -EPROTONOSUPPORT)
+		return fake_root(conf->sysfs_root)
+			       ? hpn_err_set(
+					 err, HPN_E_NOT_AVAILABLE, -r,
+					 "the kernel has no RDMA subsystem (no %s/module/ib_core) "
+					 "and rdmaRequired is true",
+					 conf->sysfs_root)
+			       : hpn_err_set(
+					 err, HPN_E_NOT_AVAILABLE, -r,
+					 "the kernel has no RDMA subsystem (no RDMA netlink) and "
+					 "rdmaRequired is true");
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", rerr.msg);
+	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != mode)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
+				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
+				   hpn_rdma_netns_name(mode),
+				   hpn_rdma_netns_name(conf->rdma_netns));
+	NOTE("RDMA netns mode %s (rdmaNetns %s)", hpn_rdma_netns_name(mode),
+	     hpn_rdma_netns_name(conf->rdma_netns));
+	return 0;
+}
+
+/* The proof inside the pod opens the device (ib_uverbs) and binds with rdma_cm (rdma_ucm).
+ * Their class directories exist whether the modules are loaded or built in. */
+static int check_verbs(const struct hpn_conf *conf, const char *cni_path, char *note,
+		       struct hpn_err *err)
+{
+	const char *root = conf->sysfs_root;
+
+	if (!conf->rdma_required) {
+		NOTE("rdmaRequired is false");
+		return 1;
+	}
+	if (!path_exists("%s/class/infiniband_verbs", root))
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+				   "no verbs interface (%s/class/infiniband_verbs): load ib_uverbs",
+				   root);
+	if (!path_exists("%s/class/misc/rdma_cm", root))
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+				   "no rdma_cm interface (%s/class/misc/rdma_cm): load rdma_ucm",
+				   root);
+	NOTE("verbs (ib_uverbs) and rdma_cm (rdma_ucm) interfaces present");
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	check_fn fn;
+} ready_checks[] = {
+	{ "stateDir", check_state_dir }, { "netlink", check_netlink }, { "ipam", check_ipam },
+	{ "rdma", check_rdma },		 { "verbs", check_verbs },
+};
+
+int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err)
+{
+	char note[HPN_ERR_MSG];
+
+	/* Spec 1.1.0: any reason not to accept ADD now is code 50, with the reason. */
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(ready_checks); i++) {
+		struct hpn_err cerr = { 0 };
+		int r = ready_checks[i].fn(conf, cni_path, note, &cerr);
+
+		if (r < 0)
+			return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", cerr.msg);
+	}
+	return 0;
+}
+
+/* ---- the config --------------------------------------------------------------- */
+
+static bool is_hpn(const cJSON *o)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+
+	return cJSON_IsString(t) && !strcmp(t->valuestring, "hpn-rdma");
+}
+
+/*
+ * The config a runtime would give hpn-rdma from file text: a .conf as is, or a
+ * conflist's hpn-rdma entry with the list's name and cniVersion. A declared
+ * deviceID capability gets a placeholder PCI address so that validation runs:
+ * the real one comes per pod from the device plugin.
+ * 1: an hpn-rdma config (*ret set), 0: none in this file, -EINVAL: not JSON.
+ */
+static int hpn_entry(const char *text, size_t len, struct hpn_doctor *d, char **ret)
+{
+	_cleanup_cjson_ cJSON *root = hpn_json_parse(text, len);
+	cJSON *plugins, *entry = NULL, *caps, *rc;
+	int index = -1;
+
+	if (!cJSON_IsObject(root))
+		return -EINVAL;
+	plugins = cJSON_GetObjectItemCaseSensitive(root, "plugins");
+	if (cJSON_IsArray(plugins)) {
+		cJSON *p;
+		int i = 0;
+
+		cJSON_ArrayForEach (p, plugins) {
+			if (is_hpn(p)) {
+				entry = cJSON_Duplicate(p, true);
+				index = i;
+				break;
+			}
+			i++;
+		}
+		if (!entry)
+			return 0;
+		for (const char *const *k = (const char *const[]){ "name", "cniVersion", NULL }; *k;
+		     k++) {
+			cJSON *v = cJSON_GetObjectItemCaseSensitive(root, *k);
+
+			cJSON_DeleteItemFromObjectCaseSensitive(entry, *k);
+			if (v)
+				cJSON_AddItemToObject(entry, *k, cJSON_Duplicate(v, true));
+		}
+	} else if (is_hpn(root)) {
+		entry = cJSON_Duplicate(root, true);
+	} else {
+		return 0;
+	}
+	if (!entry)
+		return -ENOMEM;
+	caps = cJSON_GetObjectItemCaseSensitive(entry, "capabilities");
+	rc = cJSON_GetObjectItemCaseSensitive(entry, "runtimeConfig");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "deviceID")) &&
+	    !cJSON_GetObjectItemCaseSensitive(rc, "deviceID")) {
+		if (!rc)
+			rc = cJSON_AddObjectToObject(entry, "runtimeConfig");
+		if (cJSON_IsObject(rc))
+			cJSON_AddStringToObject(rc, "deviceID", DEVICE_PLUGIN_PLACEHOLDER);
+		d->conf_device_plugin = true;
+	}
+	d->conf_plugin = index;
+	*ret = cJSON_PrintUnformatted(entry);
+	cJSON_Delete(entry);
+	return *ret ? 1 : -ENOMEM;
+}
+
+/* Reads path and looks for an hpn-rdma config in it; see hpn_entry. */
+static int load_file(const char *path, struct hpn_doctor *d, char **ret, struct hpn_err *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len;
+	int r;
+
+	if (fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
+	r = hpn_read_all(fd, CONF_MAX, &buf, &len);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, r, "read %s: %s", path, strerror(-r));
+	r = hpn_entry(buf, len, d, ret);
+	if (r == -EINVAL)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s is not a JSON object", path);
+	return r;
+}
+
+static int conf_name(const struct dirent *de)
+{
+	const char *dot = strrchr(de->d_name, '.');
+
+	return de->d_name[0] != '.' && dot &&
+	       (!strcmp(dot, ".conf") || !strcmp(dot, ".conflist") || !strcmp(dot, ".json"));
+}
+
+/* libcni's order: file names sorted; the first file with an hpn-rdma plugin. */
+static int find_conf(const char *dir, struct hpn_doctor *d, char **ret, struct hpn_err *err)
+{
+	struct dirent **list = NULL;
+	int n = scandir(dir, &list, conf_name, alphasort), r = 0;
+
+	if (n < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "list %s: %s", dir, strerror(errno));
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		struct hpn_err ferr = { 0 };
+
+		if (r == 0 &&
+		    hpn_snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name) == 0) {
+			if (!d->conf_first[0])
+				snprintf(d->conf_first, sizeof(d->conf_first), "%s", path);
+			r = load_file(path, d, ret, &ferr);
+			if (r > 0)
+				snprintf(d->conf_file, sizeof(d->conf_file), "%s", path);
+			else if (r != -ENOMEM)
+				r = 0; /* unreadable or not ours: keep looking */
+		}
+		free(list[i]);
+	}
+	free(list);
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENOENT,
+				   "no CNI config with an hpn-rdma plugin in %s", dir);
+	return r;
+}
+
+static void load_conf(const char *file, const char *dir, struct hpn_doctor *d)
+{
+	char *buf = NULL;
+	int r;
+
+	if (file) {
+		snprintf(d->conf_file, sizeof(d->conf_file), "%s", file);
+		r = load_file(file, d, &buf, &d->conf_err);
+		if (r == 0)
+			hpn_err_set(&d->conf_err, HPN_E_INVALID_CONFIG, ENOENT,
+				    "%s has no hpn-rdma plugin", file);
+	} else {
+		r = find_conf(dir, d, &buf, &d->conf_err);
+	}
+	if (r <= 0 || !buf)
+		return;
+	d->conf_buf = buf;
+	if (hpn_conf_parse(buf, strlen(buf), HPN_CMD_ADD, &d->conf, &d->conf_err) < 0) {
+		hpn_conf_free(&d->conf);
+		return;
+	}
+	d->conf_valid = true;
+}
+
+/* ---- facts --------------------------------------------------------------------- */
+
+static int not_dot(const struct dirent *de)
+{
+	return de->d_name[0] != '.';
+}
+
+/* A sysfs number in [0, 1 << 20), else -1 (unknown). */
+static int small_int(const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	return errno || end == s || *end || v < 0 || v >= (1L << 20) ? -1 : (int)v;
+}
+
+static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
+{
+	char v[64];
+	const char *p;
+
+	if (nic->rdma[0]) {
+		if (read_line(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/state", root,
+			      nic->rdma, nic->port) == 0) {
+			p = strchr(v, ':');
+			p = p ? p + 1 + (p[1] == ' ') : v;
+			msgf(nic->state, sizeof(nic->state), "%s", p);
+		}
+		if (read_line(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/link_layer", root,
+			      nic->rdma, nic->port) == 0)
+			msgf(nic->link_layer, sizeof(nic->link_layer), "%s", v);
+	}
+	nic->mtu = nic->numa = -1;
+	if (nic->netdev[0]) {
+		char pci[HPN_PCI_STR];
+
+		if (hpn_sysfs_netdev_pci(root, nic->netdev, pci) == 0)
+			memcpy(nic->pci, pci, sizeof(pci));
+		if (read_line(v, sizeof(v), "%s/class/net/%s/mtu", root, nic->netdev) == 0)
+			nic->mtu = small_int(v);
+	}
+	/* The kernel says -1 for "no NUMA node", as we do. */
+	if (nic->pci[0] &&
+	    read_line(v, sizeof(v), "%s/bus/pci/devices/%s/numa_node", root, nic->pci) == 0)
+		nic->numa = small_int(v);
+}
+
+/* Every port of every RDMA device, with the netdev rdma.c's discovery ties to it. */
+static void gather_nics(struct hpn_doctor *d)
+{
+	const char *root = d->sysfs_root;
+	struct dirent **devs = NULL;
+	char path[PATH_MAX];
+	int n;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/class/infiniband", root) < 0)
+		return;
+	n = scandir(path, &devs, not_dot, versionsort);
+	for (int i = 0; i < n; i++) {
+		struct dirent **ports = NULL;
+		int np = -1;
+
+		if (strlen(devs[i]->d_name) < HPN_IBDEV_MAX &&
+		    hpn_snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports", root,
+				 devs[i]->d_name) == 0)
+			np = scandir(path, &ports, not_dot, versionsort);
+		for (int k = 0; k < np; k++) {
+			unsigned long port = strtoul(ports[k]->d_name, NULL, 10);
+			struct hpn_doctor_nic *nic = &d->nics[d->n_nics];
+			struct hpn_rdma_dev rd = { 0 };
+			struct hpn_err e = { 0 };
+
+			if (port && port < 256 && d->n_nics < HPN_DOCTOR_MAX_NICS) {
+				char ifname[HPN_IFNAMSIZ];
+
+				memset(nic, 0, sizeof(*nic));
+				msgf(nic->rdma, sizeof(nic->rdma), "%s", devs[i]->d_name);
+				nic->port = (unsigned int)port;
+				if (hpn_rdma_netdev_of(root, NULL, nic->rdma, nic->port, ifname,
+						       &rd, &e) == 0) {
+					memcpy(nic->netdev, ifname, sizeof(ifname));
+				} else {
+					memcpy(rd.name, nic->rdma, sizeof(rd.name));
+					hpn_rdma_classify(root, &rd);
+				}
+				snprintf(nic->driver, sizeof(nic->driver), "%s", rd.driver);
+				memcpy(nic->pci, rd.pci, sizeof(nic->pci));
+				nic->vf = rd.vf;
+				fill_nic(root, nic);
+				d->n_nics++;
+			}
+			free(ports[k]);
+		}
+		free(ports);
+		free(devs[i]);
+	}
+	free(devs);
+}
+
+/* The NIC row journal j is about; a new row for a NIC no longer visible on the host. */
+static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_journal *j)
+{
+	struct hpn_doctor_nic *nic;
+
+	for (size_t i = 0; i < d->n_nics; i++)
+		if (d->nics[i].netdev[0] && !strcmp(d->nics[i].netdev, j->host.name))
+			return &d->nics[i];
+	/* Gone into the pod: its RDMA device (shared mode) is left without a netdev. */
+	for (size_t i = 0; i < d->n_nics; i++) {
+		nic = &d->nics[i];
+		if (nic->netdev[0] || nic->held_container[0])
+			continue;
+		if (j->rdma.name[0] ? !strcmp(nic->rdma, j->rdma.name)
+				    : j->pci[0] && !strcmp(nic->pci, j->pci))
+			goto found;
+	}
+	if (d->n_nics == HPN_DOCTOR_MAX_NICS)
+		return NULL;
+	nic = &d->nics[d->n_nics++];
+	memset(nic, 0, sizeof(*nic));
+	nic->journal_only = true;
+	snprintf(nic->rdma, sizeof(nic->rdma), "%s", j->rdma.name);
+	memcpy(nic->pci, j->pci, sizeof(nic->pci));
+	if (nic->rdma[0]) {
+		struct hpn_rdma_dev rd = { 0 };
+
+		memcpy(rd.name, nic->rdma, sizeof(rd.name));
+		hpn_rdma_classify(d->sysfs_root, &rd);
+		snprintf(nic->driver, sizeof(nic->driver), "%s", rd.driver);
+	}
+	nic->mtu = nic->numa = -1;
+found:
+	/* Name it as the host knew it; MTU and the like are the pod's business now. */
+	snprintf(nic->netdev, sizeof(nic->netdev), "%s", j->host.name);
+	if (!nic->pci[0])
+		memcpy(nic->pci, j->pci, sizeof(nic->pci));
+	nic->mtu = -1;
+	return nic;
+}
+
+static void gather_network(struct hpn_doctor *d, int root_fd, const char *network)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct dirent **list = NULL;
+	char path[PATH_MAX];
+	int n;
+
+	st.net_fd = openat(root_fd, network, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (st.net_fd < 0 ||
+	    hpn_snprintf(path, sizeof(path), "%s/%s", d->conf.state_dir, network) < 0) {
+		hpn_store_close(&st);
+		return;
+	}
+	n = scandir(path, &list, not_dot, versionsort);
+	for (int i = 0; i < n; i++) {
+		struct hpn_journal j = { 0 };
+		struct hpn_err e = { 0 };
+		struct hpn_doctor_nic *nic;
+
+		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) == 0 &&
+		    (nic = holder_row(d, &j))) {
+			msgf(nic->held_network, sizeof(nic->held_network), "%s", network);
+			msgf(nic->held_container, sizeof(nic->held_container), "%s",
+			     j.container_id);
+			memcpy(nic->held_ifname, j.pod_ifname, sizeof(nic->held_ifname));
+			nic->held_complete = j.phase == HPN_PHASE_ATTACHED;
+		}
+		hpn_journal_free(&j);
+		free(list[i]);
+	}
+	free(list);
+	hpn_store_close(&st);
+}
+
+/* Every journal of every network under stateDir: which attachment holds which NIC. */
+static void gather_holders(struct hpn_doctor *d)
+{
+	_cleanup_close_ int root_fd = -1;
+	struct dirent **list = NULL;
+	int n;
+
+	root_fd = open(d->conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0)
+		return;
+	n = scandir(d->conf.state_dir, &list, not_dot, versionsort);
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		if (fstatat(root_fd, list[i]->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) && hpn_valid_path_component(list[i]->d_name))
+			gather_network(d, root_fd, list[i]->d_name);
+		free(list[i]);
+	}
+	free(list);
+}
+
+static void gather_modules(struct hpn_doctor *d)
+{
+	static const char *const mods[] = { "ib_core",	 "ib_uverbs", "ib_cm",	   "iw_cm",
+					    "rdma_cm",	 "rdma_ucm",  "mlx5_core", "mlx5_ib",
+					    "mlx4_core", "mlx4_ib",   "erdma",	   "rdma_rxe" };
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(mods) && d->n_modules < HPN_DOCTOR_MAX_MODS; i++)
+		if (path_exists("%s/module/%s", d->sysfs_root, mods[i]))
+			snprintf(d->modules[d->n_modules++], sizeof(d->modules[0]), "%s", mods[i]);
+}
+
+/* ---- checks only the doctor makes ------------------------------------------------ */
+
+static struct hpn_doctor_check *add_check(struct hpn_doctor *d, const char *name,
+					  enum hpn_check_state state)
+{
+	struct hpn_doctor_check *c;
+
+	/* More checks than slots would be a bug here: the last one is overwritten. */
+	if (d->n_checks < HPN_DOCTOR_MAX_CHECKS)
+		d->n_checks++;
+	c = &d->checks[d->n_checks - 1];
+	c->name = name;
+	c->state = state;
+	c->msg[0] = '\0';
+	if (state == HPN_CHECK_FAIL)
+		d->ready = false;
+	return c;
+}
+
+#define CHECK(d, name, state, ...) msgf(add_check(d, name, state)->msg, HPN_ERR_MSG, __VA_ARGS__)
+
+static void check_conf(struct hpn_doctor *d, const char *dir)
+{
+	if (!d->conf_valid) {
+		CHECK(d, "config", HPN_CHECK_FAIL, "%s (code %d)", d->conf_err.msg,
+		      d->conf_err.code);
+		return;
+	}
+	CHECK(d, "config", HPN_CHECK_OK, "%s: network \"%s\" parses", d->conf_file, d->conf.name);
+	/* containerd (max_conf_num 1) and CRI-O use the first file only. */
+	if (d->conf_first[0] && strcmp(d->conf_first, d->conf_file))
+		CHECK(d, "config", HPN_CHECK_WARN,
+		      "%s sorts first in %s: a runtime that loads only the first file uses it, "
+		      "not %s",
+		      d->conf_first, dir, d->conf_file);
+}
+
+static bool free_nic(const struct hpn_doctor_nic *n)
+{
+	return n->rdma[0] && n->netdev[0] && !n->held_container[0];
+}
+
+static void check_devices(struct hpn_doctor *d)
+{
+	size_t rdma = 0, avail = 0;
+
+	for (size_t i = 0; i < d->n_nics; i++) {
+		rdma += d->nics[i].rdma[0] && !d->nics[i].journal_only;
+		avail += free_nic(&d->nics[i]) && !strcmp(d->nics[i].state, "ACTIVE");
+	}
+	if (!rdma)
+		CHECK(d, "devices", d->conf.rdma_required ? HPN_CHECK_FAIL : HPN_CHECK_WARN,
+		      "no RDMA devices under %s/class/infiniband", d->sysfs_root);
+	else
+		CHECK(d, "devices", HPN_CHECK_OK,
+		      "%zu RDMA port(s), %zu with a free netdev and an ACTIVE port", rdma, avail);
+}
+
+/*
+ * On a live node, the row of the RDMA port that serves netdev name as ADD finds
+ * it: through rtnetlink and rdma.c, so a macvlan or vlan child is served by its
+ * parent's device. NULL when none does (or on a fake root: the table decides).
+ */
+static const struct hpn_doctor_nic *served_by(const struct hpn_doctor *d, const char *name)
+{
+	_cleanup_nl_sock_ struct nl_sock *sk = NULL;
+	struct hpn_rdma_dev rd;
+	struct hpn_link l;
+	struct hpn_err e = { 0 };
+
+	if (fake_root(d->sysfs_root) || hpn_nl_open(NETLINK_ROUTE, &sk) < 0 ||
+	    hpn_link_get(sk, 0, name, &l, &e) < 0 ||
+	    hpn_rdma_of_netdev(d->sysfs_root, sk, &l, &rd, &e) < 0)
+		return NULL;
+	for (size_t i = 0; i < d->n_nics; i++)
+		if (!strcmp(d->nics[i].rdma, rd.name) && d->nics[i].port == rd.port)
+			return &d->nics[i];
+	return NULL;
+}
+
+/* Is the NIC the config selects there, free and usable? */
+static void check_selected(struct hpn_doctor *d)
+{
+	const struct hpn_conf *c = &d->conf;
+	const struct hpn_doctor_nic *nic = NULL;
+	const char *what = c->selector_value;
+
+	switch (c->selector) {
+	case HPN_SEL_DEVICE_ID:
+		CHECK(d, "device", HPN_CHECK_SKIP,
+		      "chosen per pod by the device plugin (runtimeConfig.deviceID)");
+		return;
+	case HPN_SEL_HWADDR:
+		CHECK(d, "device", HPN_CHECK_SKIP, "hwaddr %s: not checked by the doctor", what);
+		return;
+	default:
+		break;
+	}
+	for (size_t i = 0; !nic && i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *n = &d->nics[i];
+
+		if ((c->selector == HPN_SEL_DEVICE && !strcmp(n->netdev, what)) ||
+		    (c->selector == HPN_SEL_PCI && !strcmp(n->pci, what)) ||
+		    (c->selector == HPN_SEL_RDMA && !strcmp(n->rdma, what) &&
+		     (!c->rdma_port || c->rdma_port == n->port) && (n->netdev[0] || c->rdma_port)))
+			nic = n;
+	}
+	if (!nic && c->selector == HPN_SEL_DEVICE)
+		nic = served_by(d, what);
+	if (!nic) {
+		bool there = c->selector == HPN_SEL_DEVICE
+				     ? path_exists("%s/class/net/%s", d->sysfs_root, what)
+			     : c->selector == HPN_SEL_PCI
+				     ? path_exists("%s/bus/pci/devices/%s", d->sysfs_root, what)
+				     : false;
+
+		if (!there)
+			CHECK(d, "device", HPN_CHECK_FAIL, "%s is not on this node", what);
+		else if (c->rdma_required)
+			CHECK(d, "device", HPN_CHECK_FAIL,
+			      "no RDMA device serves %s, and rdmaRequired is true", what);
+		else
+			CHECK(d, "device", HPN_CHECK_OK, "%s (no RDMA device; rdmaRequired false)",
+			      what);
+		return;
+	}
+	if (nic->held_container[0])
+		CHECK(d, "device", HPN_CHECK_WARN,
+		      "%s is held by container %s (network %s): the next ADD gets nothing until "
+		      "it is deleted",
+		      what, nic->held_container, nic->held_network);
+	else if (strcmp(nic->state, "ACTIVE"))
+		CHECK(d, "device", c->rdma_required ? HPN_CHECK_FAIL : HPN_CHECK_WARN,
+		      "%s: port %u of %s is %s, not ACTIVE", what, nic->port, nic->rdma,
+		      nic->state[0] ? nic->state : "unknown");
+	else if (c->selector == HPN_SEL_DEVICE && strcmp(nic->netdev, what))
+		CHECK(d, "device", HPN_CHECK_OK, "%s: %s port %u ACTIVE, through %s, free", what,
+		      nic->rdma, nic->port, nic->netdev);
+	else
+		CHECK(d, "device", HPN_CHECK_OK, "%s: %s port %u ACTIVE, netdev %s, free", what,
+		      nic->rdma, nic->port, nic->netdev);
+}
+
+int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_path,
+		   struct hpn_doctor *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->conf_plugin = -1;
+	d->ready = true;
+	d->cni_path = cni_path;
+	load_conf(conf_file, conf_dir, d);
+	d->sysfs_root = d->conf_valid ? d->conf.sysfs_root : HPN_DEFAULT_SYSFS_ROOT;
+
+	{
+		struct hpn_err e = { 0 };
+
+		d->rdma_subsystem = node_netns_mode(d->sysfs_root, &d->netns_mode, &e) == 0;
+	}
+	gather_modules(d);
+	gather_nics(d);
+	if (d->conf_valid)
+		gather_holders(d);
+
+	check_conf(d, conf_dir);
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(ready_checks); i++) {
+		struct hpn_err e = { 0 };
+		char note[HPN_ERR_MSG] = "";
+		int r;
+
+		if (!d->conf_valid) {
+			CHECK(d, ready_checks[i].name, HPN_CHECK_SKIP, "no valid config");
+			continue;
+		}
+		r = ready_checks[i].fn(&d->conf, cni_path, note, &e);
+		if (r < 0)
+			CHECK(d, ready_checks[i].name, HPN_CHECK_FAIL, "%s", e.msg);
+		else
+			CHECK(d, ready_checks[i].name, r ? HPN_CHECK_SKIP : HPN_CHECK_OK, "%s",
+			      note);
+	}
+	if (d->conf_valid) {
+		check_devices(d);
+		check_selected(d);
+	}
+	return 0;
+}
+
+void hpn_doctor_free(struct hpn_doctor *d)
+{
+	hpn_conf_free(&d->conf);
+	free(d->conf_buf);
+	d->conf_buf = NULL;
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+static const char *state_name(enum hpn_check_state s)
+{
+	static const char *const names[] = { "ok", "skip", "warn", "fail" };
+
+	return names[s];
+}
+
+static const char *selector_text(const struct hpn_doctor *d, char *buf, size_t len)
+{
+	static const char *const keys[] = {
+		"", "device", "hwaddr", "pciBusID", "runtimeConfig.deviceID", "rdmaDevice"
+	};
+	const struct hpn_conf *c = &d->conf;
+
+	if (d->conf_device_plugin && c->selector == HPN_SEL_DEVICE_ID)
+		return "runtimeConfig.deviceID (from the device plugin)";
+	if (c->selector == HPN_SEL_RDMA && c->rdma_port)
+		snprintf(buf, len, "rdmaDevice %s:%u", c->selector_value, c->rdma_port);
+	else
+		snprintf(buf, len, "%s %s", keys[c->selector], c->selector_value);
+	return buf;
+}
+
+static size_t n_failed(const struct hpn_doctor *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_checks; i++)
+		n += d->checks[i].state == HPN_CHECK_FAIL;
+	return n;
+}
+
+char *hpn_doctor_render_text(const struct hpn_doctor *d)
+{
+	char *out = NULL;
+	size_t len = 0, fails;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	fprintf(f, "hpn-rdma doctor %s\n\n", HPN_VERSION);
+	fprintf(f, "config      %s\n", d->conf_file[0] ? d->conf_file : "(none found)");
+	if (d->conf_valid) {
+		char sel[128];
+
+		fprintf(f, "network     %s (cniVersion %s", d->conf.name, d->conf.cni_version);
+		if (d->conf_plugin >= 0)
+			fprintf(f, ", plugin %d of the list", d->conf_plugin + 1);
+		fprintf(f, ")\n");
+		fprintf(f, "selects     %s\n", selector_text(d, sel, sizeof(sel)));
+		fprintf(f, "rdma        rdmaRequired %s, rdmaNetns %s\n",
+			d->conf.rdma_required ? "true" : "false",
+			hpn_rdma_netns_name(d->conf.rdma_netns));
+		fprintf(f, "stateDir    %s\n", d->conf.state_dir);
+	}
+	fprintf(f, "sysfsRoot   %s\n", d->sysfs_root);
+	fprintf(f, "netns mode  %s\n",
+		d->rdma_subsystem ? hpn_rdma_netns_name(d->netns_mode)
+				  : "none (no RDMA subsystem)");
+	fprintf(f, "modules    ");
+	for (size_t i = 0; i < d->n_modules; i++)
+		fprintf(f, " %s", d->modules[i]);
+	fprintf(f, "%s\n\n", d->n_modules ? "" : " (no RDMA modules)");
+
+	fprintf(f, "%-15s %-12s %-10s %-10s %-4s %-6s %-10s %-5s %-4s %s\n", "NETDEV", "PCI",
+		"DRIVER", "RDMA", "PORT", "STATE", "LINK", "MTU", "NUMA", "HELD BY");
+	for (size_t i = 0; i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *n = &d->nics[i];
+		char mtu[16] = "-", numa[16] = "-", port[16] = "-", held[400] = "-";
+
+		if (n->mtu >= 0)
+			snprintf(mtu, sizeof(mtu), "%d", n->mtu);
+		if (n->numa >= 0)
+			snprintf(numa, sizeof(numa), "%d", n->numa);
+		if (n->port)
+			snprintf(port, sizeof(port), "%u", n->port);
+		if (n->held_container[0])
+			snprintf(held, sizeof(held), "%s/%.12s as %s%s", n->held_network,
+				 n->held_container, n->held_ifname,
+				 n->held_complete ? "" : " (ADD unfinished)");
+		fprintf(f, "%-15s %-12s %-10s %-10s %-4s %-6s %-10s %-5s %-4s %s\n",
+			n->netdev[0] ? n->netdev : "-", n->pci[0] ? n->pci : "-",
+			n->driver[0] ? n->driver : "-", n->rdma[0] ? n->rdma : "-", port,
+			n->state[0] ? n->state : "-", n->link_layer[0] ? n->link_layer : "-", mtu,
+			numa, held);
+	}
+	if (!d->n_nics)
+		fprintf(f, "(no RDMA devices)\n");
+
+	fprintf(f, "\nchecks\n");
+	for (size_t i = 0; i < d->n_checks; i++)
+		fprintf(f, "  %-4s  %-8s  %s\n", state_name(d->checks[i].state), d->checks[i].name,
+			d->checks[i].msg);
+	fails = n_failed(d);
+	if (fails)
+		fprintf(f, "\nverdict: NOT READY (%zu problem%s)\n", fails, fails == 1 ? "" : "s");
+	else
+		fprintf(f, "\nverdict: READY\n");
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static void add_str_or_null(cJSON *o, const char *key, const char *v)
+{
+	if (v && v[0])
+		cJSON_AddStringToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void add_int_or_null(cJSON *o, const char *key, int v)
+{
+	if (v >= 0)
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+char *hpn_doctor_render_json(const struct hpn_doctor *d)
+{
+	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
+	cJSON *c, *a;
+
+	if (!root)
+		return NULL;
+	cJSON_AddStringToObject(root, "version", HPN_VERSION);
+	cJSON_AddBoolToObject(root, "ready", n_failed(d) == 0);
+	c = cJSON_AddObjectToObject(root, "config");
+	add_str_or_null(c, "file", d->conf_file);
+	cJSON_AddBoolToObject(c, "valid", d->conf_valid);
+	if (d->conf_valid) {
+		char sel[128];
+
+		cJSON_AddStringToObject(c, "network", d->conf.name);
+		cJSON_AddStringToObject(c, "cniVersion", d->conf.cni_version);
+		if (d->conf_plugin >= 0)
+			cJSON_AddNumberToObject(c, "pluginIndex", d->conf_plugin);
+		cJSON_AddStringToObject(c, "selects", selector_text(d, sel, sizeof(sel)));
+		cJSON_AddBoolToObject(c, "rdmaRequired", d->conf.rdma_required);
+		cJSON_AddStringToObject(c, "rdmaNetns", hpn_rdma_netns_name(d->conf.rdma_netns));
+		cJSON_AddStringToObject(c, "stateDir", d->conf.state_dir);
+	} else {
+		cJSON_AddNumberToObject(c, "code", d->conf_err.code);
+		cJSON_AddStringToObject(c, "error", d->conf_err.msg);
+	}
+	cJSON_AddStringToObject(root, "sysfsRoot", d->sysfs_root);
+	add_str_or_null(root, "netnsMode",
+			d->rdma_subsystem ? hpn_rdma_netns_name(d->netns_mode) : NULL);
+	a = cJSON_AddArrayToObject(root, "modules");
+	for (size_t i = 0; a && i < d->n_modules; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(d->modules[i]));
+	a = cJSON_AddArrayToObject(root, "nics");
+	for (size_t i = 0; a && i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *n = &d->nics[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(a, o))
+			break;
+		add_str_or_null(o, "netdev", n->netdev);
+		add_str_or_null(o, "pci", n->pci);
+		add_str_or_null(o, "driver", n->driver);
+		add_str_or_null(o, "rdmaDevice", n->rdma);
+		add_int_or_null(o, "port", n->port ? (int)n->port : -1);
+		add_str_or_null(o, "state", n->state);
+		add_str_or_null(o, "linkLayer", n->link_layer);
+		add_int_or_null(o, "mtu", n->mtu);
+		add_int_or_null(o, "numaNode", n->numa);
+		cJSON_AddBoolToObject(o, "vf", n->vf);
+		if (n->held_container[0]) {
+			cJSON *h = cJSON_AddObjectToObject(o, "heldBy");
+
+			cJSON_AddStringToObject(h, "network", n->held_network);
+			cJSON_AddStringToObject(h, "containerId", n->held_container);
+			cJSON_AddStringToObject(h, "ifName", n->held_ifname);
+			cJSON_AddBoolToObject(h, "attached", n->held_complete);
+		} else {
+			cJSON_AddNullToObject(o, "heldBy");
+		}
+	}
+	a = cJSON_AddArrayToObject(root, "checks");
+	for (size_t i = 0; a && i < d->n_checks; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(a, o))
+			break;
+		cJSON_AddStringToObject(o, "name", d->checks[i].name);
+		cJSON_AddStringToObject(o, "state", state_name(d->checks[i].state));
+		cJSON_AddStringToObject(o, "message", d->checks[i].msg);
+	}
+	a = cJSON_AddArrayToObject(root, "reasons");
+	for (size_t i = 0; a && i < d->n_checks; i++)
+		if (d->checks[i].state == HPN_CHECK_FAIL)
+			cJSON_AddItemToArray(a, cJSON_CreateString(d->checks[i].msg));
+	return cJSON_Print(root);
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_DOCTOR_H
+#define HPN_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "conf.h"
+#include "err.h"
+#include "link.h"
+#include "store.h"
+#include "util.h"
+
+/*
+ * The node doctor and the readiness checks behind STATUS. Facts are gathered
+ * into plain structs (the RDMA NICs through rdma.c's discovery, the netns mode,
+ * kernel modules, which pod holds which NIC per the state store), checked, and
+ * rendered as text or JSON for the command layer to print.
+ *
+ * Where facts come from: with sysfsRoot "/sys" the netns mode is RDMA netlink's
+ * (RDMA_NLDEV_CMD_SYS_GET, as "rdma system"); with any other root (a fake tree in
+ * tests) everything comes from the tree: the mode from
+ * <root>/module/ib_core/parameters/netns_mode (Y: shared, N: exclusive), and a
+ * tree without <root>/module/ib_core has no RDMA subsystem. Modules are the
+ * entries of <root>/module/ (loaded modules, and built-in ones with parameters).
+ */
+
+/*
+ * STATUS: every readiness check that concerns the network config, in order,
+ * stopping at the first failure (code 50, the reason in err->msg): stateDir
+ * writable, rtnetlink, the IPAM plugin in cni_path, and with rdmaRequired an
+ * RDMA subsystem in the rdmaNetns mode with the verbs and rdma_cm interfaces.
+ */
+int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err);
+
+enum hpn_check_state { HPN_CHECK_OK, HPN_CHECK_SKIP, HPN_CHECK_WARN, HPN_CHECK_FAIL };
+
+#define HPN_DOCTOR_MAX_NICS   128
+#define HPN_DOCTOR_MAX_CHECKS 16
+#define HPN_DOCTOR_MAX_MODS   16
+
+/* One RDMA NIC port (or a NIC a pod holds), as the doctor's table shows it. */
+struct hpn_doctor_nic {
+	char netdev[HPN_IFNAMSIZ]; /* in the host netns; empty when none is */
+	char pci[HPN_PCI_STR];	   /* the netdev's PCI function, else the RDMA device's */
+	char driver[32];
+	char rdma[HPN_IBDEV_MAX]; /* empty: a held NIC with no RDMA device */
+	unsigned int port;
+	char state[16];	     /* port state: ACTIVE, DOWN, INIT... */
+	char link_layer[16]; /* Ethernet, InfiniBand */
+	int mtu;	     /* -1: unknown (not in the host netns) */
+	int numa;	     /* -1: none or unknown */
+	bool vf;
+	bool journal_only; /* known only from a journal: not an RDMA port of the host */
+	/* Held by an attachment in the state store. */
+	char held_network[128];
+	char held_container[HPN_KEY_MAX];
+	char held_ifname[HPN_IFNAMSIZ];
+	bool held_complete; /* the ADD finished (phase ATTACHED) */
+};
+
+struct hpn_doctor_check {
+	const char *name;
+	enum hpn_check_state state;
+	char msg[HPN_ERR_MSG];
+};
+
+struct hpn_doctor {
+	/* The config: where it came from and whether it parses. */
+	char conf_file[4096];  /* empty: none found */
+	char conf_first[4096]; /* the first config file in the directory (what containerd uses) */
+	int conf_plugin;       /* index of the hpn-rdma entry in a conflist; -1 for a .conf */
+	bool conf_valid;
+	bool conf_device_plugin; /* the device comes from runtimeConfig.deviceID */
+	struct hpn_err conf_err;
+	struct hpn_conf conf;
+	char *conf_buf;
+	const char *sysfs_root;
+	const char *cni_path;
+
+	bool rdma_subsystem;
+	enum hpn_rdma_netns netns_mode;
+	char modules[HPN_DOCTOR_MAX_MODS][32];
+	size_t n_modules;
+
+	struct hpn_doctor_nic nics[HPN_DOCTOR_MAX_NICS];
+	size_t n_nics;
+
+	struct hpn_doctor_check checks[HPN_DOCTOR_MAX_CHECKS];
+	size_t n_checks;
+	bool ready;
+};
+
+/*
+ * Finds the config (conf_file, or the first file in conf_dir sorted by name, as
+ * libcni does, with an hpn-rdma plugin; .conf, .conflist, .json), gathers the
+ * node's facts and runs every check. Never fails for what it finds (that is the
+ * verdict); a negative errno only for running out of memory. Free with
+ * hpn_doctor_free().
+ */
+int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_path,
+		   struct hpn_doctor *d);
+void hpn_doctor_free(struct hpn_doctor *d);
+
+/* The report as text (a table and the verdict) or as a JSON object; NULL on ENOMEM. */
+char *hpn_doctor_render_text(const struct hpn_doctor *d);
+char *hpn_doctor_render_json(const struct hpn_doctor *d);
+
+#endif

@@ -1,0 +1,179 @@
+#!/bin/bash
+# hpn-rdma doctor against fake sysfs trees, with golden output.
+#
+# Each scenario copies test/fixtures/sysfs into a scratch directory, adds what a
+# live node has there (ib_core's netns_mode parameter, module directories, the
+# verbs and rdma_cm classes, MTU and NUMA node files), points a config's
+# sysfsRoot and stateDir at it, and compares `doctor` (text) and `doctor --json`
+# (normalised with jq -S) with test/doctor/golden/<scenario>.{txt,json}, the
+# scratch path written as @TMP@ and the version as @VERSION@. It also checks the exit code, that STATUS gives
+# the same reason as the doctor, and how the doctor picks a config file.
+# No privileges; nothing outside the scratch directory is touched.
+# HPN_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+set -euo pipefail
+plugin=${HPN_PLUGIN:?run through ctest}
+src=${HPN_SRC:?run through ctest}
+golden=$src/test/doctor/golden
+version=$("$plugin" --version)
+version=${version#hpn-rdma }	# kept out of the golden files as @VERSION@
+T=$(mktemp -d /tmp/hpn-doctor.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+failed=0
+
+fail() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+ok() { echo "ok: $*"; }
+
+# tree NAME: a scratch copy of the fixture, as a healthy shared-mode node shows it.
+tree() {
+	local s=$T/$1/sys
+	mkdir -p "$T/$1"
+	cp -a "$src/test/fixtures/sysfs" "$s"
+	chmod -R u+w "$s"
+	mkdir -p "$s/module/ib_core/parameters" "$s/class/infiniband_verbs/uverbs0" \
+		"$s/class/misc/rdma_cm"
+	echo Y >"$s/module/ib_core/parameters/netns_mode"
+	for m in ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm mlx5_core mlx5_ib mlx4_core mlx4_ib; do
+		mkdir -p "$s/module/$m"
+	done
+	for n in ens1f0np0:9000 ens1f1np1:9000 ens1f0v0:9000 ens2:1500 ens2d1:1500 eth1:1500 \
+		eth2:8500; do
+		echo "${n#*:}" >"$s/class/net/${n%%:*}/mtu"
+	done
+	for p in 0000:af:00.0:0 0000:af:00.1:0 0000:af:00.2:0 0000:3b:00.0:1 0000:00:04.0:-1 \
+		0000:00:05.0:-1 0000:00:06.0:-1; do
+		echo "${p##*:}" >"$s/bus/pci/devices/${p%:*}/numa_node"
+	done
+	mkdir -p "$T/$1/state" "$T/$1/bin" "$T/$1/net.d"
+	printf '#!/bin/sh\nexit 0\n' >"$T/$1/bin/host-local"
+	chmod +x "$T/$1/bin/host-local"
+}
+
+# conf NAME JQ-FILTER: writes $T/NAME/net.d/10-hpn.conf for the scenario.
+conf() {
+	jq -n --arg s "$T/$1/sys" --arg d "$T/$1/state" '{
+		cniVersion: "1.1.0", name: "hpnt-doctor", type: "hpn-rdma", ifName: "hpn0",
+		sysfsRoot: $s, stateDir: $d,
+		ipam: {type: "host-local", ranges: [[{subnet: "10.200.0.0/16"}]]}
+	} | '"$2" >"$T/$1/net.d/10-hpn.conf"
+}
+
+doctor() { # doctor NAME [args]: runs the doctor on the scenario; sets OUT and RC
+	local n=$1
+	shift
+	RC=0
+	OUT=$("$plugin" doctor --conf-dir "$T/$n/net.d" --cni-path "$T/$n/bin" "$@" 2>&1) || RC=$?
+	OUT=${OUT//$T/@TMP@}
+	OUT=${OUT//"doctor $version"/doctor @VERSION@}
+	OUT=${OUT//"\"version\":	\"$version\""/\"version\":	\"@VERSION@\"}
+}
+
+# compare NAME EXPECTED-RC: text and JSON output against the golden files.
+compare() {
+	local n=$1 want=$2 g
+	doctor "$n"
+	[[ $RC == "$want" ]] || fail "$n: exit $RC, expected $want"
+	g=$golden/$n.txt
+	if [[ ${HPN_UPDATE_GOLDEN:-} == 1 ]]; then
+		printf '%s\n' "$OUT" >"$g"
+	elif diff -u "$g" <(printf '%s\n' "$OUT"); then
+		ok "$n: text matches $(basename "$g")"
+	else
+		fail "$n: text differs from $g"
+	fi
+	doctor "$n" --json
+	[[ $RC == "$want" ]] || fail "$n --json: exit $RC, expected $want"
+	jq -e . >/dev/null <<<"$OUT" || { fail "$n --json: not JSON: $OUT"; return; }
+	jq -e --argjson r "$([[ $want == 0 ]] && echo true || echo false)" \
+		'.ready == $r and ((.reasons | length == 0) == $r)' >/dev/null <<<"$OUT" ||
+		fail "$n --json: ready/reasons do not match exit $want"
+	g=$golden/$n.json
+	if [[ ${HPN_UPDATE_GOLDEN:-} == 1 ]]; then
+		jq -S . <<<"$OUT" >"$g"
+	elif diff -u "$g" <(jq -S . <<<"$OUT"); then
+		ok "$n: JSON matches $(basename "$g")"
+	else
+		fail "$n: JSON differs from $g"
+	fi
+}
+
+# 1. Healthy node: the NIC at 0000:af:00.0 (mlx5_0, ACTIVE) is free.
+tree healthy
+conf healthy '.pciBusID = "0000:af:00.0"'
+compare healthy 0
+
+# 2. No RDMA devices (ib_core loaded, no device registered).
+tree nodev
+rm -rf "$T/nodev/sys/class/infiniband" "$T/nodev/sys/class/infiniband_verbs/uverbs0"
+mkdir "$T/nodev/sys/class/infiniband"
+conf nodev '.device = "ens1f0np0"'
+compare nodev 1
+
+# 3. Wrong netns mode: the node is exclusive, the config wants shared.
+tree netns
+echo N >"$T/netns/sys/module/ib_core/parameters/netns_mode"
+conf netns '.rdmaDevice = "mlx5_1" | .rdmaNetns = "shared"'
+compare netns 1
+
+# 4. A NIC held by a pod: ens1f0np0 has left the host (shared mode: mlx5_0
+#    stays, without a netdev) and a journal in the state store says who has it.
+tree held
+rm "$T/held/sys/class/net/ens1f0np0"
+mkdir -p "$T/held/state/hpnt-doctor"
+jq -nc '{version: 1, phase: 4, containerId: "0123456789abcdef0123", cniIfName: "eth0",
+	podIfName: "hpn0", netns: "/run/netns/pod-a",
+	host: {name: "ens1f0np0", ifindex: 4, mtu: 9000, up: true, mac: "b8:ce:f6:00:00:10",
+	       altnames: []},
+	pci: "0000:af:00.0", rdma: {name: "mlx5_0", netdev: "ens1f0np0", moved: false}}' \
+	>"$T/held/state/hpnt-doctor/0123456789abcdef0123.eth0"
+conf held '.device = "ens1f0np0"'
+compare held 0
+
+# STATUS gives the doctor's reason, word for word (one set of checks).
+stat_msg=$(CNI_COMMAND=STATUS CNI_PATH="$T/netns/bin" "$plugin" <"$T/netns/net.d/10-hpn.conf" |
+	jq -r .msg) || true
+doc_msg=$("$plugin" doctor --json --conf-dir "$T/netns/net.d" --cni-path "$T/netns/bin" |
+	jq -r '.checks[] | select(.name == "rdma") | .message') || true
+if [[ -n $stat_msg && $stat_msg == "$doc_msg" ]]; then
+	ok "STATUS and the doctor give the same reason: $stat_msg"
+else
+	fail "STATUS said \"$stat_msg\", the doctor \"$doc_msg\""
+fi
+CNI_COMMAND=STATUS CNI_PATH="$T/healthy/bin" "$plugin" <"$T/healthy/net.d/10-hpn.conf" &&
+	ok "STATUS on the healthy node" || fail "STATUS on the healthy node failed"
+[[ -z $(find "$T/healthy/state" -mindepth 1) ]] && ok "doctor and STATUS created nothing" ||
+	fail "state dir not empty: $(find "$T/healthy/state" -mindepth 1)"
+
+# Which config: the first file (sorted) with an hpn-rdma plugin; a warning when
+# another file sorts first; --config picks a conflist's hpn-rdma entry.
+echo '{"cniVersion": "1.0.0", "name": "other", "type": "bridge"}' >"$T/healthy/net.d/05-bridge.conf"
+echo 'not json' >"$T/healthy/net.d/07-broken.conflist"
+echo '{}' >"$T/healthy/net.d/00-ignored.txt"
+doctor healthy --json
+jq -e '.config.file == "@TMP@/healthy/net.d/10-hpn.conf" and .ready and
+	any(.checks[]; .state == "warn" and (.message | contains("05-bridge.conf sorts first")))' \
+	>/dev/null <<<"$OUT" && ok "the first hpn-rdma file, with a warning" || fail "conf-dir: $OUT"
+doctor healthy --json --config "$src/conf/10-hpn-rdma.conflist"
+jq -e '.config.valid and .config.pluginIndex == 1 and
+	.config.selects == "runtimeConfig.deviceID (from the device plugin)"' >/dev/null <<<"$OUT" &&
+	ok "--config takes a conflist's hpn-rdma entry" || fail "--config conflist: $OUT"
+mkdir "$T/empty"
+RC=0
+OUT=$("$plugin" doctor --conf-dir "$T/empty") || RC=$?
+[[ $RC == 1 && $OUT == *"no CNI config with an hpn-rdma plugin in $T/empty"* ]] &&
+	ok "no config: not ready, says so" || fail "no config: exit $RC: $OUT"
+doctor healthy --config "$T/healthy/net.d/05-bridge.conf"
+[[ $RC == 1 && $OUT == *"05-bridge.conf has no hpn-rdma plugin"* ]] &&
+	ok "--config without hpn-rdma: not ready" || fail "--config bridge: exit $RC: $OUT"
+conf healthy '.pciBusID = "0000:af:00.0" | .mtu = 7'
+doctor healthy
+[[ $RC == 1 && $OUT == *"fail  config"*"mtu"*"(code 7)"* ]] &&
+	ok "an invalid config: its error and code" || fail "invalid config: exit $RC: $OUT"
+RC=0
+"$plugin" doctor --bogus >/dev/null 2>&1 || RC=$?
+[[ $RC == 2 ]] && ok "a bad argument: exit 2" || fail "bad argument: exit $RC"
+
+((failed == 0)) || { echo "$failed failed"; exit 1; }
+echo "all passed"
