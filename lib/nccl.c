@@ -15,7 +15,7 @@
 
 #include "util.h"
 
-#define FILE_MAX   (64 * 1024)
+#define FILE_MAX   ((size_t)64 * 1024)
 #define TMP_PREFIX ".nccl.conf."
 
 /* DESIGN.md's table, from the managed service's public GPU model list. */
@@ -162,7 +162,8 @@ static int subnet_of(const char *cidr, int *family, char *out, size_t len)
 	unsigned char a[16];
 	char *end;
 	long plen;
-	int af, bytes;
+	long bytes;
+	int af;
 
 	if (hpn_snprintf(buf, sizeof(buf), "%s", cidr) < 0 || !(slash = strchr(buf, '/')))
 		return -EINVAL;
@@ -173,7 +174,7 @@ static int subnet_of(const char *cidr, int *family, char *out, size_t len)
 	plen = strtol(slash + 1, &end, 10);
 	if (*end || errno || plen < 0 || plen > bytes * 8 || inet_pton(af, buf, a) != 1)
 		return -EINVAL;
-	for (int i = 0; i < bytes; i++) {
+	for (long i = 0; i < bytes; i++) {
 		long keep = plen - i * 8;
 
 		if (keep <= 0)
@@ -246,9 +247,9 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *
 		if (!first)
 			first = ri;
 	}
-	r = hpn_nccl_check_driver(p, first ? first->driver : NULL, err);
-	if (r < 0)
-		return r;
+	/* Only a profile with ib on gets here without a device. */
+	if (!first)
+		return hpn_nccl_check_driver(p, NULL, err);
 	r = set(v, "NCCL_IB_DISABLE", "0", err);
 	if (r >= 0)
 		r = set(v, "NCCL_IB_HCA", hca, err);
@@ -374,7 +375,7 @@ char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
 int hpn_nccl_parse(const char *text, const char *owner_line, struct hpn_vars *out, bool *owner_ok)
 {
 	struct hpn_vars v = { 0 };
-	const char *line = text;
+	const char *line = text ? text : "";
 	size_t olen = owner_line ? strlen(owner_line) : 0;
 	int r = 0;
 

@@ -17,7 +17,8 @@ echo "== clang-tidy"
 cmake -S . -B build-lint -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 # Judged by its output, not its status: any warning or error (or a file it
 # could not process) fails; "N warnings generated." counts suppressed ones.
-git ls-files -- 'lib/*.c' 'plugin/*.c' |
+# Tracked and new (not ignored) files: a file not yet added is linted too.
+git ls-files --cached --others --exclude-standard -- 'lib/*.c' 'plugin/*.c' |
 	xargs -P "$(nproc)" -n 4 clang-tidy -p build-lint --quiet >build-lint/clang-tidy.log 2>&1 ||
 	true
 grep -v '^[0-9]* warnings\? generated\.$' build-lint/clang-tidy.log || true
