@@ -70,30 +70,31 @@ static void full_journal(struct hpn_journal *j)
 	static const uint8_t perm[HPN_MAC_LEN] = { 0xb8, 0xce, 0xf6, 0x01, 0x02, 0x03 };
 
 	memset(j, 0, sizeof(*j));
+	j->n_nics = 1;
 	j->phase = HPN_PHASE_ATTACHED;
 	j->container_id = strdup("c0ffee0123456789");
 	strcpy(j->cni_ifname, "eth0");
-	strcpy(j->pod_ifname, "hpn0");
+	strcpy(j->nics[0].pod_ifname, "hpn0");
 	j->netns = strdup("/var/run/netns/pod1");
-	j->host.ifindex = 7;
-	strcpy(j->host.name, "ens1f0np0");
-	strcpy(j->host.altnames[0], "enp175s0f0np0");
+	j->nics[0].host.ifindex = 7;
+	strcpy(j->nics[0].host.name, "ens1f0np0");
+	strcpy(j->nics[0].host.altnames[0], "enp175s0f0np0");
 	/* Altnames may be up to 127 bytes, unlike names. */
-	memset(j->host.altnames[1], 'a', HPN_ALTNAMSIZ - 1);
-	j->host.altnames[1][HPN_ALTNAMSIZ - 1] = '\0';
-	j->host.n_altnames = 2;
-	j->host.mtu = 9000;
-	memcpy(j->host.mac, mac, sizeof(mac));
-	j->host.has_mac = true;
-	memcpy(j->host.perm_mac, perm, sizeof(perm));
-	j->host.has_perm_mac = true;
-	j->host.up = true;
-	strcpy(j->pci, "0000:af:00.0");
-	j->pod_ifindex = 3;
-	strcpy(j->rdma.name, "rxe0");
-	strcpy(j->rdma.netdev, "ens1f0np0");
-	strcpy(j->rdma.soft_type, "rxe");
-	j->rdma.moved = true;
+	memset(j->nics[0].host.altnames[1], 'a', HPN_ALTNAMSIZ - 1);
+	j->nics[0].host.altnames[1][HPN_ALTNAMSIZ - 1] = '\0';
+	j->nics[0].host.n_altnames = 2;
+	j->nics[0].host.mtu = 9000;
+	memcpy(j->nics[0].host.mac, mac, sizeof(mac));
+	j->nics[0].host.has_mac = true;
+	memcpy(j->nics[0].host.perm_mac, perm, sizeof(perm));
+	j->nics[0].host.has_perm_mac = true;
+	j->nics[0].host.up = true;
+	strcpy(j->nics[0].pci, "0000:af:00.0");
+	j->nics[0].pod_ifindex = 3;
+	strcpy(j->nics[0].rdma.name, "rxe0");
+	strcpy(j->nics[0].rdma.netdev, "ens1f0np0");
+	strcpy(j->nics[0].rdma.soft_type, "rxe");
+	j->nics[0].rdma.moved = true;
 	j->result = strdup(result_json);
 }
 
@@ -188,26 +189,26 @@ static void test_journal_roundtrip(void)
 	CHECK_INT_EQ(got.phase, HPN_PHASE_ATTACHED);
 	CHECK_STR_EQ(got.container_id, "c0ffee0123456789");
 	CHECK_STR_EQ(got.cni_ifname, "eth0");
-	CHECK_STR_EQ(got.pod_ifname, "hpn0");
+	CHECK_STR_EQ(got.nics[0].pod_ifname, "hpn0");
 	CHECK_STR_EQ(got.netns, "/var/run/netns/pod1");
-	CHECK_INT_EQ(got.host.ifindex, 7);
-	CHECK_STR_EQ(got.host.name, "ens1f0np0");
-	CHECK_INT_EQ(got.host.n_altnames, 2);
-	CHECK_STR_EQ(got.host.altnames[0], "enp175s0f0np0");
-	CHECK_STR_EQ(got.host.altnames[1], j.host.altnames[1]);
-	CHECK_INT_EQ(got.host.mtu, 9000);
-	CHECK(got.host.has_mac);
-	CHECK(!memcmp(got.host.mac, j.host.mac, HPN_MAC_LEN));
-	CHECK(got.host.has_perm_mac);
-	CHECK(!memcmp(got.host.perm_mac, j.host.perm_mac, HPN_MAC_LEN));
-	CHECK(got.host.up);
-	CHECK_STR_EQ(got.host.kind, "");
-	CHECK_STR_EQ(got.pci, "0000:af:00.0");
-	CHECK_INT_EQ(got.pod_ifindex, 3);
-	CHECK_STR_EQ(got.rdma.name, "rxe0");
-	CHECK_STR_EQ(got.rdma.netdev, "ens1f0np0");
-	CHECK_STR_EQ(got.rdma.soft_type, "rxe");
-	CHECK(got.rdma.moved);
+	CHECK_INT_EQ(got.nics[0].host.ifindex, 7);
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1f0np0");
+	CHECK_INT_EQ(got.nics[0].host.n_altnames, 2);
+	CHECK_STR_EQ(got.nics[0].host.altnames[0], "enp175s0f0np0");
+	CHECK_STR_EQ(got.nics[0].host.altnames[1], j.nics[0].host.altnames[1]);
+	CHECK_INT_EQ(got.nics[0].host.mtu, 9000);
+	CHECK(got.nics[0].host.has_mac);
+	CHECK(!memcmp(got.nics[0].host.mac, j.nics[0].host.mac, HPN_MAC_LEN));
+	CHECK(got.nics[0].host.has_perm_mac);
+	CHECK(!memcmp(got.nics[0].host.perm_mac, j.nics[0].host.perm_mac, HPN_MAC_LEN));
+	CHECK(got.nics[0].host.up);
+	CHECK_STR_EQ(got.nics[0].host.kind, "");
+	CHECK_STR_EQ(got.nics[0].pci, "0000:af:00.0");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 3);
+	CHECK_STR_EQ(got.nics[0].rdma.name, "rxe0");
+	CHECK_STR_EQ(got.nics[0].rdma.netdev, "ens1f0np0");
+	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "rxe");
+	CHECK(got.nics[0].rdma.moved);
 	CHECK_STR_EQ(got.result, result_json);
 	hpn_journal_free(&got);
 	CHECK(got.container_id == NULL); /* freed and cleared */
@@ -215,28 +216,29 @@ static void test_journal_roundtrip(void)
 	/* A sparse journal: optional fields come back absent, not invented. */
 	hpn_journal_free(&j);
 	memset(&j, 0, sizeof(j));
+	j.n_nics = 1;
 	j.phase = HPN_PHASE_SELECTED;
 	j.container_id = strdup("c0ffee0123456789");
 	strcpy(j.cni_ifname, "eth0");
-	strcpy(j.pod_ifname, "eth0");
-	strcpy(j.host.name, "veth-x");
-	strcpy(j.host.kind, "veth");
-	j.host.mtu = 1500;
+	strcpy(j.nics[0].pod_ifname, "eth0");
+	strcpy(j.nics[0].host.name, "veth-x");
+	strcpy(j.nics[0].host.kind, "veth");
+	j.nics[0].host.mtu = 1500;
 	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0); /* replaces the full one */
 	memset(&got, 0, sizeof(got));
 	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
 	CHECK_INT_EQ(got.phase, HPN_PHASE_SELECTED);
 	CHECK(got.netns == NULL);
-	CHECK(!got.host.has_mac);
-	CHECK(!got.host.has_perm_mac);
-	CHECK(!got.host.up);
-	CHECK_INT_EQ(got.host.n_altnames, 0);
-	CHECK_STR_EQ(got.host.kind, "veth");
-	CHECK_STR_EQ(got.pci, "");
-	CHECK_INT_EQ(got.pod_ifindex, 0);
-	CHECK_STR_EQ(got.rdma.name, ""); /* no RDMA device */
-	CHECK_STR_EQ(got.rdma.soft_type, "");
-	CHECK(!got.rdma.moved);
+	CHECK(!got.nics[0].host.has_mac);
+	CHECK(!got.nics[0].host.has_perm_mac);
+	CHECK(!got.nics[0].host.up);
+	CHECK_INT_EQ(got.nics[0].host.n_altnames, 0);
+	CHECK_STR_EQ(got.nics[0].host.kind, "veth");
+	CHECK_STR_EQ(got.nics[0].pci, "");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 0);
+	CHECK_STR_EQ(got.nics[0].rdma.name, ""); /* no RDMA device */
+	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "");
+	CHECK(!got.nics[0].rdma.moved);
 	CHECK(got.result == NULL);
 	hpn_journal_free(&got);
 
@@ -389,7 +391,7 @@ static void test_journal_corrupt(void)
 		write_file(path, minimal, strlen(minimal));
 		CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
 		CHECK_INT_EQ(err.code, 0);
-		CHECK_STR_EQ(got.host.name, "ens1");
+		CHECK_STR_EQ(got.nics[0].host.name, "ens1");
 		hpn_journal_free(&got);
 	}
 
