@@ -297,6 +297,15 @@ static void check_corrupt(struct hpn_store *st, const char *dir, const char *key
 		hpn_journal_free(&got);
 }
 
+/* Puts content in place as the journal of key, as an older plugin left it. */
+static void put_journal(const char *dir, const char *key, const char *content)
+{
+	char path[PATH_MAX + 300];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	write_file(path, content, strlen(content));
+}
+
 static void test_journal_corrupt(void)
 {
 	struct hpn_store st = HPN_STORE_INIT;
@@ -626,12 +635,98 @@ static void test_lock(void)
 	hpn_store_close(&st2);
 }
 
+/* Version 2: several NICs, a child among them; version 1 reads as one moved NIC. */
+static void test_journal_nics(void)
+{
+	static const char v1[] =
+		"{\"version\":1,\"phase\":4,\"containerId\":\"c1\",\"cniIfName\":\"eth0\","
+		"\"podIfName\":\"hpn0\",\"netns\":\"/run/netns/p\",\"host\":{\"name\":\"ens1\","
+		"\"ifindex\":7,\"mtu\":1500,\"mac\":\"02:11:22:33:44:55\",\"altnames\":[]},"
+		"\"pci\":\"0000:af:00.0\",\"podIfIndex\":3,\"rdma\":{\"name\":\"mlx5_2\","
+		"\"netdev\":\"ens1\",\"moved\":true}}";
+	static const uint8_t cmac[HPN_MAC_LEN] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX], dir[PATH_MAX + 16];
+
+	snprintf(state, sizeof(state), "%s/nics", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net", &st, &err), 0);
+	snprintf(dir, sizeof(dir), "%s/net", state);
+
+	full_journal(&j);
+	j.n_nics = 2;
+	j.owner_pid = 1234;
+	j.owner_start = 987654321ull;
+	j.nics[1].kind = HPN_NIC_CHILD;
+	strcpy(j.nics[1].pod_ifname, "hpn1");
+	strcpy(j.nics[1].host.name, "ens2");
+	j.nics[1].host.ifindex = 9;
+	strcpy(j.nics[1].child_kind, "macvlan");
+	memcpy(j.nics[1].child_mac, cmac, HPN_MAC_LEN);
+	j.nics[1].has_child_mac = true;
+	j.nics[1].pod_ifindex = 5;
+	CHECK_INT_EQ(hpn_journal_write(&st, "c.eth0", &j, &err), 0);
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, "c.eth0", &got, &err), 0);
+	CHECK_INT_EQ(got.n_nics, 2);
+	CHECK_INT_EQ(got.owner_pid, 1234);
+	CHECK(got.owner_start == 987654321ull);
+	CHECK_INT_EQ(got.nics[0].kind, HPN_NIC_MOVED);
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1f0np0");
+	CHECK_STR_EQ(got.nics[0].rdma.name, "rxe0");
+	CHECK_INT_EQ(got.nics[1].kind, HPN_NIC_CHILD);
+	CHECK_STR_EQ(got.nics[1].pod_ifname, "hpn1");
+	CHECK_STR_EQ(got.nics[1].host.name, "ens2");
+	CHECK_STR_EQ(got.nics[1].child_kind, "macvlan");
+	CHECK(got.nics[1].has_child_mac && !memcmp(got.nics[1].child_mac, cmac, HPN_MAC_LEN));
+	CHECK_INT_EQ(got.nics[1].pod_ifindex, 5);
+	CHECK_STR_EQ(got.nics[1].rdma.name, "");
+	hpn_journal_free(&got);
+	hpn_journal_free(&j);
+
+	/* A journal written before version 2. */
+	put_journal(dir, "old.eth0", v1);
+	CHECK_INT_EQ(hpn_journal_read(&st, "old.eth0", &got, &err), 0);
+	CHECK_INT_EQ(got.n_nics, 1);
+	CHECK_INT_EQ(got.nics[0].kind, HPN_NIC_MOVED);
+	CHECK_STR_EQ(got.nics[0].pod_ifname, "hpn0");
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1");
+	CHECK_STR_EQ(got.nics[0].pci, "0000:af:00.0");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 3);
+	CHECK_STR_EQ(got.nics[0].rdma.name, "mlx5_2");
+	CHECK(got.nics[0].rdma.moved);
+	CHECK_INT_EQ(got.owner_pid, 0);
+	hpn_journal_free(&got);
+
+	/* Shapes DEL could not act on are refused. */
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"child\",\"childKind\":\"veth\",\"podIfName\":\"hpn0\","
+		      "\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"moved\",\"childKind\":\"macvlan\",\"podIfName\":\"hpn0\","
+		      "\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"other\",\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	hpn_store_close(&st);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "store");
 	test_open_close();
 	test_journal_roundtrip();
 	test_journal_corrupt();
+	test_journal_nics();
 	test_journal_symlinks();
 	test_key();
 	test_lock();
