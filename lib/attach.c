@@ -778,7 +778,7 @@ static int netdev_numa(const char *root, const char *name, int *ret)
 		if (n <= 0)
 			continue;
 		buf[n] = '\0';
-		*ret = atoi(buf);
+		*ret = (int)strtol(buf, NULL, 10);
 		return 0;
 	}
 	return -ENOENT;
@@ -1284,10 +1284,10 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 			fault_nic = i;
 			ienv.ifname = ipam_ifname(&a->j, env->ifname, i);
 			r = hpn_ipam_add(conf, &ienv, &ipam[i], err);
-			if (r == 0)
+			if (r == 0) {
 				a->ipam_added = true;
-			if (r == 0)
 				r = fault("ipam", err);
+			}
 			if (r == 0)
 				r = configure_ip(a, &pl[i], ipam[i], i == 0, err);
 		}

@@ -205,7 +205,7 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 			     { "l3s", IPVLAN_MODE_L3S } };
 	_cleanup_free_ char *mode = NULL, *mv = NULL, *iv = NULL;
 	int count = 1, r;
-	bool has_count = false, mv_ok = false, iv_ok = false;
+	bool has_count = false;
 
 	r = conf_str(root, "mode", "", &mode, err);
 	if (r >= 0)
@@ -241,6 +241,8 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "ipvlanMode needs mode ipvlan");
 	if (conf->mode == HPN_MODE_MACVLAN) {
+		bool mv_ok = false;
+
 		conf->child_mode = MACVLAN_MODE_BRIDGE;
 		for (size_t i = 0; mv && i < HPN_ARRAY_SIZE(macvlan_modes); i++)
 			if (!strcmp(mv, macvlan_modes[i].name)) {
@@ -253,6 +255,8 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 					   "vepa, passthru",
 					   mv);
 	} else if (conf->mode == HPN_MODE_IPVLAN) {
+		bool iv_ok = false;
+
 		conf->child_mode = IPVLAN_MODE_L2;
 		for (size_t i = 0; iv && i < HPN_ARRAY_SIZE(ipvlan_modes); i++)
 			if (!strcmp(iv, ipvlan_modes[i].name)) {

@@ -111,7 +111,6 @@ int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	char **v = NULL;
 	size_t n = 0, cap = 0;
-	struct dirent *de;
 	int r = 0;
 
 	if (!d) {
@@ -121,6 +120,8 @@ int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
 		return hpn_err_set(err, HPN_E_IO, -r, "list state: %s", strerror(-r));
 	}
 	for (;;) {
+		const struct dirent *de;
+
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
@@ -212,7 +213,6 @@ static cJSON *link_to_json(const struct hpn_link *l)
 static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 {
 	cJSON *o = cJSON_CreateObject();
-	char mac[HPN_MAC_STR];
 
 	if (!o)
 		return NULL;
@@ -226,6 +226,8 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 	if (n->child_kind[0])
 		cJSON_AddStringToObject(o, "childKind", n->child_kind);
 	if (n->has_child_mac) {
+		char mac[HPN_MAC_STR];
+
 		hpn_mac_format(n->child_mac, mac);
 		cJSON_AddStringToObject(o, "childMac", mac);
 	}

@@ -329,14 +329,14 @@ int hpn_proc_start(int pid, unsigned long long *ret)
 	if (fd < 0)
 		return -errno;
 	r = hpn_read_all(fd, 4096, &buf, &len);
-	if (r < 0)
-		return r;
+	if (r < 0 || !buf)
+		return r < 0 ? r : -EIO;
 	/* Field 2 (comm) may hold spaces and parentheses: count from the last ')'. */
 	p = strrchr(buf, ')');
 	if (!p)
 		return -EINVAL;
-	/* After ")": field 3 (state) ... field 22 (starttime): skip 19 fields. */
-	for (int field = 3; field < 22; field++) {
+	/* The space after ")" starts field 3 (state); find the one before field 22 (starttime). */
+	for (int field = 3; field <= 22; field++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
 			return -EINVAL;
@@ -348,7 +348,7 @@ int hpn_proc_start(int pid, unsigned long long *ret)
 
 bool hpn_proc_alive(int pid, unsigned long long start)
 {
-	unsigned long long now;
+	unsigned long long now = 0;
 
 	if (pid <= 0)
 		return false;
