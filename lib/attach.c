@@ -899,7 +899,6 @@ static int select_pool(struct attach *a, const struct hpn_conf *conf, const stru
 
 		if (x) {
 			load[i] = UINT_MAX;
-			nlive += x->live;
 			continue;
 		}
 		nfree++;
@@ -908,6 +907,12 @@ static int select_pool(struct attach *a, const struct hpn_conf *conf, const stru
 			if (h->v[k].child && same_device(&c.v[i], &h->v[k].host))
 				load[i]++;
 	}
+	/*
+	 * NICs of ADDs still running (of this network, so picked from this pool)
+	 * may come back if those fail: on the host still, or already in their pod.
+	 */
+	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++)
+		nlive += h->v[k].live && !h->v[k].child;
 	if (nfree < conf->count) {
 		if (nfree + nlive >= conf->count)
 			r = hpn_err_set(

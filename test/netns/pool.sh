@@ -10,6 +10,8 @@
 # - count 3 with host-local: hpn0, hpn1, hpn2, one lease each, CHECK, DEL;
 #   count larger than the free pool: refused, nothing changed. (Rollback
 #   and kill -9 of multi-NIC and macvlan ADDs: rollback.sh.)
+# - an ADD in flight (held there by a slow IPAM): another pod's ADD of the
+#   same NICs gets 11, GC leaves the ADD alone, then 100 once it is done.
 # - GC after pods vanish (netns deleted, no DEL): their journals and leases
 #   go, the listed pod keeps its NICs.
 # - config errors of match / count / mode.
@@ -194,6 +196,62 @@ multi_nic() {
 	[[ -z $(hostlocal_ips "$dd") ]] || fail "host-local still holds $(hostlocal_ips "$dd")"
 }
 scenario "count 3 with host-local, CHECK, DEL" multi_nic
+
+# --- An ADD in flight holds its NICs: another pod's ADD gets 11 (retry), a
+# GC that does not list it leaves it alone; once it is done, the other gets
+# 100 (the pool is simply taken). The ADD is held in flight by a slow IPAM.
+in_flight() {
+	local x=$T/ipam-$SCEN.log conf slow=$T/slowbin pod2=${HPNT_PREFIX}p${SCEN}b i c
+	mk_pool 1
+	snap_save "$HOST_NS" "$T/host.before"
+	mkdir -p "$slow"
+	printf '#!/bin/bash\n[[ $CNI_COMMAND == ADD ]] && sleep 3\nexec %q "$@"\n' \
+		"$HPNT_BIN/hpnt-ipam" >"$slow/hpnt-slow"
+	chmod +x "$slow/hpnt-slow"
+	conf=$(pool_conf '.cniVersion = "1.1.0" | .ipam = {type: "hpnt-slow", log: $x,
+		addresses: [{address: "10.91.0.7/24"}]}' --arg x "$x")
+	ip netns add "$pod2"
+	(
+		T=$T/a
+		mkdir -p "$T"
+		run_plugin ADD "$conf" CNI_PATH="$slow:$CNI_PATH_DIRS"
+		echo "$RC" >"$T/rc"
+		printf '%s' "$OUT" >"$T/res"
+	) &
+	local job=$!
+	for ((i = 0; i < 100; i++)); do
+		[[ $(state_count) == 1 ]] && break
+		sleep 0.05
+	done
+	[[ $(state_count) == 1 ]] || fail "the first ADD wrote no claim"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
+		CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_err 11 "ADD while the pool is held by an ADD in flight" 'being attached by other ADDs'
+	run_plugin ADD "$(net_conf 1.0.0 '.device = "pool0"')" CNI_CONTAINERID="$CID-c" \
+		CNI_NETNS="$(ns_path "$pod2")"
+	# By name, a NIC already moved is simply not on the host (as before pools).
+	expect_err 100 "ADD by name of the NIC an ADD in flight moved" 'not found'
+	run_plugin GC "$(jq -c '.["cni.dev/valid-attachments"] = []' <<<"$conf")" \
+		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_ok "GC while the ADD is in flight"
+	[[ $(state_count) == 1 ]] || fail "GC removed the journal of an ADD in flight"
+	wait "$job"
+	[[ $(<"$T/a/rc") == 0 ]] || fail "the ADD in flight failed: $(<"$T/a/res")"
+	has_link "$POD_NS" hpn0 || fail "the ADD in flight did not attach pool0"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
+		CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_err 100 "ADD once the pool is taken" '0 of them free'
+	POD_NS=$pod2 pod_empty "pod 2 after its refused ADDs"
+	for c in "$CID" "$CID-b"; do
+		run_plugin DEL "$conf" CNI_CONTAINERID="$c" CNI_PATH="$slow:$CNI_PATH_DIRS"
+		expect_ok "DEL $c"
+	done
+	snap_same "$HOST_NS" "$T/host.before" "host after the DELs"
+	pod_empty "pod after DEL"
+	expect_no_state "after the DELs"
+	ip netns del "$pod2"
+}
+scenario "an ADD in flight holds its NICs: 11, GC leaves it alone, then 100" in_flight
 
 # lease_held LOG CID IFNAME: the recording IPAM's last ADD for CID and IFNAME
 # has no later DEL.
