@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <linux/if_link.h>
 #include <netlink/netlink.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1427,7 +1428,9 @@ static int claim(struct attach *a, const struct hpn_env *env, const struct hpn_c
 			nic->kind = HPN_NIC_CHILD;
 			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",
 				 conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
-			if (conf->mode == HPN_MODE_MACVLAN) {
+			/* A passthru macvlan's MAC is its parent's: setting one would change the host NIC. */
+			if (conf->mode == HPN_MODE_MACVLAN &&
+			    conf->child_mode != MACVLAN_MODE_PASSTHRU) {
 				r = child_mac(nic->child_mac);
 				if (r < 0)
 					break;

@@ -77,6 +77,16 @@ macvlan_master() {
 	run_plugin DEL "$(net_conf 1.0.0 '.mode = "macvlan" | .master = "ens0"')"
 	expect_ok "DEL private macvlan"
 	expect_back "after DEL of the private macvlan"
+
+	# passthru: the child takes the parent's MAC; the parent's stays as it was.
+	run_plugin ADD "$(net_conf 1.0.0 '.mode = "macvlan" | .master = "ens0" | .macvlanMode = "passthru"')"
+	expect_result "ADD passthru macvlan"
+	jq_ok '.linkinfo.info_data.mode == "passthru"' "macvlanMode passthru" "$(link_json "$POD_NS" eth0)"
+	run_plugin CHECK "$(with_prev "$(net_conf 1.0.0 '.mode = "macvlan" | .master = "ens0"')" "$OUT")"
+	expect_ok "CHECK passthru macvlan"
+	run_plugin DEL "$(net_conf 1.0.0 '.mode = "macvlan" | .master = "ens0"')"
+	expect_ok "DEL passthru macvlan"
+	expect_back "after DEL of the passthru macvlan"
 }
 scenario "macvlan child of master with host-local" macvlan_master
 

@@ -10,6 +10,7 @@
 #  2. a 2-NIC pod from a pool (match.rdmaDevices "rxe*", count 2, macvlan
 #     children, host-local): hpn0 bound to one rxe device, hpn1 to the other,
 #     each through its own address's GID; CHECK; DEL.
+#  2b. mode ipvlan l2 on nic1: bound to rxe1 through the child's GID; DEL.
 #  3. exclusive RDMA netns mode: mode macvlan is refused (108, saying why),
 #     STATUS says 50; move mode of a macvlan child (stacked on rxe0's NIC)
 #     is refused (108) before anything changes.
@@ -128,6 +129,29 @@ expect_ok "CHECK of 2 NICs"
 run_plugin DEL "$prev"
 expect_ok "DEL of 2 NICs"
 restored "after DEL of the 2-NIC pod"
+ip netns del "$POD"
+
+# --- 2b. ipvlan (Debian's kernel has it; the development host does not) ---------
+info "2b. mode ipvlan l2, master $nic1 (rxe1)"
+ip netns add "$POD"
+iconf=$(conf '.mode = "ipvlan" | .master = $m | .ipvlanMode = "l2"' | jq -c --arg m "$nic1" '.master = $m')
+run_plugin ADD "$iconf"
+expect_result "ADD ipvlan"
+result=$OUT
+[[ $(ip -n "$POD" -d -o link show hpn0) == *" ipvlan "*"mode l2 "* ]] ||
+	fail "hpn0 is not an l2 ipvlan: $(ip -n "$POD" -d -o link show hpn0)"
+jq_ok '.rdma[0] | .bound and .device == "rxe1" and .gid == ("::ffff:" + $a)' "ipvlan rdma entry" \
+	"$OUT" --arg a "$ADDR"
+gid=$(jq -r '.rdma[0].gidIndex' <<<"$result")
+ibv=$(gid_index rxe1 "$ADDR")
+info "ipvlan: result gidIndex $gid, ibv_devinfo in the pod: ${ibv:-none}"
+[[ $ibv == "$gid" ]] || fail "ipvlan: ibv_devinfo shows '$ibv', the result says $gid"
+prev=$(jq -c --argjson r "$result" '.prevResult = $r' <<<"$iconf")
+run_plugin CHECK "$prev"
+expect_ok "CHECK ipvlan"
+run_plugin DEL "$prev"
+expect_ok "DEL ipvlan"
+restored "after DEL of the ipvlan child"
 ip netns del "$POD"
 
 # --- 3. exclusive mode ----------------------------------------------------------
