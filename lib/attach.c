@@ -1121,7 +1121,7 @@ static void rdma_info(const struct rdma_plan *p, const struct hpn_rdma_bind *b,
 		return;
 	}
 	ri->bound = true;
-	snprintf(ri->device, sizeof(ri->device), "%s", b->device);
+	snprintf(ri->device, sizeof(ri->device), "%.*s", (int)sizeof(ri->device) - 1, b->device);
 	ri->port = (int)b->port;
 	ri->gid_index = b->gid_index;
 	snprintf(ri->gid, sizeof(ri->gid), "%s", b->gid);
