@@ -4,9 +4,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <linux/if_link.h>
 #include <netlink/netlink.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -86,13 +92,19 @@ static int nsctx_open_host(struct nsctx *ns, struct hpn_err *err)
 	return 0;
 }
 
-/* Test-only fault injection: HPN_FAIL_AT=<step> fails ADD right after <step>. */
+/* The NIC of the attachment ADD is working on, for fault(). */
+static size_t fault_nic;
+
+/*
+ * Test-only fault injection: HPN_FAIL_AT=<step> fails ADD right after <step>
+ * of NIC HPN_FAIL_NIC (default 0, the first; steps after IPAM are per attachment).
+ */
 static int fault(const char *step, struct hpn_err *err)
 {
 #ifdef HPN_TEST_HOOKS
-	const char *at = getenv("HPN_FAIL_AT");
+	const char *at = getenv("HPN_FAIL_AT"), *nic = getenv("HPN_FAIL_NIC");
 
-	if (at && !strcmp(at, step))
+	if (at && !strcmp(at, step) && fault_nic == (nic ? strtoul(nic, NULL, 10) : 0))
 		return hpn_err_set(err, HPN_E_INTERNAL, EIO, "injected failure after step %s",
 				   step);
 #endif
@@ -175,16 +187,16 @@ static bool has_altname(const struct hpn_link *l, const char *name)
  * already gave it back to the initial netns, so absent from the pod is fine.
  */
 static int restore_rdma_netns(struct nsctx *ns, int pod_fd, const struct hpn_journal *j,
-			      struct hpn_err *err)
+			      const struct hpn_journal_nic *n, struct hpn_err *err)
 {
 	int r = hpn_netns_enter(pod_fd), present = 0;
 
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_NETNS, r, "enter netns \"%s\": %s", j->netns,
 				   strerror(-r));
-	present = hpn_rdma_present(j->rdma.name, err);
+	present = hpn_rdma_present(n->rdma.name, err);
 	if (present == 1)
-		r = hpn_rdma_set_netns(j->rdma.name, ns->host_fd, err);
+		r = hpn_rdma_set_netns(n->rdma.name, ns->host_fd, err);
 	if (hpn_netns_enter(ns->host_fd) < 0)
 		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
 				   strerror(errno));
@@ -192,23 +204,93 @@ static int restore_rdma_netns(struct nsctx *ns, int pod_fd, const struct hpn_jou
 }
 
 /* A software RDMA device (rxe) dies when its netdev leaves the host: make it again. */
-static void restore_soft_rdma(const struct hpn_journal *j)
+static void restore_soft_rdma(const struct hpn_journal_nic *n)
 {
 	struct hpn_err e = { 0 };
-	int r = hpn_rdma_present(j->rdma.name, &e);
+	int r = hpn_rdma_present(n->rdma.name, &e);
 
 	if (r == 0)
-		r = hpn_rdma_link_add(j->rdma.name, j->rdma.soft_type, j->rdma.netdev, &e);
+		r = hpn_rdma_link_add(n->rdma.name, n->rdma.soft_type, n->rdma.netdev, &e);
 	if (r < 0)
-		hpn_warn("RDMA device \"%s\" over \"%s\": %s", j->rdma.name, j->rdma.netdev, e.msg);
+		hpn_warn("RDMA device \"%s\" over \"%s\": %s", n->rdma.name, n->rdma.netdev, e.msg);
 	else
-		hpn_debug("RDMA device \"%s\" is on the host", j->rdma.name);
+		hpn_debug("RDMA device \"%s\" is on the host", n->rdma.name);
 }
 
-static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
+/*
+ * Opens the attachment's pod netns for a restore: *pod_fd stays -1 when it is
+ * gone (no file, or no longer a netns mount), which is not an error.
+ */
+static int open_pod_for_restore(const struct hpn_journal *j, int *pod_fd, struct hpn_err *err)
+{
+	struct hpn_err nerr = { 0 };
+	int r;
+
+	*pod_fd = -1;
+	if (!j->netns)
+		return 0;
+	r = hpn_netns_open(j->netns, pod_fd, &nerr);
+	if (r == -ENOENT || r == -EINVAL) {
+		hpn_debug("netns %s: %s", j->netns, nerr.msg);
+		*pod_fd = -1;
+		return 0;
+	}
+	if (r < 0) {
+		*err = nerr;
+		return r;
+	}
+	r = hpn_netns_is_current(*pod_fd);
+	if (r != 0) {
+		close(*pod_fd);
+		*pod_fd = -1;
+	}
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, r, "compare netns \"%s\" with ours: %s",
+				   j->netns, strerror(-r));
+	return 0;
+}
+
+/*
+ * A child ADD created in the pod: delete it there. Found by index or name and
+ * confirmed by kind (and for macvlan the MAC ADD chose), so a device the pod
+ * made itself is never deleted. A dead netns took the child with it.
+ */
+static int restore_child(struct nsctx *ns, const struct hpn_journal *j,
+			 const struct hpn_journal_nic *n, struct hpn_err *err)
+{
+	_cleanup_nl_sock_ struct nl_sock *pod = NULL;
+	_cleanup_close_ int pod_fd = -1;
+	struct hpn_link l;
+	int r;
+
+	r = open_pod_for_restore(j, &pod_fd, err);
+	if (r < 0 || pod_fd < 0)
+		return r;
+	r = socket_in(ns, pod_fd, j->netns, &pod, err);
+	if (r < 0)
+		return r;
+	for (int pass = 0; pass < 2; pass++) {
+		r = pass ? hpn_link_get(pod, 0, n->pod_ifname, &l, err)
+			 : (n->pod_ifindex > 0 ? hpn_link_get(pod, n->pod_ifindex, NULL, &l, err)
+					       : -ENODEV);
+		if (r == -ENODEV)
+			continue;
+		if (r < 0)
+			return r;
+		if (strcmp(l.kind, n->child_kind) ||
+		    (n->has_child_mac && memcmp(l.mac, n->child_mac, HPN_MAC_LEN)))
+			continue;
+		hpn_debug("delete %s \"%s\" in %s", l.kind, l.name, j->netns);
+		return hpn_link_del(pod, &l, err);
+	}
+	return 0;
+}
+
+static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j,
+			  const struct hpn_journal_nic *n, const char *sysfs_root,
 			  struct hpn_err *err)
 {
-	const struct hpn_link *orig = &j->host;
+	const struct hpn_link *orig = &n->host;
 	struct hpn_link l;
 	int pod_fd = -1, r;
 
@@ -231,8 +313,8 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 			_cleanup_nl_sock_ struct nl_sock *pod = NULL;
 
 			/* Reverse order of ADD: the RDMA device left after the netdev. */
-			if (j->rdma.moved) {
-				r = restore_rdma_netns(ns, pod_fd, j, err);
+			if (n->rdma.moved) {
+				r = restore_rdma_netns(ns, pod_fd, j, n, err);
 				if (r < 0) {
 					close(pod_fd);
 					return r;
@@ -243,7 +325,7 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 				close(pod_fd);
 				return r;
 			}
-			if (find_device(pod, j->pod_ifname, j->pod_ifindex, orig, &l, err) == 0) {
+			if (find_device(pod, n->pod_ifname, n->pod_ifindex, orig, &l, err) == 0) {
 				r = hpn_link_move(pod, &l, ns->host_fd, orig->name, err);
 				if (r == -EEXIST) {
 					/* The original name is taken on the host: keep ours. */
@@ -267,12 +349,12 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 	}
 
 	r = find_device(ns->host, NULL, orig->ifindex, orig, &l, err);
-	if (r == -ENODEV && j->pci[0]) {
+	if (r == -ENODEV && n->pci[0]) {
 		char names[4][16];
-		size_t n = 0;
+		size_t nn = 0;
 
 		/* PCI identity holds even if the MAC was changed in the pod. */
-		if (hpn_sysfs_pci_netdevs(sysfs_root, j->pci, names, 4, &n) == 0 && n == 1)
+		if (hpn_sysfs_pci_netdevs(sysfs_root, n->pci, names, 4, &nn) == 0 && nn == 1)
 			r = hpn_link_get(ns->host, 0, names[0], &l, err);
 	}
 	if (r == -ENODEV) {
@@ -322,14 +404,17 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j, const c
 	return 0;
 }
 
-static int restore_device(struct nsctx *ns, const struct hpn_journal *j, const char *sysfs_root,
-			  struct hpn_err *err)
+static int restore_nic(struct nsctx *ns, const struct hpn_journal *j,
+		       const struct hpn_journal_nic *n, const char *sysfs_root, struct hpn_err *err)
 {
-	int r = restore_netdev(ns, j, sysfs_root, err);
+	int r;
 
+	if (n->kind == HPN_NIC_CHILD)
+		return restore_child(ns, j, n, err);
+	r = restore_netdev(ns, j, n, sysfs_root, err);
 	/* Only the moved NIC's own soft device can have died of the move. */
-	if (r == 0 && j->rdma.soft_type[0] && !strcmp(j->rdma.netdev, j->host.name))
-		restore_soft_rdma(j);
+	if (r == 0 && n->rdma.soft_type[0] && !strcmp(n->rdma.netdev, n->host.name))
+		restore_soft_rdma(n);
 	return r;
 }
 
@@ -357,31 +442,66 @@ static int remove_hints(const struct hpn_conf *conf, const struct hpn_journal *j
 	return hpn_nccl_remove(j->hints_dir, j->hints_key, owner, err);
 }
 
+/* The CNI_IFNAME IPAM sees for NIC i: the attachment's own for the first, its pod name after. */
+static const char *ipam_ifname(const struct hpn_journal *j, const char *cni_ifname, size_t i)
+{
+	return i == 0 || !j ? cni_ifname : j->nics[i].pod_ifname;
+}
+
 /*
- * Hints file, device restore, then IPAM release when ADD got that far (or
- * always, for DEL): ADD's order reversed. Every part runs; the first error wins.
+ * The hints file (if still this attachment's), device restore of every NIC
+ * (last first), then IPAM release when ADD got that far (or always, for DEL):
+ * one release per NIC. Goes on past a failure so that as much as possible is
+ * back; returns the first error, a device not back before the others.
  */
 static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_conf *conf,
 		const struct hpn_journal *j, bool ipam, struct hpn_err *err)
 {
-	struct hpn_err ierr = { 0 }, herr = { 0 };
-	int r = 0, ri = 0, rh = 0;
+	size_t n = j ? j->n_nics : 0;
+	struct hpn_err herr = { 0 };
+	bool dev_failed = false;
+	int r = 0, rh = 0;
 
 	if (j)
 		rh = remove_hints(conf, j, &herr);
-	if (ipam && conf->has_ipam)
-		ri = hpn_ipam_run(conf, env, "DEL", &ierr);
-	if (j)
-		r = restore_device(ns, j, conf->sysfs_root, err);
-	if (r == 0 && ri < 0) {
-		*err = ierr;
-		return ri;
+	for (size_t i = 0; ipam && conf->has_ipam && i < (n ? n : 1); i++) {
+		struct hpn_env ienv = *env;
+		struct hpn_err ierr = { 0 };
+		int ri;
+
+		ienv.ifname = ipam_ifname(j, env->ifname, i);
+		ri = hpn_ipam_run(conf, &ienv, "DEL", &ierr);
+		if (ri < 0 && r == 0) {
+			*err = ierr;
+			r = ri;
+		}
+	}
+	for (size_t i = n; i-- > 0;) {
+		struct hpn_err derr = { 0 };
+		int rd = restore_nic(ns, j, &j->nics[i], conf->sysfs_root, &derr);
+
+		if (rd < 0) {
+			hpn_warn("restore \"%s\": %s", j->nics[i].pod_ifname, derr.msg);
+			/* A device not back matters more than a lease: report it. */
+			if (!dev_failed) {
+				*err = derr;
+				r = rd;
+			}
+			dev_failed = true;
+		}
 	}
 	if (r == 0 && rh < 0) {
 		*err = herr;
 		return rh;
 	}
 	return r;
+}
+
+/* A journal of an ADD that has not finished and whose process is alive. */
+static bool in_flight(const struct hpn_journal *j)
+{
+	return j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
+	       hpn_proc_alive(j->owner_pid, j->owner_start);
 }
 
 struct attach {
@@ -420,9 +540,17 @@ static int attach_open(struct attach *a, const struct hpn_env *env, const struct
 	if (r < 0)
 		return r;
 	r = hpn_journal_read(&a->st, a->key, &a->j, err);
-	if (r == 0)
-		a->have_journal = true;
-	return r == -ENOENT ? 0 : r;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	a->have_journal = true;
+	/* An ADD of this very attachment still running (the runtime retried early). */
+	if (in_flight(&a->j))
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
+				   "an ADD of %s (pid %d) is still running", a->key,
+				   a->j.owner_pid);
+	return 0;
 }
 
 static void attach_close(struct attach *a)
@@ -491,9 +619,384 @@ static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct
 				conf->selector_value, names[0]);
 		return r;
 	case HPN_SEL_NONE:
+	case HPN_SEL_MATCH: /* select_pool */
 		break;
 	}
 	return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "no device selected");
+}
+
+/* What ADD decided about RDMA before changing anything. */
+struct rdma_plan {
+	bool found;
+	struct hpn_rdma_dev dev;
+	enum hpn_rdma_netns mode; /* the node's */
+	char reason[256];	  /* why nothing is bound, when !found */
+};
+
+/* One NIC ADD attaches: the host device (moved, or the parent of a child) and its RDMA. */
+struct nic_plan {
+	struct hpn_link dev;
+	struct rdma_plan rdma;
+};
+
+/* A NIC some other attachment's journal holds: read under the store lock. */
+struct holder {
+	struct hpn_link host; /* moved: the NIC itself; child: its parent */
+	bool child;
+	bool live; /* an ADD in flight: it may finish or give the NIC back soon */
+	char key[HPN_KEY_MAX];
+};
+
+struct holders {
+	struct holder *v;
+	size_t n;
+};
+
+static void holders_free(struct holders *h)
+{
+	free(h->v);
+	h->v = NULL;
+	h->n = 0;
+}
+
+/*
+ * Every NIC recorded in another attachment's journal: those are in use (a
+ * journal exists from the claim until DEL, GC or a rollback has given the NIC
+ * back). A journal that cannot be read is skipped with a warning: GC reports it.
+ */
+static int load_holders(struct attach *a, struct holders *h, struct hpn_err *err)
+{
+	char **keys = NULL;
+	size_t cap = 0;
+	int r = hpn_store_keys(&a->st, &keys, err);
+
+	if (r < 0)
+		return r;
+	for (size_t k = 0; keys[k]; k++) {
+		struct hpn_journal j = { 0 };
+		struct hpn_err jerr = { 0 };
+
+		if (!strcmp(keys[k], a->key))
+			continue;
+		if (hpn_journal_read(&a->st, keys[k], &j, &jerr) < 0) {
+			hpn_warn("%s", jerr.msg);
+			continue;
+		}
+		for (size_t i = 0; i < j.n_nics; i++) {
+			struct holder *x;
+
+			if (h->n == cap) {
+				struct holder *nv =
+					realloc(h->v, (cap = cap ? cap * 2 : 32) * sizeof(*nv));
+
+				if (!nv) {
+					r = -ENOMEM;
+					break;
+				}
+				h->v = nv;
+			}
+			x = &h->v[h->n++];
+			x->host = j.nics[i].host;
+			x->child = j.nics[i].kind == HPN_NIC_CHILD;
+			x->live = in_flight(&j);
+			snprintf(x->key, sizeof(x->key), "%s", keys[k]);
+		}
+		hpn_journal_free(&j);
+		if (r < 0)
+			break;
+	}
+	hpn_strv_free(keys);
+	return r;
+}
+
+/* The holder of host netdev l (moved NICs only, or any, parents included), or NULL. */
+static const struct holder *held_by(const struct holders *h, const struct hpn_link *l,
+				    bool moved_only)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		const struct hpn_link *o = &h->v[i].host;
+
+		if (moved_only && h->v[i].child)
+			continue;
+		/* By MAC, as DEL finds it; without one, only the same ifindex and name. */
+		if (same_device(l, o) &&
+		    (mac_usable(o) || (l->ifindex == o->ifindex && !strcmp(l->name, o->name))))
+			return &h->v[i];
+	}
+	return NULL;
+}
+
+/* A single selector's device: refused while another attachment holds it. */
+static int check_unclaimed(const struct holders *h, const struct hpn_conf *conf,
+			   const struct hpn_link *dev, struct hpn_err *err)
+{
+	/* Shared modes share a parent; only a moved NIC is taken from them. */
+	const struct holder *x = held_by(h, dev, conf->mode != HPN_MODE_MOVE);
+
+	if (!x)
+		return 0;
+	if (x->live)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
+				   "\"%s\" is being attached by another ADD (%s); try again",
+				   dev->name, x->key);
+	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, EBUSY, "\"%s\" is held by attachment %s%s",
+			   dev->name, x->key,
+			   x->child ? " (a parent of its child)" : ": DEL or GC it first");
+}
+
+struct linkv {
+	struct hpn_link *v;
+	struct hpn_rdma_dev *rd; /* per link, when match asked for RDMA devices */
+	size_t n, cap;
+};
+
+static void linkv_free(struct linkv *lv)
+{
+	free(lv->v);
+	free(lv->rd);
+	memset(lv, 0, sizeof(*lv));
+}
+
+#define MAX_HOST_LINKS 4096
+
+static int collect_link(const struct hpn_link *l, void *arg)
+{
+	struct linkv *lv = arg;
+
+	if (lv->n == lv->cap) {
+		struct hpn_link *nv;
+
+		if (lv->cap >= MAX_HOST_LINKS)
+			return -E2BIG;
+		nv = realloc(lv->v, (lv->cap = lv->cap ? lv->cap * 2 : 64) * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		lv->v = nv;
+	}
+	lv->v[lv->n++] = *l;
+	return 0;
+}
+
+/* The driver bound to netdev name's device: basename of class/net/<name>/device/driver. */
+static int netdev_driver(const char *root, const char *name, char *out, size_t len)
+{
+	char path[4096], target[4096];
+	const char *base;
+	ssize_t n;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/class/net/%s/device/driver", root, name) < 0)
+		return -ENAMETOOLONG;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	return hpn_snprintf(out, len, "%s", base ? base + 1 : target);
+}
+
+/* The NUMA node of netdev name's device (a virtio device asks its PCI parent). */
+static int netdev_numa(const char *root, const char *name, int *ret)
+{
+	static const char *const where[] = { "device/numa_node", "device/../numa_node" };
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(where); i++) {
+		char path[4096], buf[32] = "";
+		_cleanup_close_ int fd = -1;
+		ssize_t n;
+
+		if (hpn_snprintf(path, sizeof(path), "%s/class/net/%s/%s", root, name, where[i]) <
+		    0)
+			return -ENAMETOOLONG;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		*ret = (int)strtol(buf, NULL, 10);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static bool glob_any(char *const *globs, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(globs[i], s, 0) == 0)
+			return true;
+	return false;
+}
+
+/* Does host netdev l meet every field match gives? rd gets its RDMA device when asked for. */
+static bool match_link(const struct hpn_conf *conf, struct nl_sock *host, const struct hpn_link *l,
+		       struct hpn_rdma_dev *rd)
+{
+	const struct hpn_match *m = &conf->match;
+	char buf[HPN_PCI_STR > 64 ? HPN_PCI_STR : 64];
+	bool ok = !!strcmp(l->name, "lo");
+
+	if (ok && m->n_devices) {
+		ok = glob_any(m->devices, m->n_devices, l->name);
+		for (size_t i = 0; !ok && i < l->n_altnames; i++)
+			ok = glob_any(m->devices, m->n_devices, l->altnames[i]);
+	}
+	if (ok && m->n_drivers) {
+		ok = netdev_driver(conf->sysfs_root, l->name, buf, sizeof(buf)) == 0;
+		for (size_t i = 0; ok && i < m->n_drivers; i++)
+			if (!strcmp(m->drivers[i], buf))
+				break;
+			else if (i + 1 == m->n_drivers)
+				ok = false;
+	}
+	if (ok && m->n_pci) {
+		ok = hpn_sysfs_netdev_pci(conf->sysfs_root, l->name, buf) == 0;
+		for (size_t i = 0; ok && i < m->n_pci; i++)
+			if (!strcmp(m->pci[i], buf))
+				break;
+			else if (i + 1 == m->n_pci)
+				ok = false;
+	}
+	if (ok && m->has_numa_node) {
+		int node = -1;
+
+		ok = netdev_numa(conf->sysfs_root, l->name, &node) == 0 && node == m->numa_node;
+	}
+	if (ok && m->n_rdma_devices) {
+		struct hpn_err e = { 0 };
+
+		ok = hpn_rdma_of_netdev(conf->sysfs_root, host, l, rd, &e) == 0 &&
+		     glob_any(m->rdma_devices, m->n_rdma_devices, rd->name);
+	}
+	return ok;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	/* nic2 before nic10, as a person would number them. */
+	return strverscmp(((const struct hpn_link *)a)->name, ((const struct hpn_link *)b)->name);
+}
+
+/* The host netdevs match selects, in name order. */
+static int match_candidates(struct attach *a, const struct hpn_conf *conf, struct linkv *out,
+			    struct hpn_err *err)
+{
+	struct linkv all = { 0 };
+	int r = hpn_link_foreach(a->ns.host, collect_link, &all, err);
+
+	if (r == -E2BIG)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				"the host has more than %d netdevs", MAX_HOST_LINKS);
+	if (r < 0)
+		goto out;
+	qsort(all.v, all.n, sizeof(*all.v), by_name);
+	out->v = calloc(all.n + 1, sizeof(*out->v));
+	out->rd = calloc(all.n + 1, sizeof(*out->rd));
+	if (!out->v || !out->rd) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < all.n; i++) {
+		struct hpn_rdma_dev rd = { 0 };
+
+		if (!match_link(conf, a->ns.host, &all.v[i], &rd))
+			continue;
+		out->rd[out->n] = rd;
+		out->v[out->n++] = all.v[i];
+	}
+out:
+	linkv_free(&all);
+	return r;
+}
+
+/*
+ * match: count NICs from the pool. Move mode takes NICs no other attachment
+ * holds, in name order; shared modes pick the parents with the fewest
+ * children. Called with the store locked, so the claim is journalled before
+ * another ADD can look.
+ */
+static int select_pool(struct attach *a, const struct hpn_conf *conf, const struct holders *h,
+		       struct nic_plan *plans, struct hpn_err *err)
+{
+	struct linkv c = { 0 };
+	size_t nfree = 0, nlive = 0, taken = 0;
+	unsigned int *load = NULL;
+	int r = match_candidates(a, conf, &c, err);
+
+	if (r < 0)
+		goto out;
+	load = calloc(c.n + 1, sizeof(*load));
+	if (!load) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		const struct holder *x = held_by(h, &c.v[i], conf->mode != HPN_MODE_MOVE);
+
+		if (x) {
+			load[i] = UINT_MAX;
+			continue;
+		}
+		nfree++;
+		/* Children already on this parent (shared modes only count them). */
+		for (size_t k = 0; conf->mode != HPN_MODE_MOVE && k < h->n; k++)
+			if (h->v[k].child && same_device(&c.v[i], &h->v[k].host))
+				load[i]++;
+	}
+	/*
+	 * NICs of ADDs still running (of this network, so picked from this pool)
+	 * may come back if those fail: on the host still, or already in their pod.
+	 */
+	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++)
+		nlive += h->v[k].live && !h->v[k].child;
+	if (nfree < conf->count) {
+		if (nfree + nlive >= conf->count)
+			r = hpn_err_set(
+				err, HPN_E_TRY_AGAIN, EBUSY,
+				"match selects %zu devices; %zu free, %zu being attached by "
+				"other ADDs, %u needed: try again",
+				c.n, nfree, nlive, conf->count);
+		else
+			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					"match selects %zu devices in the host netns, %zu of them "
+					"free; count needs %u",
+					c.n, nfree, conf->count);
+		goto out;
+	}
+	/* Lowest load first, name order among equals (load is 0 for all in move mode). */
+	while (taken < conf->count) {
+		size_t best = c.n;
+
+		for (size_t i = 0; i < c.n; i++)
+			if (load[i] != UINT_MAX && (best == c.n || load[i] < load[best]))
+				best = i;
+		plans[taken].dev = c.v[best];
+		if (conf->match.n_rdma_devices) {
+			plans[taken].rdma.found = true;
+			plans[taken].rdma.dev = c.rd[best];
+		}
+		load[best] = UINT_MAX;
+		taken++;
+	}
+out:
+	free(load);
+	linkv_free(&c);
+	return r;
+}
+
+/* The pod-side name of NIC i: the attachment's, then the next numbers (hpn0, hpn1...). */
+static int nic_name(const char *base, size_t i, char out[HPN_IFNAMSIZ])
+{
+	size_t len = strlen(base), digits = 0;
+	unsigned long first;
+
+	if (i == 0)
+		return hpn_snprintf(out, HPN_IFNAMSIZ, "%s", base);
+	while (digits < len && digits < 6 && base[len - 1 - digits] >= '0' &&
+	       base[len - 1 - digits] <= '9')
+		digits++;
+	first = digits ? strtoul(base + len - digits, NULL, 10) : 0;
+	return hpn_snprintf(out, HPN_IFNAMSIZ, "%.*s%lu", (int)(len - digits), base, first + i);
 }
 
 static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *conf)
@@ -503,7 +1006,7 @@ static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *
 
 /* Addresses and routes of the IPAM result on the pod's interface, then announce them. */
 static int configure_ip(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam,
-			struct hpn_err *err)
+			bool routes, struct hpn_err *err)
 {
 	int r;
 
@@ -513,7 +1016,7 @@ static int configure_ip(struct attach *a, const struct hpn_link *l, const struct
 			return r;
 	}
 	r = fault("addr", err);
-	for (size_t i = 0; r == 0 && i < ipam->n_routes; i++)
+	for (size_t i = 0; r == 0 && routes && i < ipam->n_routes; i++)
 		r = hpn_route_add(a->ns.pod, l->ifindex, l->name, &ipam->routes[i],
 				  route_gw(ipam, &ipam->routes[i]), err);
 	if (r == 0)
@@ -543,20 +1046,19 @@ static int journal_step(struct attach *a, enum hpn_phase phase, struct hpn_err *
 	return hpn_journal_write(&a->st, a->key, &a->j, err);
 }
 
-/* What ADD decided about RDMA before changing anything. */
-struct rdma_plan {
-	bool found;
-	struct hpn_rdma_dev dev;
-	enum hpn_rdma_netns mode; /* the node's */
-	char reason[256];	  /* why nothing is bound, when !found */
-};
+static bool is_stacked(const struct hpn_link *l)
+{
+	return !strcmp(l->kind, "macvlan") || !strcmp(l->kind, "ipvlan") ||
+	       !strcmp(l->kind, "vlan") || !strcmp(l->kind, "macvtap");
+}
 
 /*
  * The RDMA device behind the selected netdev, and whether the node's netns
- * mode is what the config asks for. Nothing is changed here.
+ * mode is what the config asks for and the attach mode can work in. Nothing
+ * is changed here; the facts go to the journal's NIC n.
  */
 static int plan_rdma(struct attach *a, const struct hpn_conf *conf, const struct hpn_link *dev,
-		     struct rdma_plan *p, struct hpn_err *err)
+		     struct rdma_plan *p, struct hpn_journal_nic *n, struct hpn_err *err)
 {
 	int r = hpn_rdma_netns_mode(&p->mode, err);
 
@@ -588,24 +1090,40 @@ static int plan_rdma(struct attach *a, const struct hpn_conf *conf, const struct
 				   hpn_rdma_netns_name(p->mode),
 				   hpn_rdma_netns_name(conf->rdma_netns),
 				   hpn_rdma_netns_name(conf->rdma_netns));
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && conf->mode != HPN_MODE_MOVE)
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "mode %s needs the shared RDMA netns mode, the node's is "
+				   "exclusive: a child of \"%s\" cannot carry the whole RDMA "
+				   "device \"%s\" into one pod (rdma system set netns shared, or "
+				   "mode move)",
+				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan", dev->name,
+				   p->dev.name);
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && is_stacked(dev))
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "\"%s\" is a %s of \"%s\": in exclusive RDMA netns mode "
+				   "moving it would take the parent's whole RDMA device \"%s\" "
+				   "into this pod (select the parent, or use shared mode with "
+				   "mode macvlan)",
+				   dev->name, dev->kind, p->dev.netdev, p->dev.name);
 	hpn_info("RDMA device \"%s\" port %u (%s%s) serves \"%s\"; netns mode %s", p->dev.name,
 		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "",
 		 p->dev.netdev, hpn_rdma_netns_name(p->mode));
-	snprintf(a->j.rdma.name, sizeof(a->j.rdma.name), "%s", p->dev.name);
-	snprintf(a->j.rdma.netdev, sizeof(a->j.rdma.netdev), "%s", p->dev.netdev);
-	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE)
-		snprintf(a->j.rdma.soft_type, sizeof(a->j.rdma.soft_type), "rxe");
+	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
+	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
+	/* A child leaves its parent on the host: the soft device cannot die of it. */
+	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE)
+		snprintf(n->rdma.soft_type, sizeof(n->rdma.soft_type), "rxe");
 	return 0;
 }
 
 /* Exclusive mode: the RDMA device follows the netdev. Shared: it must still exist. */
-static int move_rdma(struct attach *a, const struct hpn_env *env, const struct rdma_plan *p,
+static int move_rdma(struct attach *a, struct hpn_journal_nic *n, const struct rdma_plan *p,
 		     struct hpn_err *err)
 {
 	int r;
 
 	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE) {
-		a->j.rdma.moved = true;
+		n->rdma.moved = true;
 		r = journal_step(a, HPN_PHASE_MOVING, err);
 		if (r == 0)
 			r = hpn_rdma_set_netns(p->dev.name, a->ns.pod_fd, err);
@@ -638,7 +1156,7 @@ static void rdma_info(const struct rdma_plan *p, const struct hpn_rdma_bind *b,
 		return;
 	}
 	ri->bound = true;
-	snprintf(ri->device, sizeof(ri->device), "%s", b->device);
+	snprintf(ri->device, sizeof(ri->device), "%.*s", (int)sizeof(ri->device) - 1, b->device);
 	ri->port = (int)b->port;
 	ri->gid_index = b->gid_index;
 	snprintf(ri->gid, sizeof(ri->gid), "%s", b->gid);
@@ -747,92 +1265,162 @@ static bool untouched_pod(const struct hpn_env *env, const struct hpn_conf *conf
 	       !hpn_journal_may_exist(conf->state_dir, conf->name, key);
 }
 
-/* The steps of ADD after selection; on error the caller undoes from the journal. */
-static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-		     const struct hpn_link *dev, const struct rdma_plan *plan,
-		     struct hpn_result **ret, struct hpn_err *err)
+/* NIC i into the pod: moved (altnames held back, move+rename) or created as a child; up. */
+static int attach_nic(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		      size_t i, const struct nic_plan *plan, struct hpn_link *pl,
+		      struct hpn_err *err)
 {
-	struct hpn_rdma_bind bind = { 0 };
-	struct hpn_result *ipam = NULL, *own = NULL;
-	struct hpn_link pl = { 0 };
-	char *hints = NULL;
-	char mac[HPN_MAC_STR];
-	struct hpn_iface ifc;
-	int r;
+	struct hpn_journal_nic *n = &a->j.nics[i];
+	const struct hpn_link *dev = &plan->dev;
+	bool moved = n->kind == HPN_NIC_MOVED;
+	int r = 0;
 
-	r = journal_step(a, HPN_PHASE_MOVING, err);
-	if (r == 0)
-		r = fault("journal", err);
-	/* Altnames travel with the device and could clash in the pod: hold them here. */
-	for (size_t i = 0; r == 0 && i < dev->n_altnames; i++)
-		r = hpn_link_altname(a->ns.host, dev, dev->altnames[i], false, err);
-	if (r == 0)
-		r = fault("altnames", err);
-	if (r == 0)
-		r = hpn_link_move(a->ns.host, dev, a->ns.pod_fd, a->j.pod_ifname, err);
+	fault_nic = i;
+	if (moved) {
+		/* Altnames travel with the device and could clash in the pod: hold them here. */
+		for (size_t k = 0; r == 0 && k < dev->n_altnames; k++)
+			r = hpn_link_altname(a->ns.host, dev, dev->altnames[k], false, err);
+		if (r == 0)
+			r = fault("altnames", err);
+		if (r == 0)
+			r = hpn_link_move(a->ns.host, dev, a->ns.pod_fd, n->pod_ifname, err);
+	} else {
+		struct hpn_child c = { .kind = n->child_kind,
+				       .mode = conf->child_mode,
+				       .name = n->pod_ifname,
+				       .netns_fd = a->ns.pod_fd,
+				       .mtu = (unsigned int)conf->mtu,
+				       .has_mac = n->has_child_mac };
+
+		memcpy(c.mac, n->child_mac, HPN_MAC_LEN);
+		r = hpn_link_create_child(a->ns.host, dev, &c, err);
+	}
 	if (r == 0)
 		r = fault("move", err);
 	if (r == 0) {
-		r = find_device(a->ns.pod, a->j.pod_ifname, 0, dev, &pl, err);
+		r = moved ? find_device(a->ns.pod, n->pod_ifname, 0, dev, pl, err)
+			  : hpn_link_get(a->ns.pod, 0, n->pod_ifname, pl, err);
 		if (r == -ENODEV)
 			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-					"\"%s\" vanished after the move into \"%s\"", dev->name,
-					env->netns);
+					"\"%s\" vanished after the %s into \"%s\"", n->pod_ifname,
+					moved ? "move" : "creation", env->netns);
 	}
 	if (r < 0)
 		return r;
 	/* One request: the kernel applies IFLA_MTU before the flags, as ip(8) would. */
-	r = hpn_link_set(a->ns.pod, &pl, NULL,
-			 conf->mtu && pl.mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
-									: 0,
+	r = hpn_link_set(a->ns.pod, pl, NULL,
+			 conf->mtu && pl->mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
+									 : 0,
 			 1, err);
 	if (r == 0 && conf->mtu)
-		pl.mtu = (unsigned int)conf->mtu;
+		pl->mtu = (unsigned int)conf->mtu;
 	if (r == 0)
 		r = fault("mtu", err);
 	if (r == 0)
 		r = fault("up", err);
-	if (r == 0 && plan->found)
-		r = move_rdma(a, env, plan, err);
+	if (r == 0 && plan->rdma.found)
+		r = move_rdma(a, n, &plan->rdma, err);
 	if (r == 0)
 		r = fault("rdma-move", err);
+	return r;
+}
+
+/* This attachment's own result: every NIC with its RDMA entry and its IPAM addresses. */
+static int own_result(struct attach *a, const struct hpn_env *env, const struct nic_plan *plans,
+		      const struct hpn_link *pl, const struct hpn_rdma_bind *bind,
+		      struct hpn_result *const *ipam, struct hpn_result **ret)
+{
+	struct hpn_result *own = hpn_result_new();
+	int r = own ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
+		const struct hpn_journal_nic *n = &a->j.nics[i];
+		char mac[HPN_MAC_STR];
+		struct hpn_iface ifc;
+
+		hpn_mac_format(pl[i].mac, mac);
+		ifc = (struct hpn_iface){ .name = (char *)pl[i].name,
+					  .mac = mac,
+					  .mtu = (int)pl[i].mtu,
+					  .sandbox = (char *)env->netns,
+					  .pci_id = n->kind == HPN_NIC_MOVED && n->pci[0]
+							    ? (char *)n->pci
+							    : NULL };
+		r = hpn_result_add_iface(own, &ifc);
+		if (r >= 0) {
+			rdma_info(&plans[i].rdma, &bind[i], &own->rdma[own->n_rdma]);
+			own->rdma[own->n_rdma++].interface = (int)i;
+		}
+	}
+	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
+		size_t n_routes;
+
+		if (!ipam[i])
+			continue;
+		/* Routes go on the first NIC only (installed there alone; see configure_ip). */
+		n_routes = ipam[i]->n_routes;
+		if (i > 0)
+			ipam[i]->n_routes = 0;
+		r = hpn_result_append(own, ipam[i], (int)i);
+		ipam[i]->n_routes = n_routes;
+	}
+	if (r < 0) {
+		hpn_result_free(own);
+		return r;
+	}
+	*ret = own;
+	return 0;
+}
+
+/* The steps of ADD after the claim; on error the caller undoes from the journal. */
+static int add_steps(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct nic_plan *plans, struct hpn_result **ret, struct hpn_err *err)
+{
+	struct hpn_rdma_bind bind[HPN_MAX_NICS];
+	struct hpn_result *ipam[HPN_MAX_NICS] = { 0 }, *own = NULL;
+	struct hpn_link pl[HPN_MAX_NICS];
+	size_t n = a->j.n_nics;
+	char *hints = NULL;
+	int r;
+
+	memset(bind, 0, sizeof(bind));
+	memset(pl, 0, sizeof(pl));
+	fault_nic = 0;
+	r = fault("journal", err);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = attach_nic(a, env, conf, i, &plans[i], &pl[i], err);
 	if (r == 0 && conf->has_ipam) {
 		r = journal_step(a, HPN_PHASE_IPAM, err);
-		if (r == 0)
-			r = hpn_ipam_add(conf, env, &ipam, err);
-		a->ipam_added = r == 0;
-		if (r == 0)
-			r = fault("ipam", err);
-		if (r == 0)
-			r = configure_ip(a, &pl, ipam, err);
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			struct hpn_env ienv = *env;
+
+			/* One lease per NIC, keyed like its DEL (see ipam_ifname). */
+			fault_nic = i;
+			ienv.ifname = ipam_ifname(&a->j, env->ifname, i);
+			r = hpn_ipam_add(conf, &ienv, &ipam[i], err);
+			if (r == 0) {
+				a->ipam_added = true;
+				r = fault("ipam", err);
+			}
+			if (r == 0)
+				r = configure_ip(a, &pl[i], ipam[i], i == 0, err);
+		}
 	}
 	/* Prove it from the pod's side, after the address the GID carries is set. */
-	if (r == 0 && plan->found)
-		r = hpn_rdma_verify(a->ns.pod_fd, plan->dev.name, plan->dev.port, pl.name, -1,
-				    GID_TIMEOUT_MS, &bind, err);
-	if (r == 0)
-		r = fault("rdma", err);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		fault_nic = i;
+		if (plans[i].rdma.found)
+			r = hpn_rdma_verify(a->ns.pod_fd, plans[i].rdma.dev.name,
+					    plans[i].rdma.dev.port, pl[i].name, -1, GID_TIMEOUT_MS,
+					    &bind[i], err);
+		if (r == 0)
+			r = fault("rdma", err);
+	}
+	fault_nic = 0;
 	if (r < 0)
 		goto out;
 
-	own = hpn_result_new();
-	if (!own) {
-		r = -ENOMEM;
-		goto out;
-	}
-	hpn_mac_format(pl.mac, mac);
-	ifc = (struct hpn_iface){ .name = pl.name,
-				  .mac = mac,
-				  .mtu = (int)pl.mtu,
-				  .sandbox = (char *)env->netns,
-				  .pci_id = a->j.pci[0] ? a->j.pci : NULL };
-	r = hpn_result_add_iface(own, &ifc);
-	if (r >= 0) {
-		rdma_info(plan, &bind, &own->rdma[0]);
-		own->n_rdma = 1;
-	}
-	if (r >= 0 && ipam)
-		r = hpn_result_append(own, ipam, 0);
+	r = own_result(a, env, plans, pl, bind, ipam, &own);
 	if (r >= 0 && conf->nccl.enabled)
 		r = hints_prepare(a, env, conf, own, &hints, err);
 	if (r < 0)
@@ -862,7 +1450,8 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 		if (r < 0)
 			goto out;
 	}
-	a->j.pod_ifindex = pl.ifindex;
+	for (size_t i = 0; i < n; i++)
+		a->j.nics[i].pod_ifindex = pl[i].ifindex;
 	a->j.result = hpn_result_render(own, HPN_CNI_VERSION_LATEST);
 	if (!a->j.result) {
 		r = -ENOMEM;
@@ -876,9 +1465,106 @@ out:
 		hpn_result_free(*ret);
 		*ret = NULL;
 	}
-	hpn_result_free(ipam);
+	for (size_t i = 0; i < n; i++)
+		hpn_result_free(ipam[i]);
 	hpn_result_free(own);
 	free(hints);
+	return r;
+}
+
+/* A MAC for a macvlan child, chosen before it exists so the journal can name it. */
+static int child_mac(uint8_t mac[HPN_MAC_LEN])
+{
+	if (getrandom(mac, HPN_MAC_LEN, 0) != HPN_MAC_LEN)
+		return -errno;
+	mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
+	return 0;
+}
+
+/*
+ * Selection, under the store lock: the device(s), each one's pod-side name
+ * and RDMA plan, all written to the journal as this attachment's claim.
+ */
+static int claim(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		 struct nic_plan *plans, struct hpn_err *err)
+{
+	struct holders h = { 0 };
+	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	const char *base = pod_ifname(env, conf);
+	struct hpn_link clash;
+	int r;
+
+	/* Nothing is selected for a pod that already has the name. */
+	r = hpn_link_get(a->ns.pod, 0, base, &clash, err);
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
+				   "interface \"%s\" already exists in netns \"%s\"", base,
+				   env->netns);
+	if (r != -ENODEV)
+		return r;
+	r = load_holders(a, &h, err);
+	if (r < 0)
+		goto out;
+	if (conf->selector == HPN_SEL_MATCH) {
+		r = select_pool(a, conf, &h, plans, err);
+	} else {
+		r = select_device(a->ns.host, conf, &plans[0].dev, &plans[0].rdma.dev, err);
+		plans[0].rdma.found = r == 0 && conf->selector == HPN_SEL_RDMA;
+		if (r == 0)
+			r = check_unclaimed(&h, conf, &plans[0].dev, err);
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct hpn_journal_nic *nic = &a->j.nics[i];
+
+		if (nic_name(base, i, nic->pod_ifname) < 0) {
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+					"the name of NIC %zu after \"%s\" is over 15 bytes", i + 1,
+					base);
+			break;
+		}
+		if (i > 0 && !strcmp(nic->pod_ifname, env->ifname)) {
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					"NIC %zu would be named \"%s\", the CNI_IFNAME that keys "
+					"the first one: set ifName",
+					i + 1, nic->pod_ifname);
+			break;
+		}
+		/* The first name was checked before selection. */
+		r = i ? hpn_link_get(a->ns.pod, 0, nic->pod_ifname, &clash, err) : -ENODEV;
+		if (r == 0) {
+			r = hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
+					"interface \"%s\" already exists in netns \"%s\"",
+					nic->pod_ifname, env->netns);
+			break;
+		}
+		if (r != -ENODEV)
+			break;
+		r = plan_rdma(a, conf, &plans[i].dev, &plans[i].rdma, nic, err);
+		if (r < 0)
+			break;
+		nic->host = plans[i].dev;
+		if (hpn_sysfs_netdev_pci(conf->sysfs_root, nic->host.name, nic->pci) < 0)
+			nic->pci[0] = '\0';
+		if (conf->mode != HPN_MODE_MOVE) {
+			nic->kind = HPN_NIC_CHILD;
+			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",
+				 conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
+			/* A passthru macvlan's MAC is its parent's: setting one would change the host NIC. */
+			if (conf->mode == HPN_MODE_MACVLAN &&
+			    conf->child_mode != MACVLAN_MODE_PASSTHRU) {
+				r = child_mac(nic->child_mac);
+				if (r < 0)
+					break;
+				nic->has_child_mac = true;
+			}
+		}
+		a->j.n_nics = i + 1;
+		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s", nic->host.name,
+			 nic->pci[0] ? " pci " : "", nic->pci,
+			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns);
+	}
+out:
+	holders_free(&h);
 	return r;
 }
 
@@ -886,9 +1572,8 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	    struct hpn_err *err)
 {
 	struct attach a;
-	struct hpn_link dev, clash;
-	struct rdma_plan plan = { 0 };
-	const char *name = pod_ifname(env, conf);
+	struct nic_plan *plans = calloc(HPN_MAX_NICS, sizeof(*plans));
+	unsigned long long start = 0;
 	int r;
 
 	if (!conf->pod_selected)
@@ -899,6 +1584,10 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
+	if (!plans) {
+		r = -ENOMEM;
+		goto out;
+	}
 	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
 	if (r < 0)
 		goto out;
@@ -930,27 +1619,17 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = open_pod_socket(&a.ns, env->netns, err);
 	if (r < 0)
 		goto out;
-	r = hpn_link_get(a.ns.pod, 0, name, &clash, err);
-	if (r == 0) {
-		r = hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
-				"interface \"%s\" already exists in netns \"%s\"", name,
-				env->netns);
-		goto out;
-	}
-	if (r != -ENODEV)
-		goto out;
-	r = select_device(a.ns.host, conf, &dev, &plan.dev, err);
+	r = claim(&a, env, conf, plans, err);
 	if (r < 0)
 		goto out;
-	plan.found = conf->selector == HPN_SEL_RDMA;
-	r = plan_rdma(&a, conf, &dev, &plan, err);
-	if (r >= 0 && conf->nccl.enabled)
+	/* The GPU model's profile may need RDMA, or a driver, on every NIC: still nothing changed. */
+	for (size_t i = 0; r >= 0 && conf->nccl.enabled && i < a.j.n_nics; i++)
 		r = hpn_nccl_check_driver(hpn_nccl_profile(&conf->nccl, conf->gpu_model),
-					  plan.found ? hpn_rdma_kind_name(plan.dev.kind) : NULL,
+					  plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind)
+							      : NULL,
 					  err);
 	if (r < 0)
 		goto out;
-
 	a.j.container_id = strdup(env->container_id);
 	a.j.netns = strdup(env->netns);
 	if (!a.j.container_id || !a.j.netns) {
@@ -958,14 +1637,20 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		goto out;
 	}
 	snprintf(a.j.cni_ifname, sizeof(a.j.cni_ifname), "%s", env->ifname);
-	snprintf(a.j.pod_ifname, sizeof(a.j.pod_ifname), "%s", name);
-	a.j.host = dev;
-	if (hpn_sysfs_netdev_pci(conf->sysfs_root, dev.name, a.j.pci) < 0)
-		a.j.pci[0] = '\0';
-	hpn_info("attach \"%s\"%s%s as \"%s\" in %s", dev.name, a.j.pci[0] ? " pci " : "", a.j.pci,
-		 name, env->netns);
+	/* Who holds the claim while ADD runs: GC and other ADDs leave a live one alone. */
+	a.j.owner_pid = getpid();
+	if (hpn_proc_start(a.j.owner_pid, &start) == 0)
+		a.j.owner_start = start;
+	/*
+	 * The claim: once journalled, other ADDs see the NICs as taken, and the
+	 * lock can go; the slow steps (moves, IPAM, the RDMA proof) run unlocked.
+	 */
+	r = journal_step(&a, HPN_PHASE_MOVING, err);
+	if (r < 0)
+		goto out;
+	hpn_store_unlock(&a.st);
 
-	r = add_steps(&a, env, conf, &dev, &plan, ret, err);
+	r = add_steps(&a, env, conf, plans, ret, err);
 	if (r < 0) {
 		struct hpn_err uerr = { 0 };
 		/*
@@ -985,6 +1670,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		goto out;
 	}
 out:
+	free(plans);
 	attach_close(&a);
 	return r;
 }
@@ -1008,18 +1694,20 @@ out:
 	return r;
 }
 
-static int check_own(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-		     const struct hpn_result *own, struct hpn_err *err)
+/* Interface i of the attachment's own result, as ADD left it. */
+static int check_nic(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct hpn_result *own, size_t i, struct hpn_err *err)
 {
-	const struct hpn_iface *ifc = &own->ifaces[0];
+	const struct hpn_iface *ifc = &own->ifaces[i];
+	const char *name = a->j.nics[i].pod_ifname;
 	struct hpn_link l;
 	char mac[HPN_MAC_STR];
 	int r;
 
-	r = hpn_link_get(a->ns.pod, 0, a->j.pod_ifname, &l, err);
+	r = hpn_link_get(a->ns.pod, 0, name, &l, err);
 	if (r == -ENODEV)
 		return hpn_err_set(err, HPN_E_CHECK, ENODEV,
-				   "interface \"%s\" is missing from netns \"%s\"", a->j.pod_ifname,
+				   "interface \"%s\" is missing from netns \"%s\"", name,
 				   env->netns);
 	if (r < 0)
 		return r;
@@ -1034,31 +1722,36 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 				   ifc->mtu);
 	if (!l.up)
 		return hpn_err_set(err, HPN_E_CHECK, EINVAL, "interface \"%s\" is down", l.name);
-	for (size_t i = 0; i < own->n_ips; i++) {
-		r = hpn_addr_find(a->ns.pod, l.ifindex, own->ips[i].address, err);
+	for (size_t k = 0; k < own->n_ips; k++) {
+		if (own->ips[k].interface != (int)i)
+			continue;
+		r = hpn_addr_find(a->ns.pod, l.ifindex, own->ips[k].address, err);
 		if (r == -ENOENT)
 			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
-					   "address %s is missing from \"%s\"", own->ips[i].address,
+					   "address %s is missing from \"%s\"", own->ips[k].address,
 					   l.name);
 		if (r < 0)
 			return r;
 	}
-	for (size_t i = 0; i < own->n_routes; i++) {
-		const char *gw = route_gw(own, &own->routes[i]);
+	/* Routes are installed on the first NIC only. */
+	for (size_t k = 0; i == 0 && k < own->n_routes; k++) {
+		const char *gw = route_gw(own, &own->routes[k]);
 
-		r = hpn_route_find(a->ns.pod, l.ifindex, &own->routes[i], gw, err);
+		r = hpn_route_find(a->ns.pod, l.ifindex, &own->routes[k], gw, err);
 		if (r == -ENOENT)
 			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
 					   "route to %s via %s on \"%s\" is missing",
-					   own->routes[i].dst, gw ? gw : "link", l.name);
+					   own->routes[k].dst, gw ? gw : "link", l.name);
 		if (r < 0)
 			return r;
 	}
 	/* The RDMA device as ADD bound it: visible in the pod, port ACTIVE, same GID. */
-	if (own->n_rdma && own->rdma[0].bound) {
-		const struct hpn_rdma_info *ri = &own->rdma[0];
+	for (size_t k = 0; k < own->n_rdma; k++) {
+		const struct hpn_rdma_info *ri = &own->rdma[k];
 		struct hpn_rdma_bind b;
 
+		if (ri->interface != (int)i || !ri->bound)
+			continue;
 		r = hpn_rdma_verify(a->ns.pod_fd, ri->device, (uint32_t)ri->port, l.name,
 				    ri->gid_index, 0, &b, err);
 		if (r < 0) {
@@ -1072,10 +1765,10 @@ static int check_own(struct attach *a, const struct hpn_env *env, const struct h
 		const struct hpn_result *p = conf->prev_result;
 		bool listed = false;
 
-		for (size_t i = 0; i < p->n_ifaces; i++)
-			if (!strcmp(p->ifaces[i].name, l.name) && p->ifaces[i].sandbox &&
-			    !strcmp(p->ifaces[i].sandbox, env->netns))
-				listed = !p->ifaces[i].mac || !strcasecmp(p->ifaces[i].mac, mac);
+		for (size_t k = 0; k < p->n_ifaces; k++)
+			if (!strcmp(p->ifaces[k].name, l.name) && p->ifaces[k].sandbox &&
+			    !strcmp(p->ifaces[k].sandbox, env->netns))
+				listed = !p->ifaces[k].mac || !strcasecmp(p->ifaces[k].mac, mac);
 		if (!listed)
 			return hpn_err_set(err, HPN_E_CHECK, EINVAL,
 					   "prevResult does not list \"%s\" (MAC %s) in %s", l.name,
@@ -1126,6 +1819,16 @@ static int check_hints(struct attach *a, const struct hpn_conf *conf, const stru
 	return r;
 }
 
+static int check_own(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct hpn_result *own, struct hpn_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < a->j.n_nics; i++)
+		r = check_nic(a, env, conf, own, i, err);
+	return r;
+}
+
 int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
 	struct hpn_result *own = NULL;
@@ -1145,8 +1848,13 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 				env->container_id, env->ifname);
 		goto out;
 	}
-	if (conf->has_ipam) {
-		r = hpn_ipam_run(conf, env, "CHECK", err);
+	/* CHECK only reads: other runs need not wait for its RDMA proofs. */
+	hpn_store_unlock(&a.st);
+	for (size_t i = 0; conf->has_ipam && i < a.j.n_nics; i++) {
+		struct hpn_env ienv = *env;
+
+		ienv.ifname = ipam_ifname(&a.j, env->ifname, i);
+		r = hpn_ipam_run(conf, &ienv, "CHECK", err);
 		if (r < 0)
 			goto out;
 	}
@@ -1155,7 +1863,7 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 		r = open_pod_socket(&a.ns, env->netns, err);
 	if (r >= 0)
 		r = hpn_result_parse(a.j.result, strlen(a.j.result), &own, err);
-	if (r >= 0 && own->n_ifaces != 1)
+	if (r >= 0 && own->n_ifaces != a.j.n_nics)
 		r = hpn_err_set(err, HPN_E_IO, EINVAL, "state %s is corrupt", a.key);
 	if (r >= 0)
 		r = check_own(&a, env, conf, own, err);
@@ -1164,6 +1872,74 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 out:
 	hpn_result_free(own);
 	attach_close(&a);
+	return r;
+}
+
+/* A driver match names is loaded: registered on a bus, or a module. */
+static bool driver_loaded(const char *root, const char *driver)
+{
+	static const char *const where[] = { "bus/pci/drivers", "bus/virtio/drivers",
+					     "bus/auxiliary/drivers", "module" };
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(where); i++) {
+		char path[4096];
+
+		if (hpn_snprintf(path, sizeof(path), "%s/%s/%s", root, where[i], driver) == 0 &&
+		    access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err)
+{
+	struct attach a = { .st = HPN_STORE_INIT, .ns = { .host_fd = -1, .pod_fd = -1 } };
+	struct holders h = { 0 };
+	struct linkv c = { 0 };
+	struct hpn_err serr = { 0 };
+	char dir[4096];
+	struct stat sb;
+	size_t nfree = 0;
+	int r;
+
+	if (conf->selector != HPN_SEL_MATCH) {
+		snprintf(note, len, "no match in the config");
+		return 1;
+	}
+	for (size_t i = 0; i < conf->match.n_drivers; i++)
+		if (!driver_loaded(conf->sysfs_root, conf->match.drivers[i]))
+			return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+					   "driver \"%s\" of match.drivers is not loaded",
+					   conf->match.drivers[i]);
+	r = hpn_snprintf(dir, sizeof(dir), "%s/%s", conf->state_dir, conf->name);
+	/* Nothing is created: without a state directory no NIC is held. Journals are
+	 * replaced by rename, so reading them needs no lock. */
+	if (r >= 0 && stat(dir, &sb) == 0) {
+		r = hpn_store_open(conf->state_dir, conf->name, &a.st, &serr);
+		if (r >= 0)
+			r = load_holders(&a, &h, &serr);
+	}
+	if (r >= 0)
+		r = nsctx_open_host(&a.ns, &serr);
+	if (r >= 0)
+		r = match_candidates(&a, conf, &c, &serr);
+	for (size_t i = 0; r >= 0 && i < c.n; i++)
+		nfree += !held_by(&h, &c.v[i], conf->mode != HPN_MODE_MOVE);
+	if (r < 0)
+		hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s",
+			    serr.msg[0] ? serr.msg : strerror(-r));
+	else if (nfree < conf->count)
+		r = hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENODEV,
+				"match selects %zu devices in the host netns, %zu of them free; "
+				"count needs %u",
+				c.n, nfree, conf->count);
+	else
+		snprintf(note, len, "match selects %zu devices, %zu free; count %u", c.n, nfree,
+			 conf->count);
+	linkv_free(&c);
+	holders_free(&h);
+	nsctx_close(&a.ns);
+	hpn_store_close(&a.st);
 	return r;
 }
 
@@ -1180,6 +1956,38 @@ static bool still_valid(const struct hpn_conf *conf, const struct hpn_journal *j
 		    !strcmp(conf->valid[i].ifname, j->cni_ifname))
 			return true;
 	return false;
+}
+
+/*
+ * GC of one stale attachment: its NICs back to the host (moved ones) or
+ * deleted (children), IPAM released for each, then its journal removed.
+ * Per-attachment files other parts keep (the NCCL hints) go here too.
+ */
+static int gc_one(struct nsctx *ns, struct hpn_store *st, const struct hpn_env *env,
+		  const struct hpn_conf *conf, const char *key, const struct hpn_journal *j,
+		  struct hpn_err *err)
+{
+	struct hpn_env genv = *env;
+	int r;
+
+	hpn_info("gc: undoing stale attachment %s", key);
+	genv.container_id = j->container_id;
+	genv.ifname = j->cni_ifname;
+	genv.netns = j->netns;
+	r = undo(ns, &genv, conf, j, true, err);
+	if (r == 0)
+		r = hpn_journal_remove(st, key, err);
+	return r;
+}
+
+/* A journal temp file ".tmp.<key>.<pid>" of a process still running (an ADD in flight). */
+static bool tmp_in_use(const char *name)
+{
+	const char *dot = strrchr(name, '.');
+	char *end;
+	long pid = dot ? strtol(dot + 1, &end, 10) : 0;
+
+	return pid > 0 && pid != getpid() && !*end && hpn_proc_alive((int)pid, 0);
 }
 
 int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
@@ -1203,7 +2011,6 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 	for (;;) {
 		struct hpn_journal j = { 0 };
 		struct hpn_err jerr = { 0 };
-		struct hpn_env genv;
 
 		errno = 0;
 		de = readdir(d);
@@ -1216,8 +2023,9 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 		}
 
 		if (!strncmp(de->d_name, ".tmp.", 5)) {
-			/* A temp file is only ever live under the lock we hold. */
-			unlinkat(st.net_fd, de->d_name, 0);
+			/* Under the lock only an ADD past its claim writes one. */
+			if (!tmp_in_use(de->d_name))
+				unlinkat(st.net_fd, de->d_name, 0);
 			continue;
 		}
 		if (de->d_name[0] == '.' || de->d_type == DT_DIR)
@@ -1229,18 +2037,12 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 				*err = jerr;
 			continue;
 		}
-		if (still_valid(conf, &j)) {
+		/* Listed, or an ADD still running: the runtime may not list it yet. */
+		if (still_valid(conf, &j) || in_flight(&j)) {
 			hpn_journal_free(&j);
 			continue;
 		}
-		hpn_info("gc: undoing stale attachment %s", de->d_name);
-		genv = *env;
-		genv.container_id = j.container_id;
-		genv.ifname = j.cni_ifname;
-		genv.netns = j.netns;
-		r = undo(&ns, &genv, conf, &j, true, &jerr);
-		if (r == 0)
-			r = hpn_journal_remove(&st, de->d_name, &jerr);
+		r = gc_one(&ns, &st, env, conf, de->d_name, &j, &jerr);
 		if (r < 0) {
 			hpn_warn("gc: %s: %s", de->d_name, jerr.msg);
 			if (!failed++)

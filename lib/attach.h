@@ -12,18 +12,31 @@
  * failure runs the same restore that DEL runs, so the undo logic exists once.
  */
 
-/* ADD: on success *ret is the result to print (prevResult plus this attachment). */
+/*
+ * ADD: on success *ret is the result to print (prevResult plus this
+ * attachment's NICs). The NICs are selected and claimed (journalled) under
+ * the store lock, which is dropped for the slow steps that follow.
+ */
 int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
 	    struct hpn_err *err);
 /* DEL: idempotent; succeeds when the netns or the device is already gone. */
 int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
 /* CHECK: the attachment still looks as ADD left it; an error names what differs. */
 int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
-/* STATUS: the plugin can do ADD now (state store writable, netlink, IPAM plugin present). */
+/*
+ * A pool (match) can serve an ADD now: the drivers it names are loaded and at
+ * least count matching NICs are free on the host. 1 when the config has no
+ * match (note says so), 0 when ready (note says how many), else code 50.
+ * Creates nothing. A readiness check of STATUS and the doctor.
+ */
+int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err);
+/* STATUS: the plugin can do ADD now (state store writable, netlink, IPAM plugin present,
+ * RDMA netns mode, match drivers loaded and enough free NICs in the pool). */
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
 
 /* GC: undoes every attachment of this network not in cni.dev/valid-attachments
- * (device back to the host, IPAM DEL for its container and ifname). */
+ * and not still being added (every NIC back to the host or its child deleted,
+ * IPAM DEL for each NIC's lease, journal removed); goes on past errors. */
 int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <linux/if_link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,163 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	return 0;
 }
 
+/* One list of match: an array of 1..HPN_MATCH_MAX_LIST non-empty strings. */
+static int match_list(const cJSON *m, const char *key, size_t max_len, char ***ret, size_t *n,
+		      struct hpn_err *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(m, key), *v;
+	int size;
+
+	if (!arr || cJSON_IsNull(arr))
+		return 0;
+	size = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
+	if (size < 1 || size > HPN_MATCH_MAX_LIST)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "match.%s must be an array of 1 to %d strings", key,
+				   HPN_MATCH_MAX_LIST);
+	*ret = calloc((size_t)size, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	cJSON_ArrayForEach (v, arr) {
+		if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) > max_len)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "match.%s[%zu] must be a string of 1 to %zu bytes", key,
+					   *n, max_len);
+		(*ret)[*n] = strdup(v->valuestring);
+		if (!(*ret)[(*n)++])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* match: a node-wide pool; at least one field, so that it never means "every NIC". */
+static int parse_match(struct hpn_conf *conf, const cJSON *m, struct hpn_err *err)
+{
+	struct hpn_match *mt = &conf->match;
+	int r;
+
+	if (!cJSON_IsObject(m))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "match must be an object");
+	r = match_list(m, "devices", 127, &mt->devices, &mt->n_devices, err);
+	if (r >= 0)
+		r = match_list(m, "drivers", 63, &mt->drivers, &mt->n_drivers, err);
+	if (r >= 0)
+		r = match_list(m, "rdmaDevices", HPN_IBDEV_MAX - 1, &mt->rdma_devices,
+			       &mt->n_rdma_devices, err);
+	if (r >= 0)
+		r = match_list(m, "pciAddresses", 63, &mt->pci, &mt->n_pci, err);
+	if (r >= 0)
+		r = hpn_json_int(m, "numaNode", "match.", HPN_E_INVALID_CONFIG, 0, 1023,
+				 &mt->numa_node, &mt->has_numa_node, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < mt->n_pci; i++) {
+		char pci[HPN_PCI_STR];
+
+		if (hpn_pci_normalise(mt->pci[i], pci) < 0)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "match.pciAddresses[%zu] \"%.64s\" is not a PCI "
+					   "address like 0000:af:00.1",
+					   i, mt->pci[i]);
+		free(mt->pci[i]);
+		mt->pci[i] = strdup(pci);
+		if (!mt->pci[i])
+			return -ENOMEM;
+	}
+	/* A driver name becomes a path component under sysfs. */
+	for (size_t i = 0; i < mt->n_drivers; i++)
+		if (!hpn_valid_path_component(mt->drivers[i]))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "match.drivers[%zu] \"%.64s\" is not a driver name", i,
+					   mt->drivers[i]);
+	if (!mt->n_devices && !mt->n_drivers && !mt->n_rdma_devices && !mt->n_pci &&
+	    !mt->has_numa_node)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "match needs at least one of devices, drivers, rdmaDevices, "
+				   "pciAddresses, numaNode");
+	return 0;
+}
+
+/* mode, macvlanMode / ipvlanMode and count, after the selector is known. */
+static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	static const struct {
+		const char *name;
+		unsigned int v;
+	} macvlan_modes[] = { { "bridge", MACVLAN_MODE_BRIDGE },
+			      { "private", MACVLAN_MODE_PRIVATE },
+			      { "vepa", MACVLAN_MODE_VEPA },
+			      { "passthru", MACVLAN_MODE_PASSTHRU } },
+	  ipvlan_modes[] = { { "l2", IPVLAN_MODE_L2 },
+			     { "l3", IPVLAN_MODE_L3 },
+			     { "l3s", IPVLAN_MODE_L3S } };
+	_cleanup_free_ char *mode = NULL, *mv = NULL, *iv = NULL;
+	int count = 1, r;
+	bool has_count = false;
+
+	r = conf_str(root, "mode", "", &mode, err);
+	if (r >= 0)
+		r = conf_str(root, "macvlanMode", "", &mv, err);
+	if (r >= 0)
+		r = conf_str(root, "ipvlanMode", "", &iv, err);
+	if (r >= 0)
+		r = hpn_json_int(root, "count", "", HPN_E_INVALID_CONFIG, 1, HPN_MAX_NICS, &count,
+				 &has_count, err);
+	if (r < 0)
+		return r;
+	if (!mode || !strcmp(mode, "move"))
+		conf->mode = HPN_MODE_MOVE;
+	else if (!strcmp(mode, "macvlan"))
+		conf->mode = HPN_MODE_MACVLAN;
+	else if (!strcmp(mode, "ipvlan"))
+		conf->mode = HPN_MODE_IPVLAN;
+	else
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "mode \"%.32s\" is not one of move, macvlan, ipvlan", mode);
+	conf->count = (unsigned int)count;
+	if (has_count && count > 1 && conf->selector != HPN_SEL_MATCH)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "count %d needs match: the other selectors name one device",
+				   count);
+	if (conf->has_master && conf->mode == HPN_MODE_MOVE)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "master needs mode macvlan or ipvlan (move mode: use device)");
+	if (mv && conf->mode != HPN_MODE_MACVLAN)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "macvlanMode needs mode macvlan");
+	if (iv && conf->mode != HPN_MODE_IPVLAN)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "ipvlanMode needs mode ipvlan");
+	if (conf->mode == HPN_MODE_MACVLAN) {
+		bool mv_ok = false;
+
+		conf->child_mode = MACVLAN_MODE_BRIDGE;
+		for (size_t i = 0; mv && i < HPN_ARRAY_SIZE(macvlan_modes); i++)
+			if (!strcmp(mv, macvlan_modes[i].name)) {
+				conf->child_mode = macvlan_modes[i].v;
+				mv_ok = true;
+			}
+		if (mv && !mv_ok)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "macvlanMode \"%.32s\" is not one of bridge, private, "
+					   "vepa, passthru",
+					   mv);
+	} else if (conf->mode == HPN_MODE_IPVLAN) {
+		bool iv_ok = false;
+
+		conf->child_mode = IPVLAN_MODE_L2;
+		for (size_t i = 0; iv && i < HPN_ARRAY_SIZE(ipvlan_modes); i++)
+			if (!strcmp(iv, ipvlan_modes[i].name)) {
+				conf->child_mode = ipvlan_modes[i].v;
+				iv_ok = true;
+			}
+		if (iv && !iv_ok)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "ipvlanMode \"%.32s\" is not one of l2, l3, l3s", iv);
+	}
+	return 0;
+}
+
 static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON *rc,
 			  struct hpn_err *err)
 {
@@ -123,13 +281,18 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 	} sels[] = {
 		{ "device", HPN_SEL_DEVICE, false },   { "hwaddr", HPN_SEL_HWADDR, false },
 		{ "pciBusID", HPN_SEL_PCI, false },    { "deviceID", HPN_SEL_DEVICE_ID, true },
-		{ "rdmaDevice", HPN_SEL_RDMA, false },
+		{ "rdmaDevice", HPN_SEL_RDMA, false }, { "master", HPN_SEL_DEVICE, false },
 	};
 	char pci[HPN_PCI_STR];
 	uint8_t mac[HPN_MAC_LEN];
 	char macs[HPN_MAC_STR];
 	const char *given = NULL;
+	const cJSON *match = cJSON_GetObjectItemCaseSensitive(root, "match");
 
+	if (match && !cJSON_IsNull(match)) {
+		given = "match";
+		conf->selector = HPN_SEL_MATCH;
+	}
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(sels); i++) {
 		const char *path = sels[i].runtime ? "runtimeConfig." : "";
 		char *v = NULL;
@@ -144,7 +307,7 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 					   "%s%s and %s both select the device: give exactly one "
 					   "of device, hwaddr, pciBusID, rdmaDevice, "
-					   "runtimeConfig.deviceID",
+					   "runtimeConfig.deviceID, match, master",
 					   path, sels[i].key, given);
 		}
 		given = sels[i].key;
@@ -155,14 +318,18 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 	case HPN_SEL_NONE:
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "no device selected: give one of device, hwaddr, pciBusID, "
-				   "rdmaDevice, runtimeConfig.deviceID");
+				   "rdmaDevice, runtimeConfig.deviceID, match (or master for "
+				   "macvlan/ipvlan)");
+	case HPN_SEL_MATCH:
+		return parse_match(conf, match, err);
 	case HPN_SEL_RDMA:
 		return parse_rdma_device(conf, err);
 	case HPN_SEL_DEVICE:
 		if (!hpn_valid_ifname(conf->selector_value))
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "device \"%.64s\" is not a valid interface name",
+					   "%s \"%.64s\" is not a valid interface name", given,
 					   conf->selector_value);
+		conf->has_master = !strcmp(given, "master");
 		return 0;
 	case HPN_SEL_HWADDR:
 		if (hpn_mac_parse(conf->selector_value, mac) < 0 || hpn_mac_is_zero(mac))
@@ -558,6 +725,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 				   "not . or .., no / : or space)",
 				   conf->if_name);
 	r = parse_selector(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
+	if (r >= 0)
+		r = parse_mode(conf, root, err);
 	if (r < 0)
 		return r;
 
@@ -651,6 +820,22 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	return r;
 }
 
+static void free_list(char **l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+}
+
+void hpn_match_free(struct hpn_match *m)
+{
+	free_list(m->devices, m->n_devices);
+	free_list(m->drivers, m->n_drivers);
+	free_list(m->rdma_devices, m->n_rdma_devices);
+	free_list(m->pci, m->n_pci);
+	memset(m, 0, sizeof(*m));
+}
+
 void hpn_conf_free(struct hpn_conf *conf)
 {
 	free(conf->cni_version);
@@ -658,6 +843,7 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->type);
 	free(conf->if_name);
 	free(conf->selector_value);
+	hpn_match_free(&conf->match);
 	free(conf->state_dir);
 	free(conf->sysfs_root);
 	free(conf->log_file);

@@ -21,7 +21,32 @@ enum hpn_selector {
 	HPN_SEL_HWADDR,
 	HPN_SEL_PCI,
 	HPN_SEL_DEVICE_ID,
-	HPN_SEL_RDMA, /* rdmaDevice: the netdev behind an RDMA device (and port) */
+	HPN_SEL_RDMA,  /* rdmaDevice: the netdev behind an RDMA device (and port) */
+	HPN_SEL_MATCH, /* match: free NICs of a node-wide pool */
+};
+
+/* mode: what ADD does with the selected NIC. */
+enum hpn_mode {
+	HPN_MODE_MOVE,	  /* move the NIC itself into the pod (exclusive use) */
+	HPN_MODE_MACVLAN, /* create a macvlan child of it in the pod (shared) */
+	HPN_MODE_IPVLAN,  /* create an ipvlan child of it in the pod (shared) */
+};
+
+#define HPN_MAX_NICS	   16 /* count: NICs of one attachment */
+#define HPN_MATCH_MAX_LIST 64 /* entries of each match list */
+
+/* match: every field given must hold for a netdev to be a candidate. */
+struct hpn_match {
+	char **devices; /* netdev name globs (names and altnames) */
+	size_t n_devices;
+	char **drivers; /* netdev's driver: mlx5_core, erdma, virtio_net... */
+	size_t n_drivers;
+	char **rdma_devices; /* RDMA device name globs: mlx5_* */
+	size_t n_rdma_devices;
+	char **pci; /* normalised PCI addresses */
+	size_t n_pci;
+	int numa_node;
+	bool has_numa_node;
 };
 
 /* rdmaNetns: what the node's RDMA netns mode must be. */
@@ -40,6 +65,12 @@ struct hpn_conf {
 	char *selector_value;	/* device name, MAC, normalised PCI address, or RDMA device */
 	unsigned int rdma_port; /* rdmaDevice "name:port"; 0: the device's only port */
 	int mtu;		/* 0: leave as is */
+	bool has_master;	/* the selector was "master" (HPN_SEL_DEVICE) */
+	struct hpn_match match; /* selector HPN_SEL_MATCH */
+	unsigned int count;	/* NICs to attach: pod-side name, then the next names */
+	enum hpn_mode mode;
+	/* macvlanMode (IFLA_MACVLAN_MODE_*) or ipvlanMode (IPVLAN_MODE_L2/L3/L3S) */
+	unsigned int child_mode;
 
 	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
 	enum hpn_rdma_netns rdma_netns;
@@ -82,6 +113,7 @@ struct hpn_conf {
 int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_conf *conf,
 		   struct hpn_err *err);
 void hpn_conf_free(struct hpn_conf *conf);
+void hpn_match_free(struct hpn_match *m);
 /* Just cniVersion, for answering VERSION or an early error in the right version. */
 char *hpn_conf_peek_version(const char *buf, size_t len);
 

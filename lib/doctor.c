@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "ipam.h"
 #include "nl.h"
 #include "rdma.h"
@@ -213,6 +214,11 @@ static int check_rdma(const struct hpn_conf *conf, const char *cni_path, char *n
 				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
 				   hpn_rdma_netns_name(mode),
 				   hpn_rdma_netns_name(conf->rdma_netns));
+	if (mode == HPN_RDMA_NETNS_EXCLUSIVE && conf->mode != HPN_MODE_MOVE)
+		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
+				   "mode %s needs the shared RDMA netns mode; the node's is "
+				   "exclusive",
+				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
 	NOTE("RDMA netns mode %s (rdmaNetns %s)", hpn_rdma_netns_name(mode),
 	     hpn_rdma_netns_name(conf->rdma_netns));
 	return 0;
@@ -241,12 +247,18 @@ static int check_verbs(const struct hpn_conf *conf, const char *cni_path, char *
 	return 0;
 }
 
+static int check_pool(const struct hpn_conf *conf, const char *cni_path, char *note,
+		      struct hpn_err *err)
+{
+	return hpn_pool_ready(conf, note, HPN_ERR_MSG, err);
+}
+
 static const struct {
 	const char *name;
 	check_fn fn;
 } ready_checks[] = {
 	{ "stateDir", check_state_dir }, { "netlink", check_netlink }, { "ipam", check_ipam },
-	{ "rdma", check_rdma },		 { "verbs", check_verbs },
+	{ "rdma", check_rdma },		 { "verbs", check_verbs },     { "pool", check_pool },
 };
 
 int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err)
@@ -517,8 +529,8 @@ static void gather_nics(struct hpn_doctor *d)
 	free(devs);
 }
 
-/* The NIC row journal j is about; a new row for a NIC no longer visible on the host. */
-static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_journal *j)
+/* The NIC row a journalled NIC j is about; a new row for a NIC no longer visible on the host. */
+static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_journal_nic *j)
 {
 	struct hpn_doctor_nic *nic;
 
@@ -577,12 +589,19 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 		struct hpn_err e = { 0 };
 		struct hpn_doctor_nic *nic;
 
-		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) == 0 &&
-		    (nic = holder_row(d, &j))) {
+		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0) {
+			hpn_journal_free(&j);
+			free(list[i]);
+			continue;
+		}
+		/* A macvlan/ipvlan child holds nothing: its parent stays shared. */
+		for (size_t k = 0; k < j.n_nics; k++) {
+			if (j.nics[k].kind != HPN_NIC_MOVED || !(nic = holder_row(d, &j.nics[k])))
+				continue;
 			msgf(nic->held_network, sizeof(nic->held_network), "%s", network);
 			msgf(nic->held_container, sizeof(nic->held_container), "%s",
 			     j.container_id);
-			memcpy(nic->held_ifname, j.pod_ifname, sizeof(nic->held_ifname));
+			memcpy(nic->held_ifname, j.nics[k].pod_ifname, sizeof(nic->held_ifname));
 			nic->held_complete = j.phase == HPN_PHASE_ATTACHED;
 		}
 		hpn_journal_free(&j);

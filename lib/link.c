@@ -263,3 +263,53 @@ int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *a
 				  add ? "add" : "delete", altname, l->name);
 	return 0;
 }
+
+int hpn_link_create_child(struct nl_sock *sk, const struct hpn_link *parent,
+			  const struct hpn_child *c, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
+	bool macvlan = !strcmp(c->kind, "macvlan");
+	char extack[HPN_EXTACK_LEN];
+	struct nlattr *info, *data;
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	/* Created straight in the pod, under its pod-side name: it never exists on the host. */
+	if (nla_put_u32(msg, IFLA_LINK, (uint32_t)parent->ifindex) < 0 ||
+	    nla_put_string(msg, IFLA_IFNAME, c->name) < 0 ||
+	    nla_put_u32(msg, IFLA_NET_NS_FD, (uint32_t)c->netns_fd) < 0 ||
+	    (c->mtu && nla_put_u32(msg, IFLA_MTU, c->mtu) < 0) ||
+	    (c->has_mac && nla_put(msg, IFLA_ADDRESS, HPN_MAC_LEN, c->mac) < 0))
+		return -EMSGSIZE;
+	info = nla_nest_start(msg, IFLA_LINKINFO);
+	if (!info || nla_put_string(msg, IFLA_INFO_KIND, c->kind) < 0)
+		return -EMSGSIZE;
+	data = nla_nest_start(msg, IFLA_INFO_DATA);
+	if (!data || (macvlan ? nla_put_u32(msg, IFLA_MACVLAN_MODE, c->mode)
+			      : nla_put_u16(msg, IFLA_IPVLAN_MODE, (uint16_t)c->mode)) < 0)
+		return -EMSGSIZE;
+	nla_nest_end(msg, data);
+	nla_nest_end(msg, info);
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "create %s \"%s\" of \"%s\" in the pod", c->kind,
+				  c->name, parent->name);
+	return 0;
+}
+
+int hpn_link_del(struct nl_sock *sk, const struct hpn_link *l, struct hpn_err *err)
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = link_msg(RTM_DELLINK, 0, l->ifindex);
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (!msg)
+		return -ENOMEM;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r == -ENODEV)
+		return 0;
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "delete \"%s\"", l->name);
+	return 0;
+}

@@ -55,4 +55,21 @@ int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
 int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname, bool add,
 		     struct hpn_err *err);
 
+/* A macvlan or ipvlan to create over a parent, directly in another netns. */
+struct hpn_child {
+	const char *kind;  /* "macvlan" or "ipvlan" */
+	unsigned int mode; /* MACVLAN_MODE_* or IPVLAN_MODE_* */
+	const char *name;  /* its name in netns_fd */
+	int netns_fd;
+	unsigned int mtu; /* 0: the parent's */
+	uint8_t mac[HPN_MAC_LEN];
+	bool has_mac;
+};
+
+/* One RTM_NEWLINK: the child of parent (in sk's netns) is created in c->netns_fd. */
+int hpn_link_create_child(struct nl_sock *sk, const struct hpn_link *parent,
+			  const struct hpn_child *c, struct hpn_err *err);
+/* Deletes l (RTM_DELLINK); already gone is success. */
+int hpn_link_del(struct nl_sock *sk, const struct hpn_link *l, struct hpn_err *err);
+
 #endif

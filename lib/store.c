@@ -2,6 +2,7 @@
 #include "store.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -89,6 +90,78 @@ int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err)
 	return 0;
 }
 
+void hpn_store_unlock(struct hpn_store *st)
+{
+	/* Closing the only fd of the open file description drops the flock. */
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	st->lock_fd = -1;
+}
+
+void hpn_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
+{
+	int dfd = fcntl(st->net_fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+
+	if (!d) {
+		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return hpn_err_set(err, HPN_E_IO, -r, "list state: %s", strerror(-r));
+	}
+	for (;;) {
+		const struct dirent *de;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			/* An unreadable directory must not look like "nothing there". */
+			if (errno)
+				r = hpn_err_set(err, HPN_E_IO, errno, "list state: %s",
+						strerror(errno));
+			break;
+		}
+		if (de->d_name[0] == '.' || de->d_type == DT_DIR)
+			continue;
+		if (n + 2 > cap) {
+			char **nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n] = strdup(de->d_name);
+		if (!v[n]) {
+			r = -ENOMEM;
+			break;
+		}
+		v[++n] = NULL;
+	}
+	closedir(d);
+	if (r == 0 && !v)
+		v = calloc(1, sizeof(*v));
+	if (r == 0 && !v)
+		r = -ENOMEM;
+	if (r < 0) {
+		hpn_strv_free(v);
+		return r;
+	}
+	*ret = v;
+	return 0;
+}
+
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX])
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -138,38 +211,64 @@ static cJSON *link_to_json(const struct hpn_link *l)
 	return o;
 }
 
+static cJSON *nic_to_json(const struct hpn_journal_nic *n)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddStringToObject(o, "kind", n->kind == HPN_NIC_CHILD ? "child" : "moved");
+	cJSON_AddStringToObject(o, "podIfName", n->pod_ifname);
+	cJSON_AddItemToObject(o, "host", link_to_json(&n->host));
+	if (n->pci[0])
+		cJSON_AddStringToObject(o, "pci", n->pci);
+	if (n->pod_ifindex)
+		cJSON_AddNumberToObject(o, "podIfIndex", n->pod_ifindex);
+	if (n->child_kind[0])
+		cJSON_AddStringToObject(o, "childKind", n->child_kind);
+	if (n->has_child_mac) {
+		char mac[HPN_MAC_STR];
+
+		hpn_mac_format(n->child_mac, mac);
+		cJSON_AddStringToObject(o, "childMac", mac);
+	}
+	if (n->rdma.name[0]) {
+		cJSON *r = cJSON_AddObjectToObject(o, "rdma");
+
+		cJSON_AddStringToObject(r, "name", n->rdma.name);
+		cJSON_AddStringToObject(r, "netdev", n->rdma.netdev);
+		if (n->rdma.soft_type[0])
+			cJSON_AddStringToObject(r, "softType", n->rdma.soft_type);
+		cJSON_AddBoolToObject(r, "moved", n->rdma.moved);
+	}
+	return o;
+}
+
 int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_journal *j,
 		      struct hpn_err *err)
 {
 	char tmp[HPN_KEY_MAX + 32];
-	cJSON *root = cJSON_CreateObject();
+	cJSON *root = cJSON_CreateObject(), *nics;
 	char *text = NULL;
 	size_t len, off = 0;
 	int fd = -1, r = 0;
 
 	if (!root)
 		return -ENOMEM;
-	cJSON_AddNumberToObject(root, "version", 1);
+	cJSON_AddNumberToObject(root, "version", 2);
 	cJSON_AddNumberToObject(root, "phase", j->phase);
 	cJSON_AddStringToObject(root, "containerId", j->container_id);
 	cJSON_AddStringToObject(root, "cniIfName", j->cni_ifname);
-	cJSON_AddStringToObject(root, "podIfName", j->pod_ifname);
 	if (j->netns)
 		cJSON_AddStringToObject(root, "netns", j->netns);
-	cJSON_AddItemToObject(root, "host", link_to_json(&j->host));
-	if (j->pci[0])
-		cJSON_AddStringToObject(root, "pci", j->pci);
-	if (j->pod_ifindex)
-		cJSON_AddNumberToObject(root, "podIfIndex", j->pod_ifindex);
-	if (j->rdma.name[0]) {
-		cJSON *o = cJSON_AddObjectToObject(root, "rdma");
-
-		cJSON_AddStringToObject(o, "name", j->rdma.name);
-		cJSON_AddStringToObject(o, "netdev", j->rdma.netdev);
-		if (j->rdma.soft_type[0])
-			cJSON_AddStringToObject(o, "softType", j->rdma.soft_type);
-		cJSON_AddBoolToObject(o, "moved", j->rdma.moved);
+	if (j->owner_pid > 0) {
+		cJSON_AddNumberToObject(root, "ownerPid", j->owner_pid);
+		/* Start times are clock ticks since boot: exact in a double for centuries. */
+		cJSON_AddNumberToObject(root, "ownerStart", (double)j->owner_start);
 	}
+	nics = cJSON_AddArrayToObject(root, "nics");
+	for (size_t i = 0; nics && i < j->n_nics && i < HPN_MAX_NICS; i++)
+		cJSON_AddItemToArray(nics, nic_to_json(&j->nics[i]));
 	if (j->hints_key[0] && j->hints_dir) {
 		cJSON *o = cJSON_AddObjectToObject(root, "hints");
 
@@ -276,9 +375,60 @@ static int link_from_json(const cJSON *o, struct hpn_link *l)
 	return 0;
 }
 
-static int journal_from_json(const cJSON *root, struct hpn_journal *j)
+/*
+ * One NIC from o. A version 1 journal keeps the fields of its one moved NIC at
+ * the top level, in the same shape: the same function reads both.
+ */
+static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 {
 	const cJSON *v;
+	char kind[16] = "moved";
+
+	if (!cJSON_IsObject(o))
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(o, "kind") &&
+	    json_str(o, "kind", kind, sizeof(kind)) < 0)
+		return -EINVAL;
+	if (!strcmp(kind, "child"))
+		n->kind = HPN_NIC_CHILD;
+	else if (!strcmp(kind, "moved"))
+		n->kind = HPN_NIC_MOVED;
+	else
+		return -EINVAL;
+	if (json_str(o, "podIfName", n->pod_ifname, sizeof(n->pod_ifname)) < 0 ||
+	    !hpn_valid_ifname(n->pod_ifname))
+		return -EINVAL;
+	if (link_from_json(cJSON_GetObjectItemCaseSensitive(o, "host"), &n->host) < 0)
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(o, "pci") &&
+	    json_str(o, "pci", n->pci, sizeof(n->pci)) < 0)
+		return -EINVAL;
+	v = cJSON_GetObjectItemCaseSensitive(o, "podIfIndex");
+	n->pod_ifindex = cJSON_IsNumber(v) ? v->valueint : 0;
+	if (cJSON_GetObjectItemCaseSensitive(o, "childKind") &&
+	    json_str(o, "childKind", n->child_kind, sizeof(n->child_kind)) < 0)
+		return -EINVAL;
+	/* A child is found again by its kind: it must be one ADD creates. */
+	if ((n->kind == HPN_NIC_CHILD) !=
+	    (!strcmp(n->child_kind, "macvlan") || !strcmp(n->child_kind, "ipvlan")))
+		return -EINVAL;
+	if (json_mac(o, "childMac", n->child_mac, &n->has_child_mac) < 0)
+		return -EINVAL;
+	v = cJSON_GetObjectItemCaseSensitive(o, "rdma");
+	if (v &&
+	    (!cJSON_IsObject(v) || json_str(v, "name", n->rdma.name, sizeof(n->rdma.name)) < 0 ||
+	     json_str(v, "netdev", n->rdma.netdev, sizeof(n->rdma.netdev)) < 0))
+		return -EINVAL;
+	if (v && cJSON_GetObjectItemCaseSensitive(v, "softType") &&
+	    json_str(v, "softType", n->rdma.soft_type, sizeof(n->rdma.soft_type)) < 0)
+		return -EINVAL;
+	n->rdma.moved = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "moved"));
+	return 0;
+}
+
+static int journal_from_json(const cJSON *root, struct hpn_journal *j)
+{
+	const cJSON *v, *nics;
 
 	v = cJSON_GetObjectItemCaseSensitive(root, "phase");
 	if (!cJSON_IsNumber(v) || v->valueint < HPN_PHASE_SELECTED ||
@@ -288,29 +438,38 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	v = cJSON_GetObjectItemCaseSensitive(root, "containerId");
 	if (!cJSON_IsString(v) || !(j->container_id = strdup(v->valuestring)))
 		return -EINVAL;
-	if (json_str(root, "cniIfName", j->cni_ifname, sizeof(j->cni_ifname)) < 0 ||
-	    json_str(root, "podIfName", j->pod_ifname, sizeof(j->pod_ifname)) < 0 ||
-	    !hpn_valid_ifname(j->pod_ifname))
+	if (json_str(root, "cniIfName", j->cni_ifname, sizeof(j->cni_ifname)) < 0)
 		return -EINVAL;
 	v = cJSON_GetObjectItemCaseSensitive(root, "netns");
 	if (cJSON_IsString(v) && !(j->netns = strdup(v->valuestring)))
 		return -ENOMEM;
-	if (link_from_json(cJSON_GetObjectItemCaseSensitive(root, "host"), &j->host) < 0)
-		return -EINVAL;
-	if (cJSON_GetObjectItemCaseSensitive(root, "pci") &&
-	    json_str(root, "pci", j->pci, sizeof(j->pci)) < 0)
-		return -EINVAL;
-	v = cJSON_GetObjectItemCaseSensitive(root, "podIfIndex");
-	j->pod_ifindex = cJSON_IsNumber(v) ? v->valueint : 0;
-	v = cJSON_GetObjectItemCaseSensitive(root, "rdma");
-	if (v &&
-	    (!cJSON_IsObject(v) || json_str(v, "name", j->rdma.name, sizeof(j->rdma.name)) < 0 ||
-	     json_str(v, "netdev", j->rdma.netdev, sizeof(j->rdma.netdev)) < 0))
-		return -EINVAL;
-	if (v && cJSON_GetObjectItemCaseSensitive(v, "softType") &&
-	    json_str(v, "softType", j->rdma.soft_type, sizeof(j->rdma.soft_type)) < 0)
-		return -EINVAL;
-	j->rdma.moved = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "moved"));
+	v = cJSON_GetObjectItemCaseSensitive(root, "ownerPid");
+	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 4194304) {
+		const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "ownerStart");
+
+		j->owner_pid = v->valueint;
+		j->owner_start = cJSON_IsNumber(st) && st->valuedouble >= 0 &&
+						 st->valuedouble < 9007199254740992.0
+					 ? (unsigned long long)st->valuedouble
+					 : 0;
+	}
+	nics = cJSON_GetObjectItemCaseSensitive(root, "nics");
+	if (!nics) {
+		/* Version 1: one moved NIC, described at the top level. */
+		if (cJSON_GetObjectItemCaseSensitive(root, "kind") ||
+		    nic_from_json(root, &j->nics[0]) < 0)
+			return -EINVAL;
+		j->n_nics = 1;
+	} else {
+		if (!cJSON_IsArray(nics) || cJSON_GetArraySize(nics) < 1 ||
+		    cJSON_GetArraySize(nics) > HPN_MAX_NICS)
+			return -EINVAL;
+		cJSON_ArrayForEach (v, nics) {
+			if (nic_from_json(v, &j->nics[j->n_nics]) < 0)
+				return -EINVAL;
+			j->n_nics++;
+		}
+	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "hints");
 	if (v) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "dir");

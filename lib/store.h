@@ -35,15 +35,23 @@ enum hpn_phase {
 	HPN_PHASE_ATTACHED,	/* ADD completed */
 };
 
-struct hpn_journal {
-	enum hpn_phase phase;
-	char *container_id;
-	char cni_ifname[HPN_IFNAMSIZ]; /* CNI_IFNAME: with the container ID, the attachment key */
-	char pod_ifname[HPN_IFNAMSIZ]; /* the name created in the pod */
-	char *netns;
-	struct hpn_link host;  /* the device as it was on the host before ADD */
+/* What ADD did to one NIC of an attachment. */
+enum hpn_nic_kind {
+	HPN_NIC_MOVED, /* the host netdev itself moved into the pod */
+	HPN_NIC_CHILD, /* a macvlan/ipvlan child of it created in the pod */
+};
+
+struct hpn_journal_nic {
+	enum hpn_nic_kind kind;
+	char pod_ifname[HPN_IFNAMSIZ]; /* the name in the pod */
+	/* moved: the device as it was on the host before ADD; child: its parent */
+	struct hpn_link host;
 	char pci[HPN_PCI_STR]; /* empty when not a PCI device */
 	int pod_ifindex;       /* 0 until known */
+	/* child: "macvlan" or "ipvlan", and the MAC chosen for a macvlan before it exists */
+	char child_kind[16];
+	uint8_t child_mac[HPN_MAC_LEN];
+	bool has_child_mac;
 	/* The RDMA device ADD bound, what restoring it needs. */
 	struct hpn_journal_rdma {
 		char name[HPN_IBDEV_MAX];  /* empty: none */
@@ -51,10 +59,27 @@ struct hpn_journal {
 		char soft_type[8];	   /* "rxe": recreate over netdev if the kernel drops it */
 		bool moved;		   /* exclusive mode: (being) moved into the pod netns */
 	} rdma;
+};
+
+/*
+ * One attachment (container ID + CNI_IFNAME). Version 2 lists its NICs; a
+ * version 1 journal (one moved NIC, its fields at the top level) reads as a
+ * list of one.
+ */
+struct hpn_journal {
+	enum hpn_phase phase;
+	char *container_id;
+	char cni_ifname[HPN_IFNAMSIZ]; /* CNI_IFNAME: with the container ID, the attachment key */
+	char *netns;
+	/* The ADD that writes it, while in flight: pid and its start time (0: none). */
+	int owner_pid;
+	unsigned long long owner_start;
+	struct hpn_journal_nic nics[HPN_MAX_NICS];
+	size_t n_nics;
 	/* The NCCL hints file <hints_dir>/<hints_key>/nccl.conf, journalled before it is written. */
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
-	char *result;			  /* JSON of this attachment's own result, once attached */
+	char *result; /* JSON of this attachment's own result, once attached */
 };
 
 void hpn_journal_free(struct hpn_journal *j);
@@ -65,6 +90,15 @@ int hpn_store_open(const char *state_dir, const char *network, struct hpn_store 
 void hpn_store_close(struct hpn_store *st);
 /* Exclusive lock on stateDir/lock; -EAGAIN with code 11 after timeout_ms. */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err);
+/* Drops the lock (ADD, once its claim is journalled); idempotent. */
+void hpn_store_unlock(struct hpn_store *st);
+
+/*
+ * The journal keys of the network (not temp files): a NULL-terminated array
+ * of strings, one allocation each; free with hpn_strv_free.
+ */
+int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err);
+void hpn_strv_free(char **v);
 
 /* The file name for an attachment: "<containerid>.<ifname>" (hashed when long). */
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX]);

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -312,4 +313,45 @@ void *hpn_json_parse(const char *buf, size_t len)
 		}
 	}
 	return root;
+}
+
+int hpn_proc_start(int pid, unsigned long long *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	char path[64];
+	const char *p;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = hpn_read_all(fd, 4096, &buf, &len);
+	if (r < 0 || !buf)
+		return r < 0 ? r : -EIO;
+	/* Field 2 (comm) may hold spaces and parentheses: count from the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	/* The space after ")" starts field 3 (state); find the one before field 22 (starttime). */
+	for (int field = 3; field <= 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	errno = 0;
+	*ret = strtoull(p + 1, NULL, 10);
+	return errno ? -errno : 0;
+}
+
+bool hpn_proc_alive(int pid, unsigned long long start)
+{
+	unsigned long long now = 0;
+
+	if (pid <= 0)
+		return false;
+	/* Same pid, same start time: the same process, not a reuse of its pid. */
+	return hpn_proc_start(pid, &now) == 0 && (!start || now == start);
 }

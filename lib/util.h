@@ -92,4 +92,9 @@ void hpn_utf8_sanitize(char *dst, const char *src, size_t n);
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 
+/* The start time of process pid (clock ticks since boot, /proc/<pid>/stat field 22). */
+int hpn_proc_start(int pid, unsigned long long *ret);
+/* Is process pid alive and the one that started at start (0: any)? */
+bool hpn_proc_alive(int pid, unsigned long long start);
+
 #endif

@@ -127,9 +127,23 @@ static void check_conf(const struct hpn_conf *c, enum hpn_cmd cmd)
 	FUZZ_ASSERT(c->name && hpn_valid_path_component(c->name) && c->name[0] != '.');
 	FUZZ_ASSERT(c->type);
 	FUZZ_ASSERT(!c->if_name || hpn_valid_ifname(c->if_name));
-	FUZZ_ASSERT(c->selector != HPN_SEL_NONE && c->selector_value);
+	FUZZ_ASSERT(c->selector != HPN_SEL_NONE &&
+		    (c->selector_value || c->selector == HPN_SEL_MATCH));
+	FUZZ_ASSERT(c->count >= 1 && c->count <= HPN_MAX_NICS);
+	FUZZ_ASSERT(c->count == 1 || c->selector == HPN_SEL_MATCH);
+	FUZZ_ASSERT(!c->has_master || c->mode != HPN_MODE_MOVE);
 	switch (c->selector) {
 	case HPN_SEL_NONE:
+		break;
+	case HPN_SEL_MATCH:
+		/* Never "every NIC": at least one field. */
+		FUZZ_ASSERT(c->match.n_devices || c->match.n_drivers || c->match.n_rdma_devices ||
+			    c->match.n_pci || c->match.has_numa_node);
+		for (size_t i = 0; i < c->match.n_pci; i++)
+			FUZZ_ASSERT(hpn_pci_normalise(c->match.pci[i], pci) == 0 &&
+				    !strcmp(pci, c->match.pci[i]));
+		for (size_t i = 0; i < c->match.n_drivers; i++)
+			FUZZ_ASSERT(hpn_valid_path_component(c->match.drivers[i]));
 		break;
 	case HPN_SEL_DEVICE:
 		FUZZ_ASSERT(hpn_valid_ifname(c->selector_value));

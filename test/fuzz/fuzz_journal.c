@@ -79,18 +79,17 @@ static bool str_eq(const char *a, const char *b)
 	return a == b || (a && b && !strcmp(a, b));
 }
 
-static void check_same(const struct hpn_journal *a, const struct hpn_journal *b)
+static void check_same_nic(const struct hpn_journal_nic *a, const struct hpn_journal_nic *b)
 {
 	const struct hpn_link *x = &a->host, *y = &b->host;
 
-	FUZZ_ASSERT(a->phase == b->phase);
-	FUZZ_ASSERT(str_eq(a->container_id, b->container_id));
-	FUZZ_ASSERT(!strcmp(a->cni_ifname, b->cni_ifname));
+	FUZZ_ASSERT(a->kind == b->kind);
 	FUZZ_ASSERT(!strcmp(a->pod_ifname, b->pod_ifname));
-	FUZZ_ASSERT(str_eq(a->netns, b->netns));
 	FUZZ_ASSERT(!strcmp(a->pci, b->pci));
 	FUZZ_ASSERT(a->pod_ifindex == b->pod_ifindex);
-	FUZZ_ASSERT(str_eq(a->result, b->result));
+	FUZZ_ASSERT(!strcmp(a->child_kind, b->child_kind));
+	FUZZ_ASSERT(a->has_child_mac == b->has_child_mac &&
+		    (!a->has_child_mac || !memcmp(a->child_mac, b->child_mac, 6)));
 
 	FUZZ_ASSERT(!strcmp(x->name, y->name) && x->ifindex == y->ifindex && x->mtu == y->mtu &&
 		    x->up == y->up && !strcmp(x->kind, y->kind));
@@ -107,6 +106,20 @@ static void check_same(const struct hpn_journal *a, const struct hpn_journal *b)
 		FUZZ_ASSERT(!strcmp(a->rdma.netdev, b->rdma.netdev) &&
 			    !strcmp(a->rdma.soft_type, b->rdma.soft_type) &&
 			    a->rdma.moved == b->rdma.moved);
+}
+
+static void check_same(const struct hpn_journal *a, const struct hpn_journal *b)
+{
+	FUZZ_ASSERT(a->phase == b->phase);
+	FUZZ_ASSERT(str_eq(a->container_id, b->container_id));
+	FUZZ_ASSERT(!strcmp(a->cni_ifname, b->cni_ifname));
+	FUZZ_ASSERT(str_eq(a->netns, b->netns));
+	FUZZ_ASSERT(str_eq(a->result, b->result));
+	FUZZ_ASSERT(a->owner_pid == b->owner_pid &&
+		    (!a->owner_pid || a->owner_start == b->owner_start));
+	FUZZ_ASSERT(a->n_nics == b->n_nics);
+	for (size_t i = 0; i < a->n_nics; i++)
+		check_same_nic(&a->nics[i], &b->nics[i]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -128,8 +141,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What the reader promises DEL: fields it uses as names are usable. */
 	FUZZ_ASSERT(j.phase >= HPN_PHASE_SELECTED && j.phase <= HPN_PHASE_ATTACHED);
 	FUZZ_ASSERT(j.container_id);
-	FUZZ_ASSERT(hpn_valid_ifname(j.pod_ifname) && hpn_valid_ifname(j.host.name));
-	FUZZ_ASSERT(j.host.n_altnames <= HPN_MAX_ALTNAMES);
+	FUZZ_ASSERT(j.n_nics >= 1 && j.n_nics <= HPN_MAX_NICS);
+	for (size_t i = 0; i < j.n_nics; i++) {
+		const struct hpn_journal_nic *n = &j.nics[i];
+
+		FUZZ_ASSERT(hpn_valid_ifname(n->pod_ifname) && hpn_valid_ifname(n->host.name));
+		FUZZ_ASSERT(n->host.n_altnames <= HPN_MAX_ALTNAMES);
+		/* A child is deleted by kind: only the kinds ADD creates. */
+		FUZZ_ASSERT((n->kind == HPN_NIC_CHILD) == (!strcmp(n->child_kind, "macvlan") ||
+							   !strcmp(n->child_kind, "ipvlan")));
+	}
 
 	/*
 	 * Written back, it reads back the same. A write may fail, saying why,

@@ -401,4 +401,92 @@ if command -v strace >/dev/null; then
 	scenario "strace: the host-netns check fails closed" self_netns_fault
 fi
 
+# --- Multi-NIC and shared mode. pool_conf EXTRA [jq args]: 3 NICs of the
+# pool "pool*" (MTU 1300) with host-local; mv_conf: a macvlan child of ens0.
+setup_pool() {
+	local i
+	for i in 0 1 2; do
+		mk_nic "$HOST_NS" "pool$i" "ppeer$i"
+	done
+	mk_nic "$HOST_NS" ens0 epeer0
+	ip -n "$HOST_NS" link set pool2 mtu 1400
+	ip -n "$HOST_NS" link property add dev pool1 altname hpnt-pool-alt
+	ip -n "$HOST_NS" link set pool1 up
+	snap_save "$HOST_NS" "$T/host.before"
+}
+
+pool_conf() {
+	net_conf 1.0.0 '.match = {devices: ["pool*"]} | .count = 3 | .ifName = "hpn0" |
+		.mtu = 1300 | .ipam = {type: "host-local", dataDir: $x,
+			ranges: [[{subnet: "10.84.0.0/24"}]], routes: [{dst: "10.85.0.0/16"}]}' --arg x "$1"
+}
+
+mv_conf() {
+	net_conf 1.0.0 '.mode = "macvlan" | .master = "ens0" | .ifName = "hpn0" | .mtu = 1300 |
+		.ipam = {type: "host-local", dataDir: $x,
+			ranges: [[{subnet: "10.84.0.0/24"}]], routes: [{dst: "10.85.0.0/16"}]}' --arg x "$1"
+}
+
+# HPN_FAIL_AT at each step of NIC 0 and of NIC 2 of three, and of a macvlan
+# child: every NIC comes back (the child is deleted), every lease goes.
+fail_at_multi() {
+	local x=$T/hl-$SCEN conf step nic what
+	setup_pool
+	for what in pool macvlan; do
+		if [[ $what == pool ]]; then conf=$(pool_conf "$x"); else conf=$(mv_conf "$x"); fi
+		for step in "${STEPS[@]}"; do
+			for nic in 0 2; do
+				# journal and done are once per attachment; a child has no altnames.
+				[[ $nic == 2 && ($what == macvlan || $step == journal || $step == done) ]] &&
+					continue
+				[[ $what == macvlan && $step == altnames ]] && continue
+				run_plugin ADD "$conf" HPN_FAIL_AT="$step" HPN_FAIL_NIC="$nic"
+				expect_err any "$what ADD failing after $step of NIC $nic"
+				expect_rolled_back host-local "$x" "$what: after HPN_FAIL_AT=$step of NIC $nic"
+			done
+		done
+		clean_cycle "$conf" "$what"
+		expect_rolled_back host-local "$x" "$what: after a clean ADD/DEL"
+	done
+}
+scenario "HPN_FAIL_AT at each step of a 3-NIC pod and of a macvlan child" fail_at_multi
+
+# kill -9 at each netlink send of a 3-NIC ADD and of a macvlan ADD, then DEL
+# (for the macvlan ADD every other time GC first: it deletes the child and the
+# journal; Debian's host-local stops at 1.0.0, so the DEL releases the lease):
+# the host is as before, no lease, no state.
+crash_multi() {
+	local x=$T/hl-$SCEN conf n what
+	setup_pool
+	for what in pool macvlan; do
+		if [[ $what == pool ]]; then conf=$(pool_conf "$x"); else conf=$(mv_conf "$x"); fi
+		for n in $(seq 1 60); do
+			RUN_WRAP=(strace -qq -o "$T/strace.out" -e trace=sendmsg
+				-e inject=sendmsg:signal=KILL:when="$n")
+			run_plugin ADD "$conf"
+			RUN_WRAP=()
+			((RC != 0)) || break
+			if [[ $what == macvlan ]] && ((n % 2)); then
+				run_plugin GC "$(jq -c '.cniVersion = "1.1.0" | del(.ipam) |
+					.["cni.dev/valid-attachments"] = []' <<<"$conf")" \
+					-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+				expect_ok "$what: GC after a kill at send $n"
+				[[ -z $(state_files) ]] || fail "$what: GC after a kill at send $n left $(state_files)"
+			fi
+			run_plugin DEL "$conf"
+			expect_ok "$what: DEL after a kill at send $n"
+			expect_rolled_back host-local "$x" "$what: after a kill at send $n"
+		done
+		((RC == 0)) || fail "$what: ADD never got through"
+		((n > 6)) || fail "$what: ADD survived a kill at send $n: too few sends"
+		info "$what: killed ADD at each of $((n - 1)) netlink sends"
+		run_plugin DEL "$conf"
+		expect_ok "$what: DEL after the last ADD"
+		expect_rolled_back host-local "$x" "$what: after the sweep"
+	done
+}
+if command -v strace >/dev/null; then
+	scenario "kill -9 at each netlink send of a 3-NIC and of a macvlan ADD, then GC or DEL" crash_multi
+fi
+
 t_done

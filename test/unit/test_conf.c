@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unit tests for lib/conf.c: the network configuration on stdin, per command. */
 #include <errno.h>
+#include <linux/if_link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -712,6 +713,90 @@ static void short_paths(void)
 	check_ok("{" BASE "," DEV ",\"sysfsRoot\":\"/\"}", __LINE__);
 }
 
+/* match, count, mode, master, macvlanMode, ipvlanMode. */
+static void test_pools_and_modes(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	CHECK_INT_EQ(parse("{" BASE
+			   ",\"match\":{\"devices\":[\"ens*\"],\"drivers\":[\"mlx5_core\"],"
+			   "\"rdmaDevices\":[\"mlx5_*\"],\"pciAddresses\":[\"af:00.1\"],"
+			   "\"numaNode\":1},\"count\":4}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_MATCH);
+	CHECK_INT_EQ(conf.count, 4);
+	CHECK_INT_EQ(conf.mode, HPN_MODE_MOVE);
+	CHECK_INT_EQ(conf.match.n_devices, 1);
+	CHECK_STR_EQ(conf.match.devices[0], "ens*");
+	CHECK_STR_EQ(conf.match.drivers[0], "mlx5_core");
+	CHECK_STR_EQ(conf.match.rdma_devices[0], "mlx5_*");
+	CHECK_STR_EQ(conf.match.pci[0], "0000:af:00.1"); /* normalised */
+	CHECK(conf.match.has_numa_node);
+	CHECK_INT_EQ(conf.match.numa_node, 1);
+	hpn_conf_free(&conf);
+
+	CHECK_INT_EQ(parse("{" BASE ",\"mode\":\"macvlan\",\"master\":\"ens1\","
+			   "\"macvlanMode\":\"private\"}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.mode, HPN_MODE_MACVLAN);
+	CHECK_INT_EQ(conf.selector, HPN_SEL_DEVICE);
+	CHECK(conf.has_master);
+	CHECK_INT_EQ(conf.child_mode, MACVLAN_MODE_PRIVATE);
+	CHECK_INT_EQ(conf.count, 1);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE ",\"mode\":\"macvlan\"," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK_INT_EQ(conf.child_mode, MACVLAN_MODE_BRIDGE); /* default */
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE ",\"mode\":\"ipvlan\",\"ipvlanMode\":\"l3s\"," DEV "}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK_INT_EQ(conf.mode, HPN_MODE_IPVLAN);
+	CHECK_INT_EQ(conf.child_mode, IPVLAN_MODE_L3S);
+	hpn_conf_free(&conf);
+	check_ok("{" BASE ",\"mode\":\"move\"," DEV "}", __LINE__);
+	check_ok("{" BASE ",\"mode\":\"ipvlan\",\"match\":{\"numaNode\":0}}", __LINE__);
+
+	check_bad("{" BASE "," DEV ",\"match\":{\"devices\":[\"a\"]}}", HPN_E_INVALID_CONFIG,
+		  "device and match both select", __LINE__);
+	check_bad("{" BASE ",\"match\":{}}", HPN_E_INVALID_CONFIG, "match needs at least one",
+		  __LINE__);
+	check_bad("{" BASE ",\"match\":[]}", HPN_E_INVALID_CONFIG, "match must be an object",
+		  __LINE__);
+	check_bad("{" BASE ",\"match\":{\"devices\":[]}}", HPN_E_INVALID_CONFIG, "match.devices",
+		  __LINE__);
+	check_bad("{" BASE ",\"match\":{\"devices\":[1]}}", HPN_E_INVALID_CONFIG,
+		  "match.devices[0]", __LINE__);
+	check_bad("{" BASE ",\"match\":{\"drivers\":[\"../x\"]}}", HPN_E_INVALID_CONFIG,
+		  "not a driver name", __LINE__);
+	check_bad("{" BASE ",\"match\":{\"pciAddresses\":[\"zz\"]}}", HPN_E_INVALID_CONFIG,
+		  "pciAddresses[0]", __LINE__);
+	check_bad("{" BASE ",\"match\":{\"numaNode\":-1}}", HPN_E_INVALID_CONFIG, "numaNode",
+		  __LINE__);
+	check_bad("{" BASE ",\"match\":{\"numaNode\":0},\"count\":0}", HPN_E_INVALID_CONFIG,
+		  "count", __LINE__);
+	check_bad("{" BASE ",\"match\":{\"numaNode\":0},\"count\":17}", HPN_E_INVALID_CONFIG,
+		  "count", __LINE__);
+	check_bad("{" BASE "," DEV ",\"count\":2}", HPN_E_INVALID_CONFIG, "count 2 needs match",
+		  __LINE__);
+	check_bad("{" BASE ",\"master\":\"ens1\"}", HPN_E_INVALID_CONFIG,
+		  "master needs mode macvlan or ipvlan", __LINE__);
+	check_bad("{" BASE ",\"master\":\"ens1\",\"mode\":\"macvlan\"," DEV "}",
+		  HPN_E_INVALID_CONFIG, "both select", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mode\":\"bridge\"}", HPN_E_INVALID_CONFIG,
+		  "not one of move, macvlan, ipvlan", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mode\":\"macvlan\",\"macvlanMode\":\"l2\"}",
+		  HPN_E_INVALID_CONFIG, "macvlanMode \"l2\"", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mode\":\"ipvlan\",\"ipvlanMode\":\"bridge\"}",
+		  HPN_E_INVALID_CONFIG, "ipvlanMode \"bridge\"", __LINE__);
+	check_bad("{" BASE "," DEV ",\"macvlanMode\":\"bridge\"}", HPN_E_INVALID_CONFIG,
+		  "macvlanMode needs mode macvlan", __LINE__);
+	check_bad("{" BASE "," DEV ",\"mode\":\"macvlan\",\"ipvlanMode\":\"l2\"}",
+		  HPN_E_INVALID_CONFIG, "ipvlanMode needs mode ipvlan", __LINE__);
+}
+
 int main(void)
 {
 	test_decode();
@@ -724,6 +809,7 @@ int main(void)
 	test_ipam();
 	test_prev_result();
 	test_gc();
+	test_pools_and_modes();
 	CHECK(run_isolated(short_paths));
 	return check_done();
 }

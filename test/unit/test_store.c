@@ -70,30 +70,31 @@ static void full_journal(struct hpn_journal *j)
 	static const uint8_t perm[HPN_MAC_LEN] = { 0xb8, 0xce, 0xf6, 0x01, 0x02, 0x03 };
 
 	memset(j, 0, sizeof(*j));
+	j->n_nics = 1;
 	j->phase = HPN_PHASE_ATTACHED;
 	j->container_id = strdup("c0ffee0123456789");
 	strcpy(j->cni_ifname, "eth0");
-	strcpy(j->pod_ifname, "hpn0");
+	strcpy(j->nics[0].pod_ifname, "hpn0");
 	j->netns = strdup("/var/run/netns/pod1");
-	j->host.ifindex = 7;
-	strcpy(j->host.name, "ens1f0np0");
-	strcpy(j->host.altnames[0], "enp175s0f0np0");
+	j->nics[0].host.ifindex = 7;
+	strcpy(j->nics[0].host.name, "ens1f0np0");
+	strcpy(j->nics[0].host.altnames[0], "enp175s0f0np0");
 	/* Altnames may be up to 127 bytes, unlike names. */
-	memset(j->host.altnames[1], 'a', HPN_ALTNAMSIZ - 1);
-	j->host.altnames[1][HPN_ALTNAMSIZ - 1] = '\0';
-	j->host.n_altnames = 2;
-	j->host.mtu = 9000;
-	memcpy(j->host.mac, mac, sizeof(mac));
-	j->host.has_mac = true;
-	memcpy(j->host.perm_mac, perm, sizeof(perm));
-	j->host.has_perm_mac = true;
-	j->host.up = true;
-	strcpy(j->pci, "0000:af:00.0");
-	j->pod_ifindex = 3;
-	strcpy(j->rdma.name, "rxe0");
-	strcpy(j->rdma.netdev, "ens1f0np0");
-	strcpy(j->rdma.soft_type, "rxe");
-	j->rdma.moved = true;
+	memset(j->nics[0].host.altnames[1], 'a', HPN_ALTNAMSIZ - 1);
+	j->nics[0].host.altnames[1][HPN_ALTNAMSIZ - 1] = '\0';
+	j->nics[0].host.n_altnames = 2;
+	j->nics[0].host.mtu = 9000;
+	memcpy(j->nics[0].host.mac, mac, sizeof(mac));
+	j->nics[0].host.has_mac = true;
+	memcpy(j->nics[0].host.perm_mac, perm, sizeof(perm));
+	j->nics[0].host.has_perm_mac = true;
+	j->nics[0].host.up = true;
+	strcpy(j->nics[0].pci, "0000:af:00.0");
+	j->nics[0].pod_ifindex = 3;
+	strcpy(j->nics[0].rdma.name, "rxe0");
+	strcpy(j->nics[0].rdma.netdev, "ens1f0np0");
+	strcpy(j->nics[0].rdma.soft_type, "rxe");
+	j->nics[0].rdma.moved = true;
 	j->result = strdup(result_json);
 }
 
@@ -188,26 +189,26 @@ static void test_journal_roundtrip(void)
 	CHECK_INT_EQ(got.phase, HPN_PHASE_ATTACHED);
 	CHECK_STR_EQ(got.container_id, "c0ffee0123456789");
 	CHECK_STR_EQ(got.cni_ifname, "eth0");
-	CHECK_STR_EQ(got.pod_ifname, "hpn0");
+	CHECK_STR_EQ(got.nics[0].pod_ifname, "hpn0");
 	CHECK_STR_EQ(got.netns, "/var/run/netns/pod1");
-	CHECK_INT_EQ(got.host.ifindex, 7);
-	CHECK_STR_EQ(got.host.name, "ens1f0np0");
-	CHECK_INT_EQ(got.host.n_altnames, 2);
-	CHECK_STR_EQ(got.host.altnames[0], "enp175s0f0np0");
-	CHECK_STR_EQ(got.host.altnames[1], j.host.altnames[1]);
-	CHECK_INT_EQ(got.host.mtu, 9000);
-	CHECK(got.host.has_mac);
-	CHECK(!memcmp(got.host.mac, j.host.mac, HPN_MAC_LEN));
-	CHECK(got.host.has_perm_mac);
-	CHECK(!memcmp(got.host.perm_mac, j.host.perm_mac, HPN_MAC_LEN));
-	CHECK(got.host.up);
-	CHECK_STR_EQ(got.host.kind, "");
-	CHECK_STR_EQ(got.pci, "0000:af:00.0");
-	CHECK_INT_EQ(got.pod_ifindex, 3);
-	CHECK_STR_EQ(got.rdma.name, "rxe0");
-	CHECK_STR_EQ(got.rdma.netdev, "ens1f0np0");
-	CHECK_STR_EQ(got.rdma.soft_type, "rxe");
-	CHECK(got.rdma.moved);
+	CHECK_INT_EQ(got.nics[0].host.ifindex, 7);
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1f0np0");
+	CHECK_INT_EQ(got.nics[0].host.n_altnames, 2);
+	CHECK_STR_EQ(got.nics[0].host.altnames[0], "enp175s0f0np0");
+	CHECK_STR_EQ(got.nics[0].host.altnames[1], j.nics[0].host.altnames[1]);
+	CHECK_INT_EQ(got.nics[0].host.mtu, 9000);
+	CHECK(got.nics[0].host.has_mac);
+	CHECK(!memcmp(got.nics[0].host.mac, j.nics[0].host.mac, HPN_MAC_LEN));
+	CHECK(got.nics[0].host.has_perm_mac);
+	CHECK(!memcmp(got.nics[0].host.perm_mac, j.nics[0].host.perm_mac, HPN_MAC_LEN));
+	CHECK(got.nics[0].host.up);
+	CHECK_STR_EQ(got.nics[0].host.kind, "");
+	CHECK_STR_EQ(got.nics[0].pci, "0000:af:00.0");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 3);
+	CHECK_STR_EQ(got.nics[0].rdma.name, "rxe0");
+	CHECK_STR_EQ(got.nics[0].rdma.netdev, "ens1f0np0");
+	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "rxe");
+	CHECK(got.nics[0].rdma.moved);
 	CHECK_STR_EQ(got.result, result_json);
 	hpn_journal_free(&got);
 	CHECK(got.container_id == NULL); /* freed and cleared */
@@ -215,28 +216,29 @@ static void test_journal_roundtrip(void)
 	/* A sparse journal: optional fields come back absent, not invented. */
 	hpn_journal_free(&j);
 	memset(&j, 0, sizeof(j));
+	j.n_nics = 1;
 	j.phase = HPN_PHASE_SELECTED;
 	j.container_id = strdup("c0ffee0123456789");
 	strcpy(j.cni_ifname, "eth0");
-	strcpy(j.pod_ifname, "eth0");
-	strcpy(j.host.name, "veth-x");
-	strcpy(j.host.kind, "veth");
-	j.host.mtu = 1500;
+	strcpy(j.nics[0].pod_ifname, "eth0");
+	strcpy(j.nics[0].host.name, "veth-x");
+	strcpy(j.nics[0].host.kind, "veth");
+	j.nics[0].host.mtu = 1500;
 	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0); /* replaces the full one */
 	memset(&got, 0, sizeof(got));
 	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
 	CHECK_INT_EQ(got.phase, HPN_PHASE_SELECTED);
 	CHECK(got.netns == NULL);
-	CHECK(!got.host.has_mac);
-	CHECK(!got.host.has_perm_mac);
-	CHECK(!got.host.up);
-	CHECK_INT_EQ(got.host.n_altnames, 0);
-	CHECK_STR_EQ(got.host.kind, "veth");
-	CHECK_STR_EQ(got.pci, "");
-	CHECK_INT_EQ(got.pod_ifindex, 0);
-	CHECK_STR_EQ(got.rdma.name, ""); /* no RDMA device */
-	CHECK_STR_EQ(got.rdma.soft_type, "");
-	CHECK(!got.rdma.moved);
+	CHECK(!got.nics[0].host.has_mac);
+	CHECK(!got.nics[0].host.has_perm_mac);
+	CHECK(!got.nics[0].host.up);
+	CHECK_INT_EQ(got.nics[0].host.n_altnames, 0);
+	CHECK_STR_EQ(got.nics[0].host.kind, "veth");
+	CHECK_STR_EQ(got.nics[0].pci, "");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 0);
+	CHECK_STR_EQ(got.nics[0].rdma.name, ""); /* no RDMA device */
+	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "");
+	CHECK(!got.nics[0].rdma.moved);
 	CHECK(got.result == NULL);
 	hpn_journal_free(&got);
 
@@ -293,6 +295,15 @@ static void check_corrupt(struct hpn_store *st, const char *dir, const char *key
 	CHECK(got.container_id == NULL); /* nothing handed out */
 	if (r == 0)
 		hpn_journal_free(&got);
+}
+
+/* Puts content in place as the journal of key, as an older plugin left it. */
+static void put_journal(const char *dir, const char *key, const char *content)
+{
+	char path[PATH_MAX + 300];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	write_file(path, content, strlen(content));
 }
 
 static void test_journal_corrupt(void)
@@ -389,7 +400,7 @@ static void test_journal_corrupt(void)
 		write_file(path, minimal, strlen(minimal));
 		CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
 		CHECK_INT_EQ(err.code, 0);
-		CHECK_STR_EQ(got.host.name, "ens1");
+		CHECK_STR_EQ(got.nics[0].host.name, "ens1");
 		hpn_journal_free(&got);
 	}
 
@@ -624,12 +635,98 @@ static void test_lock(void)
 	hpn_store_close(&st2);
 }
 
+/* Version 2: several NICs, a child among them; version 1 reads as one moved NIC. */
+static void test_journal_nics(void)
+{
+	static const char v1[] =
+		"{\"version\":1,\"phase\":4,\"containerId\":\"c1\",\"cniIfName\":\"eth0\","
+		"\"podIfName\":\"hpn0\",\"netns\":\"/run/netns/p\",\"host\":{\"name\":\"ens1\","
+		"\"ifindex\":7,\"mtu\":1500,\"mac\":\"02:11:22:33:44:55\",\"altnames\":[]},"
+		"\"pci\":\"0000:af:00.0\",\"podIfIndex\":3,\"rdma\":{\"name\":\"mlx5_2\","
+		"\"netdev\":\"ens1\",\"moved\":true}}";
+	static const uint8_t cmac[HPN_MAC_LEN] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX], dir[PATH_MAX + 16];
+
+	snprintf(state, sizeof(state), "%s/nics", tmp);
+	CHECK_INT_EQ(hpn_store_open(state, "net", &st, &err), 0);
+	snprintf(dir, sizeof(dir), "%s/net", state);
+
+	full_journal(&j);
+	j.n_nics = 2;
+	j.owner_pid = 1234;
+	j.owner_start = 987654321ull;
+	j.nics[1].kind = HPN_NIC_CHILD;
+	strcpy(j.nics[1].pod_ifname, "hpn1");
+	strcpy(j.nics[1].host.name, "ens2");
+	j.nics[1].host.ifindex = 9;
+	strcpy(j.nics[1].child_kind, "macvlan");
+	memcpy(j.nics[1].child_mac, cmac, HPN_MAC_LEN);
+	j.nics[1].has_child_mac = true;
+	j.nics[1].pod_ifindex = 5;
+	CHECK_INT_EQ(hpn_journal_write(&st, "c.eth0", &j, &err), 0);
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, "c.eth0", &got, &err), 0);
+	CHECK_INT_EQ(got.n_nics, 2);
+	CHECK_INT_EQ(got.owner_pid, 1234);
+	CHECK(got.owner_start == 987654321ull);
+	CHECK_INT_EQ(got.nics[0].kind, HPN_NIC_MOVED);
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1f0np0");
+	CHECK_STR_EQ(got.nics[0].rdma.name, "rxe0");
+	CHECK_INT_EQ(got.nics[1].kind, HPN_NIC_CHILD);
+	CHECK_STR_EQ(got.nics[1].pod_ifname, "hpn1");
+	CHECK_STR_EQ(got.nics[1].host.name, "ens2");
+	CHECK_STR_EQ(got.nics[1].child_kind, "macvlan");
+	CHECK(got.nics[1].has_child_mac && !memcmp(got.nics[1].child_mac, cmac, HPN_MAC_LEN));
+	CHECK_INT_EQ(got.nics[1].pod_ifindex, 5);
+	CHECK_STR_EQ(got.nics[1].rdma.name, "");
+	hpn_journal_free(&got);
+	hpn_journal_free(&j);
+
+	/* A journal written before version 2. */
+	put_journal(dir, "old.eth0", v1);
+	CHECK_INT_EQ(hpn_journal_read(&st, "old.eth0", &got, &err), 0);
+	CHECK_INT_EQ(got.n_nics, 1);
+	CHECK_INT_EQ(got.nics[0].kind, HPN_NIC_MOVED);
+	CHECK_STR_EQ(got.nics[0].pod_ifname, "hpn0");
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1");
+	CHECK_STR_EQ(got.nics[0].pci, "0000:af:00.0");
+	CHECK_INT_EQ(got.nics[0].pod_ifindex, 3);
+	CHECK_STR_EQ(got.nics[0].rdma.name, "mlx5_2");
+	CHECK(got.nics[0].rdma.moved);
+	CHECK_INT_EQ(got.owner_pid, 0);
+	hpn_journal_free(&got);
+
+	/* Shapes DEL could not act on are refused. */
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"child\",\"childKind\":\"veth\",\"podIfName\":\"hpn0\","
+		      "\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"moved\",\"childKind\":\"macvlan\",\"podIfName\":\"hpn0\","
+		      "\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"kind\":\"other\",\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	hpn_store_close(&st);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "store");
 	test_open_close();
 	test_journal_roundtrip();
 	test_journal_corrupt();
+	test_journal_nics();
 	test_journal_symlinks();
 	test_key();
 	test_lock();

@@ -14,9 +14,10 @@
 #  3. a NIC whose rxe device the kernel destroys when the NIC leaves the host
 #     netns: ADD fails with 108 saying so, the NIC is back as it was and the
 #     rxe device is recreated over it, no state is left.
-#  4. exclusive mode: the kernel refuses to move an rxe device (EOPNOTSUPP):
-#     ADD fails with 108 and the kernel's reason and the host is as before;
-#     rdmaNetns "shared" on that node is refused before anything changes.
+#  4. exclusive mode: moving a macvlan child of an rxe-backed NIC would take
+#     the parent's whole RDMA device into one pod: ADD fails with 108 saying
+#     so, before anything changes; rdmaNetns "shared" on that node is refused
+#     before anything changes.
 # jq filters are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -167,7 +168,7 @@ expect_err 108 "rdmaNetns shared on an exclusive node" \
 	'mode is exclusive, but rdmaNetns requires shared'
 restored "after the refused rdmaNetns"
 run_plugin ADD "$(conf mv0)"
-expect_err 108 "ADD in exclusive mode" 'move RDMA device "rxe0" to another netns: Operation not supported'
+expect_err 108 "ADD of a macvlan child in exclusive mode" '"mv0" is a macvlan of "'"$nic0"'"'
 restored "after the refused move"
 ip netns del "$POD"
 rdma system set netns shared
