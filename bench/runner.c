@@ -9,9 +9,10 @@
  * (one entry a line) and stdin. Every rep runs the steps in order; a step
  * starts all its jobs at once (fork + execve, no shell) and waits for them.
  * Per step and rep it prints one line on stdout:
- *   LABEL REP STEP JOBS WALL_NS CPU_US MAXRSS_KB
+ *   LABEL REP STEP JOBS WALL_NS CPU_US MAXRSS_KB USER_US
  * WALL_NS: first fork to last reap. CPU_US: user + system time of the jobs,
- * including the children they waited for (an IPAM plugin), from wait4().
+ * including the children they waited for (an IPAM plugin), from wait4();
+ * USER_US: the user part of it.
  * MAXRSS_KB: the largest ru_maxrss of the jobs, which for wait4() is the
  * largest of the job and its waited-for children.
  * A job that exits non-zero stops the run (exit 2) with its stdout and stderr
@@ -153,13 +154,14 @@ static void child(const struct job *j)
 }
 
 /* Runs every job of s at once; 0, or -1 after reporting a failed job. */
-static int run_step(struct step *s, long long *wall, long long *cpu_us, long *maxrss)
+static int run_step(struct step *s, long long *wall, long long *cpu_us, long long *user_us,
+		    long *maxrss)
 {
 	long long t0 = now_ns();
 	size_t left = s->n;
 	int failed = 0;
 
-	*cpu_us = 0;
+	*cpu_us = *user_us = 0;
 	*maxrss = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		s->jobs[i].pid = fork();
@@ -182,6 +184,7 @@ static int run_step(struct step *s, long long *wall, long long *cpu_us, long *ma
 			exit(2);
 		}
 		left--;
+		*user_us += ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec;
 		*cpu_us += ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec +
 			   ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
 		if (ru.ru_maxrss > *maxrss)
@@ -265,14 +268,14 @@ int main(int argc, char **argv)
 		return 2;
 	for (int rep = -warmup; rep < reps; rep++) {
 		for (size_t i = 0; i < n_steps; i++) {
-			long long wall, cpu;
+			long long wall, cpu, user;
 			long rss;
 
-			if (run_step(&steps[i], &wall, &cpu, &rss) < 0)
+			if (run_step(&steps[i], &wall, &cpu, &user, &rss) < 0)
 				return 2;
 			if (rep >= 0)
-				printf("%s\t%d\t%s\t%zu\t%lld\t%lld\t%ld\n", label, rep,
-				       steps[i].name, steps[i].n, wall, cpu, rss);
+				printf("%s\t%d\t%s\t%zu\t%lld\t%lld\t%ld\t%lld\n", label, rep,
+				       steps[i].name, steps[i].n, wall, cpu, rss, user);
 		}
 	}
 	return fflush(stdout) == 0 ? 0 : 2;

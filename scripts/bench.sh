@@ -39,6 +39,10 @@
 #   BENCH_ROUNDS     rounds the cycles are split into (default 4; quick 2)
 #   BENCH_PAR        parallel widths (default "1 8 32")
 #   BENCH_PAR_REPS   repetitions per width (default 10; quick 1)
+#   HPN_PLUGIN_BASE  an older hpn-rdma binary: adds hpn-base rows (move mode,
+#                    VERSION), for before/after figures from the same run
+#   BENCH_ROWS       only the rows matching this regex (e.g. 'move\..*hpn');
+#                    --check then fails, as rows are missing
 #   BENCH_STATE_DIR  parent of hpn-rdma's stateDir (default: the scratch dir
 #                    under /tmp; a real node keeps /var/lib/cni on disk too)
 #   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
@@ -76,6 +80,11 @@ done
 
 PLUGIN=${HPN_PLUGIN:-$SRC/build/plugin/hpn-rdma}
 RUNNER=${HPN_BENCH_RUN:-$SRC/build/bench/hpn-bench-run}
+BASE=${HPN_PLUGIN_BASE:-}
+[[ -z $BASE || -x $BASE ]] || {
+	echo "bench.sh: HPN_PLUGIN_BASE $BASE is not an executable" >&2
+	exit 2
+}
 CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
 if ((QUICK)); then
 	ITER=${BENCH_ITER:-6}
@@ -212,7 +221,7 @@ conf() {
 		'{cniVersion: "1.0.0", name: "bench"} + (if $ipam then {ipam: $ipam} else {} end)
 		 + (if $mtu != "" then {mtu: ($mtu | tonumber)} else {} end)')
 	case $plugin in
-	hpn-rdma)
+	hpn-rdma | hpn-base)
 		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
 			stateDir: $st, ifName: "hpn0"} | '"$(hpn_select "$k")" <<<"$base"
 		;;
@@ -297,6 +306,7 @@ prepare() {
 			*)
 				bin=$CNI_BIN/$plugin
 				[[ $plugin == hpn-* ]] && bin=$PLUGIN
+				[[ $plugin == hpn-base ]] && bin=$BASE
 				c=$(conf "$plugin" "$variant" "$k")
 				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin"
 				cni_job "$dir/2-del/$k" DEL "$k" "$c" "$bin"
@@ -366,8 +376,11 @@ verify() {
 
 ROWS=()
 for v in none static; do
-	ROWS+=("move.$v.hpn-rdma" "move.$v.host-device" "move.$v.iproute2")
-	ROWS+=("shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2")
+	for row in "move.$v.hpn-rdma" ${BASE:+"move.$v.hpn-base"} "move.$v.host-device" \
+		"move.$v.iproute2" \
+		"shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2"; do
+		[[ $row =~ ${BENCH_ROWS:-.} ]] && ROWS+=("$row")
+	done
 done
 
 # hpn-rdma's shared mode exists once the plugin accepts it: a macvlan child
@@ -427,16 +440,18 @@ done
 
 # VERSION: each plugin, plus the cost of starting any process (/bin/true).
 vdir=$W/jobs/version
-for p in hpn-rdma host-device macvlan true; do
+VPLUGINS=(hpn-rdma ${BASE:+hpn-base} host-device macvlan true)
+for p in "${VPLUGINS[@]}"; do
 	case $p in
 	hpn-rdma) bin=$PLUGIN ;;
+	hpn-base) bin=$BASE ;;
 	true) bin=$(type -P true) ;;
 	*) bin=$CNI_BIN/$p ;;
 	esac
 	cni_job "$vdir/$p/0" VERSION 0 '{"cniVersion":"1.0.0"}' "$bin"
 done
 for ((r = 0; r < ROUNDS; r++)); do
-	for p in hpn-rdma host-device macvlan true; do
+	for p in "${VPLUGINS[@]}"; do
 		run "version|$p" "$NODE" $(((VITER + ROUNDS - 1) / ROUNDS)) 2 "$vdir/$p"
 	done
 done
@@ -455,19 +470,21 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # ---- figures ---------------------------------------------------------------------
 
 # Per (label, rep): ADD+DEL wall = the sum of its steps; CPU summed; RSS max.
-awk -F'\t' '{ k = $1 "\t" $2; w[k] += $5; c[k] += $6; if ($7 > m[k]) m[k] = $7 }
-	END { for (k in w) print k "\t" w[k] "\t" c[k] "\t" m[k] }' "$W/raw" | sort >"$W/cycles"
+awk -F'\t' '{ k = $1 "\t" $2; w[k] += $5; c[k] += $6; u[k] += $8; if ($7 > m[k]) m[k] = $7 }
+	END { for (k in w) print k "\t" w[k] "\t" c[k] "\t" m[k] "\t" u[k] }' "$W/raw" |
+	sort >"$W/cycles"
 
-# stats LABEL: "n median p99 mean" of the wall (ns), then mean CPU (us), max RSS (kB).
+# stats LABEL: "n median p99 mean" of the wall (ns), mean CPU (us), max RSS
+# (kB), mean user CPU (us).
 stats() {
-	awk -F'\t' -v l="$1" '$1 == l { print $3 "\t" $4 "\t" $5 }' "$W/cycles" | sort -n |
-		awk -F'\t' '{ w[NR] = $1; c += $2; if ($3 > m) m = $3 }
+	awk -F'\t' -v l="$1" '$1 == l { print $3 "\t" $4 "\t" $5 "\t" $6 }' "$W/cycles" | sort -n |
+		awk -F'\t' '{ w[NR] = $1; c += $2; if ($3 > m) m = $3; u += $4 }
 		END {
-			if (!NR) { print "0 0 0 0 0 0"; exit }
+			if (!NR) { print "0 0 0 0 0 0 0"; exit }
 			i = int(NR * 0.99 + 0.999999); if (i > NR) i = NR
 			med = NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
 			s = 0; for (j = 1; j <= NR; j++) s += w[j]
-			printf "%d %.0f %.0f %.0f %.0f %d\n", NR, med, w[i], s / NR, c / NR, m
+			printf "%d %.0f %.0f %.0f %.0f %d %.0f\n", NR, med, w[i], s / NR, c / NR, m, u / NR
 		}'
 }
 
@@ -482,29 +499,31 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 			jq -cn --arg r "$row" --arg why "$info_skip" '{row: $r, skipped: $why}'
 			continue
 		fi
-		read -r n med p99 mean cpu rss < <(stats "serial|$row")
+		read -r n med p99 mean cpu rss user < <(stats "serial|$row")
 		jq -cn --arg r "$row" --argjson n "$n" --argjson med "$med" --argjson p99 "$p99" \
 			--argjson mean "$mean" --argjson cpu "$cpu" --argjson rss "$rss" \
+			--argjson user "$user" \
 			'{row: $r, cycles: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6),
-			  mean: ($mean / 1e6)}, cpu_ms: ($cpu / 1e3), peak_rss_kb: $rss}'
+			  mean: ($mean / 1e6)}, cpu_ms: ($cpu / 1e3), user_cpu_ms: ($user / 1e3),
+			  peak_rss_kb: $rss}'
 	done
 } | jq -s . >"$W/serial.json"
 {
-	for p in hpn-rdma host-device macvlan true; do
-		read -r n med p99 mean cpu rss < <(stats "version|$p")
+	for p in "${VPLUGINS[@]}"; do
+		read -r n med p99 mean cpu rss user < <(stats "version|$p")
 		jq -cn --arg p "$p" --argjson n "$n" --argjson med "$med" --argjson p99 "$p99" \
-			--argjson cpu "$cpu" --argjson rss "$rss" \
+			--argjson cpu "$cpu" --argjson rss "$rss" --argjson user "$user" \
 			'{plugin: $p, runs: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6)},
-			  cpu_ms: ($cpu / 1e3), peak_rss_kb: $rss}'
+			  cpu_ms: ($cpu / 1e3), user_cpu_ms: ($user / 1e3), peak_rss_kb: $rss}'
 	done
 } | jq -s . >"$W/version.json"
 {
 	for n in $PAR; do
 		for row in "${ROWS[@]}"; do
 			is_skipped "$row" && continue
-			read -r reps med _ _ cpu rss < <(stats "par$n|$row")
+			read -r reps med _ _ cpu _ _ < <(stats "par$n|$row")
 			jq -cn --arg r "$row" --argjson n "$n" --argjson reps "$reps" \
-				--argjson med "$med" --argjson cpu "$cpu" --argjson rss "$rss" \
+				--argjson med "$med" --argjson cpu "$cpu" \
 				'{row: $r, pods: $n, reps: $reps, round_ms: ($med / 1e6),
 				  pods_per_s: (if $med > 0 then $n / ($med / 1e9) else 0 end),
 				  cpu_ms_per_pod: ($cpu / 1e3 / $n)}'
@@ -564,14 +583,14 @@ jq -r '
 	(.serial | map({(.row): .}) | add) as $r |
 	"ADD+DEL, serial (\(.settings.cycles_per_row) cycles per row; CPU includes IPAM children)",
 	("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
-	("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
+	("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
 	("wall/ip" | lpad(9)),
 	(.serial[] | . as $x | ($x.row | split(".")) as $k |
 	 ($r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"]) as $hd |
 	 ($r["\($k[0]).\($k[1]).iproute2"]) as $ip |
 	 if .skipped then ($x.row | pad(28)) + "skipped: " + .skipped else
 	 ($x.row | pad(28)) + (f($x.wall_ms.median) | lpad(10)) + (f($x.wall_ms.p99) | lpad(9)) +
-	 (f($x.cpu_ms) | lpad(9)) + (f($x.peak_rss_kb / 1024) | lpad(8)) +
+	 (f($x.cpu_ms) | lpad(9)) + (f($x.user_cpu_ms) | lpad(7)) + (f($x.peak_rss_kb / 1024) | lpad(8)) +
 	 (r(if $hd.wall_ms then $x.wall_ms.median / $hd.wall_ms.median else null end) | lpad(9)) +
 	 (r(if $hd.cpu_ms and $hd.cpu_ms > 0 then $x.cpu_ms / $hd.cpu_ms else null end) | lpad(8)) +
 	 (r(if $hd.peak_rss_kb and $hd.peak_rss_kb > 0 then $x.peak_rss_kb / $hd.peak_rss_kb else null end) | lpad(8)) +
@@ -580,9 +599,11 @@ jq -r '
 	"",
 	"VERSION",
 	("plugin" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
-	("RSS MB" | lpad(8)),
-	(.version[] | (.plugin | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
-	 (f(.cpu_ms) | lpad(9)) + (f(.peak_rss_kb / 1024) | lpad(8))),
+	("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("vs hd" | lpad(8)),
+	((.version | map({(.plugin): .}) | add) as $v |
+	 .version[] | (.plugin | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+	 (f(.cpu_ms) | lpad(9)) + (f(.user_cpu_ms) | lpad(7)) + (f(.peak_rss_kb / 1024) | lpad(8)) +
+	 (r(.wall_ms.median / $v["host-device"].wall_ms.median) | lpad(8))),
 	"",
 	"N pods at once (ADD all, then DEL all; median of \(.settings.parallel_reps))",
 	("row" | pad(28)) + ("N" | lpad(4)) + ("round ms" | lpad(10)) + ("pods/s" | lpad(9)) +
@@ -602,11 +623,12 @@ echo "JSON: $JSON"
 if ((CHECK)); then
 	# Every row, VERSION and parallel figure present and numeric: not timings.
 	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
-	jq -e --argjson want "$want_rows" --arg par "$PAR" '
+	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
+	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" '
 		([.serial[].row] | sort) == ($want | sort) and
 		all(.serial[]; .skipped or (.cycles > 0 and (.wall_ms.median > 0) and
 			(.cpu_ms | type == "number") and .peak_rss_kb > 0)) and
-		([.version[].plugin] | sort) == ["host-device", "hpn-rdma", "macvlan", "true"] and
+		([.version[].plugin] | sort) == ($vp | sort) and
 		all(.version[]; .runs > 0 and .wall_ms.median > 0) and
 		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
 			([.serial[] | select(.skipped | not)] | length)) and
