@@ -34,11 +34,13 @@
 #   --json PATH      machine-readable copy (default: ./bench.json)
 #   HPN_PLUGIN       plugin binary (default build/plugin/hpn-rdma)
 #   HPN_BENCH_RUN    runner binary (default build/bench/hpn-bench-run)
+#   HPN_BENCH_DISCOVERY  ADD's RDMA discovery timed alone (default
+#                    build/bench/hpn-bench-discovery; skipped if missing)
 #   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
 #   BENCH_ITER       ADD+DEL cycles per row (default 200; quick 6)
 #   BENCH_ROUNDS     rounds the cycles are split into (default 4; quick 2)
 #   BENCH_PAR        parallel widths (default "1 8 32")
-#   BENCH_PAR_REPS   repetitions per width (default 10; quick 1)
+#   BENCH_PAR_REPS   repetitions per width (default 5; quick 1)
 #   HPN_PLUGIN_BASE  an older hpn-rdma binary: adds hpn-base rows (move mode,
 #                    VERSION), for before/after figures from the same run
 #   BENCH_ROWS       only the rows matching this regex (e.g. 'move\..*hpn');
@@ -81,6 +83,7 @@ done
 PLUGIN=${HPN_PLUGIN:-$SRC/build/plugin/hpn-rdma}
 RUNNER=${HPN_BENCH_RUN:-$SRC/build/bench/hpn-bench-run}
 BASE=${HPN_PLUGIN_BASE:-}
+DISCOVERY=${HPN_BENCH_DISCOVERY:-$SRC/build/bench/hpn-bench-discovery}
 [[ -z $BASE || -x $BASE ]] || {
 	echo "bench.sh: HPN_PLUGIN_BASE $BASE is not an executable" >&2
 	exit 2
@@ -94,7 +97,7 @@ if ((QUICK)); then
 else
 	ITER=${BENCH_ITER:-200}
 	ROUNDS=${BENCH_ROUNDS:-4}
-	PAR_REPS=${BENCH_PAR_REPS:-10}
+	PAR_REPS=${BENCH_PAR_REPS:-5}
 	VITER=${BENCH_VERSION_ITER:-200}
 fi
 PAR=${BENCH_PAR:-1 8 32}
@@ -465,6 +468,16 @@ for n in $PAR; do
 		node_clean "$n"
 	done
 done
+# ADD's RDMA discovery alone (plan_rdma: netns mode, then the device behind
+# nic0), in the node netns: on this machine, the price of rdmaRequired:false.
+disc='{"skipped": "hpn-bench-discovery not built"}'
+if [[ -x $DISCOVERY ]]; then
+	read -r _ _ dn dus dfound < <(ip netns exec "$NODE" "$DISCOVERY" nic0 $((QUICK ? 50 : 5000)))
+	disc=$(jq -cn --argjson n "$dn" --argjson us "$dus" --arg f "$dfound" \
+		--arg ib "$([[ -d /sys/class/infiniband ]] && echo present || echo absent)" \
+		'{netdev: "nic0", iterations: $n, us_per_add: $us, rdma_device: $f,
+		  sys_class_infiniband: $ib}')
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- figures ---------------------------------------------------------------------
@@ -535,7 +548,7 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 # Targets (issue 8), judged on the no-IPAM move-mode rows (the plugin's own
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
-	--slurpfile p "$W/par.json" \
+	--slurpfile p "$W/par.json" --argjson disc "$disc" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -555,6 +568,7 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  serial: $s[0],
 	  version: $v[0],
 	  parallel: $p[0],
+	  rdma_discovery: $disc,
 	  targets: ([
 		t("cpu per ADD+DEL vs host-device (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le"),
@@ -611,6 +625,10 @@ jq -r '
 	(.parallel | sort_by(.row, .pods)[] | (.row | pad(28)) + (.pods | lpad(4)) +
 	 (f(.round_ms) | lpad(10)) + (f(.pods_per_s) | lpad(9)) + (r(.vs_serial) | lpad(8))),
 	"",
+	(if .rdma_discovery.us_per_add then
+	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
+	 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
+	 .rdma_discovery.rdma_device, "" else empty end),
 	"Targets",
 	(.targets[] | "  [\(if .met == true then "met" elif .met == false then "NOT met" else "?" end)] " +
 	 "\(.target): \(r(.value)) (limit \(.limit)x)"),
