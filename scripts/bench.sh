@@ -436,7 +436,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for row in "${ROWS[@]}"; do
 		is_skipped "$row" && continue
 		mapfile -t steps < <(prepare "$row" 1)
-		run "serial|$row" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
+		run "serial|$row|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
 		node_clean 1
 	done
 done
@@ -455,7 +455,7 @@ for p in "${VPLUGINS[@]}"; do
 done
 for ((r = 0; r < ROUNDS; r++)); do
 	for p in "${VPLUGINS[@]}"; do
-		run "version|$p" "$NODE" $(((VITER + ROUNDS - 1) / ROUNDS)) 2 "$vdir/$p"
+		run "version|$p|r$r" "$NODE" $(((VITER + ROUNDS - 1) / ROUNDS)) 2 "$vdir/$p"
 	done
 done
 
@@ -483,8 +483,10 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # ---- figures ---------------------------------------------------------------------
 
 # Per (label, rep): ADD+DEL wall = the sum of its steps; CPU summed; RSS max.
+# Labels carry the round ("|r<N>"): each round's reps count from 0 again.
 awk -F'\t' '{ k = $1 "\t" $2; w[k] += $5; c[k] += $6; u[k] += $8; if ($7 > m[k]) m[k] = $7 }
-	END { for (k in w) print k "\t" w[k] "\t" c[k] "\t" m[k] "\t" u[k] }' "$W/raw" |
+	END { for (k in w) { split(k, f, "\t"); l = f[1]; sub(/\|r[0-9]+$/, "", l)
+		print l "\t" f[2] "\t" w[k] "\t" c[k] "\t" m[k] "\t" u[k] } }' "$W/raw" |
 	sort >"$W/cycles"
 
 # stats LABEL: "n median p99 mean" of the wall (ns), mean CPU (us), max RSS
@@ -642,15 +644,16 @@ if ((CHECK)); then
 	# Every row, VERSION and parallel figure present and numeric: not timings.
 	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
 	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
-	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" '
+	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" \
+		--argjson cyc $((PER_ROUND * ROUNDS)) --argjson vcyc $(((VITER + ROUNDS - 1) / ROUNDS * ROUNDS)) '
 		([.serial[].row] | sort) == ($want | sort) and
-		all(.serial[]; .skipped or (.cycles > 0 and (.wall_ms.median > 0) and
+		all(.serial[]; .skipped or (.cycles == $cyc and (.wall_ms.median > 0) and
 			(.cpu_ms | type == "number") and .peak_rss_kb > 0)) and
 		([.version[].plugin] | sort) == ($vp | sort) and
-		all(.version[]; .runs > 0 and .wall_ms.median > 0) and
+		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
 		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
 			([.serial[] | select(.skipped | not)] | length)) and
-		all(.parallel[]; .reps > 0 and .pods_per_s > 0) and
+		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		all(.targets[]; .met != null)' "$JSON" >/dev/null || {
 		echo "FAIL: $JSON lacks rows or figures" >&2
 		exit 1
