@@ -466,7 +466,7 @@ static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *
 	return conf->if_name ? conf->if_name : env->ifname;
 }
 
-/* Addresses and routes of the IPAM result on the pod's interface, then announce them. */
+/* Addresses and routes of the IPAM result on the pod's interface. */
 static int configure_ip(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam,
 			struct hpn_err *err)
 {
@@ -483,23 +483,32 @@ static int configure_ip(struct attach *a, const struct hpn_link *l, const struct
 				  route_gw(ipam, &ipam->routes[i]), err);
 	if (r == 0)
 		r = fault("route", err);
-	if (r < 0 || !ipam->n_ips)
-		return r;
-	/* Neighbours may cache this address for an earlier owner: tell them now. */
-	r = hpn_netns_enter(a->ns.pod_fd);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NETNS, r, "enter pod netns: %s", strerror(-r));
-	for (size_t i = 0; i < ipam->n_ips; i++) {
-		int ar = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
+	return r;
+}
 
-		if (ar < 0)
+/*
+ * Neighbours may cache the pod's addresses for an earlier owner: tell them.
+ * Best effort, after ADD is complete and the state lock released: closing the
+ * ARP announcement's packet socket waits for an RCU grace period in the
+ * kernel (packet_release, synchronize_net: 13-18 ms measured), which other
+ * ADDs no longer wait for.
+ */
+static void announce(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam)
+{
+	int r = hpn_netns_enter(a->ns.pod_fd);
+
+	if (r < 0) {
+		hpn_warn("announce on %s: enter pod netns: %s", l->name, strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < ipam->n_ips; i++) {
+		r = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
+		if (r < 0)
 			hpn_warn("announce %s on %s: %s", ipam->ips[i].address, l->name,
-				 strerror(-ar));
+				 strerror(-r));
 	}
 	if (hpn_netns_enter(a->ns.host_fd) < 0)
-		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
-				   strerror(errno));
-	return 0;
+		hpn_warn("announce: return to the host netns: %s", strerror(errno));
 }
 
 static int journal_step(struct attach *a, enum hpn_phase phase, struct hpn_err *err)
@@ -751,6 +760,11 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	r = journal_step(a, HPN_PHASE_ATTACHED, err);
 	if (r == 0)
 		r = fault("done", err);
+	/* Nothing can fail from here on: let the next ADD in while the neighbours hear of us. */
+	if (r == 0 && ipam && ipam->n_ips) {
+		hpn_store_unlock(&a->st);
+		announce(a, &pl, ipam);
+	}
 out:
 	if (r < 0) {
 		hpn_result_free(*ret);

@@ -126,6 +126,13 @@ busy:
 			   "another hpn-rdma run held the state lock for %d ms", timeout_ms);
 }
 
+void hpn_store_unlock(struct hpn_store *st)
+{
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
+	st->lock_fd = -1;
+}
+
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX])
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */

@@ -61,6 +61,8 @@ int hpn_store_open(const char *state_dir, const char *network, struct hpn_store 
 void hpn_store_close(struct hpn_store *st);
 /* Exclusive lock on stateDir/lock; -EAGAIN with code 11 after timeout_ms. */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err);
+/* Releases the lock early (hpn_store_close releases it too); safe when not held. */
+void hpn_store_unlock(struct hpn_store *st);
 
 /* The file name for an attachment: "<containerid>.<ifname>" (hashed when long). */
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX]);
