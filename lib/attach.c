@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -1004,7 +1004,7 @@ static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *
 	return conf->if_name ? conf->if_name : env->ifname;
 }
 
-/* Addresses and routes of the IPAM result on the pod's interface, then announce them. */
+/* Addresses and routes of the IPAM result on the pod's interface. */
 static int configure_ip(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam,
 			bool routes, struct hpn_err *err)
 {
@@ -1021,23 +1021,32 @@ static int configure_ip(struct attach *a, const struct hpn_link *l, const struct
 				  route_gw(ipam, &ipam->routes[i]), err);
 	if (r == 0)
 		r = fault("route", err);
-	if (r < 0 || !ipam->n_ips)
-		return r;
-	/* Neighbours may cache this address for an earlier owner: tell them now. */
-	r = hpn_netns_enter(a->ns.pod_fd);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NETNS, r, "enter pod netns: %s", strerror(-r));
-	for (size_t i = 0; i < ipam->n_ips; i++) {
-		int ar = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
+	return r;
+}
 
-		if (ar < 0)
+/*
+ * Neighbours may cache the pod's addresses for an earlier owner: tell them.
+ * Best effort, after ADD is complete and the state lock released: closing the
+ * ARP announcement's packet socket waits for an RCU grace period in the
+ * kernel (packet_release, synchronize_net: 13-18 ms measured), which other
+ * ADDs no longer wait for.
+ */
+static void announce(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam)
+{
+	int r = hpn_netns_enter(a->ns.pod_fd);
+
+	if (r < 0) {
+		hpn_warn("announce on %s: enter pod netns: %s", l->name, strerror(-r));
+		return;
+	}
+	for (size_t i = 0; i < ipam->n_ips; i++) {
+		r = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
+		if (r < 0)
 			hpn_warn("announce %s on %s: %s", ipam->ips[i].address, l->name,
-				 strerror(-ar));
+				 strerror(-r));
 	}
 	if (hpn_netns_enter(a->ns.host_fd) < 0)
-		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
-				   strerror(errno));
-	return 0;
+		hpn_warn("announce: return to the host netns: %s", strerror(errno));
 }
 
 static int journal_step(struct attach *a, enum hpn_phase phase, struct hpn_err *err)
@@ -1460,6 +1469,15 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	r = journal_step(a, HPN_PHASE_ATTACHED, err);
 	if (r == 0)
 		r = fault("done", err);
+	/*
+	 * Nothing can fail from here on. The claim released the lock already
+	 * (idempotent here): the next ADD runs while the neighbours hear of us.
+	 */
+	if (r == 0)
+		hpn_store_unlock(&a->st);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (ipam[i] && ipam[i]->n_ips)
+			announce(a, &pl[i], ipam[i]);
 out:
 	if (r < 0) {
 		hpn_result_free(*ret);
@@ -1572,7 +1590,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	    struct hpn_err *err)
 {
 	struct attach a;
-	struct nic_plan *plans = calloc(HPN_MAX_NICS, sizeof(*plans));
+	struct nic_plan *plans;
 	unsigned long long start = 0;
 	int r;
 
@@ -1581,6 +1599,7 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	r = pod_checks(env, conf, err);
 	if (r < 0)
 		return r;
+	plans = calloc(HPN_MAX_NICS, sizeof(*plans));
 	r = attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
@@ -1624,10 +1643,10 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		goto out;
 	/* The GPU model's profile may need RDMA, or a driver, on every NIC: still nothing changed. */
 	for (size_t i = 0; r >= 0 && conf->nccl.enabled && i < a.j.n_nics; i++)
-		r = hpn_nccl_check_driver(hpn_nccl_profile(&conf->nccl, conf->gpu_model),
-					  plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind)
-							      : NULL,
-					  err);
+		r = hpn_nccl_check_driver(
+			hpn_nccl_profile(&conf->nccl, conf->gpu_model),
+			plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind) : NULL,
+			err);
 	if (r < 0)
 		goto out;
 	a.j.container_id = strdup(env->container_id);

@@ -60,27 +60,27 @@ struct hpn_conf {
 	char *name;
 	char *type;
 
-	char *if_name; /* pod-side name override; NULL: CNI_IFNAME */
-	enum hpn_selector selector;
+	char *if_name;		/* pod-side name override; NULL: CNI_IFNAME */
 	char *selector_value;	/* device name, MAC, normalised PCI address, or RDMA device */
+	struct hpn_match match; /* selector HPN_SEL_MATCH */
+	enum hpn_selector selector;
 	unsigned int rdma_port; /* rdmaDevice "name:port"; 0: the device's only port */
 	int mtu;		/* 0: leave as is */
-	bool has_master;	/* the selector was "master" (HPN_SEL_DEVICE) */
-	struct hpn_match match; /* selector HPN_SEL_MATCH */
 	unsigned int count;	/* NICs to attach: pod-side name, then the next names */
 	enum hpn_mode mode;
 	/* macvlanMode (IFLA_MACVLAN_MODE_*) or ipvlanMode (IPVLAN_MODE_L2/L3/L3S) */
 	unsigned int child_mode;
-
-	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
 	enum hpn_rdma_netns rdma_netns;
+	enum hpn_log_level log_level;
+	bool has_master;    /* the selector was "master" (HPN_SEL_DEVICE) */
+	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
+	bool has_ipam;
+	bool pod_selected; /* no podSelector, or the pod's annotation has the value */
+	int gpu_count;	   /* annotation, else nccl.gpuCount; 0: unknown */
 
 	char *state_dir;
 	char *sysfs_root;
 	char *log_file;
-	enum hpn_log_level log_level;
-
-	bool has_ipam;
 	char *ipam_type;
 
 	struct hpn_result *prev_result; /* NULL when not chained */
@@ -95,10 +95,8 @@ struct hpn_conf {
 
 	/* NCCL hints (nccl) and the pod: opted in (podSelector), GPU model and count. */
 	struct hpn_nccl_conf nccl;
-	bool pod_selected;  /* no podSelector, or the pod's annotation has the value */
 	char *pod_selector; /* "key=value" for messages; NULL without podSelector */
 	char *gpu_model;    /* annotation, else nccl.gpuModel; NULL: none */
-	int gpu_count;	    /* annotation, else nccl.gpuCount; 0: unknown */
 
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */
 	const char *raw;

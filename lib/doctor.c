@@ -587,7 +587,6 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 	for (int i = 0; i < n; i++) {
 		struct hpn_journal j = { 0 };
 		struct hpn_err e = { 0 };
-		struct hpn_doctor_nic *nic;
 
 		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0) {
 			hpn_journal_free(&j);
@@ -596,6 +595,8 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 		}
 		/* A macvlan/ipvlan child holds nothing: its parent stays shared. */
 		for (size_t k = 0; k < j.n_nics; k++) {
+			struct hpn_doctor_nic *nic;
+
 			if (j.nics[k].kind != HPN_NIC_MOVED || !(nic = holder_row(d, &j.nics[k])))
 				continue;
 			msgf(nic->held_network, sizeof(nic->held_network), "%s", network);

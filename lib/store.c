@@ -6,10 +6,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,25 +71,60 @@ void hpn_store_close(struct hpn_store *st)
 	st->lock_fd = st->net_fd = st->root_fd = -1;
 }
 
+static volatile sig_atomic_t lock_timed_out;
+
+static void on_lock_timeout(int sig)
+{
+	(void)sig;
+	lock_timed_out = 1;
+}
+
+/*
+ * Waits in flock() itself, so the kernel hands the lock over the moment its
+ * holder lets go (a poll loop with a 5 ms sleep woke each waiter up to 5 ms
+ * late, and every waiter at every turn). SIGALRM, installed without
+ * SA_RESTART, interrupts the wait at the deadline, and again every 10 ms
+ * after it in case the first one came before flock() went to sleep.
+ */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err)
 {
-	struct timespec nap = { 0, 5L * 1000 * 1000 };
-	int waited = 0;
+	struct sigaction sa = { .sa_handler = on_lock_timeout }, old_sa;
+	struct itimerval it = { .it_interval = { 0, 10000 } };
+	int r, e;
 
 	st->lock_fd = openat(st->root_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (st->lock_fd < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "open state lock: %s", strerror(errno));
-	while (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return hpn_err_set(err, HPN_E_IO, errno, "lock state: %s", strerror(errno));
-		if (waited >= timeout_ms)
-			return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN,
-					   "another hpn-rdma run held the state lock for %d ms",
-					   timeout_ms);
-		nanosleep(&nap, NULL);
-		waited += 5;
-	}
-	return 0;
+	while ((r = flock(st->lock_fd, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 0;
+	if (errno != EWOULDBLOCK)
+		return hpn_err_set(err, HPN_E_IO, errno, "lock state: %s", strerror(errno));
+	if (timeout_ms <= 0)
+		goto busy;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, &old_sa) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, errno, "lock state: sigaction: %s",
+				   strerror(errno));
+	lock_timed_out = 0;
+	it.it_value.tv_sec = timeout_ms / 1000;
+	it.it_value.tv_usec = (timeout_ms % 1000) * 1000L;
+	r = setitimer(ITIMER_REAL, &it, NULL);
+	/* Another signal interrupts too: go on waiting until the deadline. */
+	while (r == 0 && (r = flock(st->lock_fd, LOCK_EX)) < 0 && errno == EINTR && !lock_timed_out)
+		r = 0;
+	e = errno;
+	it = (struct itimerval){ 0 };
+	setitimer(ITIMER_REAL, &it, NULL);
+	sigaction(SIGALRM, &old_sa, NULL);
+	if (r == 0)
+		return 0;
+	if (e != EINTR)
+		return hpn_err_set(err, HPN_E_IO, e, "lock state: %s", strerror(e));
+busy:
+	return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN,
+			   "another hpn-rdma run held the state lock for %d ms", timeout_ms);
 }
 
 void hpn_store_unlock(struct hpn_store *st)

@@ -79,7 +79,7 @@ struct hpn_journal {
 	/* The NCCL hints file <hints_dir>/<hints_key>/nccl.conf, journalled before it is written. */
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
-	char *result; /* JSON of this attachment's own result, once attached */
+	char *result;			  /* JSON of this attachment's own result, once attached */
 };
 
 void hpn_journal_free(struct hpn_journal *j);

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== clang-format"
-git ls-files -- 'lib/*.[ch]' 'plugin/*.[ch]' 'test/*.[ch]' | xargs clang-format --dry-run -Werror
+git ls-files -- 'lib/*.[ch]' 'plugin/*.[ch]' 'test/*.[ch]' 'bench/*.[ch]' | xargs clang-format --dry-run -Werror
 
 echo "== cppcheck"
 cppcheck --enable=warning,style,performance,portability --inline-suppr --quiet \

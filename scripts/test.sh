@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: static checks (scripts/lint.sh: clang-format, cppcheck,
 # clang-tidy), a -Werror build, every ctest
-# tier, then the same tests again under AddressSanitizer + UBSan. Run as root
+# tier, then the same tests again under AddressSanitizer + UBSan. The bench
+# label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
+# are not asserted) runs in the release pass only: an ASan plugin's figures
+# would mean nothing. Run as root
 # (the netns tier skips, saying why, without root). Extra arguments go to ctest
 # (e.g. -L unit).
 set -euo pipefail
@@ -16,7 +19,7 @@ cmake -S . -B build-asan -DHPN_WERROR=ON -DHPN_SANITIZE=ON -DCMAKE_BUILD_TYPE=De
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --output-on-failure -j1 "$@")
+	ctest --output-on-failure -j1 -LE bench "$@")
 
 echo "== fuzz tier (clang, libFuzzer, ${HPN_FUZZ_SECONDS:-60} s per target)"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHPN_FUZZ=ON -DHPN_WERROR=ON \

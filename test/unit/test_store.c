@@ -619,6 +619,17 @@ static void test_lock(void)
 	CHECK_INT_EQ(hpn_store_lock(&st2, 50, &err), 0);
 	CHECK_INT_EQ(err.code, 0);
 	hpn_store_close(&st2);
+
+	/* Released early: the next one takes it at once; unlock and close stay safe after. */
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	CHECK_INT_EQ(hpn_store_lock(&st, 50, &err), 0);
+	hpn_store_unlock(&st);
+	CHECK_INT_EQ(st.lock_fd, -1);
+	hpn_store_unlock(&st);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st2, &err), 0);
+	CHECK_INT_EQ(hpn_store_lock(&st2, 0, &err), 0);
+	hpn_store_close(&st2);
+	hpn_store_close(&st);
 	if (fd >= 0)
 		close(fd);
 

@@ -1,0 +1,676 @@
+#!/usr/bin/env bash
+# Benchmark of hpn-rdma against Debian's reference CNI plugins (host-device for
+# move mode, macvlan for shared mode) and against the floor: the same netlink
+# operations done by iproute2 alone. Run as root.
+#
+#   scripts/bench.sh [--quick] [--check] [--json PATH]
+#
+# Everything runs in a throwaway "node" netns (hpnb-<pid>-node) with veth ends
+# standing in for NICs, and pod netns hpnb-<pid>-p<k>; an EXIT/INT/TERM trap
+# deletes them (and every veth with them) and the scratch dir, whatever
+# happened. The machine's own network is never touched: the measuring runner
+# (bench/runner.c, hpn-bench-run) enters the node netns once, as
+# `ip netns exec` does, and starts every plugin from there.
+#
+# Rows (each measured the same way, interleaved over BENCH_ROUNDS rounds so
+# that background load falls on all of them alike):
+#   move mode:   hpn-rdma, host-device, iproute2 floor
+#   shared mode: macvlan (reference), iproute2 floor, and hpn-rdma when the
+#                plugin accepts `mode: "macvlan"` (detected by trying it)
+# each without IPAM (the plugin's own cost) and with Debian's `static` IPAM
+# (end to end: address and route; the IPAM plugin's CPU and RSS are included,
+# as a runtime pays them).
+# hpn-rdma runs with rdmaRequired:false: veths have no RDMA device, so its
+# RDMA discovery runs and finds nothing, and the bind is skipped.
+#
+# Measured per row: ADD+DEL wall (median, p99), CPU (user+sys, children
+# included) per ADD+DEL, peak RSS (largest ru_maxrss of a plugin run and its
+# waited-for children), VERSION latency, and N-parallel throughput (N pods
+# ADDed at once, then DELed at once; pods/s and the ratio to N = 1).
+#
+# Options and environment:
+#   --quick          few iterations (smoke test; figures are not meaningful)
+#   --check          after the run, fail unless the JSON holds every row
+#   --json PATH      machine-readable copy (default: ./bench.json)
+#   HPN_PLUGIN       plugin binary (default build/plugin/hpn-rdma)
+#   HPN_BENCH_RUN    runner binary (default build/bench/hpn-bench-run)
+#   HPN_BENCH_DISCOVERY  ADD's RDMA discovery timed alone (default
+#                    build/bench/hpn-bench-discovery; skipped if missing)
+#   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
+#   BENCH_ITER       ADD+DEL cycles per row (default 200; quick 6)
+#   BENCH_ROUNDS     rounds the cycles are split into (default 4; quick 2)
+#   BENCH_PAR        parallel widths (default "1 8 32")
+#   BENCH_PAR_REPS   repetitions per width (default 5; quick 1)
+#   HPN_PLUGIN_BASE  an older hpn-rdma binary: adds hpn-base rows (move mode,
+#                    VERSION), for before/after figures from the same run
+#   BENCH_ROWS       only the rows matching this regex (e.g. 'move\..*hpn');
+#                    --check then fails, as rows are missing
+#   BENCH_STATE_DIR  parent of hpn-rdma's stateDir (default: the scratch dir
+#                    under /tmp; a real node keeps /var/lib/cni on disk too)
+#   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
+#                    device's MTU is restored on DEL); host-device has no MTU
+#                    option, so its rows then do less work than the others
+# Timings are reported, never asserted: the targets are printed as met or not.
+# shellcheck disable=SC2016 # jq programs are single-quoted on purpose
+set -euo pipefail
+shopt -s inherit_errexit
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+QUICK=0
+CHECK=0
+JSON=$PWD/bench.json
+while (($#)); do
+	case $1 in
+	--quick) QUICK=1 ;;
+	--check) CHECK=1 ;;
+	--json)
+		JSON=$2
+		shift
+		;;
+	--json=*) JSON=${1#--json=} ;;
+	-h | --help)
+		sed -n '2,/^# Timings/p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench.sh: unknown argument $1" >&2
+		exit 2
+		;;
+	esac
+	shift
+done
+
+PLUGIN=${HPN_PLUGIN:-$SRC/build/plugin/hpn-rdma}
+RUNNER=${HPN_BENCH_RUN:-$SRC/build/bench/hpn-bench-run}
+BASE=${HPN_PLUGIN_BASE:-}
+DISCOVERY=${HPN_BENCH_DISCOVERY:-$SRC/build/bench/hpn-bench-discovery}
+[[ -z $BASE || -x $BASE ]] || {
+	echo "bench.sh: HPN_PLUGIN_BASE $BASE is not an executable" >&2
+	exit 2
+}
+CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
+if ((QUICK)); then
+	ITER=${BENCH_ITER:-6}
+	ROUNDS=${BENCH_ROUNDS:-2}
+	PAR_REPS=${BENCH_PAR_REPS:-1}
+	VITER=${BENCH_VERSION_ITER:-6}
+else
+	ITER=${BENCH_ITER:-200}
+	ROUNDS=${BENCH_ROUNDS:-4}
+	PAR_REPS=${BENCH_PAR_REPS:-5}
+	VITER=${BENCH_VERSION_ITER:-200}
+fi
+PAR=${BENCH_PAR:-1 8 32}
+MTU=${BENCH_MTU:-}
+for v in ITER ROUNDS PAR_REPS VITER; do
+	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
+		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
+		exit 2
+	}
+done
+PER_ROUND=$(((ITER + ROUNDS - 1) / ROUNDS))
+MAXPAR=1
+for n in $PAR; do
+	[[ $n =~ ^[1-9][0-9]*$ && $n -le 100 ]] || {
+		echo "bench.sh: BENCH_PAR widths are 1..100, not '$n'" >&2
+		exit 2
+	}
+	((n > MAXPAR)) && MAXPAR=$n
+done
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+[[ $(id -u) == 0 ]] || skip "needs root (network namespaces)"
+for t in ip jq awk; do
+	command -v $t >/dev/null || skip "$t is not installed"
+done
+for p in host-device macvlan static; do
+	[[ -x $CNI_BIN/$p ]] || skip "$CNI_BIN/$p is missing (Debian: containernetworking-plugins)"
+done
+[[ -x $PLUGIN ]] || {
+	echo "bench.sh: plugin $PLUGIN is missing (build it, or set HPN_PLUGIN)" >&2
+	exit 2
+}
+[[ -x $RUNNER ]] || {
+	echo "bench.sh: runner $RUNNER is missing (cmake --build build, or set HPN_BENCH_RUN)" >&2
+	exit 2
+}
+IP=$(command -v ip)
+
+# ---- throwaway namespaces, cleaned up whatever happens -------------------------
+
+PFX="hpnb-$$-"
+NODE=${PFX}node
+W=
+cleanup() {
+	local ns
+	set +e
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		[[ $ns == "$PFX"* ]] && ip netns del "$ns"
+	done
+	[[ -n $W && -d $W ]] && rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+W=$(mktemp -d /tmp/hpnb.XXXXXX)
+STATE=${BENCH_STATE_DIR:-$W}/hpnb-state-$$
+mkdir -p "$STATE"
+[[ -n ${BENCH_STATE_DIR:-} ]] && trap 'cleanup; rm -rf "$STATE"' EXIT
+
+ip netns add "$NODE" 2>/dev/null || skip "cannot create network namespaces here"
+ip -n "$NODE" link set lo up
+pod() { echo "${PFX}p$1"; }
+# nic<k>: stand-in NIC k (down, like an unused NIC); its peer is up.
+# mst0: the shared-mode master (up, as a node's NIC in use is).
+batch=$W/setup.batch
+: >"$batch"
+for ((k = 0; k < MAXPAR; k++)); do
+	ip netns add "$(pod $k)"
+	echo "link add nic$k type veth peer name peer$k" >>"$batch"
+	echo "link set peer$k up" >>"$batch"
+done
+{
+	echo "link add mst0 type veth peer name mstp0"
+	echo "link set mst0 up"
+	echo "link set mstp0 up"
+} >>"$batch"
+ip -n "$NODE" -batch "$batch"
+
+# ---- jobs: one plugin or ip run each, prepared as files for the runner --------
+
+# job DIR ARGV...: a job with no stdin and no environment (ip).
+job() {
+	local d=$1
+	shift
+	mkdir -p "$d"
+	printf '%s\n' "$@" >"$d/argv"
+	: >"$d/env"
+	: >"$d/stdin"
+}
+
+# cni_job DIR COMMAND K CONFIG BINARY: a CNI plugin run for pod K.
+cni_job() {
+	local d=$1 cmd=$2 k=$3 conf=$4 bin=$5
+	mkdir -p "$d"
+	echo "$bin" >"$d/argv"
+	printf '%s\n' "CNI_COMMAND=$cmd" "CNI_CONTAINERID=bench-$k" \
+		"CNI_NETNS=/run/netns/$(pod "$k")" CNI_IFNAME=hpn0 "CNI_PATH=$CNI_BIN" \
+		"PATH=/usr/sbin:/usr/bin:/sbin:/bin" >"$d/env"
+	echo "$conf" >"$d/stdin"
+}
+
+# ipam_of VARIANT K: the ipam object ("null" for none). Pod k gets 10.88.k.2/24.
+ipam_of() {
+	[[ $1 == static ]] || {
+		echo null
+		return
+	}
+	jq -cn --arg a "10.88.$2.2/24" --arg g "10.88.$2.1" \
+		'{type: "static", addresses: [{address: $a, gateway: $g}],
+		  routes: [{dst: "10.99.0.0/16"}]}'
+}
+
+# The device pod K gets. Pools (config "match", issue 5) replace this line:
+# e.g. echo '.match = {driver: "veth"}' to let the plugin pick from the pool.
+# hpn-rdma takes its NIC from a pool of the node's nic* veths (match), as a
+# multi-NIC GPU node would; BENCH_HPN_POOL=0 names nic<K> instead, like
+# host-device (and hpn-base, an older binary, always does).
+hpn_select() { echo ".device = \"nic$1\""; }
+hpn_pool() {
+	if [[ ${BENCH_HPN_POOL:-1} == 1 ]]; then
+		echo '.match = {devices: ["nic*"]}'
+	else
+		hpn_select "$1"
+	fi
+}
+
+# conf PLUGIN VARIANT K: the network config of one row for pod K.
+conf() {
+	local plugin=$1 variant=$2 k=$3 base
+	base=$(jq -cn --argjson ipam "$(ipam_of "$variant" "$k")" --arg mtu "$MTU" \
+		'{cniVersion: "1.0.0", name: "bench"} + (if $ipam then {ipam: $ipam} else {} end)
+		 + (if $mtu != "" then {mtu: ($mtu | tonumber)} else {} end)')
+	case $plugin in
+	hpn-rdma)
+		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0", nccl: {dir: ($st + "/pods")}} | '"$(hpn_pool "$k")" <<<"$base"
+		;;
+	hpn-base)
+		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0"} | '"$(hpn_select "$k")" <<<"$base"
+		;;
+	hpn-macvlan)
+		# Shared mode of hpn-rdma; override the shape with BENCH_HPN_MACVLAN.
+		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0", nccl: {dir: ($st + "/pods")}} | '"${BENCH_HPN_MACVLAN:-.mode = \"macvlan\" | .master = \"mst0\" | .macvlanMode = \"bridge\"}" <<<"$base"
+		;;
+	host-device)
+		jq -c --arg d "nic$k" '. + {type: "host-device", device: $d} | del(.mtu)' <<<"$base"
+		;;
+	macvlan)
+		jq -c '. + {type: "macvlan", master: "mst0", mode: "bridge"}' <<<"$base"
+		;;
+	esac
+}
+
+# The iproute2 floor: what a move-mode ADD does to the kernel, one `ip -batch`
+# per netns (ip cannot switch netns inside a batch): in the node, move and
+# rename into the pod; in the pod, (MTU,) up, address, route. DEL: in the pod,
+# move back under the original name (the kernel drops the address and route
+# and downs the device on the way); in the node, restore the MTU if one was set.
+floor_move() {
+	local dir=$1 variant=$2 k=$3 p
+	p=$(pod "$k")
+	mkdir -p "$dir/add-node/$k" "$dir/add-pod/$k" "$dir/del-pod/$k"
+	echo "link set nic$k netns $p name hpn0" >"$dir/add-node/$k/batch"
+	{
+		echo "link set hpn0 ${MTU:+mtu $MTU }up"
+		if [[ $variant == static ]]; then
+			echo "addr add 10.88.$k.2/24 dev hpn0"
+			echo "route add 10.99.0.0/16 via 10.88.$k.1 dev hpn0"
+		fi
+	} >"$dir/add-pod/$k/batch"
+	echo "link set hpn0 netns $NODE name nic$k" >"$dir/del-pod/$k/batch"
+	job "$dir/add-node/$k" "$IP" -batch "$dir/add-node/$k/batch"
+	job "$dir/add-pod/$k" "$IP" -n "$p" -batch "$dir/add-pod/$k/batch"
+	job "$dir/del-pod/$k" "$IP" -n "$p" -batch "$dir/del-pod/$k/batch"
+	if [[ -n $MTU ]]; then
+		mkdir -p "$dir/del-node/$k"
+		echo "link set nic$k mtu 1500" >"$dir/del-node/$k/batch"
+		job "$dir/del-node/$k" "$IP" -batch "$dir/del-node/$k/batch"
+	fi
+}
+
+# Shared mode floor: a macvlan child of mst0 made directly in the pod netns.
+floor_macvlan() {
+	local dir=$1 variant=$2 k=$3 p
+	p=$(pod "$k")
+	mkdir -p "$dir/add-node/$k" "$dir/add-pod/$k" "$dir/del-pod/$k"
+	echo "link add link mst0 name hpn0 netns $p ${MTU:+mtu $MTU }type macvlan mode bridge" \
+		>"$dir/add-node/$k/batch"
+	{
+		echo "link set hpn0 up"
+		if [[ $variant == static ]]; then
+			echo "addr add 10.88.$k.2/24 dev hpn0"
+			echo "route add 10.99.0.0/16 via 10.88.$k.1 dev hpn0"
+		fi
+	} >"$dir/add-pod/$k/batch"
+	echo "link del hpn0" >"$dir/del-pod/$k/batch"
+	job "$dir/add-node/$k" "$IP" -batch "$dir/add-node/$k/batch"
+	job "$dir/add-pod/$k" "$IP" -n "$p" -batch "$dir/add-pod/$k/batch"
+	job "$dir/del-pod/$k" "$IP" -n "$p" -batch "$dir/del-pod/$k/batch"
+}
+
+# prepare ROW WIDTH: step dirs $W/jobs/ROW/WIDTH/<step>/<k> for pods 0..WIDTH-1.
+# ROW is MODE.VARIANT.PLUGIN; prints the step dirs in order.
+prepare() {
+	local row=$1 n=$2 mode variant plugin bin dir k c
+	IFS=. read -r mode variant plugin <<<"$row"
+	dir=$W/jobs/$row/$n
+	if [[ ! -d $dir ]]; then
+		for ((k = 0; k < n; k++)); do
+			case $plugin in
+			iproute2)
+				if [[ $mode == move ]]; then
+					floor_move "$dir" "$variant" "$k"
+				else
+					floor_macvlan "$dir" "$variant" "$k"
+				fi
+				;;
+			*)
+				bin=$CNI_BIN/$plugin
+				[[ $plugin == hpn-* ]] && bin=$PLUGIN
+				[[ $plugin == hpn-base ]] && bin=$BASE
+				c=$(conf "$plugin" "$variant" "$k")
+				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin"
+				cni_job "$dir/2-del/$k" DEL "$k" "$c" "$bin"
+				;;
+			esac
+		done
+	fi
+	local -a order=()
+	for s in 1-add add-node add-pod 2-del del-pod del-node; do
+		[[ -d $dir/$s ]] && order+=("$dir/$s")
+	done
+	printf '%s\n' "${order[@]}"
+}
+
+# run LABEL NETNS REPS WARMUP STEPDIR...: the runner, its lines appended to $W/raw.
+run() {
+	local label=$1 reps=$3 warm=$4
+	shift 4
+	"$RUNNER" -n "/run/netns/$NODE" -r "$reps" -w "$warm" -l "$label" "$@" >>"$W/raw"
+}
+
+# The node and pod 0 as they must be between rows: nothing of ours left.
+node_clean() {
+	local k n
+	for ((k = 0; k < $1; k++)); do
+		n=$(ip -n "$(pod "$k")" -o link show | wc -l)
+		((n == 1)) || {
+			echo "bench.sh: pod $k is not empty after a row:" >&2
+			ip -n "$(pod "$k")" -o link show >&2
+			return 1
+		}
+		ip -n "$NODE" link show "nic$k" >/dev/null 2>&1 || {
+			echo "bench.sh: nic$k did not come back to the node" >&2
+			return 1
+		}
+	done
+	[[ -z $(find "$STATE" -type f ! -name lock) ]] || {
+		echo "bench.sh: hpn-rdma state left: $(find "$STATE" -type f)" >&2
+		return 1
+	}
+}
+
+# verify ROW: one ADD, checked (hpn0 in pod 0, with its address), then one DEL,
+# checked: a row is measured only if it does what it claims.
+verify() {
+	local row=$1 steps s
+	mapfile -t steps < <(prepare "$row" 1)
+	for s in "${steps[@]}"; do
+		"$RUNNER" -n "/run/netns/$NODE" -r 1 -l verify "$s" >/dev/null
+		case ${s##*/} in 1-add | add-pod)
+			ip -n "$(pod 0)" link show hpn0 >/dev/null 2>&1 || {
+				echo "bench.sh: $row: ADD left no hpn0 in the pod" >&2
+				return 1
+			}
+			if [[ $row == *.static.* ]] &&
+				! ip -n "$(pod 0)" -o addr show dev hpn0 | grep -F 10.88.0.2/24 >/dev/null; then
+				echo "bench.sh: $row: hpn0 has no 10.88.0.2/24" >&2
+				return 1
+			fi
+			;;
+		esac
+	done
+	node_clean 1
+}
+
+# ---- which rows ------------------------------------------------------------------
+
+ROWS=()
+for v in none static; do
+	for row in "move.$v.hpn-rdma" ${BASE:+"move.$v.hpn-base"} "move.$v.host-device" \
+		"move.$v.iproute2" \
+		"shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2"; do
+		[[ $row =~ ${BENCH_ROWS:-.} ]] && ROWS+=("$row")
+	done
+done
+
+# hpn-rdma's shared mode exists once the plugin accepts it: a macvlan child
+# of mst0 in the pod, mst0 still in the node.
+HPN_MACVLAN_WHY=
+hpn_macvlan_ok() {
+	local steps
+	mapfile -t steps < <(prepare shared.none.hpn-macvlan 1)
+	if ! "$RUNNER" -n "/run/netns/$NODE" -r 1 -l probe "${steps[0]}" >/dev/null 2>"$W/probe.err"; then
+		HPN_MACVLAN_WHY="hpn-rdma refuses mode \"macvlan\": $(grep -o '"msg":"[^"]*"' \
+			"$W/probe.err" | head -n1)"
+		return 1
+	fi
+	local kind
+	kind=$(ip -n "$(pod 0)" -d -j link show hpn0 2>/dev/null | jq -r '.[0].linkinfo.info_kind // ""')
+	"$RUNNER" -n "/run/netns/$NODE" -r 1 -l probe "${steps[1]}" >/dev/null
+	ip -n "$NODE" link show mst0 >/dev/null 2>&1 || {
+		echo "bench.sh: the macvlan probe lost mst0" >&2
+		exit 1
+	}
+	if [[ $kind != macvlan ]]; then
+		HPN_MACVLAN_WHY="hpn-rdma ignores mode \"macvlan\" (it attached a \"${kind:-?}\" hpn0)"
+		return 1
+	fi
+}
+SKIPPED=()
+if ! hpn_macvlan_ok; then
+	SKIPPED=(shared.none.hpn-macvlan shared.static.hpn-macvlan)
+	info_skip=$HPN_MACVLAN_WHY
+fi
+node_clean 1
+is_skipped() {
+	local s
+	for s in "${SKIPPED[@]}"; do [[ $s == "$1" ]] && return 0; done
+	return 1
+}
+
+echo "# hpn-rdma benchmark: $ITER ADD+DEL cycles per row in $ROUNDS rounds," \
+	"VERSION x $VITER, parallel widths $PAR x $PAR_REPS"
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+[[ -n ${info_skip:-} ]] && echo "# hpn-rdma shared-mode rows skipped: $info_skip"
+: >"$W/raw"
+for row in "${ROWS[@]}"; do
+	is_skipped "$row" && continue
+	verify "$row"
+done
+
+# Serial ADD+DEL, rows interleaved round by round.
+for ((r = 0; r < ROUNDS; r++)); do
+	for row in "${ROWS[@]}"; do
+		is_skipped "$row" && continue
+		mapfile -t steps < <(prepare "$row" 1)
+		run "serial|$row|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
+		node_clean 1
+	done
+done
+
+# VERSION: each plugin, plus the cost of starting any process (/bin/true).
+vdir=$W/jobs/version
+VPLUGINS=(hpn-rdma ${BASE:+hpn-base} host-device macvlan true)
+for p in "${VPLUGINS[@]}"; do
+	case $p in
+	hpn-rdma) bin=$PLUGIN ;;
+	hpn-base) bin=$BASE ;;
+	true) bin=$(type -P true) ;;
+	*) bin=$CNI_BIN/$p ;;
+	esac
+	cni_job "$vdir/$p/0" VERSION 0 '{"cniVersion":"1.0.0"}' "$bin"
+done
+for ((r = 0; r < ROUNDS; r++)); do
+	for p in "${VPLUGINS[@]}"; do
+		run "version|$p|r$r" "$NODE" $(((VITER + ROUNDS - 1) / ROUNDS)) 2 "$vdir/$p"
+	done
+done
+
+# N pods at once: N ADDs started together, then N DELs.
+for n in $PAR; do
+	for row in "${ROWS[@]}"; do
+		is_skipped "$row" && continue
+		mapfile -t steps < <(prepare "$row" "$n")
+		run "par$n|$row" "$NODE" "$PAR_REPS" 1 "${steps[@]}"
+		node_clean "$n"
+	done
+done
+# ADD's RDMA discovery alone (plan_rdma: netns mode, then the device behind
+# nic0), in the node netns: on this machine, the price of rdmaRequired:false.
+disc='{"skipped": "hpn-bench-discovery not built"}'
+if [[ -x $DISCOVERY ]]; then
+	read -r _ _ dn dus dfound < <(ip netns exec "$NODE" "$DISCOVERY" nic0 $((QUICK ? 50 : 5000)))
+	disc=$(jq -cn --argjson n "$dn" --argjson us "$dus" --arg f "$dfound" \
+		--arg ib "$([[ -d /sys/class/infiniband ]] && echo present || echo absent)" \
+		'{netdev: "nic0", iterations: $n, us_per_add: $us, rdma_device: $f,
+		  sys_class_infiniband: $ib}')
+fi
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- figures ---------------------------------------------------------------------
+
+# Per (label, rep): ADD+DEL wall = the sum of its steps; CPU summed; RSS max.
+# Labels carry the round ("|r<N>"): each round's reps count from 0 again.
+awk -F'\t' '{ k = $1 "\t" $2; w[k] += $5; c[k] += $6; u[k] += $8; if ($7 > m[k]) m[k] = $7 }
+	END { for (k in w) { split(k, f, "\t"); l = f[1]; sub(/\|r[0-9]+$/, "", l)
+		print l "\t" f[2] "\t" w[k] "\t" c[k] "\t" m[k] "\t" u[k] } }' "$W/raw" |
+	sort >"$W/cycles"
+
+# stats LABEL: "n median p99 mean" of the wall (ns), mean CPU (us), max RSS
+# (kB), mean user CPU (us).
+stats() {
+	awk -F'\t' -v l="$1" '$1 == l { print $3 "\t" $4 "\t" $5 "\t" $6 }' "$W/cycles" | sort -n |
+		awk -F'\t' '{ w[NR] = $1; c += $2; if ($3 > m) m = $3; u += $4 }
+		END {
+			if (!NR) { print "0 0 0 0 0 0 0"; exit }
+			i = int(NR * 0.99 + 0.999999); if (i > NR) i = NR
+			med = NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2
+			s = 0; for (j = 1; j <= NR; j++) s += w[j]
+			printf "%d %.0f %.0f %.0f %.0f %d %.0f\n", NR, med, w[i], s / NR, c / NR, m, u / NR
+		}'
+}
+
+machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
+	--arg kernel "$(uname -r)" --argjson cores "$(nproc)" \
+	--arg fs "$(stat -f -c %T "$STATE")" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+	--arg date "$(date -u +%FT%TZ)" \
+	'{cpu: $cpu, cores: $cores, kernel: $kernel, state_fs: $fs, loadavg_after: $load, date: $date}')
+{
+	for row in "${ROWS[@]}"; do
+		if is_skipped "$row"; then
+			jq -cn --arg r "$row" --arg why "$info_skip" '{row: $r, skipped: $why}'
+			continue
+		fi
+		read -r n med p99 mean cpu rss user < <(stats "serial|$row")
+		jq -cn --arg r "$row" --argjson n "$n" --argjson med "$med" --argjson p99 "$p99" \
+			--argjson mean "$mean" --argjson cpu "$cpu" --argjson rss "$rss" \
+			--argjson user "$user" \
+			'{row: $r, cycles: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6),
+			  mean: ($mean / 1e6)}, cpu_ms: ($cpu / 1e3), user_cpu_ms: ($user / 1e3),
+			  peak_rss_kb: $rss}'
+	done
+} | jq -s . >"$W/serial.json"
+{
+	for p in "${VPLUGINS[@]}"; do
+		read -r n med p99 mean cpu rss user < <(stats "version|$p")
+		jq -cn --arg p "$p" --argjson n "$n" --argjson med "$med" --argjson p99 "$p99" \
+			--argjson cpu "$cpu" --argjson rss "$rss" --argjson user "$user" \
+			'{plugin: $p, runs: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6)},
+			  cpu_ms: ($cpu / 1e3), user_cpu_ms: ($user / 1e3), peak_rss_kb: $rss}'
+	done
+} | jq -s . >"$W/version.json"
+{
+	for n in $PAR; do
+		for row in "${ROWS[@]}"; do
+			is_skipped "$row" && continue
+			read -r reps med _ _ cpu _ _ < <(stats "par$n|$row")
+			jq -cn --arg r "$row" --argjson n "$n" --argjson reps "$reps" \
+				--argjson med "$med" --argjson cpu "$cpu" \
+				'{row: $r, pods: $n, reps: $reps, round_ms: ($med / 1e6),
+				  pods_per_s: (if $med > 0 then $n / ($med / 1e9) else 0 end),
+				  cpu_ms_per_pod: ($cpu / 1e3 / $n)}'
+		done
+	done
+} | jq -s '[group_by(.row)[] | (map(select(.pods == 1))[0].pods_per_s) as $s |
+	.[] | . + {vs_serial: (if $s then .pods_per_s / $s else null end)}]' >"$W/par.json"
+
+# Targets (issue 8), judged on the no-IPAM move-mode rows (the plugin's own
+# cost) and, for throughput, on hpn-rdma's rows.
+jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
+	--slurpfile p "$W/par.json" --argjson disc "$disc" \
+	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
+	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
+	($s[0] | map({(.row): .}) | add) as $r |
+	($v[0] | map({(.plugin): .}) | add) as $ver |
+	def ratio(a; b): if (a | type) == "number" and (b | type) == "number" and b > 0
+		then a / b else null end;
+	def t(name; val; lim; cmp): {target: name, value: val, limit: lim,
+		met: (if val == null then null elif cmp == "le" then val <= lim else val >= lim end)};
+	{
+	  machine: $m,
+	  settings: {quick: ($quick == "1"), cycles_per_row: $iter, rounds: $rounds,
+		parallel_widths: ($par | split(" ") | map(select(. != "") | tonumber)),
+		parallel_reps: $preps, mtu: (if $mtu == "" then null else ($mtu | tonumber) end),
+		hpn_rdma: "rdmaRequired false (veths have no RDMA device)",
+		ipam: "none, and Debian static (its CPU and RSS included)",
+		floor: "iproute2, one ip -batch per netns per ADD/DEL half"},
+	  serial: $s[0],
+	  version: $v[0],
+	  parallel: $p[0],
+	  rdma_discovery: $disc,
+	  targets: ([
+		t("cpu per ADD+DEL vs host-device (no IPAM)";
+		  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le"),
+		t("peak RSS vs host-device (no IPAM)";
+		  ratio($r["move.none.hpn-rdma"].peak_rss_kb; $r["move.none.host-device"].peak_rss_kb); 0.5; "le"),
+		t("VERSION latency vs host-device";
+		  ratio($ver["hpn-rdma"].wall_ms.median; $ver["host-device"].wall_ms.median); 0.3; "le"),
+		t("ADD+DEL wall vs host-device (no IPAM)";
+		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.host-device"].wall_ms.median); 1.0; "le"),
+		t("ADD+DEL wall vs host-device (static IPAM)";
+		  ratio($r["move.static.hpn-rdma"].wall_ms.median; $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
+		t("ADD+DEL wall vs iproute2 floor (no IPAM)";
+		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
+	  ] + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
+		t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
+	}' >"$W/bench.json"
+cp "$W/bench.json" "$JSON"
+
+# ---- the table -------------------------------------------------------------------
+
+jq -r '
+	def f(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
+	def r(x): if x == null then "-" else ((x * 100 | round / 100 | tostring) + "x") end;
+	def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
+	def lpad(n): tostring | if length < n then (" " * (n - length)) + . else . end;
+	(.serial | map({(.row): .}) | add) as $r |
+	"ADD+DEL, serial (\(.settings.cycles_per_row) cycles per row; CPU includes IPAM children)",
+	("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
+	("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
+	("wall/ip" | lpad(9)),
+	(.serial[] | . as $x | ($x.row | split(".")) as $k |
+	 ($r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"]) as $hd |
+	 ($r["\($k[0]).\($k[1]).iproute2"]) as $ip |
+	 if .skipped then ($x.row | pad(28)) + "skipped: " + .skipped else
+	 ($x.row | pad(28)) + (f($x.wall_ms.median) | lpad(10)) + (f($x.wall_ms.p99) | lpad(9)) +
+	 (f($x.cpu_ms) | lpad(9)) + (f($x.user_cpu_ms) | lpad(7)) + (f($x.peak_rss_kb / 1024) | lpad(8)) +
+	 (r(if $hd.wall_ms then $x.wall_ms.median / $hd.wall_ms.median else null end) | lpad(9)) +
+	 (r(if $hd.cpu_ms and $hd.cpu_ms > 0 then $x.cpu_ms / $hd.cpu_ms else null end) | lpad(8)) +
+	 (r(if $hd.peak_rss_kb and $hd.peak_rss_kb > 0 then $x.peak_rss_kb / $hd.peak_rss_kb else null end) | lpad(8)) +
+	 (r(if $ip.wall_ms then $x.wall_ms.median / $ip.wall_ms.median else null end) | lpad(9))
+	 end),
+	"",
+	"VERSION",
+	("plugin" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
+	("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("vs hd" | lpad(8)),
+	((.version | map({(.plugin): .}) | add) as $v |
+	 .version[] | (.plugin | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+	 (f(.cpu_ms) | lpad(9)) + (f(.user_cpu_ms) | lpad(7)) + (f(.peak_rss_kb / 1024) | lpad(8)) +
+	 (r(.wall_ms.median / $v["host-device"].wall_ms.median) | lpad(8))),
+	"",
+	"N pods at once (ADD all, then DEL all; median of \(.settings.parallel_reps))",
+	("row" | pad(28)) + ("N" | lpad(4)) + ("round ms" | lpad(10)) + ("pods/s" | lpad(9)) +
+	("vs N=1" | lpad(8)),
+	(.parallel | sort_by(.row, .pods)[] | (.row | pad(28)) + (.pods | lpad(4)) +
+	 (f(.round_ms) | lpad(10)) + (f(.pods_per_s) | lpad(9)) + (r(.vs_serial) | lpad(8))),
+	"",
+	(if .rdma_discovery.us_per_add then
+	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
+	 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
+	 .rdma_discovery.rdma_device, "" else empty end),
+	"Targets",
+	(.targets[] | "  [\(if .met == true then "met" elif .met == false then "NOT met" else "?" end)] " +
+	 "\(.target): \(r(.value)) (limit \(.limit)x)"),
+	"",
+	"hd: host-device (move) or macvlan (shared); ip: the iproute2 floor of the same mode and IPAM.",
+	"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs); load after: \(.machine.loadavg_after)"
+	' "$JSON"
+echo "JSON: $JSON"
+
+if ((CHECK)); then
+	# Every row, VERSION and parallel figure present and numeric: not timings.
+	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
+	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
+	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" \
+		--argjson cyc $((PER_ROUND * ROUNDS)) --argjson vcyc $(((VITER + ROUNDS - 1) / ROUNDS * ROUNDS)) '
+		([.serial[].row] | sort) == ($want | sort) and
+		all(.serial[]; .skipped or (.cycles == $cyc and (.wall_ms.median > 0) and
+			(.cpu_ms | type == "number") and .peak_rss_kb > 0)) and
+		([.version[].plugin] | sort) == ($vp | sort) and
+		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
+		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
+			([.serial[] | select(.skipped | not)] | length)) and
+		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
+		all(.targets[]; .met != null)' "$JSON" >/dev/null || {
+		echo "FAIL: $JSON lacks rows or figures" >&2
+		exit 1
+	}
+	echo "PASS: every row measured, JSON valid"
+fi
