@@ -8,7 +8,8 @@
 #     hpn0's address); CHECK passes; DEL deletes the child; the host is as
 #     before and rxe0 is untouched.
 #  2. a 2-NIC pod from a pool (match.rdmaDevices "rxe*", count 2, macvlan
-#     children, host-local): hpn0 bound to one rxe device, hpn1 to the other,
+#     children, host-local): hpn0 bound to one rxe device, hpn1 to the other
+#     (the NCCL hints list both, with the GID index or NCCL's own choice in hpn0's subnet),
 #     each through its own address's GID; CHECK; DEL.
 #  2b. mode ipvlan l2 on nic1: bound to rxe1 through the child's GID; DEL.
 #  3. exclusive RDMA netns mode: mode macvlan is refused (108, saying why),
@@ -105,7 +106,7 @@ expect_ok "second DEL"
 info "2. count 2 from match.rdmaDevices rxe*, macvlan children"
 pconf=$(jq -cn --arg t "$T" '{cniVersion: "1.0.0", name: "hpnv-shared", type: "hpn-rdma",
 	mode: "macvlan", match: {rdmaDevices: ["rxe*"]}, count: 2, ifName: "hpn0",
-	stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"),
+	stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/pods")},
 	ipam: {type: "host-local", dataDir: ($t + "/hl"),
 		ranges: [[{subnet: "10.79.0.0/24"}]]}}')
 run_plugin ADD "$pconf"
@@ -123,12 +124,24 @@ for i in 0 1; do
 	info "hpn$i: $dev, address $a, gidIndex $gid, ibv_devinfo: ${ibv:-none}"
 	[[ $ibv == "$gid" ]] || fail "hpn$i: ibv_devinfo shows ::ffff:$a on $dev at '$ibv', the result says $gid"
 done
+# The NCCL hints name both devices in interface order, and the GID index when
+# both have the same one, else let NCCL pick within hpn0's subnet.
+jq_ok '(.rdma | sort_by(.interface)) as $r | .nccl.env as $e |
+	$e.NCCL_IB_HCA == ("=" + ($r | map(.device + ":1") | join(","))) and $e.NCCL_IB_DISABLE == "0" and
+	(if $r[0].gidIndex == $r[1].gidIndex then $e.NCCL_IB_GID_INDEX == ($r[0].gidIndex | tostring)
+	 else $e.NCCL_IB_GID_INDEX == "-1" and $e.NCCL_IB_ROCE_VERSION_NUM == "2" and
+	      $e.NCCL_IB_ADDR_FAMILY == "AF_INET" and $e.NCCL_IB_ADDR_RANGE == "10.79.0.0/24" end)' \
+	"NCCL hints of the 2-NIC pod" "$result"
+hints=$(jq -r '.nccl.file' <<<"$result")
+grep -qxF "NCCL_IB_HCA=$(jq -r '.nccl.env.NCCL_IB_HCA' <<<"$result")" "$hints" ||
+	fail "hints file $hints does not say what the result says: $(cat "$hints")"
 prev=$(jq -c --argjson r "$result" '.prevResult = $r' <<<"$pconf")
 run_plugin CHECK "$prev"
 expect_ok "CHECK of 2 NICs"
 run_plugin DEL "$prev"
 expect_ok "DEL of 2 NICs"
 restored "after DEL of the 2-NIC pod"
+[[ ! -e $hints ]] || fail "DEL left the hints file $hints"
 ip netns del "$POD"
 
 # --- 2b. ipvlan (Debian's kernel has it; the development host does not) ---------
