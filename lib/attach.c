@@ -1204,21 +1204,20 @@ static int build_result(const struct hpn_conf *conf, const struct hpn_result *ow
 
 /*
  * Renders the NCCL settings for what own bound into own's "nccl" and the file
- * text into *ret, and sets where the journal will say the file is.
+ * text into *ret, for the file the claim journalled (a->j.hints_*).
  */
 static int hints_prepare(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 			 struct hpn_result *own, char **ret, struct hpn_err *err)
 {
 	const struct hpn_nccl_profile *p = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
-	char key[HPN_NCCL_KEY_MAX];
 	struct hpn_nccl_owner o;
 	int r;
 
-	hpn_nccl_key(hpn_env_arg(env, "K8S_POD_UID"), env->container_id, key);
 	r = hpn_nccl_render(&conf->nccl, p, own, &own->nccl, err);
 	if (r < 0)
 		return r;
-	if (asprintf(&own->nccl_file, "%s/%s/%s", conf->nccl.dir, key, HPN_NCCL_FILE) < 0) {
+	if (asprintf(&own->nccl_file, "%s/%s/%s", a->j.hints_dir, a->j.hints_key,
+		     HPN_NCCL_FILE) < 0) {
 		own->nccl_file = NULL;
 		return -ENOMEM;
 	}
@@ -1227,11 +1226,7 @@ static int hints_prepare(struct attach *a, const struct hpn_env *env, const stru
 	o.pod_name = hpn_env_arg(env, "K8S_POD_NAME");
 	o.pod_uid = hpn_env_arg(env, "K8S_POD_UID");
 	*ret = hpn_nccl_format(&own->nccl, &o, own);
-	a->j.hints_dir = strdup(conf->nccl.dir);
-	if (!*ret || !a->j.hints_dir)
-		return -ENOMEM;
-	snprintf(a->j.hints_key, sizeof(a->j.hints_key), "%s", key);
-	return 0;
+	return *ret ? 0 : -ENOMEM;
 }
 
 /* What the pod itself decides before anything changes: hints key, GPU count. */
@@ -1449,11 +1444,9 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	}
 	if (r < 0)
 		goto out;
-	/* Journalled first: an undo removes the file only if it is still ours. */
+	/* Journalled with the claim: an undo removes the file only if it is still ours. */
 	if (hints) {
-		r = journal_step(a, a->j.phase, err);
-		if (r == 0)
-			r = fault("nccl", err);
+		r = fault("nccl", err);
 		if (r == 0)
 			r = hpn_nccl_write(a->j.hints_dir, a->j.hints_key, hints, err);
 		if (r < 0)
@@ -1660,9 +1653,19 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	a.j.owner_pid = getpid();
 	if (hpn_proc_start(a.j.owner_pid, &start) == 0)
 		a.j.owner_start = start;
+	/* Where the hints file will go, journalled with the claim (one fsync'd write less). */
+	if (conf->nccl.enabled) {
+		a.j.hints_dir = strdup(conf->nccl.dir);
+		if (!a.j.hints_dir) {
+			r = -ENOMEM;
+			goto out;
+		}
+		hpn_nccl_key(hpn_env_arg(env, "K8S_POD_UID"), env->container_id, a.j.hints_key);
+	}
 	/*
 	 * The claim: once journalled, other ADDs see the NICs as taken, and the
-	 * lock can go; the slow steps (moves, IPAM, the RDMA proof) run unlocked.
+	 * lock can go; the slow steps (moves, IPAM, the RDMA proof, the hints)
+	 * run unlocked.
 	 */
 	r = journal_step(&a, HPN_PHASE_MOVING, err);
 	if (r < 0)

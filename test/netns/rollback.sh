@@ -436,9 +436,9 @@ fail_at_multi() {
 		if [[ $what == pool ]]; then conf=$(pool_conf "$x"); else conf=$(mv_conf "$x"); fi
 		for step in "${STEPS[@]}"; do
 			for nic in 0 2; do
-				# journal and done are once per attachment; a child has no altnames.
-				[[ $nic == 2 && ($what == macvlan || $step == journal || $step == done) ]] &&
-					continue
+				# journal, nccl and done are once per attachment; a child has no altnames.
+				[[ $nic == 2 && ($what == macvlan || $step == journal || $step == nccl ||
+					$step == done) ]] && continue
 				[[ $what == macvlan && $step == altnames ]] && continue
 				run_plugin ADD "$conf" HPN_FAIL_AT="$step" HPN_FAIL_NIC="$nic"
 				expect_err any "$what ADD failing after $step of NIC $nic"
