@@ -344,12 +344,18 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 		}
 		off += (size_t)n;
 	}
+	/*
+	 * The content is synced before the rename, so a journal is never seen torn
+	 * or empty, even after a power loss. The directory is not: the journal must
+	 * survive the plugin being killed, which needs no sync, and a rename lost
+	 * with the power leaves the previous journal (undo handles any phase) or
+	 * none (the reboot returned every NIC and emptied every netns). A
+	 * directory fsync per write was most of ADD's own wall time on ext4.
+	 */
 	if (fsync(fd) < 0 || renameat(st->net_fd, tmp, st->net_fd, key) < 0) {
 		r = -errno;
 		goto out;
 	}
-	/* The rename is durable only once the directory is. */
-	fsync(st->net_fd);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -560,7 +566,7 @@ int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *er
 	if (unlinkat(st->net_fd, key, 0) < 0 && errno != ENOENT)
 		return hpn_err_set(err, HPN_E_IO, errno, "remove state %s: %s", key,
 				   strerror(errno));
-	fsync(st->net_fd);
+	/* No directory fsync: see hpn_journal_write. */
 	return 0;
 }
 
