@@ -1216,8 +1216,8 @@ static int hints_prepare(struct attach *a, const struct hpn_env *env, const stru
 	r = hpn_nccl_render(&conf->nccl, p, own, &own->nccl, err);
 	if (r < 0)
 		return r;
-	if (asprintf(&own->nccl_file, "%s/%s/%s", a->j.hints_dir, a->j.hints_key,
-		     HPN_NCCL_FILE) < 0) {
+	if (asprintf(&own->nccl_file, "%s/%s/%s", a->j.hints_dir, a->j.hints_key, HPN_NCCL_FILE) <
+	    0) {
 		own->nccl_file = NULL;
 		return -ENOMEM;
 	}
