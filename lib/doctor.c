@@ -48,34 +48,6 @@ static bool path_exists(const char *fmt, ...)
 	return n >= 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
 }
 
-/* First line of a small file, without the newline; -errno. */
-static int read_line(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int read_line(char *out, size_t len, const char *fmt, ...)
-{
-	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
-	va_list ap;
-	ssize_t n;
-	int r;
-
-	va_start(ap, fmt);
-	r = vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	if (r < 0 || (size_t)r >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, out, len - 1);
-	if (n < 0)
-		return -errno;
-	out[n] = '\0';
-	out[strcspn(out, "\n")] = '\0';
-	return 0;
-}
-
 /* ---- the node's RDMA netns mode ------------------------------------------------ */
 
 /*
@@ -92,7 +64,7 @@ static int node_netns_mode(const char *root, enum hpn_rdma_netns *mode, struct h
 		return hpn_rdma_netns_mode(mode, err);
 	if (!path_exists("%s/module/ib_core", root))
 		return -EPROTONOSUPPORT;
-	r = read_line(v, sizeof(v), "%s/module/ib_core/parameters/netns_mode", root);
+	r = hpn_sysfs_read(v, sizeof(v), "%s/module/ib_core/parameters/netns_mode", root);
 	/* A kernel before netns modes (5.2) shares every device. */
 	*mode = r == 0 && (v[0] == 'N' || v[0] == '0') ? HPN_RDMA_NETNS_EXCLUSIVE
 						       : HPN_RDMA_NETNS_SHARED;
@@ -452,14 +424,14 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 	const char *p;
 
 	if (nic->rdma[0]) {
-		if (read_line(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/state", root,
-			      nic->rdma, nic->port) == 0) {
+		if (hpn_sysfs_read(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/state", root,
+				   nic->rdma, nic->port) == 0) {
 			p = strchr(v, ':');
 			p = p ? p + 1 + (p[1] == ' ') : v;
 			msgf(nic->state, sizeof(nic->state), "%s", p);
 		}
-		if (read_line(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/link_layer", root,
-			      nic->rdma, nic->port) == 0)
+		if (hpn_sysfs_read(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/link_layer", root,
+				   nic->rdma, nic->port) == 0)
 			msgf(nic->link_layer, sizeof(nic->link_layer), "%s", v);
 	}
 	nic->mtu = nic->numa = -1;
@@ -468,12 +440,12 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 
 		if (hpn_sysfs_netdev_pci(root, nic->netdev, pci) == 0)
 			memcpy(nic->pci, pci, sizeof(pci));
-		if (read_line(v, sizeof(v), "%s/class/net/%s/mtu", root, nic->netdev) == 0)
+		if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/mtu", root, nic->netdev) == 0)
 			nic->mtu = small_int(v);
 	}
 	/* The kernel says -1 for "no NUMA node", as we do. */
 	if (nic->pci[0] &&
-	    read_line(v, sizeof(v), "%s/bus/pci/devices/%s/numa_node", root, nic->pci) == 0)
+	    hpn_sysfs_read(v, sizeof(v), "%s/bus/pci/devices/%s/numa_node", root, nic->pci) == 0)
 		nic->numa = small_int(v);
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "nl.h"
+#include "sysfs.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20
@@ -297,35 +298,6 @@ int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, st
 
 /* ---- sysfs ------------------------------------------------------------------ */
 
-/* One sysfs attribute, first line, without the newline. */
-static int read_attr(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int read_attr(char *out, size_t len, const char *fmt, ...)
-{
-	char path[PATH_MAX];
-	va_list ap;
-	ssize_t n;
-	int fd, r;
-
-	va_start(ap, fmt);
-	r = vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	if (r < 0 || (size_t)r >= sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, out, len - 1);
-	r = n < 0 ? -errno : 0;
-	close(fd);
-	if (r < 0)
-		return r;
-	out[n] = '\0';
-	out[strcspn(out, "\n")] = '\0';
-	return 0;
-}
-
 static int pathf(char path[PATH_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int pathf(char path[PATH_MAX], const char *fmt, ...)
@@ -384,8 +356,8 @@ void hpn_rdma_classify(const char *root, struct hpn_rdma_dev *dev)
 		return;
 	dev->soft = true;
 	/* rxe is a channel adapter (node type 1); siw is an RNIC (4). */
-	if (read_attr(node_type, sizeof(node_type), "%s/class/infiniband/%s/node_type", root,
-		      dev->name) == 0 &&
+	if (hpn_sysfs_read(node_type, sizeof(node_type), "%s/class/infiniband/%s/node_type", root,
+			   dev->name) == 0 &&
 	    node_type[0] == '1') {
 		dev->kind = HPN_RDMA_RXE;
 		snprintf(dev->driver, sizeof(dev->driver), "rdma_rxe");
@@ -422,7 +394,7 @@ static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
 			continue;
 		while (!found && (ge = readdir(gd)))
 			if (ge->d_name[0] != '.' &&
-			    read_attr(nd, sizeof(nd), "%s/%s", path, ge->d_name) == 0 &&
+			    hpn_sysfs_read(nd, sizeof(nd), "%s/%s", path, ge->d_name) == 0 &&
 			    !strcmp(nd, ifname))
 				found = (uint32_t)port;
 		closedir(gd);
@@ -441,7 +413,8 @@ static bool representor(const char *root, const char *ifname)
 	char name[64];
 	size_t i = 1;
 
-	if (read_attr(name, sizeof(name), "%s/class/net/%s/phys_port_name", root, ifname) < 0 ||
+	if (hpn_sysfs_read(name, sizeof(name), "%s/class/net/%s/phys_port_name", root, ifname) <
+		    0 ||
 	    !name[0])
 		return false;
 	if (name[0] == 'p')
@@ -491,7 +464,8 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 	    pathf(p, "%s/class/net/%s/device", root, ifname) == 0 && realpath(p, b))
 		match = !strcmp(a, b);
 	if (!match && mac &&
-	    read_attr(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) == 0) {
+	    hpn_sysfs_read(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) ==
+		    0) {
 		char want[20];
 
 		mac_guid(mac, want);
@@ -503,7 +477,8 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 	if (n <= 1)
 		return 1;
 	/* A multi-port function: netdev dev_port 0 is RDMA port 1, and so on. */
-	if (read_attr(dev_port, sizeof(dev_port), "%s/class/net/%s/dev_port", root, ifname) == 0 &&
+	if (hpn_sysfs_read(dev_port, sizeof(dev_port), "%s/class/net/%s/dev_port", root, ifname) ==
+		    0 &&
 	    strtoul(dev_port, NULL, 0) + 1 <= n)
 		return (uint32_t)strtoul(dev_port, NULL, 0) + 1;
 	return 0;
@@ -657,8 +632,8 @@ int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, u
 
 			if (de->d_name[0] == '.' || !hpn_valid_ifname(de->d_name))
 				continue;
-			has_mac = read_attr(addr, sizeof(addr), "%s/class/net/%s/address", root,
-					    de->d_name) == 0 &&
+			has_mac = hpn_sysfs_read(addr, sizeof(addr), "%s/class/net/%s/address",
+						 root, de->d_name) == 0 &&
 				  hpn_mac_parse(addr, mac) == 0;
 			p = sysfs_serves(root, name, de->d_name, has_mac ? mac : NULL);
 			if (!p || (port && p != port))

@@ -3,9 +3,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int list_net_dir(const char *dir, char (*names)[16], size_t max, size_t *n)
 {
@@ -80,5 +83,29 @@ int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_
 	if (!base || strlen(base + 1) != 12 || hpn_pci_normalise(base + 1, pci) < 0)
 		return -ENOENT;
 	memcpy(out, pci, HPN_PCI_STR);
+	return 0;
+}
+
+int hpn_sysfs_read(char *out, size_t len, const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
+	va_list ap;
+	ssize_t n;
+	int r;
+
+	va_start(ap, fmt);
+	r = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (r < 0 || (size_t)r >= sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, out, len - 1);
+	if (n < 0)
+		return -errno;
+	out[n] = '\0';
+	out[strcspn(out, "\n")] = '\0';
 	return 0;
 }

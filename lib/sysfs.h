@@ -19,4 +19,9 @@ int hpn_sysfs_pci_netdevs(const char *root, const char *pci, char (*names)[16], 
 /* PCI address behind netdev ifname (<root>/class/net/<ifname>/device), or -ENOENT. */
 int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_STR]);
 
+/* The first line of a small file (a sysfs attribute) at the formatted path, without
+ * the newline, into out (len bytes); -errno. */
+int hpn_sysfs_read(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

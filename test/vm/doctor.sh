@@ -17,11 +17,7 @@ source "$(dirname "$0")/lib.sh"
 [[ -n ${HPN_PLUGIN:-} ]] || fail "HPN_PLUGIN is not set (run through ctest)"
 [[ -x $CNI_BIN/static ]] || skip "$CNI_BIN/static is missing (Debian: containernetworking-plugins)"
 
-vm_nics
-nic0=${VM_NICS[0]}
-ip link set "$nic0" up
-rxe_add "$nic0" rxe0
-rxe_port_active rxe0
+rxe_nics 1
 ip link add mv0 link "$nic0" type macvlan mode bridge
 POD=hpnv-doctor
 NETNS=/run/netns/$POD

@@ -99,6 +99,23 @@ rxe_port_active() {
 		fail "port 1 of $1 is not ACTIVE: $(cat "/sys/class/infiniband/$1/ports/1/state")"
 }
 
+# rxe_nics N: the VM's first N NICs up, each with a Soft-RoCE device (rxe0...)
+# whose port is ACTIVE, in the kernel's default shared RDMA netns mode; sets
+# nic0, nic1...
+rxe_nics() {
+	local i
+	vm_nics
+	for ((i = 0; i < $1; i++)); do
+		printf -v "nic$i" '%s' "${VM_NICS[$i]}"
+		ip link set "${VM_NICS[$i]}" up
+		rxe_add "${VM_NICS[$i]}" "rxe$i"
+	done
+	for ((i = 0; i < $1; i++)); do
+		rxe_port_active "rxe$i"
+	done
+	[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM does not start in shared mode"
+}
+
 # ---- running the plugin ------------------------------------------------------
 
 # Globals a scenario sets and run_plugin reads; T is its scratch dir.

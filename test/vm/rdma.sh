@@ -27,15 +27,7 @@ source "$(dirname "$0")/lib.sh"
 [[ -n ${HPN_PLUGIN:-} ]] || fail "HPN_PLUGIN is not set (run through ctest)"
 [[ -x $CNI_BIN/static ]] || skip "$CNI_BIN/static is missing (Debian: containernetworking-plugins)"
 
-vm_nics
-nic0=${VM_NICS[0]} nic1=${VM_NICS[1]}
-ip link set "$nic0" up
-ip link set "$nic1" up
-rxe_add "$nic0" rxe0
-rxe_add "$nic1" rxe1
-rxe_port_active rxe0
-rxe_port_active rxe1
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM does not start in shared mode"
+rxe_nics 2
 
 POD=hpnv-pod
 NETNS=/run/netns/$POD

@@ -26,15 +26,7 @@ for p in static host-local; do
 	[[ -x $CNI_BIN/$p ]] || skip "$CNI_BIN/$p is missing (Debian: containernetworking-plugins)"
 done
 
-vm_nics
-nic0=${VM_NICS[0]} nic1=${VM_NICS[1]}
-ip link set "$nic0" up
-ip link set "$nic1" up
-rxe_add "$nic0" rxe0
-rxe_add "$nic1" rxe1
-rxe_port_active rxe0
-rxe_port_active rxe1
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM does not start in shared mode"
+rxe_nics 2
 
 POD=hpnv-pod
 NETNS=/run/netns/$POD
