@@ -352,14 +352,21 @@ char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
 	fprintf(f, "%s\n", owner);
 	for (size_t i = 0; i < res->n_rdma; i++) {
 		const struct hpn_rdma_info *ri = &res->rdma[i];
-		const char *ifn = ri->interface >= 0 && (size_t)ri->interface < res->n_ifaces
-					  ? res->ifaces[ri->interface].name
-					  : "?";
+		/* Comment text again: one line whatever a result holds. */
+		char ifn[64], dev[64], gid[64], drv[32], tr[16];
 
+		clean(ifn,
+		      ri->interface >= 0 && (size_t)ri->interface < res->n_ifaces
+			      ? res->ifaces[ri->interface].name
+			      : "?",
+		      sizeof(ifn));
+		clean(dev, ri->device, sizeof(dev));
+		clean(gid, ri->gid[0] ? ri->gid : "-", sizeof(gid));
+		clean(drv, ri->driver, sizeof(drv));
+		clean(tr, ri->transport, sizeof(tr));
 		if (ri->bound)
-			fprintf(f, "# device %s %s:%d gid %d %s %s %s\n", ifn, ri->device, ri->port,
-				ri->gid_index, ri->gid[0] ? ri->gid : "-", ri->driver,
-				ri->transport);
+			fprintf(f, "# device %s %s:%d gid %d %s %s %s\n", ifn, dev, ri->port,
+				ri->gid_index, gid, drv, tr);
 		else
 			fprintf(f, "# device %s none\n", ifn);
 	}

@@ -350,6 +350,34 @@ static void test_format_parse(void)
 	free(owner);
 	free(other);
 
+	/* A result's names cannot add lines through the header (fuzz finding). */
+	{
+		struct hpn_result *bad = bound(1, g, "mlx5", "roce", NULL);
+		struct hpn_vars bv = { 0 };
+
+		free(bad->ifaces[0].name);
+		bad->ifaces[0].name = strdup("hp\nNCCL_IB_GID_INDEX=7\n");
+		/* A newline in a device name would be in NCCL_IB_HCA: render refuses that. */
+		snprintf(bad->rdma[0].device, sizeof(bad->rdma[0].device), "mlx5\nNCCL_X=1");
+		CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err),
+			     -E2BIG);
+		CHECK_STR_HAS(err.msg, "NCCL setting NCCL_IB_HCA");
+		err = (struct hpn_err){ 0 };
+		snprintf(bad->rdma[0].device, sizeof(bad->rdma[0].device), "mlx5 =X");
+		CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err), 0);
+		text = hpn_nccl_format(&bv, &o, bad);
+		owner = hpn_nccl_owner_line(&o);
+		CHECK_INT_EQ(hpn_nccl_parse(text, owner, &got, &mine), 0);
+		CHECK(hpn_vars_equal(&got, &bv));
+		CHECK(!hpn_vars_get(&got, "NCCL_X"));
+		CHECK_STR_HAS(text, "# device hp?NCCL_IB_GID_INDEX?7? mlx5??X:1 gid 3");
+		hpn_vars_free(&got);
+		hpn_vars_free(&bv);
+		free(text);
+		free(owner);
+		hpn_result_free(bad);
+	}
+
 	/* NCCL's rules: first '=' splits, no trimming, '#' lines and lines without '='
 	 * are skipped, the first setting of a name stays (setenv(.., 0)). */
 	CHECK_INT_EQ(hpn_nccl_parse("#NCCL_A=1\nNCCL_B==x=y\n NCCL_C=2\nNCCL_D\nNCCL_B=z\n"
