@@ -34,7 +34,10 @@ installed to ${CNI_BIN_DIR}; example configs are in /usr/share/hpn-rdma/examples
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # Depends: from dpkg-shlibdeps (dpkg-dev)
+# Depends: dpkg-shlibdeps (dpkg-dev) appends what the binary links to these, which
+# it cannot see: libibverbs and librdmacm are dlopen()ed by the bind check (verbs.c).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libibverbs1, librdmacm1")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "containernetworking-plugins, rdma-core")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
