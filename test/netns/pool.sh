@@ -199,14 +199,24 @@ scenario "count 3 with host-local, CHECK, DEL" multi_nic
 
 # --- An ADD in flight holds its NICs: another pod's ADD gets 11 (retry), a
 # GC that does not list it leaves it alone; once it is done, the other gets
-# 100 (the pool is simply taken). The ADD is held in flight by a slow IPAM.
+# 100 (the pool is simply taken). The ADD is held in flight by an IPAM that
+# waits at a gate the test opens, so no step races a timer (under valgrind
+# each plugin run takes seconds).
 in_flight() {
-	local x=$T/ipam-$SCEN.log conf slow=$T/slowbin pod2=${HPNT_PREFIX}p${SCEN}b i c
+	local x=$T/ipam-$SCEN.log conf slow=$T/slowbin gate=$T/gate-$SCEN pod2=${HPNT_PREFIX}p${SCEN}b i c
 	mk_pool 1
 	snap_save "$HOST_NS" "$T/host.before"
 	mkdir -p "$slow"
-	printf '#!/bin/bash\n[[ $CNI_COMMAND == ADD ]] && sleep 3\nexec %q "$@"\n' \
-		"$HPNT_BIN/hpnt-ipam" >"$slow/hpnt-slow"
+	# The IPAM's ADD says it has started, then waits (at most 10 minutes)
+	# until the gate is open. The claim is journalled before IPAM runs.
+	printf '#!/bin/bash
+if [[ $CNI_COMMAND == ADD ]]; then
+	: >%q.started
+	for ((i = 0; i < 6000; i++)); do [[ -e %q.open ]] && break; sleep 0.1; done
+fi
+exec %q "$@"
+' \
+		"$gate" "$gate" "$HPNT_BIN/hpnt-ipam" >"$slow/hpnt-slow"
 	chmod +x "$slow/hpnt-slow"
 	conf=$(pool_conf '.cniVersion = "1.1.0" | .ipam = {type: "hpnt-slow", log: $x,
 		addresses: [{address: "10.91.0.7/24"}]}' --arg x "$x")
@@ -219,10 +229,17 @@ in_flight() {
 		printf '%s' "$OUT" >"$T/res"
 	) &
 	local job=$!
-	for ((i = 0; i < 100; i++)); do
-		[[ $(state_count) == 1 ]] && break
-		sleep 0.05
+	# Whatever happens next (a failed check exits this subshell), the gate
+	# opens and the ADD ends before the scenario's cleanup runs.
+	trap ": >$(printf %q "$gate.open"); wait" EXIT
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $gate.started ]] && break
+		kill -0 "$job" 2>/dev/null || break
+		sleep 0.1
 	done
+	if [[ ! -e $gate.started ]]; then
+		fail "the first ADD never reached IPAM: $(cat "$T/a/res" 2>/dev/null)"
+	fi
 	[[ $(state_count) == 1 ]] || fail "the first ADD wrote no claim"
 	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
 		CNI_PATH="$slow:$CNI_PATH_DIRS"
@@ -235,7 +252,9 @@ in_flight() {
 		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME CNI_PATH="$slow:$CNI_PATH_DIRS"
 	expect_ok "GC while the ADD is in flight"
 	[[ $(state_count) == 1 ]] || fail "GC removed the journal of an ADD in flight"
+	: >"$gate.open"
 	wait "$job"
+	trap - EXIT
 	[[ $(<"$T/a/rc") == 0 ]] || fail "the ADD in flight failed: $(<"$T/a/res")"
 	has_link "$POD_NS" hpn0 || fail "the ADD in flight did not attach pool0"
 	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
