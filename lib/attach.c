@@ -497,11 +497,45 @@ static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_co
 	return r;
 }
 
-/* A journal of an ADD that has not finished and whose process is alive. */
+/*
+ * A journal another run is working on: an ADD that has not finished and whose
+ * process is alive, or a DEL or GC undoing it (hpn_journal_hold).
+ */
 static bool in_flight(const struct hpn_journal *j)
 {
-	return j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
-	       hpn_proc_alive(j->owner_pid, j->owner_start);
+	return j->releasing || (j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
+				hpn_proc_alive(j->owner_pid, j->owner_start));
+}
+
+/*
+ * Undo a journalled attachment and remove its journal without the store lock
+ * across the slow steps (IPAM, moves, deletes): the journal is held first,
+ * so other runs see it in flight and leave it and its NICs alone; the lock
+ * goes; the undo runs; and the journal is removed under the lock again, so
+ * that no reader sees it unheld after the NICs are back. Called, and returns,
+ * with the store locked (or with code 11 if the lock did not come back). On
+ * an undo error the journal stays, no longer held, for a later DEL or GC.
+ */
+static int release(struct hpn_store *st, struct nsctx *ns, const struct hpn_env *env,
+		   const struct hpn_conf *conf, const char *key, const struct hpn_journal *j,
+		   bool ipam, struct hpn_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct hpn_err lerr = { 0 };
+	int r = hpn_journal_hold(st, key, &fd, err), rl;
+
+	if (r < 0)
+		return r;
+	hpn_store_unlock(st);
+	r = undo(ns, env, conf, j, ipam, err);
+	rl = hpn_store_lock(st, LOCK_TIMEOUT_MS, &lerr);
+	if (r == 0)
+		r = hpn_journal_remove(st, key, err);
+	if (r == 0 && rl < 0) {
+		*err = lerr;
+		r = rl;
+	}
+	return r;
 }
 
 struct attach {
@@ -545,7 +579,10 @@ static int attach_open(struct attach *a, const struct hpn_env *env, const struct
 	if (r < 0)
 		return r;
 	a->have_journal = true;
-	/* An ADD of this very attachment still running (the runtime retried early). */
+	/* Another run of this very attachment still going (the runtime retried early). */
+	if (a->j.releasing)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
+				   "a DEL or GC of %s is still running", a->key);
 	if (in_flight(&a->j))
 		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
 				   "an ADD of %s (pid %d) is still running", a->key,
@@ -643,7 +680,7 @@ struct nic_plan {
 struct holder {
 	struct hpn_link host; /* moved: the NIC itself; child: its parent */
 	bool child;
-	bool live; /* an ADD in flight: it may finish or give the NIC back soon */
+	bool live; /* an ADD, DEL or GC in flight: the NIC may come back soon */
 	char key[HPN_KEY_MAX];
 };
 
@@ -736,9 +773,10 @@ static int check_unclaimed(const struct holders *h, const struct hpn_conf *conf,
 	if (!x)
 		return 0;
 	if (x->live)
-		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
-				   "\"%s\" is being attached by another ADD (%s); try again",
-				   dev->name, x->key);
+		return hpn_err_set(
+			err, HPN_E_TRY_AGAIN, EBUSY,
+			"\"%s\" is being attached or released by another run (%s); try again",
+			dev->name, x->key);
 	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, EBUSY, "\"%s\" is held by attachment %s%s",
 			   dev->name, x->key,
 			   x->child ? " (a parent of its child)" : ": DEL or GC it first");
@@ -945,7 +983,8 @@ static int select_pool(struct attach *a, const struct hpn_conf *conf, const stru
 	}
 	/*
 	 * NICs of ADDs still running (of this network, so picked from this pool)
-	 * may come back if those fail: on the host still, or already in their pod.
+	 * may come back if those fail, and NICs a DEL or GC is giving back will:
+	 * on the host still, or already in their pod.
 	 */
 	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++)
 		nlive += h->v[k].live && !h->v[k].child;
@@ -953,8 +992,8 @@ static int select_pool(struct attach *a, const struct hpn_conf *conf, const stru
 		if (nfree + nlive >= conf->count)
 			r = hpn_err_set(
 				err, HPN_E_TRY_AGAIN, EBUSY,
-				"match selects %zu devices; %zu free, %zu being attached by "
-				"other ADDs, %u needed: try again",
+				"match selects %zu devices; %zu free, %zu being attached or "
+				"released by other runs, %u needed: try again",
 				c.n, nfree, nlive, conf->count);
 		else
 			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
@@ -1617,15 +1656,12 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
 	if (a.have_journal) {
 		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);
-		r = undo(&a.ns, env, conf, &a.j, a.j.phase >= HPN_PHASE_IPAM, err);
+		r = release(&a.st, &a.ns, env, conf, a.key, &a.j, a.j.phase >= HPN_PHASE_IPAM, err);
 		if (r < 0) {
 			hpn_err_prefix(err, "undo the unfinished earlier ADD of %s", a.key);
 			goto out;
 		}
 		hpn_journal_free(&a.j);
-		r = hpn_journal_remove(&a.st, a.key, err);
-		if (r < 0)
-			goto out;
 		a.have_journal = false;
 	}
 	r = open_pod_socket(&a.ns, env->netns, err);
@@ -1707,10 +1743,13 @@ int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_e
 	r = attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
-	/* IPAM first and always: its lease must go even when nothing else is left. */
-	r = undo(&a.ns, env, conf, a.have_journal ? &a.j : NULL, true, err);
-	if (r == 0 && a.have_journal)
-		r = hpn_journal_remove(&a.st, a.key, err);
+	/* IPAM always: its lease must go even when nothing else is left. */
+	if (a.have_journal) {
+		r = release(&a.st, &a.ns, env, conf, a.key, &a.j, true, err);
+	} else {
+		hpn_store_unlock(&a.st);
+		r = undo(&a.ns, env, conf, NULL, true, err);
+	}
 out:
 	attach_close(&a);
 	return r;
@@ -1990,16 +2029,12 @@ static int gc_one(struct nsctx *ns, struct hpn_store *st, const struct hpn_env *
 		  struct hpn_err *err)
 {
 	struct hpn_env genv = *env;
-	int r;
 
 	hpn_info("gc: undoing stale attachment %s", key);
 	genv.container_id = j->container_id;
 	genv.ifname = j->cni_ifname;
 	genv.netns = j->netns;
-	r = undo(ns, &genv, conf, j, true, err);
-	if (r == 0)
-		r = hpn_journal_remove(st, key, err);
-	return r;
+	return release(st, ns, &genv, conf, key, j, true, err);
 }
 
 /* A journal temp file ".tmp.<key>.<pid>" of a process still running (an ADD in flight). */
@@ -2071,6 +2106,9 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 				*err = jerr;
 		}
 		hpn_journal_free(&j);
+		/* The lock went for the undo; without it, the others must wait for the next GC. */
+		if (st.lock_fd < 0)
+			break;
 	}
 	r = failed ? -EIO : 0;
 out:

@@ -575,7 +575,8 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 			msgf(nic->held_container, sizeof(nic->held_container), "%s",
 			     j.container_id);
 			memcpy(nic->held_ifname, j.nics[k].pod_ifname, sizeof(nic->held_ifname));
-			nic->held_complete = j.phase == HPN_PHASE_ATTACHED;
+			nic->held_complete = j.phase == HPN_PHASE_ATTACHED && !j.releasing;
+			nic->held_releasing = j.releasing;
 		}
 		hpn_journal_free(&j);
 		free(list[i]);
@@ -892,7 +893,9 @@ char *hpn_doctor_render_text(const struct hpn_doctor *d)
 		if (n->held_container[0])
 			snprintf(held, sizeof(held), "%s/%.12s as %s%s", n->held_network,
 				 n->held_container, n->held_ifname,
-				 n->held_complete ? "" : " (ADD unfinished)");
+				 n->held_releasing  ? " (being released)"
+				 : n->held_complete ? ""
+						    : " (ADD unfinished)");
 		fprintf(f, "%-15s %-12s %-10s %-10s %-4s %-6s %-10s %-5s %-4s %s\n",
 			n->netdev[0] ? n->netdev : "-", n->pci[0] ? n->pci : "-",
 			n->driver[0] ? n->driver : "-", n->rdma[0] ? n->rdma : "-", port,
@@ -991,6 +994,7 @@ char *hpn_doctor_render_json(const struct hpn_doctor *d)
 			cJSON_AddStringToObject(h, "containerId", n->held_container);
 			cJSON_AddStringToObject(h, "ifName", n->held_ifname);
 			cJSON_AddBoolToObject(h, "attached", n->held_complete);
+			cJSON_AddBoolToObject(h, "releasing", n->held_releasing);
 		} else {
 			cJSON_AddNullToObject(o, "heldBy");
 		}

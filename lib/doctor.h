@@ -56,7 +56,8 @@ struct hpn_doctor_nic {
 	char held_network[128];
 	char held_container[HPN_KEY_MAX];
 	char held_ifname[HPN_IFNAMSIZ];
-	bool held_complete; /* the ADD finished (phase ATTACHED) */
+	bool held_complete;  /* the ADD finished (phase ATTACHED) and no DEL or GC runs */
+	bool held_releasing; /* a DEL or GC is undoing it */
 };
 
 struct hpn_doctor_check {

@@ -531,6 +531,14 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	return 0;
 }
 
+/* Whether some run holds the journal open at fd (hpn_journal_hold); tests, takes nothing. */
+static bool held(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	return fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+}
+
 int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
 		     struct hpn_err *err)
 {
@@ -557,6 +565,7 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 		hpn_journal_free(&tmp);
 		return hpn_err_set(err, HPN_E_IO, r, "state %s is corrupt", key);
 	}
+	tmp.releasing = held(fd);
 	*j = tmp;
 	return 0;
 }
@@ -568,6 +577,25 @@ int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *er
 				   strerror(errno));
 	/* No directory fsync: see hpn_journal_write. */
 	return 0;
+}
+
+int hpn_journal_hold(struct hpn_store *st, const char *key, int *fd, struct hpn_err *err)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int r;
+
+	*fd = openat(st->net_fd, key, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "open state %s: %s", key, strerror(errno));
+	if (fcntl(*fd, F_OFD_SETLK, &fl) == 0)
+		return 0;
+	r = errno;
+	close(*fd);
+	*fd = -1;
+	if (r == EAGAIN || r == EACCES)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
+				   "%s is being released by another run; try again", key);
+	return hpn_err_set(err, HPN_E_IO, r, "hold state %s: %s", key, strerror(r));
 }
 
 bool hpn_journal_may_exist(const char *state_dir, const char *network, const char *key)

@@ -80,6 +80,8 @@ struct hpn_journal {
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
 	char *result;			  /* JSON of this attachment's own result, once attached */
+	/* Read only, never written: a DEL or GC is undoing it now (see hpn_journal_hold). */
+	bool releasing;
 };
 
 void hpn_journal_free(struct hpn_journal *j);
@@ -108,6 +110,13 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
 		     struct hpn_err *err);
 int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *err);
+/*
+ * Marks the journal of key as being undone by this process, for as long as
+ * *fd stays open (an open-file-description lock: a crash drops it): every
+ * hpn_journal_read meanwhile says "releasing". Call it with the store locked,
+ * so that two runs cannot both take it; -EBUSY when another run holds it.
+ */
+int hpn_journal_hold(struct hpn_store *st, const char *key, int *fd, struct hpn_err *err);
 /*
  * Whether stateDir/<network>/<key> may exist, without creating, opening or
  * locking the store: false only when it certainly does not (ENOENT).

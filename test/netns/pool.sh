@@ -10,8 +10,11 @@
 # - count 3 with host-local: hpn0, hpn1, hpn2, one lease each, CHECK, DEL;
 #   count larger than the free pool: refused, nothing changed. (Rollback
 #   and kill -9 of multi-NIC and macvlan ADDs: rollback.sh.)
-# - an ADD in flight (held there by a slow IPAM): another pod's ADD of the
+# - an ADD in flight (held there by a gated IPAM): another pod's ADD of the
 #   same NICs gets 11, GC leaves the ADD alone, then 100 once it is done.
+# - a DEL in flight (held the same way) does not hold the state lock: its
+#   attachment's DEL and CHECK get 11, another pod's ADD of its NIC gets 11,
+#   GC leaves it alone; then the NIC is free.
 # - GC after pods vanish (netns deleted, no DEL): their journals and leases
 #   go, the listed pod keeps its NICs.
 # - config errors of match / count / mode.
@@ -197,53 +200,64 @@ multi_nic() {
 }
 scenario "count 3 with host-local, CHECK, DEL" multi_nic
 
-# --- An ADD in flight holds its NICs: another pod's ADD gets 11 (retry), a
-# GC that does not list it leaves it alone; once it is done, the other gets
-# 100 (the pool is simply taken). The ADD is held in flight by an IPAM that
-# waits at a gate the test opens, so no step races a timer (under valgrind
-# each plugin run takes seconds).
-in_flight() {
-	local x=$T/ipam-$SCEN.log conf slow=$T/slowbin gate=$T/gate-$SCEN pod2=${HPNT_PREFIX}p${SCEN}b i c
-	mk_pool 1
-	snap_save "$HOST_NS" "$T/host.before"
-	mkdir -p "$slow"
-	# The IPAM's ADD says it has started, then waits (at most 10 minutes)
-	# until the gate is open. The claim is journalled before IPAM runs.
-	printf '#!/bin/bash
-if [[ $CNI_COMMAND == ADD ]]; then
-	: >%q.started
-	for ((i = 0; i < 6000; i++)); do [[ -e %q.open ]] && break; sleep 0.1; done
-fi
-exec %q "$@"
-' \
-		"$gate" "$gate" "$HPNT_BIN/hpnt-ipam" >"$slow/hpnt-slow"
-	chmod +x "$slow/hpnt-slow"
-	conf=$(pool_conf '.cniVersion = "1.1.0" | .ipam = {type: "hpnt-slow", log: $x,
-		addresses: [{address: "10.91.0.7/24"}]}' --arg x "$x")
-	ip netns add "$pod2"
+# gated_ipam CMD GATE: the recording IPAM as $T/slowbin/hpnt-slow, whose CMD
+# (ADD or DEL) says it has started (GATE.started), then waits (at most 10
+# minutes) until the test opens the gate (GATE.open). Steps then wait on each
+# other, not on timers (under valgrind each plugin run takes seconds).
+gated_ipam() {
+	mkdir -p "$T/slowbin"
+	printf '#!/bin/bash\nif [[ $CNI_COMMAND == %s ]]; then\n\t: >%q.started\n\tfor ((i = 0; i < 6000; i++)); do [[ -e %q.open ]] && break; sleep 0.1; done\nfi\nexec %q "$@"\n' \
+		"$1" "$2" "$2" "$HPNT_BIN/hpnt-ipam" >"$T/slowbin/hpnt-slow"
+	chmod +x "$T/slowbin/hpnt-slow"
+}
+
+# gate_reached GATE JOB: wait until the gated IPAM has started (JOB still running).
+gate_reached() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		[[ -e $1.started ]] && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.1
+	done
+	[[ -e $1.started ]]
+}
+
+# bg_plugin CMD CONF DIR [VAR=value...]: run_plugin in the background; its exit
+# status and stdout go to DIR/rc and DIR/res. Sets BG_JOB.
+bg_plugin() {
+	local cmd=$1 conf=$2 dir=$3
+	shift 3
+	mkdir -p "$dir"
 	(
-		T=$T/a
-		mkdir -p "$T"
-		run_plugin ADD "$conf" CNI_PATH="$slow:$CNI_PATH_DIRS"
+		T=$dir
+		run_plugin "$cmd" "$conf" "$@"
 		echo "$RC" >"$T/rc"
 		printf '%s' "$OUT" >"$T/res"
 	) &
-	local job=$!
+	BG_JOB=$!
+}
+
+# --- An ADD in flight holds its NICs: another pod's ADD gets 11 (retry), a
+# GC that does not list it leaves it alone; once it is done, the other gets
+# 100 (the pool is simply taken). The ADD is held in flight at the IPAM gate.
+in_flight() {
+	local x=$T/ipam-$SCEN.log conf slow=$T/slowbin gate=$T/gate-$SCEN pod2=${HPNT_PREFIX}p${SCEN}b c
+	mk_pool 1
+	snap_save "$HOST_NS" "$T/host.before"
+	gated_ipam ADD "$gate"
+	conf=$(pool_conf '.cniVersion = "1.1.0" | .ipam = {type: "hpnt-slow", log: $x,
+		addresses: [{address: "10.91.0.7/24"}]}' --arg x "$x")
+	ip netns add "$pod2"
+	bg_plugin ADD "$conf" "$T/a" CNI_PATH="$slow:$CNI_PATH_DIRS"
 	# Whatever happens next (a failed check exits this subshell), the gate
 	# opens and the ADD ends before the scenario's cleanup runs.
 	trap ": >$(printf %q "$gate.open"); wait" EXIT
-	for ((i = 0; i < 3000; i++)); do
-		[[ -e $gate.started ]] && break
-		kill -0 "$job" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [[ ! -e $gate.started ]]; then
-		fail "the first ADD never reached IPAM: $(cat "$T/a/res" 2>/dev/null)"
-	fi
+	gate_reached "$gate" "$BG_JOB" || fail "the first ADD never reached IPAM: $(cat "$T/a/res" 2>/dev/null)"
+	# The claim is journalled before IPAM runs.
 	[[ $(state_count) == 1 ]] || fail "the first ADD wrote no claim"
 	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
 		CNI_PATH="$slow:$CNI_PATH_DIRS"
-	expect_err 11 "ADD while the pool is held by an ADD in flight" 'being attached by other ADDs'
+	expect_err 11 "ADD while the pool is held by an ADD in flight" 'being attached or released by other runs'
 	run_plugin ADD "$(net_conf 1.0.0 '.device = "pool0"')" CNI_CONTAINERID="$CID-c" \
 		CNI_NETNS="$(ns_path "$pod2")"
 	# By name, a NIC already moved is simply not on the host (as before pools).
@@ -253,7 +267,7 @@ exec %q "$@"
 	expect_ok "GC while the ADD is in flight"
 	[[ $(state_count) == 1 ]] || fail "GC removed the journal of an ADD in flight"
 	: >"$gate.open"
-	wait "$job"
+	wait "$BG_JOB"
 	trap - EXIT
 	[[ $(<"$T/a/rc") == 0 ]] || fail "the ADD in flight failed: $(<"$T/a/res")"
 	has_link "$POD_NS" hpn0 || fail "the ADD in flight did not attach pool0"
@@ -271,6 +285,57 @@ exec %q "$@"
 	ip netns del "$pod2"
 }
 scenario "an ADD in flight holds its NICs: 11, GC leaves it alone, then 100" in_flight
+
+# --- A DEL in flight (held at the IPAM gate, the NIC still in the pod) holds
+# the state lock only to mark its journal: the same attachment's DEL and CHECK
+# get 11, another pod's ADD from the pool gets 11 (the NIC is coming back,
+# not taken), a GC that does not list it leaves it alone; once the DEL is
+# done, the NIC is free for the other pod.
+del_in_flight() {
+	local x=$T/ipam-$SCEN.log conf prev slow=$T/slowbin gate=$T/gate-$SCEN pod2=${HPNT_PREFIX}p${SCEN}b
+	mk_pool 1
+	snap_save "$HOST_NS" "$T/host.before"
+	gated_ipam DEL "$gate"
+	conf=$(pool_conf '.cniVersion = "1.1.0" | .ipam = {type: "hpnt-slow", log: $x,
+		addresses: [{address: "10.91.0.7/24"}]}' --arg x "$x")
+	ip netns add "$pod2"
+	run_plugin ADD "$conf" CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_result "ADD"
+	prev=$(with_prev "$conf" "$OUT")
+	bg_plugin DEL "$conf" "$T/d" CNI_PATH="$slow:$CNI_PATH_DIRS"
+	trap ": >$(printf %q "$gate.open"); wait" EXIT
+	gate_reached "$gate" "$BG_JOB" || fail "the DEL never reached IPAM: $(cat "$T/d/res" 2>/dev/null)"
+	run_plugin DEL "$conf" CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_err 11 "a second DEL while the first runs" 'a DEL or GC of .* is still running'
+	run_plugin CHECK "$prev" CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_err 11 "CHECK while the DEL runs" 'a DEL or GC of .* is still running'
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
+		CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_err 11 "another pod's ADD while the pool's NIC is being released" \
+		'being attached or released by other runs'
+	run_plugin GC "$(jq -c '.["cni.dev/valid-attachments"] = []' <<<"$conf")" \
+		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_ok "GC while the DEL runs"
+	[[ $(state_count) == 1 ]] || fail "GC removed the journal a DEL is releasing"
+	has_link "$POD_NS" hpn0 || fail "GC took the NIC a DEL is releasing"
+	: >"$gate.open"
+	wait "$BG_JOB"
+	trap - EXIT
+	[[ $(<"$T/d/rc") == 0 ]] || fail "the DEL in flight failed: $(<"$T/d/res")"
+	expect_no_state "after the DEL"
+	pod_empty "pod after DEL"
+	snap_same "$HOST_NS" "$T/host.before" "host after the DEL"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
+		CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_result "ADD of another pod once the NIC is back"
+	run_plugin DEL "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$pod2")" \
+		CNI_PATH="$slow:$CNI_PATH_DIRS"
+	expect_ok "DEL of the other pod"
+	snap_same "$HOST_NS" "$T/host.before" "host after both DELs"
+	expect_no_state "after both DELs"
+	ip netns del "$pod2"
+}
+scenario "a DEL in flight: 11 for its attachment and its NIC, GC leaves it alone" del_in_flight
 
 # lease_held LOG CID IFNAME: the recording IPAM's last ADD for CID and IFNAME
 # has no later DEL.
