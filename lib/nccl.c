@@ -424,41 +424,12 @@ bool hpn_nccl_valid_key(const char *key)
 
 void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX])
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
 	if (pod_uid || strlen(container_id) < HPN_NCCL_KEY_MAX) {
 		snprintf(key, HPN_NCCL_KEY_MAX, "%s", pod_uid ? pod_uid : container_id);
 		return;
 	}
-	for (const char *p = container_id; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	snprintf(key, HPN_NCCL_KEY_MAX, "%.100s-%016llx", container_id, (unsigned long long)h);
-}
-
-/* mkdir -p of an absolute path; what it creates gets mode exactly. */
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	int r = hpn_snprintf(buf, sizeof(buf), "%s", path);
-
-	if (r < 0)
-		return r;
-	for (char *p = buf + 1;; p++) {
-		bool last = !*p;
-
-		if (*p != '/' && !last)
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) == 0) {
-			if (chmod(buf, mode) < 0)
-				return -errno;
-		} else if (errno != EEXIST) {
-			return -errno;
-		}
-		if (last)
-			return 0;
-		*p = '/';
-	}
+	snprintf(key, HPN_NCCL_KEY_MAX, "%.100s-%016llx", container_id,
+		 (unsigned long long)hpn_hash64(container_id));
 }
 
 /* The key directory, locked; retried when a remover unlinked it under us. */
@@ -517,7 +488,7 @@ static int open_dir(const char *dir, bool create, int *ret, struct hpn_err *err)
 	int fd;
 
 	if (create) {
-		int r = mkdir_p(dir, 0755);
+		int r = hpn_mkdir_p(dir, 0755);
 		if (r < 0)
 			return hpn_err_set(err, HPN_E_IO, -r, "create hints directory %s: %s", dir,
 					   strerror(-r));
@@ -532,24 +503,9 @@ static int open_dir(const char *dir, bool create, int *ret, struct hpn_err *err)
 	return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hpn_err *err)
 {
-	_cleanup_close_ int dfd = -1, kfd = -1, fd = -1;
+	_cleanup_close_ int dfd = -1, kfd = -1;
 	char tmp[64];
 	int r;
 
@@ -562,28 +518,11 @@ int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hp
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld", (long)getpid());
-	(void)unlinkat(kfd, tmp, 0);
-	fd = openat(kfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "create %s/%s/%s: %s", dir, key, tmp,
-				   strerror(errno));
-	r = fchmod(fd, 0644) < 0 ? -errno : 0;
-	if (r >= 0)
-		r = write_all(fd, text, strlen(text));
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r >= 0 && renameat(kfd, tmp, kfd, HPN_NCCL_FILE) < 0)
-		r = -errno;
-	if (r < 0) {
-		(void)unlinkat(kfd, tmp, 0);
+	/* As the journal: content synced, directory not (hpn_journal_write says why). */
+	r = hpn_write_atomic(kfd, tmp, HPN_NCCL_FILE, text, strlen(text), 0644);
+	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, -r, "write %s/%s/%s: %s", dir, key, HPN_NCCL_FILE,
 				   strerror(-r));
-	}
-	/*
-	 * The content is synced before the rename (never a torn file); the
-	 * directory is not: a rename lost with the power concerns a pod the
-	 * reboot ended (the journal's reasoning, hpn_journal_write).
-	 */
 	return 0;
 }
 

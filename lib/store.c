@@ -17,32 +17,12 @@
 
 #define JOURNAL_MAX (256u << 10)
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[PATH_MAX];
-	int r = hpn_snprintf(buf, sizeof(buf), "%s", path);
-
-	if (r < 0)
-		return r;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,
 		   struct hpn_err *err)
 {
 	int r;
 
-	r = mkdir_p(state_dir, 0700);
+	r = hpn_mkdir_p(state_dir, 0700);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "create stateDir \"%s\": %s", state_dir,
 				   strerror(-r));
@@ -201,15 +181,11 @@ int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
 
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX])
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
 	if (strlen(container_id) + strlen(ifname) + 2 <= 200)
 		return hpn_snprintf(key, HPN_KEY_MAX, "%s.%s", container_id, ifname);
 	/* File names stop at 255 bytes; CNI container IDs do not. */
-	for (const char *p = container_id; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	return hpn_snprintf(key, HPN_KEY_MAX, "%.150s~%016llx.%s", container_id,
-			    (unsigned long long)h, ifname);
+			    (unsigned long long)hpn_hash64(container_id), ifname);
 }
 
 void hpn_journal_free(struct hpn_journal *j)
@@ -287,8 +263,8 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	char tmp[HPN_KEY_MAX + 32];
 	cJSON *root = cJSON_CreateObject(), *nics;
 	char *text = NULL;
-	size_t len, off = 0;
-	int fd = -1, r = 0;
+	size_t len;
+	int r;
 
 	if (!root)
 		return -ENOMEM;
@@ -328,43 +304,19 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	}
 
 	snprintf(tmp, sizeof(tmp), ".tmp.%s.%d", key, (int)getpid());
-	fd = openat(st->net_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	while (off < len) {
-		ssize_t n = write(fd, text + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			goto out;
-		}
-		off += (size_t)n;
-	}
 	/*
-	 * The content is synced before the rename, so a journal is never seen torn
-	 * or empty, even after a power loss. The directory is not: the journal must
-	 * survive the plugin being killed, which needs no sync, and a rename lost
-	 * with the power leaves the previous journal (undo handles any phase) or
-	 * none (the reboot returned every NIC and emptied every netns). A
-	 * directory fsync per write was most of ADD's own wall time on ext4.
+	 * The journal must survive the plugin being killed, which needs no sync,
+	 * and is never seen torn or empty, even after a power loss (its content
+	 * is synced before the rename). The directory is not synced: a rename
+	 * lost with the power leaves the previous journal (undo handles any
+	 * phase) or none (the reboot returned every NIC and emptied every netns).
+	 * A directory fsync per write was most of ADD's own wall time on ext4.
 	 */
-	if (fsync(fd) < 0 || renameat(st->net_fd, tmp, st->net_fd, key) < 0) {
-		r = -errno;
-		goto out;
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	if (r < 0) {
-		unlinkat(st->net_fd, tmp, 0);
-		hpn_err_set(err, HPN_E_IO, r, "write state for %s: %s", key, strerror(-r));
-	}
+	r = hpn_write_atomic(st->net_fd, tmp, key, text, len, 0600);
 	free(text);
-	return r;
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, r, "write state for %s: %s", key, strerror(-r));
+	return 0;
 }
 
 static int json_str(const cJSON *o, const char *k, char *out, size_t len)

@@ -5,8 +5,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Kernel rules (dev_valid_name): 1..15 bytes, not "." or "..", no '/', ':' or space. */
 bool hpn_valid_ifname(const char *s)
@@ -151,6 +154,75 @@ int hpn_snprintf(char *buf, size_t len, const char *fmt, ...)
 char *hpn_strdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+int hpn_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	int r = hpn_snprintf(buf, sizeof(buf), "%s", path);
+
+	if (r < 0)
+		return r;
+	for (char *p = buf + 1;; p++) {
+		bool last = !*p;
+		mode_t m = last ? mode : 0755;
+
+		if (*p != '/' && !last)
+			continue;
+		*p = '\0';
+		if (mkdir(buf, m) == 0) {
+			if (chmod(buf, m) < 0)
+				return -errno;
+		} else if (errno != EEXIST) {
+			return -errno;
+		}
+		if (last)
+			return 0;
+		*p = '/';
+	}
+}
+
+int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
+		     mode_t mode)
+{
+	_cleanup_close_ int fd = -1;
+	int r = 0;
+
+	(void)unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0)
+		r = -errno;
+	while (r == 0 && len) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	/* The content is synced before the rename: never seen torn or empty. */
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dfd, tmp, 0);
+	return r;
+}
+
+uint64_t hpn_hash64(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
 }
 
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -91,6 +92,24 @@ void hpn_utf8_sanitize(char *dst, const char *src, size_t n);
 
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/*
+ * mkdir -p of an absolute path. What it creates gets exactly 0755 (parents)
+ * and mode (path itself), whatever the umask; what exists is left as it is.
+ */
+int hpn_mkdir_p(const char *path, mode_t mode);
+/*
+ * Replaces dfd/name with data atomically: a fresh dfd/tmp (never written
+ * through a symlink or an earlier file), exactly mode, data, fsync, rename.
+ * The directory is not synced (see hpn_journal_write). On error tmp is gone.
+ */
+int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
+		     mode_t mode);
+/*
+ * FNV-1a's xor-multiply over s, from the offset 1469598103934665603 (not
+ * the published basis; kept, as it names existing state files): short
+ * stable names for over-long IDs.
+ */
+uint64_t hpn_hash64(const char *s);
 
 /* The start time of process pid (clock ticks since boot, /proc/<pid>/stat field 22). */
 int hpn_proc_start(int pid, unsigned long long *ret);

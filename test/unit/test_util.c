@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-/* Unit tests for lib/util.c: name and path checks, MAC and PCI address parsing. */
+/*
+ * Unit tests for lib/util.c: name and path checks, MAC and PCI address
+ * parsing, mkdir -p, the atomic file write, the hash.
+ */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
+#include "tmpdir.h"
 #include "util.h"
 
 static void test_ifname(void)
@@ -238,6 +244,82 @@ static void test_snprintf_strdup(void)
 	free(s);
 }
 
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 ? st.st_mode & 07777 : (mode_t)-1;
+}
+
+static void test_files(void)
+{
+	char dir[64], path[128], other[128], buf[64];
+	mode_t old = umask(077);
+	int dfd, fd;
+	ssize_t n;
+
+	tmpdir_make(dir, sizeof(dir), "util");
+	/* Parents 0755, the path itself exactly the mode asked, whatever the umask. */
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	CHECK_INT_EQ(hpn_mkdir_p(path, 0700), 0);
+	CHECK_INT_EQ(mode_of(path), 0700);
+	snprintf(path, sizeof(path), "%s/a/b", dir);
+	CHECK_INT_EQ(mode_of(path), 0755);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	CHECK_INT_EQ(mode_of(path), 0755);
+	/* What exists is left alone; again is fine. */
+	CHECK_INT_EQ(chmod(path, 0711), 0);
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	CHECK_INT_EQ(hpn_mkdir_p(path, 0755), 0);
+	CHECK_INT_EQ(mode_of(path), 0700);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	CHECK_INT_EQ(mode_of(path), 0711);
+	/* A file in the way is an error, not a success. */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/f/x", dir);
+	CHECK_INT_EQ(hpn_mkdir_p(path, 0755), -ENOTDIR);
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0);
+	CHECK_INT_EQ(hpn_write_atomic(dfd, ".t", "file", "hello", 5, 0644), 0);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	CHECK_INT_EQ(mode_of(path), 0644);
+	fd = open(path, O_RDONLY);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	CHECK_INT_EQ(n, 5);
+	CHECK(!memcmp(buf, "hello", 5));
+	/* A symlink planted as the temp file is replaced, its target untouched. */
+	snprintf(other, sizeof(other), "%s/target", dir);
+	fd = open(other, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && write(fd, "keep", 4) == 4);
+	close(fd);
+	CHECK_INT_EQ(symlinkat(other, dfd, ".t"), 0);
+	CHECK_INT_EQ(hpn_write_atomic(dfd, ".t", "file", "bye", 3, 0600), 0);
+	CHECK_INT_EQ(mode_of(path), 0600);
+	fd = open(other, O_RDONLY);
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	CHECK_INT_EQ(n, 4);
+	CHECK(faccessat(dfd, ".t", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+	/* A failed rename (a directory in the way) leaves no temp file and the name as it was. */
+	CHECK_INT_EQ(mkdirat(dfd, "d", 0755), 0);
+	CHECK_INT_EQ(mkdirat(dfd, "d/x", 0755), 0);
+	CHECK_INT_EQ(hpn_write_atomic(dfd, ".t", "d", "x", 1, 0600), -EISDIR);
+	CHECK(faccessat(dfd, ".t", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+	close(dfd);
+	umask(old);
+	CHECK_INT_EQ(tmpdir_rm(dir), 0);
+
+	/* Fixed values: the hash names state files, so it must never change. */
+	CHECK(hpn_hash64("") == 0x14650fb0739d0383ull);
+	CHECK(hpn_hash64("a") == 0x44bd8ad473cd9906ull);
+	CHECK(hpn_hash64("foobar") == 0x88fad7c0a8ff07f2ull);
+}
+
 int main(void)
 {
 	test_ifname();
@@ -246,5 +328,6 @@ int main(void)
 	test_mac();
 	test_pci();
 	test_snprintf_strdup();
+	test_files();
 	return check_done();
 }
