@@ -225,13 +225,19 @@ fi
 #     result it must not be left attached either: rolled back like any failure;
 #   anything else (the directory fsync after a rename, the netns and /proc
 #     files, sysfs, the IPAM pipe): either outcome, with nothing left.
-# unlinkat is not called by a clean ADD; it is swept inside failing ones below.
+#   the clearing of a stale temp file before each write (unlinkat of .tmp.*):
+#     best effort, the exclusive create after it refuses whatever is left.
+# unlinkat is swept too, here and inside failing ADDs below.
 FS_SYSCALLS=(openat write fsync renameat renameat2 mkdir mkdirat flock unlinkat)
 
 # fs_class TARGET SYSCALL: log, journal, stdout or other.
 fs_class() {
 	if [[ $2 == fsync && $1 == "$NET" ]]; then
 		echo other # the directory, after the rename
+		return
+	fi
+	if [[ $2 == unlinkat && $1 == .tmp.* ]]; then
+		echo other # a stale temp file cleared before creating it afresh (O_EXCL)
 		return
 	fi
 	case $1 in
@@ -342,11 +348,12 @@ unlink_sweep() {
 			expect_rolled_back host-local "$x" "after HPN_FAIL_AT=$step, unlinkat #$n and DEL"
 		done
 	done
-	# The journal's temp file: its fsync fails, then removing it fails. The
-	# temp file stays (a later GC removes it); nothing else.
+	# The journal's temp file: its fsync fails, then removing it fails (the
+	# second unlinkat: the first cleared any stale temp file before the
+	# create). The temp file stays (a later GC removes it); nothing else.
 	# shellcheck disable=SC2054 # commas belong to strace's syntax
 	RUN_WRAP=(strace -qq -o "$T/fault.trace" -e trace=fsync,unlinkat
-		-e inject=fsync:error=EIO:when=1 -e inject=unlinkat:error=EIO:when=1)
+		-e inject=fsync:error=EIO:when=1 -e inject=unlinkat:error=EIO:when=2)
 	run_plugin ADD "$conf"
 	RUN_WRAP=()
 	[[ $(grep -c INJECTED "$T/fault.trace") == 2 ]] ||
