@@ -4,10 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/if_addr.h>
-#include <linux/if_ether.h>
-#include <linux/if_packet.h>
 #include <linux/rtnetlink.h>
-#include <net/if_arp.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netlink/addr.h>
@@ -224,36 +221,6 @@ static int split_ip(const char *cidr, int *family, void *buf)
 	return 0;
 }
 
-/* RFC 5227 ARP announcement: a request whose sender and target are our address. */
-static int garp(int ifindex, const uint8_t mac[HPN_MAC_LEN], const struct in_addr *ip)
-{
-	struct {
-		struct arphdr h;
-		uint8_t sha[6], sip[4], tha[6], tip[4];
-	} __attribute__((packed)) pkt = {
-		.h = { .ar_hrd = htons(ARPHRD_ETHER),
-		       .ar_pro = htons(ETH_P_IP),
-		       .ar_hln = 6,
-		       .ar_pln = 4,
-		       .ar_op = htons(ARPOP_REQUEST) },
-	};
-	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
-				   .sll_protocol = htons(ETH_P_ARP),
-				   .sll_ifindex = ifindex,
-				   .sll_halen = 6 };
-	_cleanup_close_ int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	memcpy(pkt.sha, mac, 6);
-	memcpy(pkt.sip, ip, 4);
-	memcpy(pkt.tip, ip, 4);
-	memset(sll.sll_addr, 0xff, 6);
-	if (sendto(fd, &pkt, sizeof(pkt), 0, (struct sockaddr *)&sll, sizeof(sll)) < 0)
-		return -errno;
-	return 0;
-}
-
 /* RFC 4861 7.2.6 unsolicited advertisement to all-nodes; the kernel fills the checksum. */
 static int unsolicited_na(int ifindex, const uint8_t mac[HPN_MAC_LEN], const struct in6_addr *ip)
 {
@@ -294,6 +261,8 @@ int hpn_announce(int ifindex, const uint8_t mac[HPN_MAC_LEN], const char *cidr)
 
 	if (r < 0)
 		return r;
-	return family == AF_INET ? garp(ifindex, mac, &ip.v4)
-				 : unsolicited_na(ifindex, mac, &ip.v6);
+	/* IPv4: the kernel's own gratuitous ARP at link up (arp_notify, hpn_link_set). */
+	if (family != AF_INET6)
+		return -EAFNOSUPPORT;
+	return unsolicited_na(ifindex, mac, &ip.v6);
 }

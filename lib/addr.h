@@ -25,7 +25,10 @@ int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname, const str
 int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_err *err);
 int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,
 		   struct hpn_err *err);
-/* Gratuitous ARP (IPv4) or unsolicited neighbour advertisement (IPv6) for cidr's address. */
+/*
+ * Unsolicited neighbour advertisement for cidr's IPv6 address; -EAFNOSUPPORT
+ * for IPv4, which the kernel announces itself (arp_notify, hpn_link_set).
+ */
 int hpn_announce(int ifindex, const uint8_t mac[HPN_MAC_LEN], const char *cidr);
 
 #endif

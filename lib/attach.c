@@ -366,19 +366,19 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j,
 	if (strcmp(l.name, orig->name) || (orig->mtu && l.mtu != orig->mtu)) {
 		/* The kernel refuses to rename a running device. */
 		if (l.up) {
-			r = hpn_link_set(ns->host, &l, NULL, 0, 0, err);
+			r = hpn_link_set(ns->host, &l, NULL, 0, 0, false, err);
 			if (r < 0)
 				return r;
 			l.up = false;
 		}
 		r = hpn_link_set(ns->host, &l, strcmp(l.name, orig->name) ? orig->name : NULL,
-				 orig->mtu != l.mtu ? orig->mtu : 0, -1, err);
+				 orig->mtu != l.mtu ? orig->mtu : 0, -1, false, err);
 		if (r == -EEXIST) {
 			hpn_warn("cannot rename \"%s\" back to \"%s\": name in use", l.name,
 				 orig->name);
 			memset(err, 0, sizeof(*err));
 			r = hpn_link_set(ns->host, &l, NULL, orig->mtu != l.mtu ? orig->mtu : 0, -1,
-					 err);
+					 false, err);
 		} else if (r == 0) {
 			snprintf(l.name, sizeof(l.name), "%s", orig->name);
 		}
@@ -400,7 +400,7 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j,
 		}
 	}
 	if (l.up != orig->up)
-		return hpn_link_set(ns->host, &l, NULL, 0, orig->up, err);
+		return hpn_link_set(ns->host, &l, NULL, 0, orig->up, false, err);
 	return 0;
 }
 
@@ -1043,8 +1043,14 @@ static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *
 	return conf->if_name ? conf->if_name : env->ifname;
 }
 
-/* Addresses and routes of the IPAM result on the pod's interface. */
-static int configure_ip(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam,
+/*
+ * Addresses of the IPAM result on the pod's interface, still down; then up,
+ * at which the kernel sends a gratuitous ARP for each IPv4 address (the
+ * arp_notify attach_nic set): neighbours may cache them for an earlier
+ * owner. (An IPAM plugin that brought the link up itself, as dhcp does, gets
+ * no announcement.) Then the routes, which need the link up.
+ */
+static int configure_ip(struct attach *a, struct hpn_link *l, const struct hpn_result *ipam,
 			bool routes, struct hpn_err *err)
 {
 	int r;
@@ -1055,6 +1061,10 @@ static int configure_ip(struct attach *a, const struct hpn_link *l, const struct
 			return r;
 	}
 	r = fault("addr", err);
+	if (r == 0)
+		r = hpn_link_set(a->ns.pod, l, NULL, 0, 1, false, err);
+	if (r == 0)
+		r = fault("up", err);
 	for (size_t i = 0; r == 0 && routes && i < ipam->n_routes; i++)
 		r = hpn_route_add(a->ns.pod, l->ifindex, l->name, &ipam->routes[i],
 				  route_gw(ipam, &ipam->routes[i]), err);
@@ -1064,27 +1074,33 @@ static int configure_ip(struct attach *a, const struct hpn_link *l, const struct
 }
 
 /*
- * Neighbours may cache the pod's addresses for an earlier owner: tell them.
- * Best effort, after ADD is complete and the state lock released: closing the
- * ARP announcement's packet socket waits for an RCU grace period in the
- * kernel (packet_release, synchronize_net: 13-18 ms measured), which other
- * ADDs no longer wait for.
+ * Neighbours may cache the pod's IPv6 addresses for an earlier owner: tell
+ * them (the kernel announced the IPv4 ones when the link came up). Best
+ * effort, after ADD is complete.
  */
 static void announce(struct attach *a, const struct hpn_link *l, const struct hpn_result *ipam)
 {
-	int r = hpn_netns_enter(a->ns.pod_fd);
+	bool entered = false;
+	int r;
 
-	if (r < 0) {
-		hpn_warn("announce on %s: enter pod netns: %s", l->name, strerror(-r));
-		return;
-	}
 	for (size_t i = 0; i < ipam->n_ips; i++) {
+		if (!strchr(ipam->ips[i].address, ':'))
+			continue;
+		if (!entered) {
+			r = hpn_netns_enter(a->ns.pod_fd);
+			if (r < 0) {
+				hpn_warn("announce on %s: enter pod netns: %s", l->name,
+					 strerror(-r));
+				return;
+			}
+			entered = true;
+		}
 		r = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
 		if (r < 0)
 			hpn_warn("announce %s on %s: %s", ipam->ips[i].address, l->name,
 				 strerror(-r));
 	}
-	if (hpn_netns_enter(a->ns.host_fd) < 0)
+	if (entered && hpn_netns_enter(a->ns.host_fd) < 0)
 		hpn_warn("announce: return to the host netns: %s", strerror(errno));
 }
 
@@ -1350,16 +1366,20 @@ static int attach_nic(struct attach *a, const struct hpn_env *env, const struct 
 	}
 	if (r < 0)
 		return r;
-	/* One request: the kernel applies IFLA_MTU before the flags, as ip(8) would. */
+	/*
+	 * One request: the MTU and arp_notify, and up unless IPAM comes (then
+	 * configure_ip brings it up once the addresses are on, and the kernel
+	 * announces them). The kernel applies IFLA_MTU before the flags.
+	 */
 	r = hpn_link_set(a->ns.pod, pl, NULL,
 			 conf->mtu && pl->mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
 									 : 0,
-			 1, err);
+			 conf->has_ipam ? -1 : 1, true, err);
 	if (r == 0 && conf->mtu)
 		pl->mtu = (unsigned int)conf->mtu;
 	if (r == 0)
 		r = fault("mtu", err);
-	if (r == 0)
+	if (r == 0 && !conf->has_ipam)
 		r = fault("up", err);
 	if (r == 0 && plan->rdma.found)
 		r = move_rdma(a, n, &plan->rdma, err);
@@ -1501,12 +1521,7 @@ static int add_steps(struct attach *a, const struct hpn_env *env, const struct h
 	r = journal_step(a, HPN_PHASE_ATTACHED, err);
 	if (r == 0)
 		r = fault("done", err);
-	/*
-	 * Nothing can fail from here on. The claim released the lock already
-	 * (idempotent here): the next ADD runs while the neighbours hear of us.
-	 */
-	if (r == 0)
-		hpn_store_unlock(&a->st);
+	/* Nothing can fail from here on: the IPv6 announcements are best effort. */
 	for (size_t i = 0; r == 0 && i < n; i++)
 		if (ipam[i] && ipam[i]->n_ips)
 			announce(a, &pl[i], ipam[i]);

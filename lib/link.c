@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <linux/if.h>
+#include <linux/if_addr.h>
 #include <linux/if_link.h>
+#include <linux/ip.h>
 #include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
@@ -209,8 +211,23 @@ int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, co
 	return 0;
 }
 
+/* IFLA_AF_SPEC { AF_INET { IFLA_INET_CONF { ARP_NOTIFY: 1 } } } */
+static int put_arp_notify(struct nl_msg *msg)
+{
+	struct nlattr *spec = nla_nest_start(msg, IFLA_AF_SPEC), *inet, *conf;
+
+	inet = spec ? nla_nest_start(msg, AF_INET) : NULL;
+	conf = inet ? nla_nest_start(msg, IFLA_INET_CONF) : NULL;
+	if (!conf || nla_put_u32(msg, IPV4_DEVCONF_ARP_NOTIFY, 1) < 0)
+		return -EMSGSIZE;
+	nla_nest_end(msg, conf);
+	nla_nest_end(msg, inet);
+	nla_nest_end(msg, spec);
+	return 0;
+}
+
 int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
-		 int up, struct hpn_err *err)
+		 int up, bool arp_notify, struct hpn_err *err)
 {
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
@@ -226,15 +243,15 @@ int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
 		return -ENOMEM;
 	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
 	    (name && nla_put_string(msg, IFLA_IFNAME, name) < 0) ||
-	    (mtu && nla_put_u32(msg, IFLA_MTU, mtu) < 0))
+	    (mtu && nla_put_u32(msg, IFLA_MTU, mtu) < 0) || (arp_notify && put_arp_notify(msg) < 0))
 		return -EMSGSIZE;
 	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
 	if (r < 0) {
 		char what[96] = "";
 
-		snprintf(what, sizeof(what), "%s%s%s%s%s", name ? "rename to " : "",
+		snprintf(what, sizeof(what), "%s%s%s%s%s%s", name ? "rename to " : "",
 			 name ? name : "", mtu ? " mtu" : "", up == 1 ? " up" : "",
-			 up == 0 ? " down" : "");
+			 up == 0 ? " down" : "", arp_notify ? " arp_notify" : "");
 		return hpn_nl_err(err, r, extack, "set link \"%s\"%s%s", l->name,
 				  what[0] ? ": " : "", what);
 	}

@@ -48,9 +48,15 @@ int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool per
  */
 int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, const char *new_name,
 		  struct hpn_err *err);
-/* Changes what is given: name (NULL: keep), mtu (0: keep), up (-1: keep, 0 down, 1 up). */
+/*
+ * Changes what is given: name (NULL: keep), mtu (0: keep), up (-1: keep, 0
+ * down, 1 up); with arp_notify, the kernel sends a gratuitous ARP for the
+ * link's IPv4 addresses each time it comes up (IPV4_DEVCONF_ARP_NOTIFY, set
+ * after the flags: it takes effect from the next up). A move to another netns
+ * resets it.
+ */
 int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
-		 int up, struct hpn_err *err);
+		 int up, bool arp_notify, struct hpn_err *err);
 /* Adds or removes one alternative name (RTM_NEWLINKPROP / RTM_DELLINKPROP). */
 int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname, bool add,
 		     struct hpn_err *err);

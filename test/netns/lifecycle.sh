@@ -95,8 +95,9 @@ gc() {
 }
 scenario "GC" gc
 
-# --- ADD announces its addresses: a gratuitous ARP and an unsolicited NA
-# (override flag, target = our address) reach the other end of the wire.
+# --- ADD announces its addresses: a gratuitous ARP (the kernel's, at link up)
+# and an unsolicited NA (override flag, target = our address) reach the other
+# end of the wire.
 announce() {
 	command -v tcpdump >/dev/null || fail "tcpdump is not installed (scripts/install-deps.sh)"
 	setup_nic
@@ -117,8 +118,15 @@ announce() {
 	grep -q 'neighbor advertisement.*tgt is fd00:91::7, Flags \[override\]' "$T/cap" ||
 		fail "no unsolicited NA for fd00:91::7: $(cat "$T/cap")"
 	grep -q 'icmp6 sum ok' "$T/cap" || fail "NA checksum: $(cat "$T/cap")"
+	# The ARP is the kernel's (arp_notify, set before the link came up with
+	# its address); the setting stays in the pod: back on the host, nic0 has
+	# the host's default again.
+	[[ $(ip netns exec "$POD_NS" sysctl -n net.ipv4.conf.hpn0.arp_notify) == 1 ]] ||
+		fail "arp_notify is not set on hpn0"
 	run_plugin DEL "$(with_prev "$conf" "$OUT")"
 	expect_ok "DEL"
+	[[ $(ip netns exec "$HOST_NS" sysctl -n net.ipv4.conf.nic0.arp_notify) == 0 ]] ||
+		fail "arp_notify came back to the host with nic0"
 	ip -n "$HOST_NS" link set peer0 down
 	snap_same "$HOST_NS" "$T/host.before" "host after DEL"
 }
