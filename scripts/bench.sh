@@ -45,6 +45,8 @@
 #                    VERSION), for before/after figures from the same run
 #   BENCH_ROWS       only the rows matching this regex (e.g. 'move\..*hpn');
 #                    --check then fails, as rows are missing
+#   BENCH_HINTS_DIR  parent of the NCCL hints dir (default: /run if it is a
+#                    tmpfs, as on a node, else /dev/shm)
 #   BENCH_STATE_DIR  parent of hpn-rdma's stateDir (default: the scratch dir
 #                    under /tmp; a real node keeps /var/lib/cni on disk too)
 #   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
@@ -151,6 +153,7 @@ cleanup() {
 		[[ $ns == "$PFX"* ]] && ip netns del "$ns"
 	done
 	[[ -n $W && -d $W ]] && rm -rf "$W"
+	[[ -n ${HINTS:-} && -d $HINTS ]] && rm -rf "$HINTS"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -159,6 +162,16 @@ W=$(mktemp -d /tmp/hpnb.XXXXXX)
 STATE=${BENCH_STATE_DIR:-$W}/hpnb-state-$$
 mkdir -p "$STATE"
 [[ -n ${BENCH_STATE_DIR:-} ]] && trap 'cleanup; rm -rf "$STATE"' EXIT
+# The NCCL hints live where a node keeps them by default, /run/hpn-rdma/pods:
+# on tmpfs. /dev/shm stands in for /run when /run is not a tmpfs here.
+if [[ -n ${BENCH_HINTS_DIR:-} ]]; then
+	HINTS=$BENCH_HINTS_DIR/hpnb-hints-$$
+elif [[ $(stat -f -c %T /run) == tmpfs ]]; then
+	HINTS=/run/hpnb-hints-$$
+else
+	HINTS=/dev/shm/hpnb-hints-$$
+fi
+mkdir -p "$HINTS"
 
 ip netns add "$NODE" 2>/dev/null || skip "cannot create network namespaces here"
 ip -n "$NODE" link set lo up
@@ -235,8 +248,8 @@ conf() {
 		 + (if $mtu != "" then {mtu: ($mtu | tonumber)} else {} end)')
 	case $plugin in
 	hpn-rdma)
-		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
-			stateDir: $st, ifName: "hpn0", nccl: {dir: ($st + "/pods")}} | '"$(hpn_pool "$k")" <<<"$base"
+		jq -c --arg st "$STATE" --arg hints "$HINTS" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints}} | '"$(hpn_pool "$k")" <<<"$base"
 		;;
 	hpn-base)
 		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
@@ -244,8 +257,8 @@ conf() {
 		;;
 	hpn-macvlan)
 		# Shared mode of hpn-rdma; override the shape with BENCH_HPN_MACVLAN.
-		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
-			stateDir: $st, ifName: "hpn0", nccl: {dir: ($st + "/pods")}} | '"${BENCH_HPN_MACVLAN:-.mode = \"macvlan\" | .master = \"mst0\" | .macvlanMode = \"bridge\"}" <<<"$base"
+		jq -c --arg st "$STATE" --arg hints "$HINTS" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints}} | '"${BENCH_HPN_MACVLAN:-.mode = \"macvlan\" | .master = \"mst0\" | .macvlanMode = \"bridge\"}" <<<"$base"
 		;;
 	host-device)
 		jq -c --arg d "nic$k" '. + {type: "host-device", device: $d} | del(.mtu)' <<<"$base"
@@ -360,8 +373,8 @@ node_clean() {
 			return 1
 		}
 	done
-	[[ -z $(find "$STATE" -type f ! -name lock) ]] || {
-		echo "bench.sh: hpn-rdma state left: $(find "$STATE" -type f)" >&2
+	[[ -z $(find "$STATE" "$HINTS" -type f ! -name lock) ]] || {
+		echo "bench.sh: hpn-rdma state left: $(find "$STATE" "$HINTS" -type f)" >&2
 		return 1
 	}
 }
@@ -519,9 +532,10 @@ stats() {
 
 machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
 	--arg kernel "$(uname -r)" --argjson cores "$(nproc)" \
-	--arg fs "$(stat -f -c %T "$STATE")" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
-	--arg date "$(date -u +%FT%TZ)" \
-	'{cpu: $cpu, cores: $cores, kernel: $kernel, state_fs: $fs, loadavg_after: $load, date: $date}')
+	--arg fs "$(stat -f -c %T "$STATE")" --arg hfs "$(stat -f -c %T "$HINTS")" \
+	--arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg date "$(date -u +%FT%TZ)" \
+	'{cpu: $cpu, cores: $cores, kernel: $kernel, state_fs: $fs, hints_fs: $hfs,
+	  loadavg_after: $load, date: $date}')
 {
 	for row in "${ROWS[@]}"; do
 		if is_skipped "$row"; then
@@ -650,7 +664,7 @@ jq -r '
 	 "\(.target): \(r(.value)) (limit \(.limit)x)"),
 	"",
 	"hd: host-device (move) or macvlan (shared); ip: the iproute2 floor of the same mode and IPAM.",
-	"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs); load after: \(.machine.loadavg_after)"
+	"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs), hints on \(.machine.hints_fs); load after: \(.machine.loadavg_after)"
 	' "$JSON"
 echo "JSON: $JSON"
 
