@@ -4,15 +4,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
-#include <limits.h>
 #include <linux/if_link.h>
 #include <netlink/netlink.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -23,6 +20,7 @@
 #include "nccl.h"
 #include "netns.h"
 #include "nl.h"
+#include "pool.h"
 #include "rdma.h"
 #include "store.h"
 #include "sysfs.h"
@@ -111,27 +109,6 @@ static int fault(const char *step, struct hpn_err *err)
 	return 0;
 }
 
-/* A MAC that can identify one device: present and not all zeros (lo has zeros). */
-static bool mac_usable(const struct hpn_link *l)
-{
-	return l->has_perm_mac || (l->has_mac && !hpn_mac_is_zero(l->mac));
-}
-
-/*
- * Is l the device the journal recorded? By permanent MAC when it has one, else
- * by its MAC (the plugin never changes it). A device with no usable MAC (IPoIB
- * has 20-byte addresses) can only be trusted by the name or ifindex it was
- * looked up by.
- */
-static bool same_device(const struct hpn_link *l, const struct hpn_link *orig)
-{
-	if (orig->has_perm_mac)
-		return l->has_perm_mac && !memcmp(l->perm_mac, orig->perm_mac, HPN_MAC_LEN);
-	if (!mac_usable(orig))
-		return !strcmp(l->kind, orig->kind);
-	return l->has_mac && !memcmp(l->mac, orig->mac, HPN_MAC_LEN);
-}
-
 /* The device in the socket's netns: by name (if given) or ifindex, confirmed by MAC. */
 static int find_device(struct nl_sock *sk, const char *name, int ifindex,
 		       const struct hpn_link *orig, struct hpn_link *ret, struct hpn_err *err)
@@ -139,11 +116,12 @@ static int find_device(struct nl_sock *sk, const char *name, int ifindex,
 	struct hpn_link l;
 	int r;
 
-	if (name && hpn_link_get(sk, 0, name, &l, err) == 0 && same_device(&l, orig))
+	if (name && hpn_link_get(sk, 0, name, &l, err) == 0 && hpn_link_same_device(&l, orig))
 		goto found;
-	if (ifindex > 0 && hpn_link_get(sk, ifindex, NULL, &l, err) == 0 && same_device(&l, orig))
+	if (ifindex > 0 && hpn_link_get(sk, ifindex, NULL, &l, err) == 0 &&
+	    hpn_link_same_device(&l, orig))
 		goto found;
-	if (!mac_usable(orig))
+	if (!hpn_link_mac_usable(orig))
 		return -ENODEV;
 	r = hpn_link_by_mac(sk, orig->has_perm_mac ? orig->perm_mac : orig->mac, orig->has_perm_mac,
 			    &l, err);
@@ -498,16 +476,6 @@ static int undo(struct nsctx *ns, const struct hpn_env *env, const struct hpn_co
 }
 
 /*
- * A journal another run is working on: an ADD that has not finished and whose
- * process is alive, or a DEL or GC undoing it (hpn_journal_hold).
- */
-static bool in_flight(const struct hpn_journal *j)
-{
-	return j->releasing || (j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
-				hpn_proc_alive(j->owner_pid, j->owner_start));
-}
-
-/*
  * Undo a journalled attachment and remove its journal without the store lock
  * across the slow steps (IPAM, moves, deletes): the journal is held first,
  * so other runs see it in flight and leave it and its NICs alone; the lock
@@ -583,7 +551,7 @@ static int attach_open(struct attach *a, const struct hpn_env *env, const struct
 	if (a->j.releasing)
 		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
 				   "a DEL or GC of %s is still running", a->key);
-	if (in_flight(&a->j))
+	if (hpn_journal_busy(&a->j))
 		return hpn_err_set(err, HPN_E_TRY_AGAIN, EBUSY,
 				   "an ADD of %s (pid %d) is still running", a->key,
 				   a->j.owner_pid);
@@ -676,99 +644,31 @@ struct nic_plan {
 	struct rdma_plan rdma;
 };
 
-/* A NIC some other attachment's journal holds: read under the store lock. */
-struct holder {
-	struct hpn_link host; /* moved: the NIC itself; child: its parent */
-	bool child;
-	bool live; /* an ADD, DEL or GC in flight: the NIC may come back soon */
-	char key[HPN_KEY_MAX];
-};
-
-struct holders {
-	struct holder *v;
-	size_t n;
-};
-
-static void holders_free(struct holders *h)
-{
-	free(h->v);
-	h->v = NULL;
-	h->n = 0;
-}
-
 /*
- * Every NIC recorded in another attachment's journal: those are in use (a
- * journal exists from the claim until DEL, GC or a rollback has given the NIC
- * back). A journal that cannot be read is skipped with a warning: GC reports it.
+ * match: count NICs from the pool (hpn_pool_select). Called with the store
+ * locked, so the claim is journalled before another ADD can look.
  */
-static int load_holders(struct attach *a, struct holders *h, struct hpn_err *err)
+static int select_pool(struct attach *a, const struct hpn_conf *conf, const struct hpn_holders *h,
+		       struct nic_plan *plans, struct hpn_err *err)
 {
-	char **keys = NULL;
-	size_t cap = 0;
-	int r = hpn_store_keys(&a->st, &keys, err);
+	struct hpn_pool_pick picks[HPN_MAX_NICS];
+	int r = hpn_pool_select(a->ns.host, conf, h, picks, err);
 
-	if (r < 0)
-		return r;
-	for (size_t k = 0; keys[k]; k++) {
-		struct hpn_journal j = { 0 };
-		struct hpn_err jerr = { 0 };
-
-		if (!strcmp(keys[k], a->key))
-			continue;
-		if (hpn_journal_read(&a->st, keys[k], &j, &jerr) < 0) {
-			hpn_warn("%s", jerr.msg);
-			continue;
-		}
-		for (size_t i = 0; i < j.n_nics; i++) {
-			struct holder *x;
-
-			if (h->n == cap) {
-				struct holder *nv =
-					realloc(h->v, (cap = cap ? cap * 2 : 32) * sizeof(*nv));
-
-				if (!nv) {
-					r = -ENOMEM;
-					break;
-				}
-				h->v = nv;
-			}
-			x = &h->v[h->n++];
-			x->host = j.nics[i].host;
-			x->child = j.nics[i].kind == HPN_NIC_CHILD;
-			x->live = in_flight(&j);
-			snprintf(x->key, sizeof(x->key), "%s", keys[k]);
-		}
-		hpn_journal_free(&j);
-		if (r < 0)
-			break;
+	for (size_t i = 0; r == 0 && i < conf->count; i++) {
+		plans[i].dev = picks[i].dev;
+		plans[i].rdma.found = picks[i].has_rdma;
+		if (picks[i].has_rdma)
+			plans[i].rdma.dev = picks[i].rdma;
 	}
-	hpn_strv_free(keys);
 	return r;
 }
 
-/* The holder of host netdev l (moved NICs only, or any, parents included), or NULL. */
-static const struct holder *held_by(const struct holders *h, const struct hpn_link *l,
-				    bool moved_only)
-{
-	for (size_t i = 0; i < h->n; i++) {
-		const struct hpn_link *o = &h->v[i].host;
-
-		if (moved_only && h->v[i].child)
-			continue;
-		/* By MAC, as DEL finds it; without one, only the same ifindex and name. */
-		if (same_device(l, o) &&
-		    (mac_usable(o) || (l->ifindex == o->ifindex && !strcmp(l->name, o->name))))
-			return &h->v[i];
-	}
-	return NULL;
-}
-
 /* A single selector's device: refused while another attachment holds it. */
-static int check_unclaimed(const struct holders *h, const struct hpn_conf *conf,
+static int check_unclaimed(const struct hpn_holders *h, const struct hpn_conf *conf,
 			   const struct hpn_link *dev, struct hpn_err *err)
 {
 	/* Shared modes share a parent; only a moved NIC is taken from them. */
-	const struct holder *x = held_by(h, dev, conf->mode != HPN_MODE_MOVE);
+	const struct hpn_holder *x = hpn_held_by(h, dev, conf->mode != HPN_MODE_MOVE);
 
 	if (!x)
 		return 0;
@@ -780,247 +680,6 @@ static int check_unclaimed(const struct holders *h, const struct hpn_conf *conf,
 	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, EBUSY, "\"%s\" is held by attachment %s%s",
 			   dev->name, x->key,
 			   x->child ? " (a parent of its child)" : ": DEL or GC it first");
-}
-
-struct linkv {
-	struct hpn_link *v;
-	struct hpn_rdma_dev *rd; /* per link, when match asked for RDMA devices */
-	size_t n, cap;
-};
-
-static void linkv_free(struct linkv *lv)
-{
-	free(lv->v);
-	free(lv->rd);
-	memset(lv, 0, sizeof(*lv));
-}
-
-#define MAX_HOST_LINKS 4096
-
-static int collect_link(const struct hpn_link *l, void *arg)
-{
-	struct linkv *lv = arg;
-
-	if (lv->n == lv->cap) {
-		struct hpn_link *nv;
-
-		if (lv->cap >= MAX_HOST_LINKS)
-			return -E2BIG;
-		nv = realloc(lv->v, (lv->cap = lv->cap ? lv->cap * 2 : 64) * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		lv->v = nv;
-	}
-	lv->v[lv->n++] = *l;
-	return 0;
-}
-
-/* The driver bound to netdev name's device: basename of class/net/<name>/device/driver. */
-static int netdev_driver(const char *root, const char *name, char *out, size_t len)
-{
-	char path[4096], target[4096];
-	const char *base;
-	ssize_t n;
-
-	if (hpn_snprintf(path, sizeof(path), "%s/class/net/%s/device/driver", root, name) < 0)
-		return -ENAMETOOLONG;
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n < 0)
-		return -errno;
-	target[n] = '\0';
-	base = strrchr(target, '/');
-	return hpn_snprintf(out, len, "%s", base ? base + 1 : target);
-}
-
-/* The NUMA node of netdev name's device (a virtio device asks its PCI parent). */
-static int netdev_numa(const char *root, const char *name, int *ret)
-{
-	static const char *const where[] = { "device/numa_node", "device/../numa_node" };
-
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(where); i++) {
-		char path[4096], buf[32] = "";
-		_cleanup_close_ int fd = -1;
-		ssize_t n;
-
-		if (hpn_snprintf(path, sizeof(path), "%s/class/net/%s/%s", root, name, where[i]) <
-		    0)
-			return -ENAMETOOLONG;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		*ret = (int)strtol(buf, NULL, 10);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-static bool glob_any(char *const *globs, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (fnmatch(globs[i], s, 0) == 0)
-			return true;
-	return false;
-}
-
-/* Does host netdev l meet every field match gives? rd gets its RDMA device when asked for. */
-static bool match_link(const struct hpn_conf *conf, struct nl_sock *host, const struct hpn_link *l,
-		       struct hpn_rdma_dev *rd)
-{
-	const struct hpn_match *m = &conf->match;
-	char buf[HPN_PCI_STR > 64 ? HPN_PCI_STR : 64];
-	bool ok = !!strcmp(l->name, "lo");
-
-	if (ok && m->n_devices) {
-		ok = glob_any(m->devices, m->n_devices, l->name);
-		for (size_t i = 0; !ok && i < l->n_altnames; i++)
-			ok = glob_any(m->devices, m->n_devices, l->altnames[i]);
-	}
-	if (ok && m->n_drivers) {
-		ok = netdev_driver(conf->sysfs_root, l->name, buf, sizeof(buf)) == 0;
-		for (size_t i = 0; ok && i < m->n_drivers; i++)
-			if (!strcmp(m->drivers[i], buf))
-				break;
-			else if (i + 1 == m->n_drivers)
-				ok = false;
-	}
-	if (ok && m->n_pci) {
-		ok = hpn_sysfs_netdev_pci(conf->sysfs_root, l->name, buf) == 0;
-		for (size_t i = 0; ok && i < m->n_pci; i++)
-			if (!strcmp(m->pci[i], buf))
-				break;
-			else if (i + 1 == m->n_pci)
-				ok = false;
-	}
-	if (ok && m->has_numa_node) {
-		int node = -1;
-
-		ok = netdev_numa(conf->sysfs_root, l->name, &node) == 0 && node == m->numa_node;
-	}
-	if (ok && m->n_rdma_devices) {
-		struct hpn_err e = { 0 };
-
-		ok = hpn_rdma_of_netdev(conf->sysfs_root, host, l, rd, &e) == 0 &&
-		     glob_any(m->rdma_devices, m->n_rdma_devices, rd->name);
-	}
-	return ok;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	/* nic2 before nic10, as a person would number them. */
-	return strverscmp(((const struct hpn_link *)a)->name, ((const struct hpn_link *)b)->name);
-}
-
-/* The host netdevs match selects, in name order. */
-static int match_candidates(struct attach *a, const struct hpn_conf *conf, struct linkv *out,
-			    struct hpn_err *err)
-{
-	struct linkv all = { 0 };
-	int r = hpn_link_foreach(a->ns.host, collect_link, &all, err);
-
-	if (r == -E2BIG)
-		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
-				"the host has more than %d netdevs", MAX_HOST_LINKS);
-	if (r < 0)
-		goto out;
-	qsort(all.v, all.n, sizeof(*all.v), by_name);
-	out->v = calloc(all.n + 1, sizeof(*out->v));
-	out->rd = calloc(all.n + 1, sizeof(*out->rd));
-	if (!out->v || !out->rd) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < all.n; i++) {
-		struct hpn_rdma_dev rd = { 0 };
-
-		if (!match_link(conf, a->ns.host, &all.v[i], &rd))
-			continue;
-		out->rd[out->n] = rd;
-		out->v[out->n++] = all.v[i];
-	}
-out:
-	linkv_free(&all);
-	return r;
-}
-
-/*
- * match: count NICs from the pool. Move mode takes NICs no other attachment
- * holds, in name order; shared modes pick the parents with the fewest
- * children. Called with the store locked, so the claim is journalled before
- * another ADD can look.
- */
-static int select_pool(struct attach *a, const struct hpn_conf *conf, const struct holders *h,
-		       struct nic_plan *plans, struct hpn_err *err)
-{
-	struct linkv c = { 0 };
-	size_t nfree = 0, nlive = 0, taken = 0;
-	unsigned int *load = NULL;
-	int r = match_candidates(a, conf, &c, err);
-
-	if (r < 0)
-		goto out;
-	load = calloc(c.n + 1, sizeof(*load));
-	if (!load) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < c.n; i++) {
-		const struct holder *x = held_by(h, &c.v[i], conf->mode != HPN_MODE_MOVE);
-
-		if (x) {
-			load[i] = UINT_MAX;
-			continue;
-		}
-		nfree++;
-		/* Children already on this parent (shared modes only count them). */
-		for (size_t k = 0; conf->mode != HPN_MODE_MOVE && k < h->n; k++)
-			if (h->v[k].child && same_device(&c.v[i], &h->v[k].host))
-				load[i]++;
-	}
-	/*
-	 * NICs of ADDs still running (of this network, so picked from this pool)
-	 * may come back if those fail, and NICs a DEL or GC is giving back will:
-	 * on the host still, or already in their pod.
-	 */
-	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++)
-		nlive += h->v[k].live && !h->v[k].child;
-	if (nfree < conf->count) {
-		if (nfree + nlive >= conf->count)
-			r = hpn_err_set(
-				err, HPN_E_TRY_AGAIN, EBUSY,
-				"match selects %zu devices; %zu free, %zu being attached or "
-				"released by other runs, %u needed: try again",
-				c.n, nfree, nlive, conf->count);
-		else
-			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-					"match selects %zu devices in the host netns, %zu of them "
-					"free; count needs %u",
-					c.n, nfree, conf->count);
-		goto out;
-	}
-	/* Lowest load first, name order among equals (load is 0 for all in move mode). */
-	while (taken < conf->count) {
-		size_t best = c.n;
-
-		for (size_t i = 0; i < c.n; i++)
-			if (load[i] != UINT_MAX && (best == c.n || load[i] < load[best]))
-				best = i;
-		plans[taken].dev = c.v[best];
-		if (conf->match.n_rdma_devices) {
-			plans[taken].rdma.found = true;
-			plans[taken].rdma.dev = c.rd[best];
-		}
-		load[best] = UINT_MAX;
-		taken++;
-	}
-out:
-	free(load);
-	linkv_free(&c);
-	return r;
 }
 
 /* The pod-side name of NIC i: the attachment's, then the next numbers (hpn0, hpn1...). */
@@ -1553,7 +1212,7 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 static int claim(struct attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		 struct nic_plan *plans, struct hpn_err *err)
 {
-	struct holders h = { 0 };
+	struct hpn_holders h = { 0 };
 	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
 	const char *base = pod_ifname(env, conf);
 	struct hpn_link clash;
@@ -1567,7 +1226,7 @@ static int claim(struct attach *a, const struct hpn_env *env, const struct hpn_c
 				   env->netns);
 	if (r != -ENODEV)
 		return r;
-	r = load_holders(a, &h, err);
+	r = hpn_holders_load(&a->st, a->key, &h, err);
 	if (r < 0)
 		goto out;
 	if (conf->selector == HPN_SEL_MATCH) {
@@ -1629,7 +1288,7 @@ static int claim(struct attach *a, const struct hpn_env *env, const struct hpn_c
 			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns);
 	}
 out:
-	holders_free(&h);
+	hpn_holders_free(&h);
 	return r;
 }
 
@@ -1951,74 +1610,6 @@ out:
 	return r;
 }
 
-/* A driver match names is loaded: registered on a bus, or a module. */
-static bool driver_loaded(const char *root, const char *driver)
-{
-	static const char *const where[] = { "bus/pci/drivers", "bus/virtio/drivers",
-					     "bus/auxiliary/drivers", "module" };
-
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(where); i++) {
-		char path[4096];
-
-		if (hpn_snprintf(path, sizeof(path), "%s/%s/%s", root, where[i], driver) == 0 &&
-		    access(path, F_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err)
-{
-	struct attach a = { .st = HPN_STORE_INIT, .ns = { .host_fd = -1, .pod_fd = -1 } };
-	struct holders h = { 0 };
-	struct linkv c = { 0 };
-	struct hpn_err serr = { 0 };
-	char dir[4096];
-	struct stat sb;
-	size_t nfree = 0;
-	int r;
-
-	if (conf->selector != HPN_SEL_MATCH) {
-		snprintf(note, len, "no match in the config");
-		return 1;
-	}
-	for (size_t i = 0; i < conf->match.n_drivers; i++)
-		if (!driver_loaded(conf->sysfs_root, conf->match.drivers[i]))
-			return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
-					   "driver \"%s\" of match.drivers is not loaded",
-					   conf->match.drivers[i]);
-	r = hpn_snprintf(dir, sizeof(dir), "%s/%s", conf->state_dir, conf->name);
-	/* Nothing is created: without a state directory no NIC is held. Journals are
-	 * replaced by rename, so reading them needs no lock. */
-	if (r >= 0 && stat(dir, &sb) == 0) {
-		r = hpn_store_open(conf->state_dir, conf->name, &a.st, &serr);
-		if (r >= 0)
-			r = load_holders(&a, &h, &serr);
-	}
-	if (r >= 0)
-		r = nsctx_open_host(&a.ns, &serr);
-	if (r >= 0)
-		r = match_candidates(&a, conf, &c, &serr);
-	for (size_t i = 0; r >= 0 && i < c.n; i++)
-		nfree += !held_by(&h, &c.v[i], conf->mode != HPN_MODE_MOVE);
-	if (r < 0)
-		hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s",
-			    serr.msg[0] ? serr.msg : strerror(-r));
-	else if (nfree < conf->count)
-		r = hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENODEV,
-				"match selects %zu devices in the host netns, %zu of them free; "
-				"count needs %u",
-				c.n, nfree, conf->count);
-	else
-		snprintf(note, len, "match selects %zu devices, %zu free; count %u", c.n, nfree,
-			 conf->count);
-	linkv_free(&c);
-	holders_free(&h);
-	nsctx_close(&a.ns);
-	hpn_store_close(&a.st);
-	return r;
-}
-
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
 	/* The doctor's readiness checks (doctor.c), so both give the same reasons. */
@@ -2110,7 +1701,7 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 			continue;
 		}
 		/* Listed, or an ADD still running: the runtime may not list it yet. */
-		if (still_valid(conf, &j) || in_flight(&j)) {
+		if (still_valid(conf, &j) || hpn_journal_busy(&j)) {
 			hpn_journal_free(&j);
 			continue;
 		}

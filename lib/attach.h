@@ -23,13 +23,6 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
 /* CHECK: the attachment still looks as ADD left it; an error names what differs. */
 int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
-/*
- * A pool (match) can serve an ADD now: the drivers it names are loaded and at
- * least count matching NICs are free on the host. 1 when the config has no
- * match (note says so), 0 when ready (note says how many), else code 50.
- * Creates nothing. A readiness check of STATUS and the doctor.
- */
-int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err);
 /* STATUS: the plugin can do ADD now (state store writable, netlink, IPAM plugin present,
  * RDMA netns mode, match drivers loaded and enough free NICs in the pool). */
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "attach.h"
 #include "ipam.h"
 #include "nl.h"
+#include "pool.h"
 #include "rdma.h"
 #include "sysfs.h"
 

@@ -330,3 +330,17 @@ int hpn_link_del(struct nl_sock *sk, const struct hpn_link *l, struct hpn_err *e
 		return hpn_nl_err(err, r, extack, "delete \"%s\"", l->name);
 	return 0;
 }
+
+bool hpn_link_mac_usable(const struct hpn_link *l)
+{
+	return l->has_perm_mac || (l->has_mac && !hpn_mac_is_zero(l->mac));
+}
+
+bool hpn_link_same_device(const struct hpn_link *l, const struct hpn_link *orig)
+{
+	if (orig->has_perm_mac)
+		return l->has_perm_mac && !memcmp(l->perm_mac, orig->perm_mac, HPN_MAC_LEN);
+	if (!hpn_link_mac_usable(orig))
+		return !strcmp(l->kind, orig->kind);
+	return l->has_mac && !memcmp(l->mac, orig->mac, HPN_MAC_LEN);
+}

@@ -78,4 +78,14 @@ int hpn_link_create_child(struct nl_sock *sk, const struct hpn_link *parent,
 /* Deletes l (RTM_DELLINK); already gone is success. */
 int hpn_link_del(struct nl_sock *sk, const struct hpn_link *l, struct hpn_err *err);
 
+/* A MAC that can identify one device: present and not all zeros (lo has zeros). */
+bool hpn_link_mac_usable(const struct hpn_link *l);
+/*
+ * Is l the device the journal recorded? By permanent MAC when it has one, else
+ * by its MAC (the plugin never changes it). A device with no usable MAC (IPoIB
+ * has 20-byte addresses) can only be trusted by the name or ifindex it was
+ * looked up by.
+ */
+bool hpn_link_same_device(const struct hpn_link *l, const struct hpn_link *orig);
+
 #endif

@@ -559,3 +559,9 @@ bool hpn_journal_may_exist(const char *state_dir, const char *network, const cha
 		return true;
 	return !(lstat(path, &st) < 0 && errno == ENOENT);
 }
+
+bool hpn_journal_busy(const struct hpn_journal *j)
+{
+	return j->releasing || (j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
+				hpn_proc_alive(j->owner_pid, j->owner_start));
+}

@@ -118,6 +118,11 @@ int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *er
  */
 int hpn_journal_hold(struct hpn_store *st, const char *key, int *fd, struct hpn_err *err);
 /*
+ * Another run is working on the attachment: an ADD that has not finished and
+ * whose process is alive (not this one), or a DEL or GC undoing it.
+ */
+bool hpn_journal_busy(const struct hpn_journal *j);
+/*
  * Whether stateDir/<network>/<key> may exist, without creating, opening or
  * locking the store: false only when it certainly does not (ENOENT).
  */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_POOL_H
+#define HPN_POOL_H
+
+#include <netlink/netlink.h>
+#include <stdbool.h>
+
+#include "conf.h"
+#include "err.h"
+#include "link.h"
+#include "rdma.h"
+#include "store.h"
+
+/*
+ * Node-wide NIC pools (config "match"): which host netdevs a pool selects,
+ * which of them other attachments' journals hold, and which an ADD takes.
+ * Mechanism only: attach.c decides when (under the store lock) and journals
+ * the claim.
+ */
+
+/* A NIC some attachment's journal holds (read under the store lock). */
+struct hpn_holder {
+	struct hpn_link host; /* moved: the NIC itself; child: its parent */
+	bool child;
+	bool live; /* an ADD, DEL or GC in flight: the NIC may come back soon */
+	char key[HPN_KEY_MAX];
+};
+
+struct hpn_holders {
+	struct hpn_holder *v;
+	size_t n;
+};
+
+/*
+ * Every NIC recorded in the journals of the store except skip_key's (NULL:
+ * none skipped): those are in use, from the claim until DEL, GC or a
+ * rollback has given the NIC back. A journal that cannot be read is skipped
+ * with a warning: GC reports it.
+ */
+int hpn_holders_load(struct hpn_store *st, const char *skip_key, struct hpn_holders *h,
+		     struct hpn_err *err);
+void hpn_holders_free(struct hpn_holders *h);
+/* The holder of host netdev l (moved NICs only, or any, parents included), or NULL. */
+const struct hpn_holder *hpn_held_by(const struct hpn_holders *h, const struct hpn_link *l,
+				     bool moved_only);
+
+struct hpn_linkv {
+	struct hpn_link *v;
+	struct hpn_rdma_dev *rd; /* per link, when match asked for RDMA devices */
+	size_t n, cap;
+};
+
+/* The host netdevs (host: a socket in the host netns) match selects, in name order. */
+int hpn_pool_candidates(struct nl_sock *host, const struct hpn_conf *conf, struct hpn_linkv *out,
+			struct hpn_err *err);
+void hpn_linkv_free(struct hpn_linkv *lv);
+
+/* One NIC the pool gives an ADD, with its RDMA device when match named RDMA devices. */
+struct hpn_pool_pick {
+	struct hpn_link dev;
+	bool has_rdma;
+	struct hpn_rdma_dev rdma;
+};
+
+/*
+ * conf->count NICs from the pool into picks. Move mode takes NICs no other
+ * attachment holds, in name order; shared modes pick the parents with the
+ * fewest children. Code 11 when too few are free but NICs of runs in flight
+ * may come back, 100 when too few are free.
+ */
+int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
+		    struct hpn_pool_pick *picks, struct hpn_err *err);
+
+/*
+ * A pool (match) can serve an ADD now: the drivers it names are loaded and at
+ * least count matching NICs are free on the host. 1 when the config has no
+ * match (note says so), 0 when ready (note says how many), else code 50.
+ * Creates nothing. A readiness check of STATUS and the doctor.
+ */
+int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err);
+
+#endif
