@@ -63,7 +63,8 @@ expect_result "ADD mv0"
 result=$OUT
 doctor --json
 jq_ok '.ready and any(.nics[]; .netdev == "mv0" and .rdmaDevice == "rxe0" and
-	.heldBy == {network: "hpnv-doctor", containerId: $cid, ifName: "hpn0", attached: true}) and
+	.heldBy == {network: "hpnv-doctor", containerId: $cid, ifName: "hpn0", attached: true,
+		releasing: false}) and
 	any(.checks[]; .name == "device" and .state == "warn" and (.message | test("held by")))' \
 	"doctor after ADD: mv0 held by this attachment" "$OUT" --arg cid "$CID"
 doctor
