@@ -2,7 +2,6 @@
 #include "pool.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
@@ -132,27 +131,13 @@ static int netdev_driver(const char *root, const char *name, char *out, size_t l
 /* The NUMA node of netdev name's device (a virtio device asks its PCI parent). */
 static int netdev_numa(const char *root, const char *name, int *ret)
 {
-	static const char *const where[] = { "device/numa_node", "device/../numa_node" };
+	char v[32];
 
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(where); i++) {
-		char path[4096], buf[32] = "";
-		_cleanup_close_ int fd = -1;
-		ssize_t n;
-
-		if (hpn_snprintf(path, sizeof(path), "%s/class/net/%s/%s", root, name, where[i]) <
-		    0)
-			return -ENAMETOOLONG;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		*ret = (int)strtol(buf, NULL, 10);
-		return 0;
-	}
-	return -ENOENT;
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/device/numa_node", root, name) < 0 &&
+	    hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/device/../numa_node", root, name) < 0)
+		return -ENOENT;
+	*ret = (int)strtol(v, NULL, 10);
+	return 0;
 }
 
 static bool glob_any(char *const *globs, size_t n, const char *s)

@@ -17,6 +17,7 @@
 #   GC leaves it alone; then the NIC is free.
 # - GC after pods vanish (netns deleted, no DEL): their journals and leases
 #   go, the listed pod keeps its NICs.
+# - match.numaNode, read through a fake sysfs.
 # - config errors of match / count / mode.
 # HPN_POOL_PARALLEL (default 32) scales the concurrent rounds.
 # jq filters are single-quoted on purpose; scenarios run in subshells.
@@ -336,6 +337,32 @@ del_in_flight() {
 	ip netns del "$pod2"
 }
 scenario "a DEL in flight: 11 for its attachment and its NIC, GC leaves it alone" del_in_flight
+
+# --- match.numaNode on a fake sysfs: pool0 on node 0, pool1 on node 1; the
+# pool of node 1 is pool1 alone, node 2 has none.
+numa_match() {
+	local conf mac1
+	mk_pool 2
+	mk_fake_pci "$T/sysfs" 0000:af:00.0 pool0
+	mk_fake_pci "$T/sysfs" 0000:af:00.1 pool1
+	echo 0 >"$T/sysfs/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0/numa_node"
+	echo 1 >"$T/sysfs/devices/pci0000:ae/0000:ae:00.0/0000:af:00.1/numa_node"
+	snap_save "$HOST_NS" "$T/host.before"
+	mac1=$(ip netns exec "$HOST_NS" cat /sys/class/net/pool1/address)
+	conf=$(pool_conf '.match.numaNode = 1 | .sysfsRoot = $s' --arg s "$T/sysfs")
+	run_plugin ADD "$conf"
+	expect_result "ADD from the NICs of NUMA node 1"
+	[[ $(ip -n "$POD_NS" -j link show dev hpn0 | jq -r '.[0].address') == "$mac1" ]] ||
+		fail "hpn0 is not pool1, the NIC of NUMA node 1"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	run_plugin ADD "$(jq -c '.match.numaNode = 2' <<<"$conf")"
+	expect_err 100 "ADD from NUMA node 2" 'match selects 0 devices'
+	snap_same "$HOST_NS" "$T/host.before" "host after the DEL and the refused ADD"
+	pod_empty "pod after the DEL and the refused ADD"
+	expect_no_state "after the DEL"
+}
+scenario "match.numaNode on a fake sysfs" numa_match
 
 # lease_held LOG CID IFNAME: the recording IPAM's last ADD for CID and IFNAME
 # has no later DEL.
