@@ -67,18 +67,6 @@ static long cpuid_ns(void)
 #endif
 }
 
-/* One netlink socket per netns, made in it, as the plugin does. */
-static int open_in(int netns_fd, int home_fd, struct nl_sock **sk)
-{
-	int r = hpn_netns_enter(netns_fd), back;
-
-	if (r < 0)
-		return r;
-	r = hpn_nl_open(NETLINK_ROUTE, sk);
-	back = hpn_netns_enter(home_fd);
-	return r < 0 ? r : back;
-}
-
 static int cycle(struct nl_sock *node, struct nl_sock *pod, int node_fd, int pod_fd,
 		 const char *nic, struct hpn_err *err)
 {
@@ -115,7 +103,7 @@ int main(int argc, char **argv)
 	if (r == 0)
 		r = hpn_nl_open(NETLINK_ROUTE, &node);
 	if (r == 0)
-		r = open_in(pod_fd, node_fd, &pod);
+		r = hpn_nl_open_in(pod_fd, node_fd, argv[2], &pod, &err); /* as the plugin */
 	/* One cycle unmeasured: first-use costs are the process's, not the kernel's. */
 	if (r == 0)
 		r = cycle(node, pod, node_fd, pod_fd, argv[1], &err);

@@ -54,28 +54,9 @@ static void nsctx_close(struct nsctx *ns)
 }
 
 /* Opens a netlink socket inside netns_fd and comes back to the host netns. */
-static int socket_in(const struct nsctx *ns, int netns_fd, const char *netns, struct nl_sock **ret,
-		     struct hpn_err *err)
-{
-	int r = hpn_netns_enter(netns_fd);
-
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NETNS, r, "enter netns \"%s\": %s", netns,
-				   strerror(-r));
-	r = hpn_nl_open(NETLINK_ROUTE, ret);
-	/* Always go home: the rest of the run assumes the host netns. */
-	if (hpn_netns_enter(ns->host_fd) < 0)
-		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
-				   strerror(errno));
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, r, "netlink socket in \"%s\": %s", netns,
-				   strerror(-r));
-	return 0;
-}
-
 static int open_pod_socket(struct nsctx *ns, const char *netns, struct hpn_err *err)
 {
-	return socket_in(ns, ns->pod_fd, netns, &ns->pod, err);
+	return hpn_nl_open_in(ns->pod_fd, ns->host_fd, netns, &ns->pod, err);
 }
 
 static int nsctx_open_host(struct nsctx *ns, struct hpn_err *err)
@@ -153,13 +134,6 @@ static bool has_altname(const struct hpn_link *l, const char *name)
 	return false;
 }
 
-/*
- * Puts the device back as the journal recorded it: out of the pod netns if it
- * is still there, then name, MTU, altnames and admin state in the host. Finds
- * it wherever it is (a dead netns hands a physical NIC back to the host under
- * its pod-side name); a device that is gone (a veth dies with its netns) is
- * nothing to restore. Safe to run any number of times.
- */
 /*
  * Exclusive mode: brings the RDMA device back from the pod netns. A dead netns
  * already gave it back to the initial netns, so absent from the pod is fine.
@@ -244,7 +218,7 @@ static int restore_child(struct nsctx *ns, const struct hpn_journal *j,
 	r = open_pod_for_restore(j, &pod_fd, err);
 	if (r < 0 || pod_fd < 0)
 		return r;
-	r = socket_in(ns, pod_fd, j->netns, &pod, err);
+	r = hpn_nl_open_in(pod_fd, ns->host_fd, j->netns, &pod, err);
 	if (r < 0)
 		return r;
 	for (int pass = 0; pass < 2; pass++) {
@@ -264,6 +238,13 @@ static int restore_child(struct nsctx *ns, const struct hpn_journal *j,
 	return 0;
 }
 
+/*
+ * Puts the device back as the journal recorded it: out of the pod netns if it
+ * is still there, then name, MTU, altnames and admin state in the host. Finds
+ * it wherever it is (a dead netns hands a physical NIC back to the host under
+ * its pod-side name); a device that is gone (a veth dies with its netns) is
+ * nothing to restore. Safe to run any number of times.
+ */
 static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j,
 			  const struct hpn_journal_nic *n, const char *sysfs_root,
 			  struct hpn_err *err)
@@ -298,7 +279,7 @@ static int restore_netdev(struct nsctx *ns, const struct hpn_journal *j,
 					return r;
 				}
 			}
-			r = socket_in(ns, pod_fd, j->netns, &pod, err);
+			r = hpn_nl_open_in(pod_fd, ns->host_fd, j->netns, &pod, err);
 			if (r < 0) {
 				close(pod_fd);
 				return r;

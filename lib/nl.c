@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "netns.h"
+
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
 #endif
@@ -192,6 +194,25 @@ int hpn_nl_open(int protocol, struct nl_sock **ret)
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
 	setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
 	*ret = sk;
+	return 0;
+}
+
+int hpn_nl_open_in(int netns_fd, int home_fd, const char *netns, struct nl_sock **ret,
+		   struct hpn_err *err)
+{
+	int r = hpn_netns_enter(netns_fd);
+
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, r, "enter netns \"%s\": %s", netns,
+				   strerror(-r));
+	r = hpn_nl_open(NETLINK_ROUTE, ret);
+	/* Always go home: the caller's run assumes the netns it started in. */
+	if (hpn_netns_enter(home_fd) < 0)
+		return hpn_err_set(err, HPN_E_NETNS, errno, "return to the host netns: %s",
+				   strerror(errno));
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETLINK, r, "netlink socket in \"%s\": %s", netns,
+				   strerror(-r));
 	return 0;
 }
 

@@ -24,6 +24,14 @@ int hpn_nl_talk(struct nl_sock *sk, struct nl_msg *msg, hpn_nl_cb cb, void *arg,
 /* A connected socket of the given protocol in the current netns, with NETLINK_EXT_ACK. */
 int hpn_nl_open(int protocol, struct nl_sock **ret);
 void hpn_nl_close(struct nl_sock *sk);
+/*
+ * hpn_nl_open(NETLINK_ROUTE) inside the netns netns_fd (named netns in
+ * errors), then back to home_fd whatever happened: a netlink socket belongs
+ * to the netns it was made in. err names the step that failed: entering or
+ * returning (HPN_E_NETNS), or the socket (HPN_E_NETLINK).
+ */
+int hpn_nl_open_in(int netns_fd, int home_fd, const char *netns, struct nl_sock **ret,
+		   struct hpn_err *err);
 
 static inline void hpn_nl_closep(struct nl_sock **sk)
 {
