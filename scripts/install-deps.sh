@@ -20,7 +20,15 @@ packages=(
 	# with a busybox initramfs; ibv_devinfo, rping and the rxe provider in the VM
 	qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers
 	kmod xz-utils cpio
+	# Kubernetes API lookups: libcurl (OpenSSL flavour: the CA and client
+	# certificate as memory blobs) and libyaml headers (both dlopen()ed at run
+	# time); the stand-in API server's test PKI (openssl) and Python
+	libcurl4-openssl-dev libyaml-dev openssl python3
 )
+# kubectl reads the stand-in API server's pods in the tests: Debian's
+# kubernetes-client, unless the machine already has a kubectl (another
+# package's /usr/bin/kubectl would conflict with it).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
