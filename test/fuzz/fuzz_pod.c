@@ -55,18 +55,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_kv(pod.labels, pod.n_labels, true, hpn_pod_label, &pod);
 	check_kv(pod.annotations, pod.n_annotations, false, hpn_pod_annotation, &pod);
 	/*
-	 * The shape does not depend on the resource counted: counting one that no
-	 * container names succeeds, with 0, and finds the same pod.
+	 * The shape does not depend on the resource counted: counting one that the
+	 * input never names succeeds, with 0, and finds the same pod.
 	 */
-	{
+	if (!memmem(data, size, "example.com/none", 16)) {
 		struct hpn_pod other = { 0 };
 		struct hpn_err err2 = { 0 };
 
 		FUZZ_ASSERT(hpn_pod_parse((const char *)data, size, "example.com/none", &other,
 					  &err2) == 0);
 		FUZZ_ASSERT(other.count == 0 && other.n_labels == pod.n_labels &&
-			    other.n_annotations == pod.n_annotations &&
-			    !strcmp(other.uid, pod.uid));
+			    other.n_annotations == pod.n_annotations && !strcmp(other.uid, pod.uid));
 		hpn_pod_free(&other);
 	}
 	hpn_pod_free(&pod);

@@ -108,6 +108,10 @@ class Mode:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "hpn-test-apiserver"
+    # TCP_NODELAY, as Go's net/http (kube-apiserver) sets it: the headers and
+    # the body go out as two writes, and with Nagle the body would wait for
+    # the client's delayed ACK (40 ms) of the headers.
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):
         pass
