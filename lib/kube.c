@@ -176,7 +176,7 @@ struct lookup {
 	struct body body;
 	struct hpn_err *err;
 	/* Where the last retryable attempt failed, for the code 11 message. */
-	char why[256];
+	char why[CURL_ERROR_SIZE + 64];
 	long long retry_after_ms;
 	bool closed; /* a connection was closed on us after it was made */
 };

@@ -81,18 +81,16 @@ struct kc {
 	struct hpn_kube_warn *warn;
 };
 
-/* The message of every error: the file, then what is wrong with which field. */
-__attribute__((format(printf, 4, 5))) static int kc_err(const struct kc *c, int code, int e,
-							const char *fmt, ...)
-{
-	char msg[HPN_ERR_MSG];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return hpn_err_set(c->err, code, e, "kubeconfig %s: %s", c->path, msg);
-}
+/*
+ * The message of every error: the file, then what is wrong with which field;
+ * returns -e (e may be given negative) as hpn_err_set does. A macro, so that
+ * the analyzers (which do not follow variadic calls) see the negative return.
+ */
+#define kc_err(c, code, e, fmt, ...)                                                               \
+	(hpn_err_set((c)->err, code, e, "kubeconfig %s: " fmt, (c)->path, ##__VA_ARGS__),          \
+	 (e) > 0   ? -(e)                                                                          \
+	 : (e) < 0 ? (e)                                                                           \
+		   : -EINVAL)
 
 static yaml_node_t *node_at(const struct kc *c, int index)
 {
@@ -275,32 +273,55 @@ static int resolve(const struct kc *c, const char *what, const char *name, char 
 /*
  * A regular file of at most HPN_KUBECONFIG_MAX bytes: O_NONBLOCK so a FIFO
  * planted there cannot hang the plugin (it is refused after fstat). Sets
- * *mode. Errors are code 5 with what and path named by the caller.
+ * *mode. Returns 0 or a positive errno (EINVAL: not a regular file, EFBIG:
+ * too large; see file_strerror), not the usual negative one, and closes by
+ * hand: clang-tidy 14's analyzer loses track of a negated errno and of
+ * returns past a cleanup attribute, and then of what was written on success.
+ * The caller names the file in a code 5 error.
  */
 static int read_file(const char *path, char **ret, size_t *ret_len, mode_t *mode)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e = 0;
+	char *buf = NULL;
 	struct stat sb;
+	size_t len = 0;
 
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &sb) < 0)
-		return -errno;
-	if (!S_ISREG(sb.st_mode))
-		return -EINVAL;
-	if (sb.st_size > HPN_KUBECONFIG_MAX)
-		return -EFBIG;
+	if (fd < 0) {
+		e = errno;
+		return e ? e : EIO;
+	}
+	if (fstat(fd, &sb) < 0) {
+		e = errno;
+		if (!e)
+			e = EIO;
+	} else if (!S_ISREG(sb.st_mode)) {
+		e = EINVAL;
+	} else if (sb.st_size > HPN_KUBECONFIG_MAX) {
+		e = EFBIG;
+	} else {
+		int r = hpn_read_all(fd, HPN_KUBECONFIG_MAX, &buf, &len);
+
+		if (r == -EFBIG || r == -ENOMEM) /* grown past the limit since fstat */
+			e = r == -EFBIG ? EFBIG : ENOMEM;
+		else if (r < 0 || !buf)
+			e = EIO;
+	}
+	close(fd);
+	if (e)
+		return e;
 	*mode = sb.st_mode;
-	return hpn_read_all(fd, HPN_KUBECONFIG_MAX, ret, ret_len);
+	*ret = buf;
+	*ret_len = len;
+	return 0;
 }
 
-static const char *file_strerror(int r)
+static const char *file_strerror(int e)
 {
-	if (r == -EINVAL)
+	if (e == EINVAL)
 		return "not a regular file";
-	if (r == -EFBIG)
+	if (e == EFBIG)
 		return "larger than 1 MiB";
-	return strerror(-r);
+	return strerror(e);
 }
 
 static void warn_mode(const struct kc *c, const char *what, const char *path, mode_t mode)
@@ -374,7 +395,7 @@ bad:
 static int get_pem(const struct kc *c, const yaml_node_t *map, const char *what, const char *key,
 		   const char *label, bool secret, char **ret, size_t *ret_len, char **ret_from)
 {
-	_cleanup_free_ char *path = NULL, *buf = NULL, *from = NULL;
+	char *path = NULL, *buf = NULL, *from = NULL;
 	char dkey[64], field[WHAT_MAX + 80];
 	const char *file, *data;
 	size_t len = 0;
@@ -399,12 +420,17 @@ static int get_pem(const struct kc *c, const yaml_node_t *map, const char *what,
 		if (r < 0)
 			return r;
 		r = read_file(path, &buf, &len, &mode);
-		if (r < 0)
-			return kc_err(c, HPN_E_IO, -r, "%s %s: %s", field, path, file_strerror(r));
+		if (r) {
+			r = kc_err(c, HPN_E_IO, r, "%s %s: %s", field, path, file_strerror(r));
+			goto out;
+		}
 		if (secret)
 			warn_mode(c, field, path, mode);
-		if (asprintf(&from, "%s %s", key, path) < 0)
-			return -ENOMEM;
+		if (asprintf(&from, "%s %s", key, path) < 0) {
+			from = NULL;
+			r = -ENOMEM;
+			goto out;
+		}
 	} else {
 		snprintf(field, sizeof(field), "%s.%s", what, dkey);
 		r = base64_decode(data, &buf, &len);
@@ -414,18 +440,28 @@ static int get_pem(const struct kc *c, const yaml_node_t *map, const char *what,
 		if (r < 0)
 			return r;
 		from = strdup(dkey);
+		r = -ENOMEM;
 		if (!from)
-			return -ENOMEM;
+			goto out;
 	}
 	/* A clear word now rather than the TLS library's later. */
-	if (!memmem(buf, len, "-----BEGIN ", 11) || !memmem(buf, len, label, strlen(label)))
-		return kc_err(c, HPN_E_INVALID_CONFIG, EINVAL, "%s%s%s holds no PEM %s", field,
-			      path ? " " : "", path ? path : "", label);
+	if (!memmem(buf, len, "-----BEGIN ", 11) || !memmem(buf, len, label, strlen(label))) {
+		r = kc_err(c, HPN_E_INVALID_CONFIG, EINVAL, "%s%s%s holds no PEM %s", field,
+			   path ? " " : "", path ? path : "", label);
+		goto out;
+	}
 	*ret = TAKE_PTR(buf);
 	*ret_len = len;
 	if (ret_from)
 		*ret_from = TAKE_PTR(from);
-	return 0;
+	r = 0;
+out:
+	if (buf)
+		explicit_bzero(buf, len); /* a key read and refused */
+	free(buf);
+	free(from);
+	free(path);
+	return r;
 }
 
 /* "https://" then a host, no spaces, query or fragment; a trailing '/' is dropped. */
@@ -668,8 +704,8 @@ int hpn_kubeconfig_load(const char *path, struct hpn_kubeconfig *ret, struct hpn
 	if (slash == path)
 		strcpy(c.dir, "/");
 	r = read_file(path, &buf, &len, &mode);
-	if (r < 0)
-		return kc_err(&c, HPN_E_IO, -r, "%s", file_strerror(r));
+	if (r)
+		return kc_err(&c, HPN_E_IO, r, "%s", file_strerror(r));
 	r = yaml_lib(err);
 	if (r < 0)
 		return r;
@@ -748,8 +784,8 @@ int hpn_kubeconfig_token(const struct hpn_kubeconfig *kc, char **ret_token,
 	}
 	snprintf(what, sizeof(what), "users[\"%s\"].user.tokenFile %s", kc->user, kc->token_file);
 	r = read_file(kc->token_file, &buf, &len, &mode);
-	if (r < 0)
-		return kc_err(&c, HPN_E_IO, -r, "%s: %s", what, file_strerror(r));
+	if (r)
+		return kc_err(&c, HPN_E_IO, r, "%s: %s", what, file_strerror(r));
 	warn_mode(&c, "token file", kc->token_file, mode);
 	for (start = buf; *start == ' ' || *start == '\t' || *start == '\n' || *start == '\r';
 	     start++)

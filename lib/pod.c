@@ -94,25 +94,21 @@ bool hpn_k8s_label_value(const char *s)
 	return s && (!s[0] || name_part_n(s, strlen(s)));
 }
 
-static int bad(struct hpn_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int bad(struct hpn_err *err, const char *fmt, ...)
-{
-	char msg[HPN_ERR_MSG];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return hpn_err_set(err, HPN_E_KUBE, EINVAL, "the answer is not a valid Pod: %s", msg);
-}
+/*
+ * An answer that is not a valid Pod: always code HPN_E_KUBE and -EINVAL. A
+ * macro, so that the analyzers (which do not follow variadic calls) see the
+ * negative return.
+ */
+#define bad(err, ...)                                                                              \
+	(hpn_err_set(err, HPN_E_KUBE, EINVAL, "the answer is not a valid Pod: " __VA_ARGS__),      \
+	 -EINVAL)
 
 /* A value from the answer in a message: valid UTF-8, at most 40 bytes. */
 static const char *shown(const char *v, char buf[44])
 {
 	hpn_utf8_sanitize(buf, v, 41);
 	if (strlen(v) > 40)
-		strcpy(buf + 40, "...");
+		memcpy(buf + 40, "...", 4);
 	return buf;
 }
 
@@ -199,7 +195,7 @@ static int parse_kv(const cJSON *meta, const char *key, bool labels, struct hpn_
 		}
 		bytes += strlen(k) + strlen(e->valuestring);
 		if (bytes > HPN_POD_ANNOTATIONS_BYTES) {
-			r = bad(err, "pod.metadata.%s is larger than %d bytes", key,
+			r = bad(err, "pod.metadata.%s is larger than %zu bytes", key,
 				HPN_POD_ANNOTATIONS_BYTES);
 			goto fail;
 		}
@@ -232,7 +228,6 @@ fail:
 /* A quantity of a countable resource: "0".."999999999", as the API writes integers. */
 static int quantity(const cJSON *v, const char *what, unsigned long *ret, struct hpn_err *err)
 {
-	char b[44];
 	const char *s;
 	size_t n;
 
@@ -240,9 +235,12 @@ static int quantity(const cJSON *v, const char *what, unsigned long *ret, struct
 		return bad(err, "%s must be a string (the API writes quantities as strings)", what);
 	s = v->valuestring;
 	n = strlen(s);
-	if (n == 0 || n > 9 || strspn(s, "0123456789") != n)
+	if (n == 0 || n > 9 || strspn(s, "0123456789") != n) {
+		char b[44];
+
 		return bad(err, "%s is \"%s\": a count must be a plain non-negative integer", what,
 			   shown(s, b));
+	}
 	*ret = strtoul(s, NULL, 10);
 	return 0;
 }

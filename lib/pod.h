@@ -16,7 +16,7 @@
 #define HPN_POD_GPU_RESOURCE "nvidia.com/gpu" /* the default resource counted */
 #define HPN_POD_META_MAX     1024	      /* labels, and annotations, each */
 /* Kubernetes' own limit on the annotations' total size (keys and values). */
-#define HPN_POD_ANNOTATIONS_BYTES (256 * 1024)
+#define HPN_POD_ANNOTATIONS_BYTES ((size_t)256 * 1024)
 #define HPN_POD_CONTAINERS_MAX	  1024 /* containers, and initContainers, each */
 #define HPN_POD_UID_MAX		  64
 #define HPN_POD_COUNT_MAX	  999999999UL /* a resource count, per container and in all */

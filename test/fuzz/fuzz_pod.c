@@ -65,7 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(hpn_pod_parse((const char *)data, size, "example.com/none", &other,
 					  &err2) == 0);
 		FUZZ_ASSERT(other.count == 0 && other.n_labels == pod.n_labels &&
-			    other.n_annotations == pod.n_annotations && !strcmp(other.uid, pod.uid));
+			    other.n_annotations == pod.n_annotations &&
+			    !strcmp(other.uid, pod.uid));
 		hpn_pod_free(&other);
 	}
 	hpn_pod_free(&pod);
