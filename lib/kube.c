@@ -371,6 +371,11 @@ static void headers_free(struct curl_slist *h)
 		k.slist_free_all(h);
 }
 
+static bool mirror_of(const char *mirror, const char *uid)
+{
+	return mirror && !strcmp(mirror, uid);
+}
+
 static int check_identity(struct lookup *l, const struct hpn_pod *pod)
 {
 	const struct hpn_kube_req *req = l->req;
@@ -378,7 +383,15 @@ static int check_identity(struct lookup *l, const struct hpn_pod *pod)
 	if (strcmp(pod->ns, req->ns) || strcmp(pod->name, req->name))
 		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
 			    "the answer is pod %s/%s, not the one asked for", pod->ns, pod->name);
-	if (req->uid && strcmp(pod->uid, req->uid))
+	/*
+	 * A static pod (a manifest on the node) runs under the UID kubelet made
+	 * from the manifest, which the runtime passes as K8S_POD_UID; the API
+	 * holds its mirror pod, with a UID of its own and the static one in the
+	 * kubernetes.io/config.mirror annotation (kubelet's config.mirror =
+	 * config.hash = the static pod's UID).
+	 */
+	if (req->uid && strcmp(pod->uid, req->uid) &&
+	    !mirror_of(hpn_pod_annotation(pod, HPN_KUBE_MIRROR_ANNOTATION), req->uid))
 		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
 			    "the pod's uid is %s, not K8S_POD_UID %s: the pod was deleted and "
 			    "another created under its name",

@@ -16,6 +16,8 @@
 #define HPN_KUBE_TIMEOUT_MS_MAX	    60000
 #define HPN_KUBE_BODY_MAX	    (1 << 20) /* an answer larger than this is refused */
 #define HPN_KUBE_ATTEMPTS	    5	      /* requests per lookup, at most */
+/* On a static pod's mirror pod: the static pod's UID, which is K8S_POD_UID. */
+#define HPN_KUBE_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
 
 struct hpn_kube_req {
 	const char *ns;	  /* K8S_POD_NAMESPACE: a DNS-1123 label */
@@ -28,7 +30,8 @@ struct hpn_kube_req {
 /*
  * GET /api/v1/namespaces/{ns}/pods/{name} from kc's server, then
  * hpn_pod_parse, then the pod's namespace, name and (if req->uid) uid must be
- * the ones asked for. TLS is always verified, against kc's CA only (the
+ * the ones asked for (a static pod's mirror pod matches by its
+ * HPN_KUBE_MIRROR_ANNOTATION instead of its uid). TLS is always verified, against kc's CA only (the
  * system's CAs are not trusted), with kc's client certificate if it has one
  * (both given to libcurl as memory blobs: nothing is written to disk); the
  * bearer token (kc's tokenFile read now) in Authorization; Accept:

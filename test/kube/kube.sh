@@ -143,6 +143,13 @@ get -k "$KT" -u 00000000-1111-2222-3333-444444444444 "$SEED"
 expect_code "K8S_POD_UID differs: another pod under that name" 3 "$GOOD" \
 	"uid is $(uid_of "$SEED"), not K8S_POD_UID 00000000-1111-2222-3333-444444444444"
 
+# A static pod: K8S_POD_UID is the static pod's own, the API's mirror pod names it.
+MIRROR=kube-system/rdma-probe-gpu-node-17
+get -k "$KT" -u 3c1f0e9a7b5d42c8a6e4f2d0b8c6a4e2 "$MIRROR"
+expect_pod "a static pod's mirror: K8S_POD_UID in kubernetes.io/config.mirror" "$(uid_of "$MIRROR")" 1
+get -k "$KT" -u 3c1f0e9a7b5d42c8a6e4f2d0b8c6a4e3 "$MIRROR"
+expect_code "a mirror pod of another static pod" 3 "uid is $(uid_of "$MIRROR"), not K8S_POD_UID"
+
 # tokenFile: read on every call. Rotated between two lookups of one process,
 # on the server and in the file, both succeed; with an inline token the second
 # is refused, so the server did rotate.

@@ -47,6 +47,8 @@ static void test_fixtures(void)
 		{ "default/plain-web-5c6d7e8f9-abcde", "c5d3e4f6-a7b8-4c9d-8e1f-2a3b4c5d6e7f", NULL,
 		  0, 2, 1 },
 		{ "ml/init-sidecar-0", "d6e4f5a7-b8c9-4d0e-9f2a-3b4c5d6e7f80", "gpu-hpn", 9, 2, 1 },
+		{ "kube-system/rdma-probe-gpu-node-17", "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d", NULL,
+		  1, 3, 4 },
 	};
 
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(want); i++) {
@@ -70,8 +72,11 @@ static void test_fixtures(void)
 		CHECK_INT_EQ(pod.n_annotations, want[i].n_annotations);
 		CHECK_STR_EQ(hpn_pod_label(&pod, "alibabacloud.com/gpu-model-series"),
 			     want[i].model);
-		if (want[i].model)
+		if (want[i].model || i == 5)
 			CHECK_STR_EQ(hpn_pod_label(&pod, "alibabacloud.com/hpn-type"), "rdma");
+		if (i == 5)
+			CHECK_STR_EQ(hpn_pod_annotation(&pod, "kubernetes.io/config.mirror"),
+				     "3c1f0e9a7b5d42c8a6e4f2d0b8c6a4e2");
 		CHECK(!hpn_pod_label(&pod, "no-such-label"));
 		hpn_pod_free(&pod);
 		CHECK(!pod.uid && !pod.labels && pod.n_labels == 0);
