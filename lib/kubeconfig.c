@@ -484,6 +484,11 @@ static int check_server(const struct kc *c, const char *what, const char *s, cha
 				      "%s.server \"%.64s\" holds a space, control character, "
 				      "'?', '#' or '\\'",
 				      what, s);
+	/* user:password@host: not echoed, it may hold a password. */
+	if (strchr(s, '@'))
+		return kc_err(c, HPN_E_INVALID_CONFIG, EINVAL,
+			      "%s.server holds an '@': credentials go in the user, not the URL",
+			      what);
 	while (len > 8 && s[len - 1] == '/')
 		len--;
 	v = strndup(s, len);

@@ -409,6 +409,20 @@ static void test_refused(void)
 		   "    token: t\n");
 	refused(HPN_E_INVALID_CONFIG, "holds a space, control character, '?', '#' or '\\'",
 		__LINE__);
+	kubeconfig("main",
+		   "    server: https://admin:secret@10.0.0.1:6443\n"
+		   "    certificate-authority: ca.crt\n",
+		   "    token: t\n");
+	refused(HPN_E_INVALID_CONFIG,
+		"clusters[\"prod\"].cluster.server holds an '@': credentials go in the user",
+		__LINE__);
+	{
+		struct hpn_err e = { 0 };
+		struct hpn_kube_warn w;
+
+		CHECK(hpn_kubeconfig_load(at("k"), &kc, &w, &e) < 0);
+		CHECK_STR_LACKS(e.msg, "secret"); /* the password is not echoed */
+	}
 	kubeconfig("main", "    server: \"https://a b\"\n    certificate-authority: ca.crt\n",
 		   "    token: t\n");
 	refused(HPN_E_INVALID_CONFIG, "holds a space", __LINE__);
