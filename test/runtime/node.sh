@@ -9,7 +9,8 @@
 # a mount namespace of its own, where /sys is remounted for that netns (so
 # /sys/class/net shows the node's links, as `ip netns exec` does) with the
 # host's cgroup hierarchies moved back under it (runc needs them), and a
-# tmpfs covers /run/containerd (the shims put their sockets there). containerd,
+# tmpfs covers /run/containerd and /var/lib/cni (shim sockets, libcni's
+# cache: containerd writes there whatever its config says). containerd,
 # ctr and everything the node runs enter both namespaces of the holder
 # (rtn_in), so a containerd restarted after SIGKILL finds the netns mounts
 # its predecessor made, as on a real node. The host's own network and mounts
@@ -28,7 +29,7 @@ RTN_CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
 RTN_DIR=		# scratch dir; everything of the node lives under it
 RTN_SOCK=
 RTN_NODE_PID=	# the holder
-RTN_MADE_RUN_CONTAINERD=0
+RTN_MADE_DIRS=()	# host directories made only to mount over in the node
 RTN_IMAGE=${HPN_PAUSE_IMAGE_NAME:-hpn.local/pause:hpn-test}
 RTN_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -96,10 +97,17 @@ rtn_setup() {
 	RTN_DIR=$1
 	RTN_SOCK=$RTN_DIR/containerd.sock
 	mkdir -p "$RTN_DIR"/{root,state,opt,cni/bin,cni/net.d,cgroup-hold,logs}
-	if [[ ! -d /run/containerd ]]; then
-		mkdir /run/containerd
-		RTN_MADE_RUN_CONTAINERD=1
-	fi
+	# Host paths containerd 1.6 writes to whatever its config says: the shims'
+	# sockets (/run/containerd/s) and libcni's result cache (/var/lib/cni/results,
+	# the prevResult of DEL). The node mounts a tmpfs over each; one that is
+	# missing is made for that, and removed again by rtn_cleanup.
+	local d
+	for d in /run/containerd /var/lib/cni; do
+		if [[ ! -d $d ]]; then
+			mkdir -p "$d"
+			RTN_MADE_DIRS=("$d" "${RTN_MADE_DIRS[@]}")
+		fi
+	done
 	ip netns add "$RTN_NS"
 	ip -n "$RTN_NS" link set lo up
 	# The holder: cgroups kept aside while /sys is remounted, then moved back.
@@ -111,6 +119,7 @@ rtn_setup() {
 			mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 			mount --move "$1/cgroup-hold" /sys/fs/cgroup
 			mount -t tmpfs -o mode=0711,size=16m hpnr-run-containerd /run/containerd
+			mount -t tmpfs -o mode=0755,size=16m hpnr-var-lib-cni /var/lib/cni
 			: >"$1/node.ready"
 			exec sleep infinity' hpnr-node "$RTN_DIR" &
 	RTN_NODE_PID=$!
@@ -295,7 +304,9 @@ rtn_cleanup() {
 	for p in $(ip netns list 2>/dev/null | awk '{print $1}'); do
 		[[ $p == "$RTN_PREFIX"* ]] && ip netns del "$p"
 	done
-	((RTN_MADE_RUN_CONTAINERD)) && rmdir /run/containerd 2>/dev/null
+	for p in "${RTN_MADE_DIRS[@]}"; do
+		rmdir "$p" 2>/dev/null
+	done
 	[[ -n $RTN_DIR && -d $RTN_DIR ]] && rm -rf "$RTN_DIR"
 	return 0
 }
