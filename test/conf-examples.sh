@@ -77,6 +77,21 @@ if [[ -f $dep ]]; then
 		failed=$((failed + 1))
 	fi
 fi
+# The containerd conflist as doc/runtime.md shows it is the file itself.
+rt_list=$conf_dir/10-hpn-rdma-containerd.conflist
+rt_doc=$HPN_SRC/doc/runtime.md
+if [[ -f $rt_list ]]; then
+	checked=$((checked + 1))
+	shown=$(awk '/^### The conflist for \/etc\/cni\/net.d/ { on = 1; next }
+		on && /^```json/ { inside = 1; next } inside && /^```/ { exit } inside' "$rt_doc" 2>/dev/null)
+	if [[ -n $shown ]] && [[ $(jq -S . <<<"$shown" 2>/dev/null) == "$(jq -S . "$rt_list")" ]]; then
+		echo "ok: doc/runtime.md shows $(basename "$rt_list") as it is"
+	else
+		echo "FAIL: doc/runtime.md (\"### The conflist for /etc/cni/net.d\") does not show" \
+			"$(basename "$rt_list") as it is"
+		failed=$((failed + 1))
+	fi
+fi
 ((checked > 0)) || { echo "FAIL: no examples found in $conf_dir"; exit 1; }
 echo "$((checked - failed)) passed, $failed failed"
 ((failed == 0))
