@@ -304,9 +304,13 @@ rtn_cleanup() {
 	for p in $(ip netns list 2>/dev/null | awk '{print $1}'); do
 		[[ $p == "$RTN_PREFIX"* ]] && ip netns del "$p"
 	done
-	for p in "${RTN_MADE_DIRS[@]}"; do
-		rmdir "$p" 2>/dev/null
-	done
+	# Another node still running (ctest -j) mounts over these: removing one
+	# would unmount its tmpfs there; then they stay (empty).
+	if ! ip netns list 2>/dev/null | awk '{print $1}' | grep -Eq '^hpn[rb]-[0-9]+-(rt-)?node$'; then
+		for p in "${RTN_MADE_DIRS[@]}"; do
+			rmdir "$p" 2>/dev/null
+		done
+	fi
 	[[ -n $RTN_DIR && -d $RTN_DIR ]] && rm -rf "$RTN_DIR"
 	return 0
 }
