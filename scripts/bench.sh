@@ -36,7 +36,8 @@
 # three times per pod (ADD, the DEL of Stop, the DEL of Remove); the
 # difference of the medians is what hpn-rdma adds to a pod's life, printed
 # against the iproute2 floor of the same move (move.none.iproute2, also
-# three processes). Skipped, saying why, without containerd or hpn-cri.
+# three processes, measured again between the runtime rounds so that the same
+# load falls on both). Skipped, saying why, without containerd or hpn-cri.
 #
 # Options and environment:
 #   --quick          few iterations (smoke test; figures are not meaningful)
@@ -547,7 +548,7 @@ fi
 # runtime_rows: make the node, measure, set $rt (JSON). The node is removed by
 # cleanup (rtn_cleanup) whatever happens.
 runtime_rows() {
-	local d=$W/rt row net r per=$(((RT_ITER + ROUNDS - 1) / ROUNDS)) bridge pod id
+	local d=$W/rt row net r steps per=$(((RT_ITER + ROUNDS - 1) / ROUNDS)) bridge pod id
 	rtn_setup "$d"
 	rtn_plugin "$PLUGIN"
 	rtn_nic 0
@@ -596,6 +597,10 @@ runtime_rows() {
 			cri cycle -n "$per" -w $((r == 0 ? 2 : 1)) "$pod" |
 				awk -v row="$row" '{ print row "\t" $1 "\t" $2 "\t" $3 }' >>"$W/rt.raw"
 		done
+		# The floor again, in the same rounds: the same load falls on it.
+		mapfile -t steps < <(prepare move.none.iproute2 1)
+		run "rtfloor|move.none.iproute2|r$r" "$NODE" "$per" 1 "${steps[@]}"
+		node_clean 1
 	done
 	node_clean 1
 	local rows=() med p99 n run stop rm
@@ -676,6 +681,12 @@ stats() {
 		}'
 }
 
+# The iproute2 floor measured between the runtime rows' rounds.
+rtfloor=null
+if jq -e .rows <<<"$rt" >/dev/null; then
+	read -r n med _ _ _ _ _ < <(stats "rtfloor|move.none.iproute2")
+	((n > 0)) && rtfloor=$(jq -n --argjson m "$med" '$m / 1e6')
+fi
 machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
 	--arg kernel "$(uname -r)" --argjson cores "$(nproc)" \
 	--arg fs "$(stat -f -c %T "$STATE")" --arg hfs "$(stat -f -c %T "$HINTS")" \
@@ -725,6 +736,7 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
 	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson rt "$rt" \
+	--argjson rtfloor "$rtfloor" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -757,8 +769,8 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  rdma_discovery: $disc,
 	  kernel_floor: $kern,
 	  runtime: (if $rt.rows then $rt + {added_ms: $added,
-		floor_ms: $r["move.none.iproute2"].wall_ms.median,
-		vs_floor: ratio($added; $r["move.none.iproute2"].wall_ms.median)} else $rt end),
+		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, run between the rounds",
+		vs_floor: ratio($added; $rtfloor)} else $rt end),
 	  targets: ([
 		t("cpu per ADD+DEL vs host-device (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le";
@@ -776,7 +788,7 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
 	  ] + (if $added == null then [] else [
 		t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
-		  ratio($added; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
+		  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
 		t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
 	}' >"$W/bench.json"
 cp "$W/bench.json" "$JSON"
@@ -830,7 +842,7 @@ jq -r '
 	  (f(.run_ms) | lpad(8)) + (f(.stop_ms) | lpad(8)) + (f(.remove_ms) | lpad(8))),
 	 (if .runtime.added_ms then
 	  "hpn-rdma adds \(f(.runtime.added_ms)) ms per pod (its ADD and two DELs, medians);" +
-	  " the iproute2 floor of the same move: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" else empty end),
+	  " the iproute2 floor of the same move, in the same rounds: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" else empty end),
 	 "" end),
 	(if .rdma_discovery.us_per_add then
 	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
