@@ -31,13 +31,15 @@
 # Runtime rows: a pod's RunPodSandbox -> StopPodSandbox -> RemovePodSandbox
 # wall time through a real containerd (Debian's 1.6.20 + runc, on a throwaway
 # node of its own: test/runtime/node.sh), with the network bridge alone
-# (runtime.bridge) and bridge + hpn-rdma in move mode without IPAM
-# (runtime.hpn-rdma), interleaved round by round. containerd runs hpn-rdma
+# (runtime.bridge), bridge + hpn-rdma in move mode without IPAM
+# (runtime.hpn-rdma), and bridge + hpn-rdma passing the pod through
+# (runtime.passthrough: its podSelector picks no pod), one pod of each in turn. containerd runs hpn-rdma
 # three times per pod (ADD, the DEL of Stop, the DEL of Remove); the
-# difference of the medians is what hpn-rdma adds to a pod's life, printed
-# against the iproute2 floor of the same move (move.none.iproute2, also
-# three processes, measured again between the runtime rounds so that the same
-# load falls on both). Skipped, saying why, without containerd or hpn-cri.
+# difference of the medians is what hpn-rdma adds to a pod's life (also shown:
+# the median of the pod-by-pod differences), printed against the iproute2
+# floor of the same move (move.none.iproute2, also three processes, run once
+# after each pair of pods, so that the same load falls on all three).
+# Skipped, saying why, without containerd or hpn-cri.
 #
 # Options and environment:
 #   --quick          few iterations (smoke test; figures are not meaningful)
@@ -548,7 +550,7 @@ fi
 # runtime_rows: make the node, measure, set $rt (JSON). The node is removed by
 # cleanup (rtn_cleanup) whatever happens.
 runtime_rows() {
-	local d=$W/rt row net r steps per=$(((RT_ITER + ROUNDS - 1) / ROUNDS)) bridge pod id
+	local d=$W/rt row net r steps bridge pod id
 	rtn_setup "$d"
 	rtn_plugin "$PLUGIN"
 	rtn_nic 0
@@ -562,6 +564,11 @@ runtime_rows() {
 			'{cniVersion: "1.0.0", name: "bench-hpn-rdma", plugins: [$b,
 			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
 			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h}}]}')
+		[runtime.passthrough]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" \
+			'{cniVersion: "1.0.0", name: "bench-passthrough", plugins: [$b,
+			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
+			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h},
+			   podSelector: {annotation: "bench.invalid/never", value: "1"}}]}')
 	)
 	pod=$d/pod.json
 	jq -n --arg cg "$RTN_CGROUP" --arg logs "$d/logs" '{
@@ -584,23 +591,24 @@ runtime_rows() {
 		rtn_in nsenter --net="$(cri inspectp "$id" | jq -r '.info.info.runtimeSpec.linux.namespaces[]
 			| select(.type == "network") | .path')" ip link show hpn0 >/dev/null 2>&1 && has=1
 		[[ $row == runtime.hpn-rdma ]] && ((has == 0)) && fail "$row: no hpn0 in the pod"
-		[[ $row == runtime.bridge ]] && ((has == 1)) && fail "$row: hpn0 in the pod"
+		[[ $row != runtime.hpn-rdma ]] && ((has == 1)) && fail "$row: hpn0 in the pod"
 		cri stopp "$id" || fail "$row: StopPodSandbox failed"
 		cri rmp "$id" || fail "$row: RemovePodSandbox failed"
 		ip -n "$RTN_NS" link show rnic0 >/dev/null 2>&1 || fail "$row: rnic0 did not come back"
 	done
+	# One pod of each row in turn, then the floor once, RT_ITER times: load
+	# that comes and goes falls on neighbours alike, and the added time is
+	# also taken pair by pair (a pod with hpn-rdma minus the pod before it).
 	: >"$W/rt.raw"
-	for ((r = 0; r < ROUNDS; r++)); do
+	mapfile -t steps < <(prepare move.none.iproute2 1)
+	for ((r = 0; r < RT_ITER; r++)); do
 		for row in "${RT_ROWS[@]}"; do
 			rtn_conflist "${nets[$row]}"
 			rtn_wait_network "$(jq -r .name <<<"${nets[$row]}")"
-			cri cycle -n "$per" -w $((r == 0 ? 2 : 1)) "$pod" |
-				awk -v row="$row" '{ print row "\t" $1 "\t" $2 "\t" $3 }' >>"$W/rt.raw"
+			cri cycle -n 1 -w $((r == 0 ? 2 : 0)) "$pod" |
+				awk -v row="$row" -v i="$r" '{ print row "\t" $1 "\t" $2 "\t" $3 "\t" i }' >>"$W/rt.raw"
 		done
-		# The floor again, in the same rounds: the same load falls on it.
-		mapfile -t steps < <(prepare move.none.iproute2 1)
-		run "rtfloor|move.none.iproute2|r$r" "$NODE" "$per" 1 "${steps[@]}"
-		node_clean 1
+		run "rtfloor|move.none.iproute2|r$r" "$NODE" 1 $((r == 0 ? 2 : 0)) "${steps[@]}"
 	done
 	node_clean 1
 	local rows=() med p99 n run stop rm
@@ -628,13 +636,19 @@ runtime_rows() {
 			'{row: $r, cycles: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6)},
 			  run_ms: ($run / 1e6), stop_ms: ($stop / 1e6), remove_ms: ($rm / 1e6)}')")
 	done
+	local paired
+	paired=$(awk -F'\t' '$1 == "runtime.bridge" { b[$5] = $2 + $3 + $4 }
+		$1 == "runtime.hpn-rdma" { h[$5] = $2 + $3 + $4 }
+		END { for (i in h) if (i in b) print h[i] - b[i] }' "$W/rt.raw" | sort -n |
+		awk '{ d[NR] = $1 } END { if (!NR) { print "null"; exit }
+			printf "%.3f\n", (NR % 2 ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2) / 1e6 }')
 	rt=$(printf '%s\n' "${rows[@]}" | jq -sc --arg v "$(cri version | jq -r .runtimeVersion)" \
-		'{containerd: $v, rows: .}')
+		--argjson paired "$paired" '{containerd: $v, rows: ., added_paired_ms: $paired}')
 	rtn_containerd_stop TERM
 }
 
 RT_ROWS=()
-for row in runtime.bridge runtime.hpn-rdma; do
+for row in runtime.bridge runtime.hpn-rdma runtime.passthrough; do
 	[[ $row =~ ${BENCH_ROWS:-.} ]] && RT_ROWS+=("$row")
 done
 rt='{"skipped": "no runtime row selected (BENCH_ROWS)"}'
@@ -755,6 +769,9 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	(if $rr["runtime.hpn-rdma"] and $rr["runtime.bridge"]
 	 then $rr["runtime.hpn-rdma"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
 	 else null end) as $added |
+	(if $rr["runtime.passthrough"] and $rr["runtime.bridge"]
+	 then $rr["runtime.passthrough"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
+	 else null end) as $chain |
 	{
 	  machine: $m,
 	  settings: {quick: ($quick == "1"), cycles_per_row: $iter, rounds: $rounds,
@@ -768,8 +785,8 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  parallel: $p[0],
 	  rdma_discovery: $disc,
 	  kernel_floor: $kern,
-	  runtime: (if $rt.rows then $rt + {added_ms: $added,
-		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, run between the rounds",
+	  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
+		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 		vs_floor: ratio($added; $rtfloor)} else $rt end),
 	  targets: ([
 		t("cpu per ADD+DEL vs host-device (no IPAM)";
@@ -841,8 +858,13 @@ jq -r '
 	 (.runtime.rows[] | (.row | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
 	  (f(.run_ms) | lpad(8)) + (f(.stop_ms) | lpad(8)) + (f(.remove_ms) | lpad(8))),
 	 (if .runtime.added_ms then
-	  "hpn-rdma adds \(f(.runtime.added_ms)) ms per pod (its ADD and two DELs, medians);" +
-	  " the iproute2 floor of the same move, in the same rounds: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" else empty end),
+	  "hpn-rdma adds \(f(.runtime.added_ms)) ms per pod (its ADD and two DELs; difference of the" +
+	  " medians; median of the \(.runtime.rows[0].cycles) pairs: \(f(.runtime.added_paired_ms)) ms);" +
+	  " the iproute2 floor of the same move, between them: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" +
+	  (if .runtime.added_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end) else empty end),
+	 (if .runtime.passthrough_added_ms then
+	  "hpn-rdma passing a pod through (no move) adds \(f(.runtime.passthrough_added_ms)) ms: containerd running" +
+	  " one more plugin of the chain, three times" else empty end),
 	 "" end),
 	(if .rdma_discovery.us_per_add then
 	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
@@ -867,7 +889,7 @@ if ((CHECK)); then
 	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
 	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
 	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" \
-		--argjson rtcyc $(((RT_ITER + ROUNDS - 1) / ROUNDS * ROUNDS)) \
+		--argjson rtcyc "$RT_ITER" \
 		--argjson cyc $((PER_ROUND * ROUNDS)) --argjson vcyc $(((VITER + ROUNDS - 1) / ROUNDS * ROUNDS)) '
 		([.serial[].row] | sort) == ($want | sort) and
 		all(.serial[]; .skipped or (.cycles == $cyc and (.wall_ms.median > 0) and
@@ -878,7 +900,7 @@ if ((CHECK)); then
 			([.serial[] | select(.skipped | not)] | length)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
-		(.runtime.skipped or ((.runtime.rows | length) == 2 and
+		(.runtime.skipped or ((.runtime.rows | length) == 3 and
 			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
 			(.runtime.added_ms | type == "number"))) and
 		all(.targets[]; .met != null)' "$JSON" >/dev/null || {
