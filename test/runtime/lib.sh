@@ -146,8 +146,9 @@ rt_node_state() {
 	netns=$(rtn_in find "$T/state" -path '*/netns/*' 2>/dev/null | sort | jq -Rsc 'split("\n") | map(select(. != ""))')
 	mounts=$(rtn_in findmnt -rn -o TARGET | { grep -F "$T/" || true; } | sort |
 		jq -Rsc 'split("\n") | map(select(. != ""))')
-	procs=$({ find /sys/fs/cgroup/pids"$RTN_CGROUP" -name cgroup.procs -exec cat {} + \
-		2>/dev/null || true; } | wc -l)
+	local cg=/sys/fs/cgroup/pids$RTN_CGROUP	# cgroup v1; v2 has one tree
+	[[ -d /sys/fs/cgroup/pids ]] || cg=/sys/fs/cgroup$RTN_CGROUP
+	procs=$({ find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null || true; } | wc -l)
 	jq -n --argjson l "$links" --argjson a "$addrs" --argjson pods "$pods" \
 		--argjson ctrs "$ctrs" --argjson netns "$netns" --argjson mounts "$mounts" \
 		--argjson procs "$procs" \

@@ -79,10 +79,16 @@ opted_in() {
 	# pod's parent that does not allow every device.
 	[[ $(in_ctr "$ctr" readlink /proc/self/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
 		fail "the container shares the test's mount namespace"
-	in_ctr "$ctr" cat /proc/self/cgroup | grep -q "devices:$RTN_CGROUP/" ||
-		fail "the container's device cgroup is not under $RTN_CGROUP"
-	! in_ctr "$ctr" cat /sys/fs/cgroup/devices/devices.list | grep -qx 'a \*:\* rwm' ||
-		fail "the container's device cgroup allows every device"
+	if [[ -d /sys/fs/cgroup/devices ]]; then
+		in_ctr "$ctr" cat /proc/self/cgroup | grep -q "devices:$RTN_CGROUP/" ||
+			fail "the container's device cgroup is not under $RTN_CGROUP"
+		! in_ctr "$ctr" cat /sys/fs/cgroup/devices/devices.list | grep -qx 'a \*:\* rwm' ||
+			fail "the container's device cgroup allows every device"
+	else
+		# cgroup v2: the device rules are an eBPF program on the container's cgroup.
+		in_ctr "$ctr" cat /proc/self/cgroup | grep -q "^0::$RTN_CGROUP/" ||
+			fail "the container's cgroup is not under $RTN_CGROUP"
+	fi
 
 	cri stop "$ctr" || fail "StopContainer failed"
 	cri stopp "$id" || fail "StopPodSandbox failed"
