@@ -306,7 +306,7 @@ rtn_cleanup() {
 	done
 	# Another node still running (ctest -j) mounts over these: removing one
 	# would unmount its tmpfs there; then they stay (empty).
-	if ! ip netns list 2>/dev/null | awk '{print $1}' | grep -Eq '^hpn[rb]-[0-9]+-(rt-)?node$'; then
+	if ! ip netns list 2>/dev/null | awk '{print $1}' | grep -Eq '^(hpnr-[0-9]+-node|hpnb-[0-9]+-rt-node)$'; then
 		for p in "${RTN_MADE_DIRS[@]}"; do
 			rmdir "$p" 2>/dev/null
 		done
