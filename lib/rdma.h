@@ -5,9 +5,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conf.h"
 #include "err.h"
-#include "link.h"
+#include "types.h"
+
+struct nl_sock;
 
 /*
  * RDMA devices as the kernel shows them: which one belongs to a netdev, the
@@ -39,6 +40,13 @@ const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
  * netlink (no RDMA subsystem at all); err is then left alone.
  */
 int hpn_rdma_netns_mode(enum hpn_rdma_netns *mode, struct hpn_err *err);
+/*
+ * The same for the node under sysfs_root: RDMA netlink on the real root; on a
+ * fake one the ib_core module parameter (the kernel keeps it in step with
+ * "rdma system set netns"), and -EPROTONOSUPPORT without <root>/module/ib_core.
+ */
+int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode,
+			     struct hpn_err *err);
 
 /*
  * The RDMA device and port behind netdev l (through its lower device for a

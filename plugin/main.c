@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "doctor.h"
 #include "log.h"
+#include "result.h"
 #include "util.h"
 
 static const char usage[] =
