@@ -458,39 +458,50 @@ out:
 	return r;
 }
 
+/* CNI_NETNS, which must be a netns and not the one the plugin runs in. */
+static int open_pod_netns(const struct hpn_env *env, int *ret_fd, struct hpn_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r = hpn_netns_open(env->netns, &fd, err);
+
+	if (r < 0)
+		return r;
+	r = hpn_netns_is_current(fd);
+	/* Fail closed: acting on the host's own netns would rename its NIC. */
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, r, "compare CNI_NETNS \"%s\" with ours: %s",
+				   env->netns, strerror(-r));
+	if (r > 0)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_NETNS \"%s\" is the host's own network namespace",
+				   env->netns);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
 	    struct hpn_err *err)
 {
 	struct hpn_attach a;
 	struct hpn_nic_plan *plans;
 	unsigned long long start = 0;
-	int r;
+	int r, pod_fd = -1;
 
 	if (!conf->pod_selected)
 		return pass_through(conf, ret);
 	r = pod_checks(env, conf, err);
+	/* Before the store: a missing netns is bad input, and bad input creates nothing. */
+	if (r >= 0)
+		r = open_pod_netns(env, &pod_fd, err);
 	if (r < 0)
 		return r;
 	plans = calloc(HPN_MAX_NICS, sizeof(*plans));
 	r = hpn_attach_open(&a, env, conf, err);
+	a.ns.pod_fd = pod_fd;
 	if (r < 0)
 		goto out;
 	if (!plans) {
 		r = -ENOMEM;
-		goto out;
-	}
-	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
-	if (r < 0)
-		goto out;
-	r = hpn_netns_is_current(a.ns.pod_fd);
-	if (r != 0) {
-		/* Fail closed: acting on the host's own netns would rename its NIC. */
-		r = r < 0 ? hpn_err_set(err, HPN_E_NETNS, r,
-					"compare CNI_NETNS \"%s\" with ours: %s", env->netns,
-					strerror(-r))
-			  : hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
-					"CNI_NETNS \"%s\" is the host's own network namespace",
-					env->netns);
 		goto out;
 	}
 	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
@@ -509,14 +520,6 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	if (r < 0)
 		goto out;
 	r = hpn_claim(&a, env, conf, plans, err);
-	if (r < 0)
-		goto out;
-	/* The GPU model's profile may need RDMA, or a driver, on every NIC: still nothing changed. */
-	for (size_t i = 0; r >= 0 && conf->nccl.enabled && i < a.j.n_nics; i++)
-		r = hpn_nccl_check_driver(
-			hpn_nccl_profile(&conf->nccl, conf->gpu_model),
-			plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind) : NULL,
-			err);
 	if (r < 0)
 		goto out;
 	a.j.container_id = strdup(env->container_id);

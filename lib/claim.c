@@ -271,6 +271,13 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		if (r != -ENODEV)
 			break;
 		r = plan_rdma(a, conf, &plans[i].dev, &plans[i].rdma, nic, err);
+		/* The GPU model's profile may need RDMA, or a driver, on every NIC. */
+		if (r == 0 && conf->nccl.enabled)
+			r = hpn_nccl_check_driver(
+				hpn_nccl_profile(&conf->nccl, conf->gpu_model),
+				plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind)
+						    : NULL,
+				err);
 		if (r < 0)
 			break;
 		nic->host = plans[i].dev;

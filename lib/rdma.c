@@ -25,6 +25,21 @@
 
 #define NLDEV(op) RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op)
 
+const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind)
+{
+	switch (kind) {
+	case HPN_RDMA_MLX5:
+		return "mlx5_ib";
+	case HPN_RDMA_ERDMA:
+		return "erdma";
+	case HPN_RDMA_RXE:
+		return "rdma_rxe";
+	case HPN_RDMA_OTHER:
+		break;
+	}
+	return NULL;
+}
+
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind)
 {
 	switch (kind) {

@@ -33,6 +33,8 @@ struct hpn_rdma_dev {
 };
 
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind);
+/* The kernel module that registers RDMA devices of a kind (mlx5_ib...); NULL for other. */
+const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind);
 const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
 
 /*

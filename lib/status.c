@@ -11,6 +11,7 @@
 
 #include "attach.h"
 #include "ipam.h"
+#include "nccl.h"
 #include "nl.h"
 #include "pool.h"
 #include "rdma.h"
@@ -152,6 +153,48 @@ static int check_verbs(const struct hpn_conf *conf, const char *cni_path, char *
 	return 0;
 }
 
+/*
+ * The config's GPU model (nccl.gpuModel) may need a kind of RDMA device: the
+ * module that registers it must be loaded, or every ADD fails with 108.
+ */
+static int check_profile(const struct hpn_conf *conf, const char *cni_path, char *note,
+			 struct hpn_err *err)
+{
+	static const enum hpn_rdma_kind kinds[] = { HPN_RDMA_MLX5, HPN_RDMA_ERDMA, HPN_RDMA_RXE };
+	const struct hpn_nccl_profile *p;
+	char wanted[64] = "";
+	size_t off = 0;
+
+	if (!conf->nccl.enabled || !conf->gpu_model) {
+		NOTE("no nccl.gpuModel in the config (a pod's comes with the pod)");
+		return 1;
+	}
+	p = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
+	if (!p->drivers || (p->drivers & HPN_NCCL_DRV_OTHER)) {
+		NOTE("GPU model %s (profile %s) takes any RDMA driver", conf->gpu_model, p->name);
+		return 1;
+	}
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(kinds); i++) {
+		const char *mod = hpn_rdma_kind_module(kinds[i]);
+
+		if (!(p->drivers & hpn_nccl_driver_bit(hpn_rdma_kind_name(kinds[i]))))
+			continue;
+		if (hpn_sysfs_exists("%s/module/%s", conf->sysfs_root, mod)) {
+			NOTE("GPU model %s (profile %s): %s is loaded", conf->gpu_model, p->name,
+			     mod);
+			return 0;
+		}
+		off += (size_t)snprintf(wanted + off, sizeof(wanted) - off, "%s%s",
+					off ? " or " : "", mod);
+		if (off >= sizeof(wanted))
+			off = sizeof(wanted) - 1;
+	}
+	return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
+			   "nccl.gpuModel %s (profile %s) needs an RDMA device of %s, and that "
+			   "module is not loaded",
+			   conf->gpu_model, p->name, wanted);
+}
+
 static int check_pool(const struct hpn_conf *conf, const char *cni_path, char *note,
 		      struct hpn_err *err)
 {
@@ -164,6 +207,7 @@ const struct hpn_ready_check hpn_ready_checks[] = {
 	{ "ipam", check_ipam },
 	{ "rdma", check_rdma },
 	{ "verbs", check_verbs },
+	{ "profile", check_profile },
 	{ "pool", check_pool },
 	{ NULL, NULL },
 };
