@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nccl.h"
+#include "util.h"
+
 #define JOURNAL_MAX (256u << 10)
 
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,

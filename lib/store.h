@@ -4,11 +4,8 @@
 
 #include <stdbool.h>
 
-#include "conf.h"
 #include "err.h"
-#include "link.h"
-#include "nccl.h"
-#include "util.h"
+#include "types.h"
 
 /*
  * The on-disk state: <stateDir>/lock serialises plugin runs that change the

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -426,4 +427,21 @@ bool hpn_proc_alive(int pid, unsigned long long start)
 		return false;
 	/* Same pid, same start time: the same process, not a reuse of its pid. */
 	return hpn_proc_start(pid, &now) == 0 && (!start || now == start);
+}
+
+char *hpn_json_print(void *root)
+{
+	char *out = root ? cJSON_PrintUnformatted(root) : NULL;
+
+	cJSON_Delete(root);
+	return out;
+}
+
+void hpn_msgf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "types.h"
 
 #define HPN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -42,10 +43,6 @@ static inline void hpn_closep(int *fd)
 		_fd;                                                                               \
 	})
 
-#define HPN_MAC_LEN 6
-#define HPN_MAC_STR 18 /* "aa:bb:cc:dd:ee:ff" + NUL */
-#define HPN_PCI_STR 16 /* "0000:af:00.1" + NUL, with room */
-
 /* Strict character-set checks for anything that becomes a name or a path. */
 bool hpn_valid_ifname(const char *s);
 bool hpn_valid_container_id(const char *s);
@@ -62,6 +59,9 @@ int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR]);
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int hpn_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* snprintf that truncates quietly: for messages, which are cut, never wrong. */
+void hpn_msgf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* strdup that returns NULL on NULL input. */
 char *hpn_strdup(const char *s);
@@ -84,6 +84,9 @@ int hpn_json_int(const void *obj, const char *key, const char *prefix, int code,
 /* A boolean; absent or null leaves *ret untouched. */
 int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code, bool *ret,
 		  struct hpn_err *err);
+
+/* Compact JSON text of a cJSON tree (as void *), which it frees; NULL on failure. */
+char *hpn_json_print(void *root);
 
 /* Does JSON text hold the escape \u0000 (a NUL inside a string)? */
 bool hpn_json_has_nul(const char *buf, size_t len);

@@ -4,9 +4,14 @@
 # tier, then the same tests again under AddressSanitizer + UBSan. The bench
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
-# would mean nothing. Run as root
-# (the netns tier skips, saying why, without root). Extra arguments go to ctest
-# (e.g. -L unit).
+# would mean nothing. The runtime label (test/runtime: the plugin under a real
+# containerd 1.6, driven through the CRI) runs in both passes, about 45 s in
+# each: under ASan it checks the plugin's memory along containerd's own call
+# patterns (8 ADDs at once, DEL without netns or prevResult, DEL after a failed
+# ADD, DEL after a containerd restart); building its CRI client adds about
+# 30 s of Go per build directory. Run as root
+# (the netns and runtime tiers skip, saying why, without root). Extra
+# arguments go to ctest (e.g. -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -16,6 +16,7 @@
 
 #include "fuzz.h"
 #include "store.h"
+#include "util.h"
 
 #define KEY "k.eth0"
 
