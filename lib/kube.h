@@ -12,10 +12,8 @@
  * only, so a run that makes none pays nothing for it.
  */
 
-#define HPN_KUBE_TIMEOUT_MS_DEFAULT 5000
-#define HPN_KUBE_TIMEOUT_MS_MAX	    60000
-#define HPN_KUBE_BODY_MAX	    (1 << 20) /* an answer larger than this is refused */
-#define HPN_KUBE_ATTEMPTS	    5	      /* requests per lookup, at most */
+#define HPN_KUBE_BODY_MAX (1 << 20) /* an answer larger than this is refused */
+#define HPN_KUBE_ATTEMPTS 5	    /* requests per lookup, at most */
 /* On a static pod's mirror pod: the static pod's UID, which is K8S_POD_UID. */
 #define HPN_KUBE_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
 

@@ -16,15 +16,9 @@
 #define HPN_KUBE_TOKEN_MAX 16384     /* a bearer token (service account tokens are ~1 KB) */
 #define HPN_KUBE_WARN_MAX  512
 
-/*
- * CNI code of a failed Kubernetes API lookup that is neither the caller's
- * config (7), a local file (5), a pod that does not exist (3) nor worth a
- * retry (11): the API server refused the credentials (401, 403) or answered
- * badly (status, type, size, JSON), TLS verification failed, or libcurl or
- * libyaml cannot be loaded. Moves into enum hpn_code (err.h) when the lookup
- * is hooked into ADD.
- */
-enum { HPN_E_KUBE = 109 };
+/* The lookup's one time budget, retries included (config kubernetes.timeout). */
+#define HPN_KUBE_TIMEOUT_MS_DEFAULT 5000
+#define HPN_KUBE_TIMEOUT_MS_MAX	    60000
 
 /*
  * Things the caller should log (lib never prints): "; "-separated, cut at

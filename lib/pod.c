@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kubeconfig.h"
 #include "util.h"
 
 #define WHAT_MAX 512

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "kubeconfig.h"
+#include "err.h"
 #include "pod.h"
 #include "roundtrip.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "kubeconfig.h"
+#include "err.h"
 #include "pod.h"
 #include "util.h"
 
