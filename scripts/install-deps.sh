@@ -29,6 +29,8 @@ packages=(
 	# certificate as memory blobs) and libyaml headers (both dlopen()ed at run
 	# time); the stand-in API server's test PKI (openssl) and Python
 	libcurl4-openssl-dev libyaml-dev openssl python3
+	# test/k8s-manifests.py: the manifests under conf/k8s/ parsed offline
+	python3-yaml
 )
 # kubectl reads the stand-in API server's pods in the tests: Debian's
 # kubernetes-client, unless the machine already has a kubectl (another
