@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fuzz.h"
 #include "err.h"
+#include "fuzz.h"
 #include "pod.h"
 #include "roundtrip.h"
 

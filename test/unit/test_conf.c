@@ -1042,7 +1042,7 @@ static void test_apply_pod(void)
 	hpn_conf_free(&c);
 	/* Another value: not selected. */
 	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":\"alibabacloud."
-						     "com/hpn-type\",\"value\":\"tcp\"}}",
+			   "com/hpn-type\",\"value\":\"tcp\"}}",
 			   SEED, &c, &e, __LINE__),
 		     0);
 	CHECK(!c.pod_selected);

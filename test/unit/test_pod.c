@@ -47,8 +47,8 @@ static void test_fixtures(void)
 		{ "default/plain-web-5c6d7e8f9-abcde", "c5d3e4f6-a7b8-4c9d-8e1f-2a3b4c5d6e7f", NULL,
 		  0, 2, 1 },
 		{ "ml/init-sidecar-0", "d6e4f5a7-b8c9-4d0e-9f2a-3b4c5d6e7f80", "gpu-hpn", 9, 2, 1 },
-		{ "kube-system/rdma-probe-gpu-node-17", "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d", NULL,
-		  1, 3, 4 },
+		{ "kube-system/rdma-probe-gpu-node-17", "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d",
+		  NULL, 1, 3, 4 },
 	};
 
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(want); i++) {
