@@ -16,10 +16,12 @@ packages=(
 	iproute2 jq strace util-linux tcpdump
 	# reference CNI plugins (host-local, static, bridge...) and libcni for chaining tests
 	containernetworking-plugins golang-go golang-github-appc-cni-dev
-	# vm tier: QEMU booting Debian's 6.1 kernel (fetched by test/vm/prepare.sh)
-	# with a busybox initramfs; ibv_devinfo, rping and the rxe provider in the VM
+	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
+	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
+	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,
+	# ibv_rc_pingpong, ib_write_bw (perftest), sysctl and the rxe provider in the VM
 	qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers
-	kmod xz-utils cpio
+	perftest procps kmod xz-utils cpio debian-archive-keyring
 )
 
 missing=()
