@@ -4,7 +4,9 @@
 # tier, then the same tests again under AddressSanitizer + UBSan. The bench
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
-# would mean nothing. Run as root
+# would mean nothing. So does the vm7 tier (test/vm/CMakeLists.txt registers
+# it in non-sanitizer builds only): its scenarios run no binary of ours yet.
+# Run as root
 # (the netns tier skips, saying why, without root). Extra arguments go to ctest
 # (e.g. -L unit).
 set -euo pipefail

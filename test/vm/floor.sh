@@ -27,7 +27,7 @@ fx_refused() {
 	fi
 	err=$(<"$T/fx.err")
 	[[ $err == *"$msg"* ]] || fail "'$*' failed with '$err', expected '$msg'"
-	echo "  \$ $*  -> $err"
+	echo "  \$ $*  -> ${err//$'\n'/ | }"
 }
 
 # pod_add NAME: a pod netns with lo up.
@@ -275,7 +275,7 @@ write_bw_pods() {
 # each POD (exclusive mode: a device is visible only in its own netns).
 counters() {
 	local -n _c=$1
-	local pod line dev
+	local pod dev
 	shift
 	_c=()
 	local -a where=("")
@@ -283,14 +283,14 @@ counters() {
 	for pod in "${where[@]}"; do
 		local -a in=()
 		[[ -n $pod ]] && in=(ip netns exec "$pod")
-		while read -r line; do
-			set -- $line
-			[[ $1 == link ]] || continue
-			dev=$2
-			shift 2
-			while (($# >= 2)); do
-				_c[$dev.$1]=$2
-				shift 2
+		# "link rxa/1 sent_pkts 337 rcvd_pkts 12938 ... rcvd_bytes 13790440"
+		local -a w
+		local i
+		while read -r -a w; do
+			[[ ${w[0]:-} == link ]] || continue
+			dev=${w[1]}
+			for ((i = 2; i + 1 < ${#w[@]}; i += 2)); do
+				_c[$dev.${w[i]}]=${w[i + 1]}
 			done
 		done < <("${in[@]}" rdma statistic show)
 	done

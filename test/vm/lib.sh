@@ -255,6 +255,7 @@ run_scenarios() {
 		set +e
 		(
 			set -e
+			# shellcheck disable=SC2034 # fail (common.sh) names it
 			SCEN_NAME=$n
 			"scen_$n"
 		)

@@ -78,13 +78,13 @@ rxe_del "$B" rxb
 fx ip netns del "$A"
 fx ip netns del "$B"
 
-# median WORDS...: the median of the numbers.
+# median "N N ...": the median of the numbers.
 median() {
-	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
+	tr ' ' '\n' <<<"$1" | sort -g | awk '{v[NR] = $1} END {print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'
 }
 json=$(jq -cn --arg k "$kver" --argjson it "$ITERS" --argjson runs "$RUNS" \
 	--arg v "${FIG[virtio]}" --arg e "${FIG[veth]}" \
-	--argjson mv "$(median ${FIG[virtio]})" --argjson me "$(median ${FIG[veth]})" '
+	--argjson mv "$(median "${FIG[virtio]}")" --argjson me "$(median "${FIG[veth]}")" '
 	def nums(s): s | split(" ") | map(tonumber);
 	{kernel: $k, tool: "ib_write_bw -F (RC RDMA write), pod B rxb -> pod A rxa, GID index 1",
 	 message_bytes: 65536, messages_per_run: $it, runs: $runs,

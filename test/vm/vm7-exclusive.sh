@@ -18,6 +18,10 @@
 #            takes the device with it (the NIC comes back as hpn0); a device
 #            moved into the pod before its NIC dies when the NIC follows; the
 #            mode cannot change while a pod netns exists (EBUSY).
+#  names     device names are unique per netns, not per node: a moved-away
+#            device's name is free again in the initial netns, and a move
+#            into a netns holding that name fails with EEXIST -- the way home
+#            too; the move must be asked from the device's own netns.
 # Run one: test/vm/run.sh test/vm/vm7-exclusive.sh NAME...
 # shellcheck disable=SC2034 # counter arrays are used through namerefs
 set -euo pipefail
@@ -182,4 +186,36 @@ scen_lifetime() {
 	fx ip netns del init
 }
 
-run_scenarios move lifetime
+scen_names() {
+	info "names: RDMA device names are per netns in exclusive mode"
+	pods_with_nics 10.72.0
+	rxe_in "$A" hpn0 rxa
+	# The move has to be asked from where the device is: rdma(8) looks the
+	# name up in its own netns first.
+	fx_refused "Wrong device name - rxa" ip netns exec "$A" rdma dev set rxa netns "$A"
+	fx rdma dev set rxa netns "$A"
+	# With $A's rxa gone from the initial netns, the name is free there again.
+	rxe_in "$B" hpn0 rxa
+	only_in "" rxa
+	fx_refused "Error: Device name already exists in the target net namespace."$'\n'"error: File exists" \
+		rdma dev set rxa netns "$A"
+	fx rdma dev set rxa netns "$B"
+	# The way home can be taken the same way: a new rxa in the initial netns
+	# (on a veth here) makes $A's refuse to come back.
+	fx ip link add hpnv-v0 type veth peer name hpnv-v1
+	fx rdma link add rxa type rxe netdev hpnv-v0
+	fx_refused "Error: Device name already exists in the target net namespace."$'\n'"error: File exists" \
+		ip netns exec "$A" rdma dev set rxa netns init
+	echo "  # three devices named rxa: in $A, in $B and in the initial netns"
+	fx rdma link delete rxa
+	fx ip link del hpnv-v0
+	fx ip netns exec "$A" rdma link delete rxa
+	fx ip netns exec "$B" rdma link delete rxa
+	nic_home "$A" hpn0 "${VM_NICS[0]}"
+	nic_home "$B" hpn0 "${VM_NICS[1]}"
+	fx ip netns del "$A"
+	fx ip netns del "$B"
+	fx ip netns del init
+}
+
+run_scenarios move lifetime names

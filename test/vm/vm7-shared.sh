@@ -16,12 +16,14 @@
 #  gone      a pod netns deleted with rxe inside: the rxe device is gone, the
 #            NIC is back under its pod-side name, or dev<ifindex> when that
 #            name is taken; a macvlan child and its rxe simply vanish.
-#  lifetime  an rxe follows a rename of its netdev, and dies when the netdev
-#            changes netns either way: make it after the move into the pod,
-#            delete it before the move back.
+#  lifetime  an rxe follows a rename of its netdev and its MTU (1500: RoCE
+#            MTU 1024, 9000: 4096), and dies when the netdev changes netns
+#            either way: make it after the move into the pod, delete it
+#            before the move back.
 #  names     the errors rdma(8) gets: ENODEV from outside the pod, ENFILE for
-#            a name another pod holds, EEXIST for a second rxe on one netdev;
-#            every pod sees every pod's device.
+#            a name another pod holds, EEXIST for a second rxe on one netdev,
+#            EOPNOTSUPP for a move to another netns; every pod sees every
+#            pod's device.
 #  rails     a pod with hpn0 and hpn1, in one subnet and then in two: per-NIC
 #            routing table and `ip rule from <addr>`, arp_ignore=1 and
 #            arp_announce=2; rping and ib_write_bw on each rail move bytes on
@@ -238,6 +240,14 @@ scen_gone() {
 	fx ip link set "$p" down
 }
 
+# rxe_mtu POD DEV MTU: port 1 of DEV, seen from POD, has active_mtu MTU.
+rxe_mtu() {
+	local l
+	l=$(ip netns exec "$1" ibv_devinfo -d "$2" -i 1)
+	[[ $l =~ active_mtu:[[:space:]]+$3\  ]] || fail "$2: active_mtu is not $3: $(grep mtu <<<"$l")"
+	echo "  # $2: active_mtu $3"
+}
+
 scen_lifetime() {
 	local n0=${VM_NICS[0]} l
 	info "lifetime: rename, move out, made before the move"
@@ -249,6 +259,12 @@ scen_lifetime() {
 	l=$(ip netns exec "$A" rdma link show rxa/1)
 	[[ $l == *"netdev hpnx "* ]] || fail "rxa did not follow the rename to hpnx: $l"
 	fx ip -n "$A" link set hpnx name hpn0
+	# The RoCE MTU follows the netdev's: the largest IB MTU that fits.
+	rxe_mtu "$A" rxa 1024
+	fx ip -n "$A" link set hpn0 mtu 9000
+	rxe_mtu "$A" rxa 4096
+	fx ip -n "$A" link set hpn0 mtu 1500
+	rxe_mtu "$A" rxa 1024
 	# Leaving the netns destroys it.
 	nic_home "$A" hpn0 "$n0"
 	wait_for 5 rdma_none || fail "rxa survived its netdev leaving $A: $(rdma link show)"
@@ -278,6 +294,9 @@ scen_names() {
 		ip netns exec "$B" rdma link add rxa type rxe netdev hpn0
 	fx_refused "error: File exists" ip netns exec "$A" rdma link add rxa2 type rxe netdev hpn0
 	fx_refused "error: No such device" ip netns exec "$A" rdma link add rxa2 type rxe netdev nosuch
+	# Only exclusive mode moves RDMA devices between netns.
+	fx_refused "Error: Cannot change net namespace of RDMA device in shared netns mode."$'\n'"error: Operation not supported" \
+		rdma dev set rxa netns "$A"
 	# Shared mode isolates nothing: $B sees (and could open) $A's device.
 	l=$(ip netns exec "$B" ibv_devices)
 	[[ $l == *rxa* ]] || fail "$B does not see rxa in shared mode: $l"
