@@ -124,6 +124,11 @@ fetch_6_1() {
 	vmlinuz=root/boot/vmlinuz-$kver
 }
 
+# apt_errors LOG: apt's error and warning lines of LOG, on one line.
+apt_errors() {
+	grep -E '^(E|W|Err):' <<<"$1" | head -n 3 | tr '\n' ' ' || true
+}
+
 # fetch_7: the same from trixie-backports through a private apt.
 fetch_7() {
 	local mirror=${HPN_VM_MIRROR:-http://deb.debian.org/debian}
@@ -150,11 +155,14 @@ fetch_7() {
 	EOF
 	export APT_CONFIG=$apt/apt.conf
 	local dep=
+	# A failed fetch is only a warning to apt-get update (exit 0): the index is
+	# judged by what apt-cache finds in it (lists of an earlier update count).
 	if log=$(apt-get -q update 2>&1); then
 		# "  Depends: linux-image-7.3.4+deb13-amd64": the versioned image.
 		dep=$(apt-cache depends linux-image-amd64 2>/dev/null |
-			sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -n1)
-		[[ -n $dep ]] || log="trixie-backports has no linux-image-amd64 depending on a linux-image-<v>"
+			sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -n1) || dep=
+		[[ -n $dep || $log == *"W: Failed to fetch"* ]] ||
+			log="trixie-backports has no linux-image-amd64 depending on a linux-image-<v>"
 	fi
 	if [[ -n $dep ]]; then
 		kver=$dep
@@ -166,7 +174,7 @@ fetch_7() {
 		kver=${have%%_*}
 		[[ -n $kver && -n $(compgen -G "linux-modules-${kver}_*_amd64.deb") ]] ||
 			skip_why "cannot fetch the trixie-backports kernel from $mirror:" \
-				"$(tail -n 3 <<<"$log" | tr '\n' ' ')"
+				"$(apt_errors "$log")"
 		echo "prepare: trixie-backports unreachable ($(tail -n1 <<<"$log")); keeping $kver"
 	fi
 	pkgs=("linux-binary-$kver" "linux-modules-$kver")
@@ -179,7 +187,7 @@ fetch_7() {
 		rm -f linux-binary-*.deb linux-modules-*.deb
 		log=$(apt-get download -q "${pkgs[@]}" 2>&1) ||
 			skip_why "apt-get download ${pkgs[*]} from $mirror failed:" \
-				"$(tail -n 3 <<<"$log" | tr '\n' ' ')"
+				"$(apt_errors "$log")"
 	fi
 	rm -rf root
 	for p in "${pkgs[@]}"; do
