@@ -16,6 +16,9 @@ install(FILES ${HPN_MAN_GZ} DESTINATION share/man/man8)
 file(GLOB HPN_CONF_EXAMPLES ${CMAKE_SOURCE_DIR}/conf/*.conf ${CMAKE_SOURCE_DIR}/conf/*.conflist)
 install(FILES ${HPN_CONF_EXAMPLES} DESTINATION share/hpn-rdma/examples)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION share/doc/hpn-rdma)
+# The reference pages the README links to, at the same relative place (doc/).
+file(GLOB HPN_DOC_PAGES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/doc/*.md)
+install(FILES ${HPN_DOC_PAGES} DESTINATION share/doc/hpn-rdma/doc)
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE DESTINATION share/doc/hpn-rdma RENAME copyright)
 
 set(CPACK_GENERATOR DEB)

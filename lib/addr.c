@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "nl.h"
+#include "util.h"
 
 static void nl_addr_putp(struct nl_addr **a)
 {

@@ -4,9 +4,8 @@
 
 #include <stdint.h>
 
-#include "cni.h"
 #include "err.h"
-#include "util.h"
+#include "types.h"
 
 struct nl_sock;
 

@@ -16,16 +16,16 @@ static void cjson_deletep(cJSON **p)
 }
 #define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
 
-static int conf_str(const cJSON *obj, const char *key, const char *path, char **ret,
-		    struct hpn_err *err)
+int hpn_conf_str(const void *obj, const char *key, const char *path, char **ret,
+		 struct hpn_err *err)
 {
 	return hpn_json_str(obj, key, path, HPN_E_INVALID_CONFIG, 4095, ret, err);
 }
 
-static int conf_abs_path(const cJSON *obj, const char *path, const char *key, const char *def,
-			 char **ret, struct hpn_err *err)
+int hpn_conf_abs_path(const void *obj, const char *path, const char *key, const char *def,
+		      char **ret, struct hpn_err *err)
 {
-	int r = conf_str(obj, key, path, ret, err);
+	int r = hpn_conf_str(obj, key, path, ret, err);
 	size_t n;
 
 	if (r < 0)
@@ -89,7 +89,7 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	r = hpn_json_bool(root, "rdmaRequired", "", HPN_E_INVALID_CONFIG, &conf->rdma_required,
 			  err);
 	if (r >= 0)
-		r = conf_str(root, "rdmaNetns", "", &mode, err);
+		r = hpn_conf_str(root, "rdmaNetns", "", &mode, err);
 	if (r < 0)
 		return r;
 	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)
@@ -208,11 +208,11 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	int count = 1, r;
 	bool has_count = false;
 
-	r = conf_str(root, "mode", "", &mode, err);
+	r = hpn_conf_str(root, "mode", "", &mode, err);
 	if (r >= 0)
-		r = conf_str(root, "macvlanMode", "", &mv, err);
+		r = hpn_conf_str(root, "macvlanMode", "", &mv, err);
 	if (r >= 0)
-		r = conf_str(root, "ipvlanMode", "", &iv, err);
+		r = hpn_conf_str(root, "ipvlanMode", "", &iv, err);
 	if (r >= 0)
 		r = hpn_json_int(root, "count", "", HPN_E_INVALID_CONFIG, 1, HPN_MAX_NICS, &count,
 				 &has_count, err);
@@ -296,7 +296,7 @@ static int parse_selector(struct hpn_conf *conf, const cJSON *root, const cJSON 
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(sels); i++) {
 		const char *path = sels[i].runtime ? "runtimeConfig." : "";
 		char *v = NULL;
-		int r = conf_str(sels[i].runtime ? rc : root, sels[i].key, path, &v, err);
+		int r = hpn_conf_str(sels[i].runtime ? rc : root, sels[i].key, path, &v, err);
 
 		if (r < 0)
 			return r;
@@ -365,7 +365,7 @@ static int parse_ipam(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 		return 0;
 	if (!cJSON_IsObject(ipam))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "ipam must be an object");
-	r = conf_str(ipam, "type", "ipam.", &conf->ipam_type, err);
+	r = hpn_conf_str(ipam, "type", "ipam.", &conf->ipam_type, err);
 	if (r < 0)
 		return r;
 	/* "ipam": {} means no IPAM, as in the reference plugins. */
@@ -430,251 +430,6 @@ static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root, str
 	return 0;
 }
 
-#define POD_ANNOTATIONS	   "io.kubernetes.cri.pod-annotations"
-#define DEFAULT_SEL_KEY	   "alibabacloud.com/hpn-type"
-#define DEFAULT_SEL_VALUE  "rdma"
-#define DEFAULT_MODEL_ANNO "alibabacloud.com/gpu-model-series"
-#define DEFAULT_COUNT_ANNO "alibabacloud.com/gpu-count"
-
-/* A string annotation of the pod (runtimeConfig's pod-annotations); NULL when absent. */
-static int pod_annotation(const cJSON *annos, const char *key, const char **ret,
-			  struct hpn_err *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(annos, key);
-
-	*ret = NULL;
-	if (!v)
-		return 0;
-	if (!cJSON_IsString(v))
-		return hpn_err_set(
-			err, HPN_E_INVALID_CONFIG, EINVAL,
-			"runtimeConfig.\"" POD_ANNOTATIONS "\".\"%.64s\" must be a string", key);
-	*ret = v->valuestring;
-	return 0;
-}
-
-/* "env": {"NCCL_DEBUG": "INFO"}: NCCL names, values NCCL reads whole, none we compute. */
-static int parse_env(const cJSON *obj, const char *path, struct hpn_vars *vars, struct hpn_err *err)
-{
-	const cJSON *env = cJSON_GetObjectItemCaseSensitive(obj, "env"), *v;
-
-	if (!env || cJSON_IsNull(env))
-		return 0;
-	if (!cJSON_IsObject(env))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%senv must be an object",
-				   path);
-	cJSON_ArrayForEach (v, env) {
-		int r;
-
-		if (!hpn_nccl_valid_name(v->string))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%senv.%.64s is not an NCCL variable name "
-					   "(NCCL_[A-Z0-9_]+, at most %d bytes)",
-					   path, v->string, HPN_NCCL_NAME_MAX);
-		if (hpn_nccl_computed_name(v->string))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%senv.%s is computed from the bound devices and cannot "
-					   "be set",
-					   path, v->string);
-		if (!cJSON_IsString(v) || !hpn_nccl_valid_value(v->valuestring))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%senv.%s must be a string of printable ASCII, at most "
-					   "%d bytes",
-					   path, v->string, HPN_NCCL_VALUE_MAX);
-		if (hpn_vars_get(vars, v->string))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%senv.%s is repeated", path, v->string);
-		r = hpn_vars_set(vars, v->string, v->valuestring);
-		if (r == -E2BIG)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
-					   "%senv has more than %d settings", path, HPN_MAX_VARS);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* "profiles": {"GU8TF": {"ib": "on", "drivers": ["mlx5"], "gpuCounts": [8], "env": {}}} */
-static int parse_profile(const cJSON *o, struct hpn_nccl_profile *p, struct hpn_err *err)
-{
-	char path[160];
-	_cleanup_free_ char *ib = NULL;
-	const cJSON *arr, *v;
-	int r;
-
-	snprintf(path, sizeof(path), "nccl.profiles.%.64s.", o->string);
-	if (!cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%.*s must be an object",
-				   (int)strlen(path) - 1, path);
-	if (!o->string[0] || strlen(o->string) > 64)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "nccl.profiles: a GPU model series name has 1-64 bytes");
-	p->name = strdup(o->string);
-	if (!p->name)
-		return -ENOMEM;
-	r = conf_str(o, "ib", path, &ib, err);
-	if (r < 0)
-		return r;
-	if (!ib || !strcmp(ib, "auto"))
-		p->ib = HPN_NCCL_IB_AUTO;
-	else if (!strcmp(ib, "on"))
-		p->ib = HPN_NCCL_IB_ON;
-	else if (!strcmp(ib, "off"))
-		p->ib = HPN_NCCL_IB_OFF;
-	else
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "%sib \"%.32s\" is not one of auto, on, off", path, ib);
-	arr = cJSON_GetObjectItemCaseSensitive(o, "drivers");
-	if (arr && !cJSON_IsArray(arr))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%sdrivers must be an array",
-				   path);
-	cJSON_ArrayForEach (v, arr) {
-		unsigned int bit = cJSON_IsString(v) ? hpn_nccl_driver_bit(v->valuestring) : 0;
-
-		if (!bit)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%sdrivers: each is one of mlx5, erdma, rxe, other",
-					   path);
-		p->drivers |= bit;
-	}
-	arr = cJSON_GetObjectItemCaseSensitive(o, "gpuCounts");
-	if (arr && !cJSON_IsArray(arr))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "%sgpuCounts must be an array", path);
-	cJSON_ArrayForEach (v, arr) {
-		if (!cJSON_IsNumber(v) || v->valuedouble != (double)v->valueint ||
-		    v->valueint < 1 || v->valueint > HPN_NCCL_MAX_GPUS)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "%sgpuCounts: each is an integer 1-%d", path,
-					   HPN_NCCL_MAX_GPUS);
-		p->gpu_counts |= UINT64_C(1) << v->valueint;
-	}
-	return parse_env(o, path, &p->env, err);
-}
-
-static int parse_nccl(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
-{
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "nccl"), *profiles, *v;
-	struct hpn_nccl_conf *nc = &conf->nccl;
-	int r;
-
-	nc->enabled = true;
-	if (o && !cJSON_IsNull(o) && !cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "nccl must be an object");
-	if (!cJSON_IsObject(o))
-		o = NULL;
-	r = hpn_json_bool(o, "enabled", "nccl.", HPN_E_INVALID_CONFIG, &nc->enabled, err);
-	if (r >= 0)
-		r = conf_abs_path(o, "nccl.", "dir", HPN_DEFAULT_NCCL_DIR, &nc->dir, err);
-	if (r >= 0)
-		r = conf_str(o, "socketIfname", "nccl.", &nc->socket_ifname, err);
-	if (r < 0)
-		return r;
-	if (nc->socket_ifname &&
-	    (!nc->socket_ifname[0] || !hpn_nccl_valid_value(nc->socket_ifname)))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "nccl.socketIfname must be a non-empty NCCL_SOCKET_IFNAME value "
-				   "(printable, at most %d bytes)",
-				   HPN_NCCL_VALUE_MAX);
-	r = parse_env(o, "nccl.", &nc->env, err);
-	if (r < 0)
-		return r;
-	profiles = cJSON_GetObjectItemCaseSensitive(o, "profiles");
-	if (profiles && !cJSON_IsObject(profiles))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "nccl.profiles must be an object");
-	if (cJSON_GetArraySize(profiles) > HPN_NCCL_MAX_PROFILES)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
-				   "nccl.profiles has more than %d entries", HPN_NCCL_MAX_PROFILES);
-	cJSON_ArrayForEach (v, profiles) {
-		r = parse_profile(v, &nc->profiles[nc->n_profiles++], err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/*
- * podSelector and the GPU model and count, from the pod's annotations (the
- * capability containerd and CRI-O fill for plugins that declare it) or config.
- */
-static int parse_pod(struct hpn_conf *conf, const cJSON *root, const cJSON *rc, struct hpn_err *err)
-{
-	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(root, "podSelector");
-	const cJSON *nccl = cJSON_GetObjectItemCaseSensitive(root, "nccl");
-	const cJSON *annos = cJSON_GetObjectItemCaseSensitive(rc, POD_ANNOTATIONS);
-	_cleanup_free_ char *key = NULL, *value = NULL, *model_key = NULL, *count_key = NULL;
-	const char *a;
-	int r;
-
-	if (!cJSON_IsObject(nccl))
-		nccl = NULL;
-	if (annos && !cJSON_IsNull(annos) && !cJSON_IsObject(annos))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "runtimeConfig.\"" POD_ANNOTATIONS "\" must be an object");
-	if (!cJSON_IsObject(annos))
-		annos = NULL;
-	conf->pod_selected = true;
-	if (sel && !cJSON_IsNull(sel)) {
-		if (!cJSON_IsObject(sel))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "podSelector must be an object");
-		r = conf_str(sel, "annotation", "podSelector.", &key, err);
-		if (r >= 0)
-			r = conf_str(sel, "value", "podSelector.", &value, err);
-		if (r < 0)
-			return r;
-		if (key && !key[0])
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "podSelector.annotation must not be empty");
-		if (asprintf(&conf->pod_selector, "%s=%s", key ? key : DEFAULT_SEL_KEY,
-			     value ? value : DEFAULT_SEL_VALUE) < 0) {
-			conf->pod_selector = NULL;
-			return -ENOMEM;
-		}
-		r = pod_annotation(annos, key ? key : DEFAULT_SEL_KEY, &a, err);
-		if (r < 0)
-			return r;
-		conf->pod_selected = a && !strcmp(a, value ? value : DEFAULT_SEL_VALUE);
-	}
-
-	r = conf_str(nccl, "gpuModelAnnotation", "nccl.", &model_key, err);
-	if (r >= 0)
-		r = conf_str(nccl, "gpuCountAnnotation", "nccl.", &count_key, err);
-	if (r >= 0)
-		r = conf_str(nccl, "gpuModel", "nccl.", &conf->gpu_model, err);
-	if (r >= 0)
-		r = hpn_json_int(nccl, "gpuCount", "nccl.", HPN_E_INVALID_CONFIG, 1,
-				 HPN_NCCL_MAX_GPUS, &conf->gpu_count, NULL, err);
-	if (r >= 0)
-		r = pod_annotation(annos, model_key ? model_key : DEFAULT_MODEL_ANNO, &a, err);
-	if (r < 0)
-		return r;
-	if (a) {
-		free(conf->gpu_model);
-		conf->gpu_model = strdup(a);
-		if (!conf->gpu_model)
-			return -ENOMEM;
-	}
-	r = pod_annotation(annos, count_key ? count_key : DEFAULT_COUNT_ANNO, &a, err);
-	if (r < 0)
-		return r;
-	if (a) {
-		char *end;
-		long n;
-
-		errno = 0;
-		n = strtol(a, &end, 10);
-		if (a[0] < '1' || a[0] > '9' || *end || errno || n > HPN_NCCL_MAX_GPUS)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "pod annotation %s \"%.32s\" is not a GPU count (1-%d)",
-					   count_key ? count_key : DEFAULT_COUNT_ANNO, a,
-					   HPN_NCCL_MAX_GPUS);
-		conf->gpu_count = (int)n;
-	}
-	return 0;
-}
-
 static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMappings",
 						"bandwidth" };
 
@@ -685,7 +440,7 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 	_cleanup_free_ char *level = NULL;
 	int r;
 
-	r = conf_str(root, "name", "", &conf->name, err);
+	r = hpn_conf_str(root, "name", "", &conf->name, err);
 	if (r < 0)
 		return r;
 	if (!conf->name)
@@ -695,7 +450,7 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "name \"%.64s\" must match [A-Za-z0-9][A-Za-z0-9_.-]*",
 				   conf->name);
-	r = conf_str(root, "type", "", &conf->type, err);
+	r = hpn_conf_str(root, "type", "", &conf->type, err);
 	if (r < 0)
 		return r;
 	if (!conf->type)
@@ -716,7 +471,7 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 					   "the \"%s\" capability",
 					   unsupported_caps[i], unsupported_caps[i]);
 
-	r = conf_str(root, "ifName", "", &conf->if_name, err);
+	r = hpn_conf_str(root, "ifName", "", &conf->if_name, err);
 	if (r < 0)
 		return r;
 	if (conf->if_name && !hpn_valid_ifname(conf->if_name))
@@ -736,14 +491,14 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 				 err);
 	if (r < 0)
 		return r;
-	r = conf_abs_path(root, "", "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);
+	r = hpn_conf_abs_path(root, "", "stateDir", HPN_DEFAULT_STATE_DIR, &conf->state_dir, err);
 	if (r >= 0)
-		r = conf_abs_path(root, "", "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT, &conf->sysfs_root,
-				  err);
+		r = hpn_conf_abs_path(root, "", "sysfsRoot", HPN_DEFAULT_SYSFS_ROOT,
+				      &conf->sysfs_root, err);
 	if (r >= 0)
-		r = conf_abs_path(root, "", "logFile", NULL, &conf->log_file, err);
+		r = hpn_conf_abs_path(root, "", "logFile", NULL, &conf->log_file, err);
 	if (r >= 0)
-		r = conf_str(root, "logLevel", "", &level, err);
+		r = hpn_conf_str(root, "logLevel", "", &level, err);
 	if (r < 0)
 		return r;
 	conf->log_level = HPN_LOG_INFO;
@@ -753,9 +508,9 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 				   level);
 	r = parse_ipam(conf, root, err);
 	if (r >= 0)
-		r = parse_nccl(conf, root, err);
+		r = hpn_conf_parse_nccl(conf, root, err);
 	if (r >= 0)
-		r = parse_pod(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
+		r = hpn_conf_parse_pod(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
 	if (r >= 0)
 		r = parse_prev_result(conf, root, err);
 	if (r >= 0) {
@@ -789,7 +544,7 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	if (hpn_json_has_nul(buf, len))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "a string in the network configuration holds a NUL (\\u0000)");
-	r = conf_str(root, "cniVersion", "", &conf->cni_version, err);
+	r = hpn_conf_str(root, "cniVersion", "", &conf->cni_version, err);
 	if (r < 0)
 		return r;
 	if (!conf->cni_version) {

@@ -9,6 +9,8 @@
 #include "err.h"
 #include "log.h"
 #include "nccl.h"
+#include "result.h"
+#include "types.h"
 
 #define HPN_DEFAULT_STATE_DIR	  "/var/lib/cni/hpn-rdma"
 #define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
@@ -32,7 +34,6 @@ enum hpn_mode {
 	HPN_MODE_IPVLAN,  /* create an ipvlan child of it in the pod (shared) */
 };
 
-#define HPN_MAX_NICS	   16 /* count: NICs of one attachment */
 #define HPN_MATCH_MAX_LIST 64 /* entries of each match list */
 
 /* match: every field given must hold for a netdev to be a candidate. */
@@ -48,11 +49,6 @@ struct hpn_match {
 	int numa_node;
 	bool has_numa_node;
 };
-
-/* rdmaNetns: what the node's RDMA netns mode must be. */
-enum hpn_rdma_netns { HPN_RDMA_NETNS_AUTO, HPN_RDMA_NETNS_SHARED, HPN_RDMA_NETNS_EXCLUSIVE };
-
-#define HPN_IBDEV_MAX 64 /* IB_DEVICE_NAME_MAX, with the NUL */
 
 /* The network configuration from stdin, validated and typed. */
 struct hpn_conf {
@@ -114,5 +110,22 @@ void hpn_conf_free(struct hpn_conf *conf);
 void hpn_match_free(struct hpn_match *m);
 /* Just cniVersion, for answering VERSION or an early error in the right version. */
 char *hpn_conf_peek_version(const char *buf, size_t len);
+
+/* ---- shared by conf.c and conf_pod.c (cJSON objects as void *) ---- */
+
+/* An optional string member (at most 4095 bytes); code 7 naming "<path><key>". */
+int hpn_conf_str(const void *obj, const char *key, const char *path, char **ret,
+		 struct hpn_err *err);
+/* An optional absolute path without "..", def (may be NULL) when absent. */
+int hpn_conf_abs_path(const void *obj, const char *path, const char *key, const char *def,
+		      char **ret, struct hpn_err *err);
+/* conf_pod.c: the "nccl" section (hints directory, settings, profiles). */
+int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *root, struct hpn_err *err);
+/*
+ * conf_pod.c: podSelector and the GPU model and count, from the pod's
+ * annotations in rc (runtimeConfig; NULL: none) or the config's nccl section.
+ */
+int hpn_conf_parse_pod(struct hpn_conf *conf, const void *root, const void *rc,
+		       struct hpn_err *err);
 
 #endif

@@ -17,6 +17,7 @@
 #include "nl.h"
 #include "pool.h"
 #include "rdma.h"
+#include "status.h"
 #include "sysfs.h"
 
 #define CONF_MAX		  (1u << 20) /* the plugin's stdin limit */
@@ -27,226 +28,6 @@ static void cjson_deletep(cJSON **p)
 	cJSON_Delete(*p);
 }
 #define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
-
-static bool fake_root(const char *root)
-{
-	return strcmp(root, HPN_DEFAULT_SYSFS_ROOT) != 0;
-}
-
-static bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static bool path_exists(const char *fmt, ...)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(path, sizeof(path), fmt, ap);
-	va_end(ap);
-	return n >= 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
-}
-
-/* ---- the node's RDMA netns mode ------------------------------------------------ */
-
-/*
- * RDMA netlink on the real root; on a fake one the ib_core module parameter
- * (the kernel keeps it in step with "rdma system set netns"). -EPROTONOSUPPORT,
- * err untouched, when there is no RDMA subsystem.
- */
-static int node_netns_mode(const char *root, enum hpn_rdma_netns *mode, struct hpn_err *err)
-{
-	char v[16];
-	int r;
-
-	if (!fake_root(root))
-		return hpn_rdma_netns_mode(mode, err);
-	if (!path_exists("%s/module/ib_core", root))
-		return -EPROTONOSUPPORT;
-	r = hpn_sysfs_read(v, sizeof(v), "%s/module/ib_core/parameters/netns_mode", root);
-	/* A kernel before netns modes (5.2) shares every device. */
-	*mode = r == 0 && (v[0] == 'N' || v[0] == '0') ? HPN_RDMA_NETNS_EXCLUSIVE
-						       : HPN_RDMA_NETNS_SHARED;
-	return 0;
-}
-
-/* ---- readiness checks (STATUS and the doctor) ---------------------------------- */
-
-/* 0: ok (note says what), 1: not applicable (note says why), < 0: err is set. */
-typedef int (*check_fn)(const struct hpn_conf *conf, const char *cni_path, char *note,
-			struct hpn_err *err);
-
-/* snprintf that truncates quietly: messages are cut, never wrong. */
-static void msgf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void msgf(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
-#define NOTE(...) msgf(note, HPN_ERR_MSG, __VA_ARGS__)
-
-/* Without creating anything (the doctor only looks): the nearest existing
- * ancestor of <stateDir>/<name> must be a directory this process can write. */
-static int check_state_dir(const struct hpn_conf *conf, const char *cni_path, char *note,
-			   struct hpn_err *err)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	bool exists = true;
-
-	if (hpn_snprintf(path, sizeof(path), "%s/%s", conf->state_dir, conf->name) < 0)
-		return hpn_err_set(err, HPN_E_IO, ENAMETOOLONG, "stateDir %s: name too long",
-				   conf->state_dir);
-	while (stat(path, &st) < 0) {
-		if (errno != ENOENT)
-			return hpn_err_set(err, HPN_E_IO, errno, "stateDir %s: %s: %s",
-					   conf->state_dir, path, strerror(errno));
-		char *slash = strrchr(path, '/');
-
-		exists = false;
-		if (!slash || slash == path)
-			return hpn_err_set(err, HPN_E_IO, ENOENT, "stateDir %s: no such directory",
-					   conf->state_dir);
-		*slash = '\0';
-	}
-	if (!S_ISDIR(st.st_mode))
-		return hpn_err_set(err, HPN_E_IO, ENOTDIR, "stateDir %s: %s is not a directory",
-				   conf->state_dir, path);
-	if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "stateDir %s is not writable (%s: %s)",
-				   conf->state_dir, path, strerror(errno));
-	NOTE("%s/%s %s", conf->state_dir, conf->name,
-	     exists ? "is writable" : "can be created (ADD creates it)");
-	return 0;
-}
-
-static int check_netlink(const struct hpn_conf *conf, const char *cni_path, char *note,
-			 struct hpn_err *err)
-{
-	struct nl_sock *sk = NULL;
-	int r = hpn_nl_open(NETLINK_ROUTE, &sk);
-
-	hpn_nl_close(sk);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "netlink: %s", strerror(-r));
-	NOTE("rtnetlink socket opens");
-	return 0;
-}
-
-static int check_ipam(const struct hpn_conf *conf, const char *cni_path, char *note,
-		      struct hpn_err *err)
-{
-	char path[PATH_MAX];
-
-	if (!conf->has_ipam) {
-		NOTE("no ipam in the config");
-		return 1;
-	}
-	if (hpn_ipam_find(conf->ipam_type, cni_path, path) < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
-				   "ipam plugin \"%s\" not found in CNI_PATH", conf->ipam_type);
-	NOTE("ipam plugin %s", path);
-	return 0;
-}
-
-/* With rdmaRequired the node needs an RDMA subsystem, in the rdmaNetns mode if one is set. */
-static int check_rdma(const struct hpn_conf *conf, const char *cni_path, char *note,
-		      struct hpn_err *err)
-{
-	enum hpn_rdma_netns mode;
-	struct hpn_err rerr = { 0 };
-	int r;
-
-	if (!conf->rdma_required) {
-		NOTE("rdmaRequired is false");
-		return 1;
-	}
-	r = node_netns_mode(conf->sysfs_root, &mode, &rerr);
-	if (r == -EPROTONOSUPPORT)
-		return fake_root(conf->sysfs_root)
-			       ? hpn_err_set(
-					 err, HPN_E_NOT_AVAILABLE, -r,
-					 "the kernel has no RDMA subsystem (no %s/module/ib_core) "
-					 "and rdmaRequired is true",
-					 conf->sysfs_root)
-			       : hpn_err_set(
-					 err, HPN_E_NOT_AVAILABLE, -r,
-					 "the kernel has no RDMA subsystem (no RDMA netlink) and "
-					 "rdmaRequired is true");
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", rerr.msg);
-	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != mode)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
-				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s",
-				   hpn_rdma_netns_name(mode),
-				   hpn_rdma_netns_name(conf->rdma_netns));
-	if (mode == HPN_RDMA_NETNS_EXCLUSIVE && conf->mode != HPN_MODE_MOVE)
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, EINVAL,
-				   "mode %s needs the shared RDMA netns mode; the node's is "
-				   "exclusive",
-				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
-	NOTE("RDMA netns mode %s (rdmaNetns %s)", hpn_rdma_netns_name(mode),
-	     hpn_rdma_netns_name(conf->rdma_netns));
-	return 0;
-}
-
-/* The proof inside the pod opens the device (ib_uverbs) and binds with rdma_cm (rdma_ucm).
- * Their class directories exist whether the modules are loaded or built in. */
-static int check_verbs(const struct hpn_conf *conf, const char *cni_path, char *note,
-		       struct hpn_err *err)
-{
-	const char *root = conf->sysfs_root;
-
-	if (!conf->rdma_required) {
-		NOTE("rdmaRequired is false");
-		return 1;
-	}
-	if (!path_exists("%s/class/infiniband_verbs", root))
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
-				   "no verbs interface (%s/class/infiniband_verbs): load ib_uverbs",
-				   root);
-	if (!path_exists("%s/class/misc/rdma_cm", root))
-		return hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENOENT,
-				   "no rdma_cm interface (%s/class/misc/rdma_cm): load rdma_ucm",
-				   root);
-	NOTE("verbs (ib_uverbs) and rdma_cm (rdma_ucm) interfaces present");
-	return 0;
-}
-
-static int check_pool(const struct hpn_conf *conf, const char *cni_path, char *note,
-		      struct hpn_err *err)
-{
-	return hpn_pool_ready(conf, note, HPN_ERR_MSG, err);
-}
-
-static const struct {
-	const char *name;
-	check_fn fn;
-} ready_checks[] = {
-	{ "stateDir", check_state_dir }, { "netlink", check_netlink }, { "ipam", check_ipam },
-	{ "rdma", check_rdma },		 { "verbs", check_verbs },     { "pool", check_pool },
-};
-
-int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err)
-{
-	char note[HPN_ERR_MSG];
-
-	/* Spec 1.1.0: any reason not to accept ADD now is code 50, with the reason. */
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(ready_checks); i++) {
-		struct hpn_err cerr = { 0 };
-		int r = ready_checks[i].fn(conf, cni_path, note, &cerr);
-
-		if (r < 0)
-			return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s", cerr.msg);
-	}
-	return 0;
-}
 
 /* ---- the config --------------------------------------------------------------- */
 
@@ -428,11 +209,11 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 				   nic->rdma, nic->port) == 0) {
 			p = strchr(v, ':');
 			p = p ? p + 1 + (p[1] == ' ') : v;
-			msgf(nic->state, sizeof(nic->state), "%s", p);
+			hpn_msgf(nic->state, sizeof(nic->state), "%s", p);
 		}
 		if (hpn_sysfs_read(v, sizeof(v), "%s/class/infiniband/%s/ports/%u/link_layer", root,
 				   nic->rdma, nic->port) == 0)
-			msgf(nic->link_layer, sizeof(nic->link_layer), "%s", v);
+			hpn_msgf(nic->link_layer, sizeof(nic->link_layer), "%s", v);
 	}
 	nic->mtu = nic->numa = -1;
 	if (nic->netdev[0]) {
@@ -478,7 +259,7 @@ static void gather_nics(struct hpn_doctor *d)
 				char ifname[HPN_IFNAMSIZ];
 
 				memset(nic, 0, sizeof(*nic));
-				msgf(nic->rdma, sizeof(nic->rdma), "%s", devs[i]->d_name);
+				hpn_msgf(nic->rdma, sizeof(nic->rdma), "%s", devs[i]->d_name);
 				nic->port = (unsigned int)port;
 				if (hpn_rdma_netdev_of(root, NULL, nic->rdma, nic->port, ifname,
 						       &rd, &e) == 0) {
@@ -560,7 +341,8 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 		struct hpn_journal j = { 0 };
 		struct hpn_err e = { 0 };
 
-		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0) {
+		/* An earlier boot's journal holds nothing: the reboot gave its NICs back. */
+		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0 || j.stale) {
 			hpn_journal_free(&j);
 			free(list[i]);
 			continue;
@@ -571,9 +353,9 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 
 			if (j.nics[k].kind != HPN_NIC_MOVED || !(nic = holder_row(d, &j.nics[k])))
 				continue;
-			msgf(nic->held_network, sizeof(nic->held_network), "%s", network);
-			msgf(nic->held_container, sizeof(nic->held_container), "%s",
-			     j.container_id);
+			hpn_msgf(nic->held_network, sizeof(nic->held_network), "%s", network);
+			hpn_msgf(nic->held_container, sizeof(nic->held_container), "%s",
+				 j.container_id);
 			memcpy(nic->held_ifname, j.nics[k].pod_ifname, sizeof(nic->held_ifname));
 			nic->held_complete = j.phase == HPN_PHASE_ATTACHED && !j.releasing;
 			nic->held_releasing = j.releasing;
@@ -614,7 +396,7 @@ static void gather_modules(struct hpn_doctor *d)
 					    "mlx4_core", "mlx4_ib",   "erdma",	   "rdma_rxe" };
 
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(mods) && d->n_modules < HPN_DOCTOR_MAX_MODS; i++)
-		if (path_exists("%s/module/%s", d->sysfs_root, mods[i]))
+		if (hpn_sysfs_exists("%s/module/%s", d->sysfs_root, mods[i]))
 			snprintf(d->modules[d->n_modules++], sizeof(d->modules[0]), "%s", mods[i]);
 }
 
@@ -637,7 +419,8 @@ static struct hpn_doctor_check *add_check(struct hpn_doctor *d, const char *name
 	return c;
 }
 
-#define CHECK(d, name, state, ...) msgf(add_check(d, name, state)->msg, HPN_ERR_MSG, __VA_ARGS__)
+#define CHECK(d, name, state, ...)                                                                 \
+	hpn_msgf(add_check(d, name, state)->msg, HPN_ERR_MSG, __VA_ARGS__)
 
 static void check_conf(struct hpn_doctor *d, const char *dir)
 {
@@ -688,7 +471,7 @@ static const struct hpn_doctor_nic *served_by(const struct hpn_doctor *d, const 
 	struct hpn_link l;
 	struct hpn_err e = { 0 };
 
-	if (fake_root(d->sysfs_root) || hpn_nl_open(NETLINK_ROUTE, &sk) < 0 ||
+	if (hpn_sysfs_fake(d->sysfs_root) || hpn_nl_open(NETLINK_ROUTE, &sk) < 0 ||
 	    hpn_link_get(sk, 0, name, &l, &e) < 0 ||
 	    hpn_rdma_of_netdev(d->sysfs_root, sk, &l, &rd, &e) < 0)
 		return NULL;
@@ -728,11 +511,12 @@ static void check_selected(struct hpn_doctor *d)
 	if (!nic && c->selector == HPN_SEL_DEVICE)
 		nic = served_by(d, what);
 	if (!nic) {
-		bool there = c->selector == HPN_SEL_DEVICE
-				     ? path_exists("%s/class/net/%s", d->sysfs_root, what)
-			     : c->selector == HPN_SEL_PCI
-				     ? path_exists("%s/bus/pci/devices/%s", d->sysfs_root, what)
-				     : false;
+		bool there =
+			c->selector == HPN_SEL_DEVICE
+				? hpn_sysfs_exists("%s/class/net/%s", d->sysfs_root, what)
+			: c->selector == HPN_SEL_PCI
+				? hpn_sysfs_exists("%s/bus/pci/devices/%s", d->sysfs_root, what)
+				: false;
 
 		if (!there)
 			CHECK(d, "device", HPN_CHECK_FAIL, "%s is not on this node", what);
@@ -774,7 +558,8 @@ int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_
 	{
 		struct hpn_err e = { 0 };
 
-		d->rdma_subsystem = node_netns_mode(d->sysfs_root, &d->netns_mode, &e) == 0;
+		d->rdma_subsystem =
+			hpn_rdma_node_netns_mode(d->sysfs_root, &d->netns_mode, &e) == 0;
 	}
 	gather_modules(d);
 	gather_nics(d);
@@ -782,20 +567,20 @@ int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_
 		gather_holders(d);
 
 	check_conf(d, conf_dir);
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(ready_checks); i++) {
+	for (size_t i = 0; hpn_ready_checks[i].name; i++) {
 		struct hpn_err e = { 0 };
 		char note[HPN_ERR_MSG] = "";
 		int r;
 
 		if (!d->conf_valid) {
-			CHECK(d, ready_checks[i].name, HPN_CHECK_SKIP, "no valid config");
+			CHECK(d, hpn_ready_checks[i].name, HPN_CHECK_SKIP, "no valid config");
 			continue;
 		}
-		r = ready_checks[i].fn(&d->conf, cni_path, note, &e);
+		r = hpn_ready_checks[i].fn(&d->conf, cni_path, note, &e);
 		if (r < 0)
-			CHECK(d, ready_checks[i].name, HPN_CHECK_FAIL, "%s", e.msg);
+			CHECK(d, hpn_ready_checks[i].name, HPN_CHECK_FAIL, "%s", e.msg);
 		else
-			CHECK(d, ready_checks[i].name, r ? HPN_CHECK_SKIP : HPN_CHECK_OK, "%s",
+			CHECK(d, hpn_ready_checks[i].name, r ? HPN_CHECK_SKIP : HPN_CHECK_OK, "%s",
 			      note);
 	}
 	if (d->conf_valid) {
@@ -810,208 +595,4 @@ void hpn_doctor_free(struct hpn_doctor *d)
 	hpn_conf_free(&d->conf);
 	free(d->conf_buf);
 	d->conf_buf = NULL;
-}
-
-/* ---- rendering ---------------------------------------------------------------- */
-
-static const char *state_name(enum hpn_check_state s)
-{
-	static const char *const names[] = { "ok", "skip", "warn", "fail" };
-
-	return names[s];
-}
-
-static const char *selector_text(const struct hpn_doctor *d, char *buf, size_t len)
-{
-	static const char *const keys[] = {
-		"", "device", "hwaddr", "pciBusID", "runtimeConfig.deviceID", "rdmaDevice"
-	};
-	const struct hpn_conf *c = &d->conf;
-
-	if (d->conf_device_plugin && c->selector == HPN_SEL_DEVICE_ID)
-		return "runtimeConfig.deviceID (from the device plugin)";
-	if (c->selector == HPN_SEL_RDMA && c->rdma_port)
-		snprintf(buf, len, "rdmaDevice %s:%u", c->selector_value, c->rdma_port);
-	else
-		snprintf(buf, len, "%s %s", keys[c->selector], c->selector_value);
-	return buf;
-}
-
-static size_t n_failed(const struct hpn_doctor *d)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < d->n_checks; i++)
-		n += d->checks[i].state == HPN_CHECK_FAIL;
-	return n;
-}
-
-char *hpn_doctor_render_text(const struct hpn_doctor *d)
-{
-	char *out = NULL;
-	size_t len = 0, fails;
-	FILE *f = open_memstream(&out, &len);
-
-	if (!f)
-		return NULL;
-	fprintf(f, "hpn-rdma doctor %s\n\n", HPN_VERSION);
-	fprintf(f, "config      %s\n", d->conf_file[0] ? d->conf_file : "(none found)");
-	if (d->conf_valid) {
-		char sel[128];
-
-		fprintf(f, "network     %s (cniVersion %s", d->conf.name, d->conf.cni_version);
-		if (d->conf_plugin >= 0)
-			fprintf(f, ", plugin %d of the list", d->conf_plugin + 1);
-		fprintf(f, ")\n");
-		fprintf(f, "selects     %s\n", selector_text(d, sel, sizeof(sel)));
-		fprintf(f, "rdma        rdmaRequired %s, rdmaNetns %s\n",
-			d->conf.rdma_required ? "true" : "false",
-			hpn_rdma_netns_name(d->conf.rdma_netns));
-		fprintf(f, "stateDir    %s\n", d->conf.state_dir);
-	}
-	fprintf(f, "sysfsRoot   %s\n", d->sysfs_root);
-	fprintf(f, "netns mode  %s\n",
-		d->rdma_subsystem ? hpn_rdma_netns_name(d->netns_mode)
-				  : "none (no RDMA subsystem)");
-	fprintf(f, "modules    ");
-	for (size_t i = 0; i < d->n_modules; i++)
-		fprintf(f, " %s", d->modules[i]);
-	fprintf(f, "%s\n\n", d->n_modules ? "" : " (no RDMA modules)");
-
-	fprintf(f, "%-15s %-12s %-10s %-10s %-4s %-6s %-10s %-5s %-4s %s\n", "NETDEV", "PCI",
-		"DRIVER", "RDMA", "PORT", "STATE", "LINK", "MTU", "NUMA", "HELD BY");
-	for (size_t i = 0; i < d->n_nics; i++) {
-		const struct hpn_doctor_nic *n = &d->nics[i];
-		char mtu[16] = "-", numa[16] = "-", port[16] = "-", held[400] = "-";
-
-		if (n->mtu >= 0)
-			snprintf(mtu, sizeof(mtu), "%d", n->mtu);
-		if (n->numa >= 0)
-			snprintf(numa, sizeof(numa), "%d", n->numa);
-		if (n->port)
-			snprintf(port, sizeof(port), "%u", n->port);
-		if (n->held_container[0])
-			snprintf(held, sizeof(held), "%s/%.12s as %s%s", n->held_network,
-				 n->held_container, n->held_ifname,
-				 n->held_releasing  ? " (being released)"
-				 : n->held_complete ? ""
-						    : " (ADD unfinished)");
-		fprintf(f, "%-15s %-12s %-10s %-10s %-4s %-6s %-10s %-5s %-4s %s\n",
-			n->netdev[0] ? n->netdev : "-", n->pci[0] ? n->pci : "-",
-			n->driver[0] ? n->driver : "-", n->rdma[0] ? n->rdma : "-", port,
-			n->state[0] ? n->state : "-", n->link_layer[0] ? n->link_layer : "-", mtu,
-			numa, held);
-	}
-	if (!d->n_nics)
-		fprintf(f, "(no RDMA devices)\n");
-
-	fprintf(f, "\nchecks\n");
-	for (size_t i = 0; i < d->n_checks; i++)
-		fprintf(f, "  %-4s  %-8s  %s\n", state_name(d->checks[i].state), d->checks[i].name,
-			d->checks[i].msg);
-	fails = n_failed(d);
-	if (fails)
-		fprintf(f, "\nverdict: NOT READY (%zu problem%s)\n", fails, fails == 1 ? "" : "s");
-	else
-		fprintf(f, "\nverdict: READY\n");
-	if (fclose(f) != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-static void add_str_or_null(cJSON *o, const char *key, const char *v)
-{
-	if (v && v[0])
-		cJSON_AddStringToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
-static void add_int_or_null(cJSON *o, const char *key, int v)
-{
-	if (v >= 0)
-		cJSON_AddNumberToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
-char *hpn_doctor_render_json(const struct hpn_doctor *d)
-{
-	_cleanup_cjson_ cJSON *root = cJSON_CreateObject();
-	cJSON *c, *a;
-
-	if (!root)
-		return NULL;
-	cJSON_AddStringToObject(root, "version", HPN_VERSION);
-	cJSON_AddBoolToObject(root, "ready", n_failed(d) == 0);
-	c = cJSON_AddObjectToObject(root, "config");
-	add_str_or_null(c, "file", d->conf_file);
-	cJSON_AddBoolToObject(c, "valid", d->conf_valid);
-	if (d->conf_valid) {
-		char sel[128];
-
-		cJSON_AddStringToObject(c, "network", d->conf.name);
-		cJSON_AddStringToObject(c, "cniVersion", d->conf.cni_version);
-		if (d->conf_plugin >= 0)
-			cJSON_AddNumberToObject(c, "pluginIndex", d->conf_plugin);
-		cJSON_AddStringToObject(c, "selects", selector_text(d, sel, sizeof(sel)));
-		cJSON_AddBoolToObject(c, "rdmaRequired", d->conf.rdma_required);
-		cJSON_AddStringToObject(c, "rdmaNetns", hpn_rdma_netns_name(d->conf.rdma_netns));
-		cJSON_AddStringToObject(c, "stateDir", d->conf.state_dir);
-	} else {
-		cJSON_AddNumberToObject(c, "code", d->conf_err.code);
-		cJSON_AddStringToObject(c, "error", d->conf_err.msg);
-	}
-	cJSON_AddStringToObject(root, "sysfsRoot", d->sysfs_root);
-	add_str_or_null(root, "netnsMode",
-			d->rdma_subsystem ? hpn_rdma_netns_name(d->netns_mode) : NULL);
-	a = cJSON_AddArrayToObject(root, "modules");
-	for (size_t i = 0; a && i < d->n_modules; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(d->modules[i]));
-	a = cJSON_AddArrayToObject(root, "nics");
-	for (size_t i = 0; a && i < d->n_nics; i++) {
-		const struct hpn_doctor_nic *n = &d->nics[i];
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o || !cJSON_AddItemToArray(a, o))
-			break;
-		add_str_or_null(o, "netdev", n->netdev);
-		add_str_or_null(o, "pci", n->pci);
-		add_str_or_null(o, "driver", n->driver);
-		add_str_or_null(o, "rdmaDevice", n->rdma);
-		add_int_or_null(o, "port", n->port ? (int)n->port : -1);
-		add_str_or_null(o, "state", n->state);
-		add_str_or_null(o, "linkLayer", n->link_layer);
-		add_int_or_null(o, "mtu", n->mtu);
-		add_int_or_null(o, "numaNode", n->numa);
-		cJSON_AddBoolToObject(o, "vf", n->vf);
-		if (n->held_container[0]) {
-			cJSON *h = cJSON_AddObjectToObject(o, "heldBy");
-
-			cJSON_AddStringToObject(h, "network", n->held_network);
-			cJSON_AddStringToObject(h, "containerId", n->held_container);
-			cJSON_AddStringToObject(h, "ifName", n->held_ifname);
-			cJSON_AddBoolToObject(h, "attached", n->held_complete);
-			cJSON_AddBoolToObject(h, "releasing", n->held_releasing);
-		} else {
-			cJSON_AddNullToObject(o, "heldBy");
-		}
-	}
-	a = cJSON_AddArrayToObject(root, "checks");
-	for (size_t i = 0; a && i < d->n_checks; i++) {
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o || !cJSON_AddItemToArray(a, o))
-			break;
-		cJSON_AddStringToObject(o, "name", d->checks[i].name);
-		cJSON_AddStringToObject(o, "state", state_name(d->checks[i].state));
-		cJSON_AddStringToObject(o, "message", d->checks[i].msg);
-	}
-	a = cJSON_AddArrayToObject(root, "reasons");
-	for (size_t i = 0; a && i < d->n_checks; i++)
-		if (d->checks[i].state == HPN_CHECK_FAIL)
-			cJSON_AddItemToArray(a, cJSON_CreateString(d->checks[i].msg));
-	return cJSON_Print(root);
 }

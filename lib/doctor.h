@@ -7,13 +7,12 @@
 
 #include "conf.h"
 #include "err.h"
-#include "link.h"
 #include "store.h"
-#include "util.h"
+#include "types.h"
 
 /*
- * The node doctor and the readiness checks behind STATUS. Facts are gathered
- * into plain structs (the RDMA NICs through rdma.c's discovery, the netns mode,
+ * The node doctor (`hpn-rdma doctor`), whose readiness checks are STATUS's
+ * (status.h). Facts are gathered into plain structs (the RDMA NICs through rdma.c's discovery, the netns mode,
  * kernel modules, which pod holds which NIC per the state store), checked, and
  * rendered as text or JSON for the command layer to print.
  *
@@ -24,14 +23,6 @@
  * tree without <root>/module/ib_core has no RDMA subsystem. Modules are the
  * entries of <root>/module/ (loaded modules, and built-in ones with parameters).
  */
-
-/*
- * STATUS: every readiness check that concerns the network config, in order,
- * stopping at the first failure (code 50, the reason in err->msg): stateDir
- * writable, rtnetlink, the IPAM plugin in cni_path, and with rdmaRequired an
- * RDMA subsystem in the rdmaNetns mode with the verbs and rdma_cm interfaces.
- */
-int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err);
 
 enum hpn_check_state { HPN_CHECK_OK, HPN_CHECK_SKIP, HPN_CHECK_WARN, HPN_CHECK_FAIL };
 

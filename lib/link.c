@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "nl.h"
+#include "util.h"
 
 static int parse_link(struct nl_msg *msg, struct hpn_link *l)
 {
@@ -343,4 +344,27 @@ bool hpn_link_same_device(const struct hpn_link *l, const struct hpn_link *orig)
 	if (!hpn_link_mac_usable(orig))
 		return !strcmp(l->kind, orig->kind);
 	return l->has_mac && !memcmp(l->mac, orig->mac, HPN_MAC_LEN);
+}
+
+int hpn_link_find(struct nl_sock *sk, const char *name, int ifindex, const struct hpn_link *orig,
+		  struct hpn_link *ret, struct hpn_err *err)
+{
+	/* Zeroed: the analyzer cannot see that hpn_link_get fills it when it returns 0. */
+	struct hpn_link l = { 0 };
+	int r;
+
+	if (name && hpn_link_get(sk, 0, name, &l, err) == 0 && hpn_link_same_device(&l, orig))
+		goto found;
+	if (ifindex > 0 && hpn_link_get(sk, ifindex, NULL, &l, err) == 0 &&
+	    hpn_link_same_device(&l, orig))
+		goto found;
+	if (!hpn_link_mac_usable(orig))
+		return -ENODEV;
+	r = hpn_link_by_mac(sk, orig->has_perm_mac ? orig->perm_mac : orig->mac, orig->has_perm_mac,
+			    &l, err);
+	if (r < 0)
+		return r;
+found:
+	*ret = l;
+	return 0;
 }

@@ -7,29 +7,9 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "util.h"
+#include "types.h"
 
 struct nl_sock;
-
-#define HPN_IFNAMSIZ	 16
-#define HPN_MAX_ALTNAMES 8
-#define HPN_ALTNAMSIZ	 128
-
-/* What the kernel says about one netdev (RTM_NEWLINK). */
-struct hpn_link {
-	int ifindex;
-	char name[HPN_IFNAMSIZ];
-	char altnames[HPN_MAX_ALTNAMES][HPN_ALTNAMSIZ];
-	size_t n_altnames;
-	unsigned int mtu;
-	uint8_t mac[HPN_MAC_LEN];
-	bool has_mac;
-	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
-	bool has_perm_mac;
-	bool up;	   /* administratively up (IFF_UP) */
-	char kind[16];	   /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
-	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
-};
 
 /* Looks a link up by ifindex (> 0) or by name (also matches altnames). -ENODEV if absent. */
 int hpn_link_get(struct nl_sock *sk, int ifindex, const char *name, struct hpn_link *ret,
@@ -87,5 +67,13 @@ bool hpn_link_mac_usable(const struct hpn_link *l);
  * looked up by.
  */
 bool hpn_link_same_device(const struct hpn_link *l, const struct hpn_link *orig);
+
+/*
+ * The device the journal recorded as orig, in sk's netns: by name (if given)
+ * or ifindex, confirmed by hpn_link_same_device, else by its MAC. -ENODEV
+ * when it is not there.
+ */
+int hpn_link_find(struct nl_sock *sk, const char *name, int ifindex, const struct hpn_link *orig,
+		  struct hpn_link *ret, struct hpn_err *err);
 
 #endif

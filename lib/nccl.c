@@ -48,30 +48,6 @@ static const char *const computed[] = {
 
 static const char *const drivers[] = { "mlx5", "erdma", "rxe", "other" };
 
-bool hpn_nccl_valid_name(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n <= 5 || n > HPN_NCCL_NAME_MAX || strncmp(s, "NCCL_", 5))
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	return true;
-}
-
-bool hpn_nccl_valid_value(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (!s || n > HPN_NCCL_VALUE_MAX)
-		return false;
-	for (; *s; s++)
-		if (*s < 0x20 || *s > 0x7e)
-			return false;
-	return true;
-}
-
 bool hpn_nccl_computed_name(const char *s)
 {
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(computed); i++)
@@ -188,22 +164,6 @@ static int subnet_of(const char *cidr, int *family, char *out, size_t len)
 	return hpn_snprintf(out, len, "%s/%ld", buf, plen);
 }
 
-/* The first address of interface iface, IPv4 first: RoCE v2 GIDs of IPv4 are what NCCL picks. */
-static const char *iface_addr(const struct hpn_result *res, int iface)
-{
-	const char *v6 = NULL;
-
-	for (size_t i = 0; i < res->n_ips; i++) {
-		if (res->ips[i].interface != iface)
-			continue;
-		if (!strchr(res->ips[i].address, ':'))
-			return res->ips[i].address;
-		if (!v6)
-			v6 = res->ips[i].address;
-	}
-	return v6;
-}
-
 static int set(struct hpn_vars *v, const char *key, const char *value, struct hpn_err *err)
 {
 	int r;
@@ -219,17 +179,17 @@ static int set(struct hpn_vars *v, const char *key, const char *value, struct hp
 	return r;
 }
 
-static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *res,
+static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_bound_nic *nics, size_t n,
 		     struct hpn_vars *v, struct hpn_err *err)
 {
 	char hca[HPN_NCCL_VALUE_MAX + 2] = "=", range[INET6_ADDRSTRLEN + 8];
-	const struct hpn_rdma_info *first = NULL;
+	const struct hpn_bound_nic *first = NULL;
 	bool roce = true, same_gid = true;
 	size_t off = 1;
 	int r, family = AF_INET;
 
-	for (size_t i = 0; i < res->n_rdma; i++) {
-		const struct hpn_rdma_info *ri = &res->rdma[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct hpn_rdma_info *ri = nics[i].rdma;
 
 		if (!ri->bound)
 			continue;
@@ -242,10 +202,10 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *
 		if (off >= sizeof(hca))
 			off = sizeof(hca) - 1;
 		roce = roce && !strcmp(ri->transport, "roce");
-		if (first && ri->gid_index != first->gid_index)
+		if (first && ri->gid_index != first->rdma->gid_index)
 			same_gid = false;
 		if (!first)
-			first = ri;
+			first = &nics[i];
 	}
 	/* Only a profile with ib on gets here without a device. */
 	if (!first)
@@ -256,18 +216,18 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *
 	/* InfiniBand and iWARP: NCCL's own GID choice is right; RoCE needs the v2 entry. */
 	if (r < 0 || !roce)
 		return r;
-	if (same_gid && first->gid_index >= 0) {
+	if (same_gid && first->rdma->gid_index >= 0) {
 		char num[16];
 
-		snprintf(num, sizeof(num), "%d", first->gid_index);
+		snprintf(num, sizeof(num), "%d", first->rdma->gid_index);
 		return set(v, "NCCL_IB_GID_INDEX", num, err);
 	}
 	/* Different indexes per device: let NCCL pick the RoCE v2 GID in hpn0's subnet. */
 	r = set(v, "NCCL_IB_GID_INDEX", "-1", err);
 	if (r >= 0)
 		r = set(v, "NCCL_IB_ROCE_VERSION_NUM", "2", err);
-	if (r >= 0 && iface_addr(res, first->interface) &&
-	    subnet_of(iface_addr(res, first->interface), &family, range, sizeof(range)) >= 0) {
+	if (r >= 0 && first->address &&
+	    subnet_of(first->address, &family, range, sizeof(range)) >= 0) {
 		r = set(v, "NCCL_IB_ADDR_FAMILY", family == AF_INET ? "AF_INET" : "AF_INET6", err);
 		if (r >= 0)
 			r = set(v, "NCCL_IB_ADDR_RANGE", range, err);
@@ -276,16 +236,17 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_result *
 }
 
 int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
-		    const struct hpn_result *res, struct hpn_vars *out, struct hpn_err *err)
+		    const struct hpn_bound_nic *nics, size_t n, struct hpn_vars *out,
+		    struct hpn_err *err)
 {
 	struct hpn_vars v = { 0 };
 	bool bound = false;
 	int r;
 
-	for (size_t i = 0; i < res->n_rdma; i++)
-		bound = bound || res->rdma[i].bound;
+	for (size_t i = 0; i < n; i++)
+		bound = bound || nics[i].rdma->bound;
 	if (p->ib == HPN_NCCL_IB_ON || (p->ib == HPN_NCCL_IB_AUTO && bound)) {
-		r = render_ib(p, res, &v, err);
+		r = render_ib(p, nics, n, &v, err);
 	} else {
 		r = set(&v, "NCCL_IB_DISABLE", "1", err);
 		if (r >= 0)
@@ -329,7 +290,7 @@ char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o)
 }
 
 char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
-		      const struct hpn_result *res)
+		      const struct hpn_bound_nic *nics, size_t n)
 {
 	char ns[256], name[256], uid[256];
 	_cleanup_free_ char *owner = hpn_nccl_owner_line(o);
@@ -350,16 +311,12 @@ char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
 		return NULL;
 	}
 	fprintf(f, "%s\n", owner);
-	for (size_t i = 0; i < res->n_rdma; i++) {
-		const struct hpn_rdma_info *ri = &res->rdma[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct hpn_rdma_info *ri = nics[i].rdma;
 		/* Comment text again: one line whatever a result holds. */
 		char ifn[64], dev[64], gid[64], drv[32], tr[16];
 
-		clean(ifn,
-		      ri->interface >= 0 && (size_t)ri->interface < res->n_ifaces
-			      ? res->ifaces[ri->interface].name
-			      : "?",
-		      sizeof(ifn));
+		clean(ifn, nics[i].ifname ? nics[i].ifname : "?", sizeof(ifn));
 		clean(dev, ri->device, sizeof(dev));
 		clean(gid, ri->gid[0] ? ri->gid : "-", sizeof(gid));
 		clean(drv, ri->driver, sizeof(drv));
@@ -518,7 +475,7 @@ int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hp
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld", (long)getpid());
-	/* As the journal: content synced, directory not (hpn_journal_write says why). */
+	/* Atomic, not synced: the pods that read it do not outlive a power loss. */
 	r = hpn_write_atomic(kfd, tmp, HPN_NCCL_FILE, text, strlen(text), 0644);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, -r, "write %s/%s/%s: %s", dir, key, HPN_NCCL_FILE,

@@ -5,23 +5,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cni.h"
 #include "err.h"
+#include "types.h"
+#include "vars.h"
 
 /*
- * The per-pod NCCL hints file: what to write, from what ADD bound (the
- * result's rdma list and the addresses of the bound interfaces), and the file
- * itself under <dir>/<key>/nccl.conf. NCCL reads it as KEY=value lines: the
- * first '=' splits, nothing is trimmed or unquoted, '#' starts a comment, and a
- * name or value longer than 1023 bytes is cut (src/misc/param.cc), so every
- * value written here is checked against those rules instead.
+ * The per-pod NCCL hints file: what to write, from what ADD bound (each
+ * bound NIC's RDMA device and address), and the file itself under
+ * <dir>/<key>/nccl.conf, which NCCL reads as KEY=value lines with '#'
+ * comments (vars.h has its rules for names and values).
  */
 
 #define HPN_DEFAULT_NCCL_DIR  "/run/hpn-rdma/pods"
 #define HPN_DEFAULT_SOCKET_IF "eth0"
-#define HPN_NCCL_NAME_MAX     128  /* ours; NCCL cuts at 1023 */
-#define HPN_NCCL_VALUE_MAX    1023 /* NCCL's envValue[1024] */
-#define HPN_NCCL_KEY_MAX      129  /* a pod UID or container ID, as a directory name */
 #define HPN_NCCL_FILE	      "nccl.conf"
 #define HPN_NCCL_MAX_PROFILES 64
 #define HPN_NCCL_MAX_GPUS     63
@@ -67,10 +63,6 @@ struct hpn_nccl_owner {
 	const char *pod_namespace, *pod_name, *pod_uid;
 };
 
-/* "NCCL_" then [A-Z0-9_], at most HPN_NCCL_NAME_MAX bytes. */
-bool hpn_nccl_valid_name(const char *s);
-/* Printable ASCII without newlines, at most HPN_NCCL_VALUE_MAX bytes. */
-bool hpn_nccl_valid_value(const char *s);
 /* A key the plugin computes from the binding; config may not set it. */
 bool hpn_nccl_computed_name(const char *s);
 /* The HPN_NCCL_DRV_* bit of a driver name ("mlx5", "erdma", "rxe", "other"); 0 unknown. */
@@ -85,14 +77,15 @@ int hpn_nccl_check_driver(const struct hpn_nccl_profile *p, const char *driver,
 			  struct hpn_err *err);
 
 /*
- * The settings for what res (this attachment's own result) bound, in file
- * order; out is filled only on success and freed with hpn_vars_free().
+ * The settings for what this attachment bound on its n NICs, in file order;
+ * out is filled only on success and freed with hpn_vars_free().
  */
 int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
-		    const struct hpn_result *res, struct hpn_vars *out, struct hpn_err *err);
+		    const struct hpn_bound_nic *nics, size_t n, struct hpn_vars *out,
+		    struct hpn_err *err);
 /* The file's text: a '#' header (owner, pod, devices) and the KEY=value lines. */
 char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
-		      const struct hpn_result *res);
+		      const struct hpn_bound_nic *nics, size_t n);
 /* The header line DEL and CHECK compare (malloc'd; NULL when out of memory). */
 char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o);
 /*
@@ -109,9 +102,10 @@ bool hpn_nccl_valid_key(const char *key);
  */
 void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX]);
 /*
- * Writes <dir>/<key>/nccl.conf atomically (temp file, fsync, rename), dir and
- * key created 0755 and the file 0644. key is opened relative to dir with
- * O_NOFOLLOW, under an flock on it that hpn_nccl_remove() also takes.
+ * Writes <dir>/<key>/nccl.conf atomically (temp file, rename), dir and key
+ * created 0755 and the file 0644. key is opened relative to dir with
+ * O_NOFOLLOW, under an flock on it that hpn_nccl_remove() also takes. Not
+ * synced: the pods that read it do not outlive a power loss.
  */
 int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hpn_err *err);
 /* The file's text (at most 64 KiB); -ENOENT when missing. */

@@ -40,6 +40,11 @@ int hpn_holders_load(struct hpn_store *st, const char *skip_key, struct hpn_hold
 			hpn_warn("%s", jerr.msg);
 			continue;
 		}
+		/* An earlier boot's journal holds nothing: the reboot gave its NICs back. */
+		if (j.stale) {
+			hpn_journal_free(&j);
+			continue;
+		}
 		for (size_t i = 0; i < j.n_nics; i++) {
 			struct hpn_holder *x;
 
@@ -232,7 +237,7 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		    struct hpn_pool_pick *picks, struct hpn_err *err)
 {
 	struct hpn_linkv c = { 0 };
-	size_t nfree = 0, nlive = 0, taken = 0;
+	size_t nfree = 0, nlive = 0, nheld = 0, taken = 0;
 	unsigned int *load = NULL;
 	int r = hpn_pool_candidates(host, conf, &c, err);
 
@@ -261,8 +266,10 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 	 * may come back if those fail, and NICs a DEL or GC is giving back will:
 	 * on the host still, or already in their pod.
 	 */
-	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++)
+	for (size_t k = 0; conf->mode == HPN_MODE_MOVE && k < h->n; k++) {
 		nlive += h->v[k].live && !h->v[k].child;
+		nheld += !h->v[k].child;
+	}
 	if (nfree < conf->count) {
 		if (nfree + nlive >= conf->count)
 			r = hpn_err_set(
@@ -273,8 +280,9 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		else
 			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
 					"match selects %zu devices in the host netns, %zu of them "
-					"free; count needs %u",
-					c.n, nfree, conf->count);
+					"free, and pods hold %zu of the pool; count needs %u%s",
+					c.n, nfree, nheld, conf->count,
+					nheld ? ": the pool is used up" : "");
 		goto out;
 	}
 	/* Lowest load first, name order among equals (load is 0 for all in move mode). */
@@ -313,6 +321,15 @@ static bool driver_loaded(const char *root, const char *driver)
 	return false;
 }
 
+/* Is held NIC l one of the candidates on the host (claimed, not yet moved, or a parent)? */
+static bool on_host(const struct hpn_linkv *c, const struct hpn_link *l)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (hpn_link_same_device(&c->v[i], l))
+			return true;
+	return false;
+}
+
 int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err)
 {
 	struct hpn_store st = HPN_STORE_INIT;
@@ -322,7 +339,7 @@ int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct h
 	struct hpn_err serr = { 0 };
 	char dir[4096];
 	struct stat sb;
-	size_t nfree = 0;
+	size_t nfree = 0, away = 0;
 	int r;
 
 	if (conf->selector != HPN_SEL_MATCH) {
@@ -348,17 +365,23 @@ int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct h
 		r = hpn_pool_candidates(host, conf, &c, &serr);
 	for (size_t i = 0; r >= 0 && i < c.n; i++)
 		nfree += !hpn_held_by(&h, &c.v[i], conf->mode != HPN_MODE_MOVE);
+	/* NICs moved into pods are the pool's too, though no longer on the host. */
+	for (size_t i = 0; r >= 0 && i < h.n; i++)
+		away += !h.v[i].child && !on_host(&c, &h.v[i].host);
 	if (r < 0)
 		hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "%s",
 			    serr.msg[0] ? serr.msg : strerror(-r));
-	else if (nfree < conf->count)
+	else if (c.n + away < conf->count)
 		r = hpn_err_set(err, HPN_E_NOT_AVAILABLE, ENODEV,
-				"match selects %zu devices in the host netns, %zu of them free; "
-				"count needs %u",
-				c.n, nfree, conf->count);
+				"match selects %zu devices (%zu free on the host, %zu in pods), "
+				"count needs %u: no ADD can be served",
+				c.n + away, nfree, c.n - nfree + away, conf->count);
 	else
-		snprintf(note, len, "match selects %zu devices, %zu free; count %u", c.n, nfree,
-			 conf->count);
+		snprintf(note, len,
+			 "match selects %zu devices: %zu free, %zu held by pods; count %u%s",
+			 c.n + away, nfree, c.n - nfree + away, conf->count,
+			 nfree < conf->count ? " (ADD answers 100 until a pod gives NICs back)"
+					     : "");
 	hpn_linkv_free(&c);
 	hpn_holders_free(&h);
 	hpn_nl_close(host);

@@ -14,8 +14,8 @@
 /*
  * Node-wide NIC pools (config "match"): which host netdevs a pool selects,
  * which of them other attachments' journals hold, and which an ADD takes.
- * Mechanism only: attach.c decides when (under the store lock) and journals
- * the claim.
+ * Mechanism only: claim.c decides when (under the store lock) and ADD
+ * journals the claim.
  */
 
 /* A NIC some attachment's journal holds (read under the store lock). */
@@ -72,10 +72,12 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		    struct hpn_pool_pick *picks, struct hpn_err *err);
 
 /*
- * A pool (match) can serve an ADD now: the drivers it names are loaded and at
- * least count matching NICs are free on the host. 1 when the config has no
- * match (note says so), 0 when ready (note says how many), else code 50.
- * Creates nothing. A readiness check of STATUS and the doctor.
+ * A pool (match) is fit to serve: the drivers it names are loaded and it has
+ * at least count NICs, free on the host or held by pods (a pool that pods
+ * use up is working, not broken: that ADD answers 100). 1 when the config
+ * has no match (note says so), 0 when fit (note says how many are free and
+ * held), else code 50. Creates nothing. A readiness check of STATUS and the
+ * doctor.
  */
 int hpn_pool_ready(const struct hpn_conf *conf, char *note, size_t len, struct hpn_err *err);
 

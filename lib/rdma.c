@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "link.h"
 #include "nl.h"
 #include "sysfs.h"
 
@@ -23,6 +24,21 @@
 #endif
 
 #define NLDEV(op) RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op)
+
+const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind)
+{
+	switch (kind) {
+	case HPN_RDMA_MLX5:
+		return "mlx5_ib";
+	case HPN_RDMA_ERDMA:
+		return "erdma";
+	case HPN_RDMA_RXE:
+		return "rdma_rxe";
+	case HPN_RDMA_OTHER:
+		break;
+	}
+	return NULL;
+}
 
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind)
 {
@@ -515,11 +531,6 @@ static int sysfs_of_netdev(const char *root, const char *ifname, const uint8_t *
 
 /* ---- discovery --------------------------------------------------------------- */
 
-static bool fake_root(const char *root)
-{
-	return strcmp(root, HPN_DEFAULT_SYSFS_ROOT) != 0;
-}
-
 /* Kinds of link whose RDMA device is their lower device's. */
 static bool stacked(const struct hpn_link *l)
 {
@@ -537,7 +548,7 @@ static int of_netdev_once(const char *root, const struct hpn_link *l, struct hpn
 	struct port_dump *d;
 	int r;
 
-	if (fake_root(root))
+	if (hpn_sysfs_fake(root))
 		return sysfs_of_netdev(root, l->name, l->has_mac ? l->mac : NULL, ret);
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -599,7 +610,7 @@ int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, u
 
 	if (!d)
 		return -ENOMEM;
-	if (!fake_root(root))
+	if (!hpn_sysfs_fake(root))
 		r = port_dump(d, err);
 	if (r == 0) {
 		for (size_t i = 0; i < d->n; i++) {
@@ -667,5 +678,21 @@ int hpn_rdma_netdev_of(const char *root, struct nl_sock *rt, const char *name, u
 	memcpy(ifname, ret->netdev, HPN_IFNAMSIZ);
 	hpn_rdma_classify(root, ret);
 	*out = dev;
+	return 0;
+}
+
+int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode, struct hpn_err *err)
+{
+	char v[16];
+	int r;
+
+	if (!hpn_sysfs_fake(sysfs_root))
+		return hpn_rdma_netns_mode(mode, err);
+	if (!hpn_sysfs_exists("%s/module/ib_core", sysfs_root))
+		return -EPROTONOSUPPORT;
+	r = hpn_sysfs_read(v, sizeof(v), "%s/module/ib_core/parameters/netns_mode", sysfs_root);
+	/* A kernel before netns modes (5.2) shares every device. */
+	*mode = r == 0 && (v[0] == 'N' || v[0] == '0') ? HPN_RDMA_NETNS_EXCLUSIVE
+						       : HPN_RDMA_NETNS_SHARED;
 	return 0;
 }

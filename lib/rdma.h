@@ -5,9 +5,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conf.h"
 #include "err.h"
-#include "link.h"
+#include "types.h"
+
+struct nl_sock;
 
 /*
  * RDMA devices as the kernel shows them: which one belongs to a netdev, the
@@ -32,6 +33,8 @@ struct hpn_rdma_dev {
 };
 
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind);
+/* The kernel module that registers RDMA devices of a kind (mlx5_ib...); NULL for other. */
+const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind);
 const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
 
 /*
@@ -39,6 +42,13 @@ const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
  * netlink (no RDMA subsystem at all); err is then left alone.
  */
 int hpn_rdma_netns_mode(enum hpn_rdma_netns *mode, struct hpn_err *err);
+/*
+ * The same for the node under sysfs_root: RDMA netlink on the real root; on a
+ * fake one the ib_core module parameter (the kernel keeps it in step with
+ * "rdma system set netns"), and -EPROTONOSUPPORT without <root>/module/ib_core.
+ */
+int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode,
+			     struct hpn_err *err);
 
 /*
  * The RDMA device and port behind netdev l (through its lower device for a

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int list_net_dir(const char *dir, char (*names)[16], size_t max, size_t *n)
@@ -108,4 +109,22 @@ int hpn_sysfs_read(char *out, size_t len, const char *fmt, ...)
 	out[n] = '\0';
 	out[strcspn(out, "\n")] = '\0';
 	return 0;
+}
+
+bool hpn_sysfs_fake(const char *root)
+{
+	return strcmp(root, HPN_SYSFS_ROOT) != 0;
+}
+
+bool hpn_sysfs_exists(const char *fmt, ...)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	return n >= 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0;
 }

@@ -2,6 +2,7 @@
 #ifndef HPN_SYSFS_H
 #define HPN_SYSFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util.h"
@@ -10,6 +11,13 @@
  * PCI <-> netdev through sysfs, under a root that tests point at a fake tree.
  * Sysfs shows the netdevs of the netns that mounted it: call these in the host netns.
  */
+
+#define HPN_SYSFS_ROOT "/sys"
+
+/* A root other than the real one: a test's fake tree, where only the tree tells facts. */
+bool hpn_sysfs_fake(const char *root);
+/* Whether the formatted path exists (stat). */
+bool hpn_sysfs_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Netdev names of PCI function pci: <root>/bus/pci/devices/<pci>/net/ and, for
  * virtio-net, <pci>/virtio<N>/net/. *ret_n is how many there are, which may exceed

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "types.h"
 
 #define HPN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -42,10 +43,6 @@ static inline void hpn_closep(int *fd)
 		_fd;                                                                               \
 	})
 
-#define HPN_MAC_LEN 6
-#define HPN_MAC_STR 18 /* "aa:bb:cc:dd:ee:ff" + NUL */
-#define HPN_PCI_STR 16 /* "0000:af:00.1" + NUL, with room */
-
 /* Strict character-set checks for anything that becomes a name or a path. */
 bool hpn_valid_ifname(const char *s);
 bool hpn_valid_container_id(const char *s);
@@ -62,6 +59,9 @@ int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR]);
 
 /* snprintf that reports truncation as -ENAMETOOLONG. */
 int hpn_snprintf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* snprintf that truncates quietly: for messages, which are cut, never wrong. */
+void hpn_msgf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* strdup that returns NULL on NULL input. */
 char *hpn_strdup(const char *s);
@@ -85,6 +85,9 @@ int hpn_json_int(const void *obj, const char *key, const char *prefix, int code,
 int hpn_json_bool(const void *obj, const char *key, const char *prefix, int code, bool *ret,
 		  struct hpn_err *err);
 
+/* Compact JSON text of a cJSON tree (as void *), which it frees; NULL on failure. */
+char *hpn_json_print(void *root);
+
 /* Does JSON text hold the escape \u0000 (a NUL inside a string)? */
 bool hpn_json_has_nul(const char *buf, size_t len);
 /* Copies src into dst (size n, NUL-terminated), each byte of invalid UTF-8 as '?'. */
@@ -99,8 +102,10 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 int hpn_mkdir_p(const char *path, mode_t mode);
 /*
  * Replaces dfd/name with data atomically: a fresh dfd/tmp (never written
- * through a symlink or an earlier file), exactly mode, data, fsync, rename.
- * The directory is not synced (see hpn_journal_write). On error tmp is gone.
+ * through a symlink or an earlier file), exactly mode, data, rename. Atomic
+ * for every reader and a killed writer; nothing is synced, so after a power
+ * loss the file may be the old one, empty or torn (callers say why that is
+ * fine: hpn_journal_write, hpn_nccl_write). On error tmp is gone.
  */
 int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
 		     mode_t mode);
@@ -110,6 +115,13 @@ int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *dat
  * stable names for over-long IDs.
  */
 uint64_t hpn_hash64(const char *s);
+
+/*
+ * This boot: its ID (/proc/sys/kernel/random/boot_id, NULL when unreadable),
+ * and when it began in seconds since the epoch (/proc/stat btime). Read once.
+ */
+const char *hpn_boot_id(void);
+int hpn_boot_time(long long *ret);
 
 /* The start time of process pid (clock ticks since boot, /proc/<pid>/stat field 22). */
 int hpn_proc_start(int pid, unsigned long long *ret);

@@ -5,8 +5,8 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#include "conf.h"
 #include "err.h"
+#include "types.h"
 
 /* What the pod sees of its RDMA device: the facts the result and NCCL hints carry. */
 struct hpn_rdma_bind {

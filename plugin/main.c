@@ -14,6 +14,7 @@
 #include "conf.h"
 #include "doctor.h"
 #include "log.h"
+#include "result.h"
 #include "util.h"
 
 static const char usage[] =
@@ -32,7 +33,8 @@ static const char usage[] =
 	"stderr (all of them with HPN_DEBUG=1) and to \"logFile\" when configured.\n"
 	"\n"
 	"Supported CNI versions: 0.3.0 0.3.1 0.4.0 1.0.0 1.1.0\n"
-	"Options: --help, --version. See README.md for every config field and error code.\n"
+	"Options: --help, --version. Every config field: doc/configuration.md; the result\n"
+	"and every error code: doc/results.md (in /usr/share/doc/hpn-rdma/ when packaged).\n"
 	"\n"
 	"hpn-rdma doctor [--json] [--config FILE] [--conf-dir DIR] [--cni-path PATH]\n"
 	"  checks this node: RDMA NICs and which pod holds each, the RDMA netns mode,\n"

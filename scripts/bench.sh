@@ -28,6 +28,19 @@
 # waited-for children), VERSION latency, and N-parallel throughput (N pods
 # ADDed at once, then DELed at once; pods/s and the ratio to N = 1).
 #
+# Runtime rows: a pod's RunPodSandbox -> StopPodSandbox -> RemovePodSandbox
+# wall time through a real containerd (Debian's 1.6.20 + runc, on a throwaway
+# node of its own: test/runtime/node.sh), with the network bridge alone
+# (runtime.bridge), bridge + hpn-rdma in move mode without IPAM
+# (runtime.hpn-rdma), and bridge + hpn-rdma passing the pod through
+# (runtime.passthrough: its podSelector picks no pod), one pod of each in turn. containerd runs hpn-rdma
+# three times per pod (ADD, the DEL of Stop, the DEL of Remove); the
+# difference of the medians is what hpn-rdma adds to a pod's life (also shown:
+# the median of the pod-by-pod differences), printed against the iproute2
+# floor of the same move (move.none.iproute2, also three processes, run once
+# after each pair of pods, so that the same load falls on all three).
+# Skipped, saying why, without containerd or hpn-cri.
+#
 # Options and environment:
 #   --quick          few iterations (smoke test; figures are not meaningful)
 #   --check          after the run, fail unless the JSON holds every row
@@ -41,6 +54,10 @@
 #                    if missing): with two starts of /bin/true, the CPU floor
 #                    of any plugin; also the cost of one CPUID on this machine
 #   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
+#   HPN_CRI          the CRI client (default build/test/runtime/hpn-cri)
+#   HPN_PAUSE_IMAGE  the sandbox image archive (default
+#                    build/test/runtime/pause-image.tar)
+#   BENCH_RT_ITER    pod cycles per runtime row (default 40; quick 3)
 #   BENCH_ITER       ADD+DEL cycles per row (default 200; quick 6)
 #   BENCH_ROUNDS     rounds the cycles are split into (default 4; quick 2)
 #   BENCH_PAR        parallel widths (default "1 8 32")
@@ -115,6 +132,7 @@ if ((QUICK)); then
 	VITER=${BENCH_VERSION_ITER:-6}
 	VM_ITERS=${BENCH_VM_ITERS:-100}
 	VM_RUNS=${BENCH_VM_RUNS:-1}
+	RT_ITER=${BENCH_RT_ITER:-3}
 else
 	ITER=${BENCH_ITER:-200}
 	ROUNDS=${BENCH_ROUNDS:-4}
@@ -122,10 +140,11 @@ else
 	VITER=${BENCH_VERSION_ITER:-200}
 	VM_ITERS=${BENCH_VM_ITERS:-1000}
 	VM_RUNS=${BENCH_VM_RUNS:-3}
+	RT_ITER=${BENCH_RT_ITER:-40}
 fi
 PAR=${BENCH_PAR:-1 8 32}
 MTU=${BENCH_MTU:-}
-for v in ITER ROUNDS PAR_REPS VITER VM_ITERS VM_RUNS; do
+for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
 		exit 2
@@ -170,6 +189,8 @@ W=
 cleanup() {
 	local ns
 	set +e
+	# The runtime rows' node first: its processes are found through its netns.
+	declare -F rtn_cleanup >/dev/null && rtn_cleanup
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
 		[[ $ns == "$PFX"* ]] && ip netns del "$ns"
 	done
@@ -561,6 +582,132 @@ if ((VM)); then
 		vm=$(jq -cn --arg why "$(grep -m1 -E '^(FAIL|SKIP|run\.sh: FAIL)' "$W/vm.out")" '{failed: $why}')
 	fi
 fi
+
+# ---- runtime rows: pods through containerd ------------------------------------
+
+# runtime_rows: make the node, measure, set $rt (JSON). The node is removed by
+# cleanup (rtn_cleanup) whatever happens.
+runtime_rows() {
+	local d=$W/rt row net r steps bridge pod id
+	rtn_setup "$d"
+	rtn_plugin "$PLUGIN"
+	rtn_nic 0
+	mkdir -p "$d/ipam"
+	bridge=$(jq -cn --arg ipam "$d/ipam" '{type: "bridge", bridge: "hpnbbr0", isGateway: true,
+		ipam: {type: "host-local", ranges: [[{subnet: "10.252.0.0/24"}]], dataDir: $ipam}}')
+	local -A nets=(
+		[runtime.bridge]=$(jq -cn --argjson b "$bridge" \
+			'{cniVersion: "1.0.0", name: "bench-bridge", plugins: [$b]}')
+		[runtime.hpn-rdma]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" \
+			'{cniVersion: "1.0.0", name: "bench-hpn-rdma", plugins: [$b,
+			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
+			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h}}]}')
+		[runtime.passthrough]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" \
+			'{cniVersion: "1.0.0", name: "bench-passthrough", plugins: [$b,
+			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
+			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h},
+			   podSelector: {annotation: "bench.invalid/never", value: "1"}}]}')
+	)
+	pod=$d/pod.json
+	jq -n --arg cg "$RTN_CGROUP" --arg logs "$d/logs" '{
+		metadata: {name: "bench", uid: "0b3c5d1e-9a47-4f3e-8c2d-5e6f7a8b9c0d",
+			namespace: "bench", attempt: 0},
+		hostname: "bench", logDirectory: $logs,
+		linux: {cgroupParent: $cg, securityContext: {namespaceOptions:
+			{network: "POD", pid: "CONTAINER", ipc: "POD"}}}}' >"$pod"
+	rtn_conflist "${nets[runtime.bridge]}"
+	rtn_containerd_start
+	rtn_import_image
+	# A row is measured only if it does what it claims: hpn0 in the pod with
+	# hpn-rdma, none with the bridge alone; the NIC back after Remove.
+	for row in "${RT_ROWS[@]}"; do
+		net=$(jq -r .name <<<"${nets[$row]}")
+		rtn_conflist "${nets[$row]}"
+		rtn_wait_network "$net"
+		id=$(cri runp "$pod") || fail "$row: RunPodSandbox failed"
+		local has=0
+		rtn_in nsenter --net="$(cri inspectp "$id" | jq -r '.info.info.runtimeSpec.linux.namespaces[]
+			| select(.type == "network") | .path')" ip link show hpn0 >/dev/null 2>&1 && has=1
+		[[ $row == runtime.hpn-rdma ]] && ((has == 0)) && fail "$row: no hpn0 in the pod"
+		[[ $row != runtime.hpn-rdma ]] && ((has == 1)) && fail "$row: hpn0 in the pod"
+		cri stopp "$id" || fail "$row: StopPodSandbox failed"
+		cri rmp "$id" || fail "$row: RemovePodSandbox failed"
+		ip -n "$RTN_NS" link show rnic0 >/dev/null 2>&1 || fail "$row: rnic0 did not come back"
+	done
+	# One pod of each row in turn, then the floor once, RT_ITER times: load
+	# that comes and goes falls on neighbours alike, and the added time is
+	# also taken pair by pair (a pod with hpn-rdma minus the pod before it).
+	: >"$W/rt.raw"
+	mapfile -t steps < <(prepare move.none.iproute2 1)
+	for ((r = 0; r < RT_ITER; r++)); do
+		for row in "${RT_ROWS[@]}"; do
+			rtn_conflist "${nets[$row]}"
+			rtn_wait_network "$(jq -r .name <<<"${nets[$row]}")"
+			cri cycle -n 1 -w $((r == 0 ? 2 : 0)) "$pod" |
+				awk -v row="$row" -v i="$r" '{ print row "\t" $1 "\t" $2 "\t" $3 "\t" i }' >>"$W/rt.raw"
+		done
+		run "rtfloor|move.none.iproute2|r$r" "$NODE" 1 $((r == 0 ? 2 : 0)) "${steps[@]}"
+	done
+	node_clean 1
+	local rows=() med p99 n run stop rm
+	for row in "${RT_ROWS[@]}"; do
+		read -r n med p99 run stop rm < <(awk -F'\t' -v row="$row" '$1 == row' "$W/rt.raw" |
+			awk -F'\t' '
+			function median(a, n,   t, i, j) {
+				for (i = 1; i <= n; i++) t[i] = a[i]
+				for (i = 2; i <= n; i++) for (j = i; j > 1 && t[j - 1] > t[j]; j--) {
+					x = t[j]; t[j] = t[j - 1]; t[j - 1] = x }
+				return n % 2 ? t[(n + 1) / 2] : (t[n / 2] + t[n / 2 + 1]) / 2
+			}
+			{ n++; w[n] = $2 + $3 + $4; a[n] = $2; b[n] = $3; c[n] = $4 }
+			END {
+				if (!n) { print "0 0 0 0 0 0"; exit }
+				for (i = 1; i <= n; i++) s[i] = w[i]
+				for (i = 2; i <= n; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) {
+					x = s[j]; s[j] = s[j - 1]; s[j - 1] = x }
+				k = int(n * 0.99 + 0.999999); if (k > n) k = n
+				printf "%d %.0f %.0f %.0f %.0f %.0f\n", n, median(w, n), s[k],
+					median(a, n), median(b, n), median(c, n)
+			}')
+		rows+=("$(jq -cn --arg r "$row" --argjson n "$n" --argjson med "$med" --argjson p99 "$p99" \
+			--argjson run "$run" --argjson stop "$stop" --argjson rm "$rm" \
+			'{row: $r, cycles: $n, wall_ms: {median: ($med / 1e6), p99: ($p99 / 1e6)},
+			  run_ms: ($run / 1e6), stop_ms: ($stop / 1e6), remove_ms: ($rm / 1e6)}')")
+	done
+	local paired
+	paired=$(awk -F'\t' '$1 == "runtime.bridge" { b[$5] = $2 + $3 + $4 }
+		$1 == "runtime.hpn-rdma" { h[$5] = $2 + $3 + $4 }
+		END { for (i in h) if (i in b) print h[i] - b[i] }' "$W/rt.raw" | sort -n |
+		awk '{ d[NR] = $1 } END { if (!NR) { print "null"; exit }
+			printf "%.3f\n", (NR % 2 ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2) / 1e6 }')
+	rt=$(printf '%s\n' "${rows[@]}" | jq -sc --arg v "$(cri version | jq -r .runtimeVersion)" \
+		--argjson paired "$paired" '{containerd: $v, rows: ., added_paired_ms: $paired}')
+	rtn_containerd_stop TERM
+}
+
+RT_ROWS=()
+for row in runtime.bridge runtime.hpn-rdma runtime.passthrough; do
+	[[ $row =~ ${BENCH_ROWS:-.} ]] && RT_ROWS+=("$row")
+done
+rt='{"skipped": "no runtime row selected (BENCH_ROWS)"}'
+if ((${#RT_ROWS[@]})); then
+	HPN_CRI=${HPN_CRI:-$SRC/build/test/runtime/hpn-cri}
+	HPN_PAUSE_IMAGE=${HPN_PAUSE_IMAGE:-$SRC/build/test/runtime/pause-image.tar}
+	RTN_PREFIX=${PFX}rt-
+	fail() {
+		echo "bench.sh: runtime rows: $*" >&2
+		exit 1
+	}
+	# shellcheck source=../test/runtime/node.sh
+	source "$SRC/test/runtime/node.sh"
+	rt_why=$(rtn_why_not)
+	if [[ -n $rt_why ]]; then
+		rt=$(jq -cn --arg w "$rt_why" '{skipped: $w}')
+		echo "# runtime rows skipped: $rt_why"
+	else
+		runtime_rows
+	fi
+fi
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- figures ---------------------------------------------------------------------
@@ -586,6 +733,12 @@ stats() {
 		}'
 }
 
+# The iproute2 floor measured between the runtime rows' rounds.
+rtfloor=null
+if jq -e .rows <<<"$rt" >/dev/null; then
+	read -r n med _ _ _ _ _ < <(stats "rtfloor|move.none.iproute2")
+	((n > 0)) && rtfloor=$(jq -n --argjson m "$med" '$m / 1e6')
+fi
 machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
 	--arg kernel "$(uname -r)" --argjson cores "$(nproc)" \
 	--arg fs "$(stat -f -c %T "$STATE")" --arg hfs "$(stat -f -c %T "$HINTS")" \
@@ -635,6 +788,7 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
 	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
+	--argjson rt "$rt" --argjson rtfloor "$rtfloor" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -648,6 +802,14 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	($ver["true"].cpu_ms) as $start |
 	(if ($kern.cpu_ms | type) == "number" and ($start | type) == "number"
 	 then 2 * $start + $kern.cpu_ms else null end) as $cpufloor |
+	# What hpn-rdma adds to a pod (Run, Stop, Remove) through containerd.
+	(if $rt.rows then ($rt.rows | map({(.row): .}) | add) else {} end) as $rr |
+	(if $rr["runtime.hpn-rdma"] and $rr["runtime.bridge"]
+	 then $rr["runtime.hpn-rdma"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
+	 else null end) as $added |
+	(if $rr["runtime.passthrough"] and $rr["runtime.bridge"]
+	 then $rr["runtime.passthrough"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
+	 else null end) as $chain |
 	{
 	  machine: $m,
 	  settings: {quick: ($quick == "1"), cycles_per_row: $iter, rounds: $rounds,
@@ -662,6 +824,9 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  rdma_discovery: $disc,
 	  kernel_floor: $kern,
 	  vm: $vm,
+	  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
+		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
+		vs_floor: ratio($added; $rtfloor)} else $rt end),
 	  targets: ([
 		t("cpu per ADD+DEL vs host-device (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le";
@@ -677,7 +842,9 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		  ratio($r["move.static.hpn-rdma"].wall_ms.median; $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
 		t("ADD+DEL wall vs iproute2 floor (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
-	  ] + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
+	  ] + (if $added == null then [] else [
+		t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
+		  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
 		t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
 	}' >"$W/bench.json"
 cp "$W/bench.json" "$JSON"
@@ -722,6 +889,22 @@ jq -r '
 	(.parallel | sort_by(.row, .pods)[] | (.row | pad(28)) + (.pods | lpad(4)) +
 	 (f(.round_ms) | lpad(10)) + (f(.pods_per_s) | lpad(9)) + (r(.vs_serial) | lpad(8))),
 	"",
+	(if .runtime.skipped then "Runtime rows skipped: " + .runtime.skipped, "" else
+	 "A pod through containerd \(.runtime.containerd): RunPodSandbox -> StopPodSandbox -> RemovePodSandbox" +
+	 " (\(.runtime.rows[0].cycles) cycles per row)",
+	 ("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("Run" | lpad(8)) +
+	 ("Stop" | lpad(8)) + ("Remove" | lpad(8)),
+	 (.runtime.rows[] | (.row | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+	  (f(.run_ms) | lpad(8)) + (f(.stop_ms) | lpad(8)) + (f(.remove_ms) | lpad(8))),
+	 (if .runtime.added_ms then
+	  "hpn-rdma adds \(f(.runtime.added_ms)) ms per pod (its ADD and two DELs; difference of the" +
+	  " medians; median of the \(.runtime.rows[0].cycles) pairs: \(f(.runtime.added_paired_ms)) ms);" +
+	  " the iproute2 floor of the same move, between them: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" +
+	  (if .runtime.added_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end) else empty end),
+	 (if .runtime.passthrough_added_ms then
+	  "hpn-rdma passing a pod through (no move) adds \(f(.runtime.passthrough_added_ms)) ms: containerd running" +
+	  " one more plugin of the chain, three times" else empty end),
+	 "" end),
 	(if .rdma_discovery.us_per_add then
 	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
 	 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
@@ -755,6 +938,7 @@ if ((CHECK)); then
 	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
 	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
 	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" \
+		--argjson rtcyc "$RT_ITER" \
 		--argjson cyc $((PER_ROUND * ROUNDS)) --argjson vcyc $(((VITER + ROUNDS - 1) / ROUNDS * ROUNDS)) '
 		([.serial[].row] | sort) == ($want | sort) and
 		all(.serial[]; .skipped or (.cycles == $cyc and (.wall_ms.median > 0) and
@@ -766,6 +950,9 @@ if ((CHECK)); then
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0)) and
+		(.runtime.skipped or ((.runtime.rows | length) == 3 and
+			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
+			(.runtime.added_ms | type == "number"))) and
 		all(.targets[]; .met != null)' "$JSON" >/dev/null || {
 		echo "FAIL: $JSON lacks rows or figures" >&2
 		exit 1

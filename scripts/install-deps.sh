@@ -16,6 +16,11 @@ packages=(
 	iproute2 jq strace util-linux tcpdump
 	# reference CNI plugins (host-local, static, bridge...) and libcni for chaining tests
 	containernetworking-plugins golang-go golang-github-appc-cni-dev
+	# runtime tier and the bench's runtime rows: containerd 1.6 with runc; the CRI
+	# client test/runtime/hpn-cri, generated from our proto at build time and
+	# built offline in GOPATH mode against Debian's gRPC and protobuf sources
+	containerd runc protobuf-compiler protoc-gen-go protoc-gen-go-grpc
+	golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
 	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
 	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
 	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,

@@ -6,9 +6,14 @@
 # are not asserted) runs in the release pass only: an ASan plugin's figures
 # would mean nothing. So does the vm7 tier (test/vm/CMakeLists.txt registers
 # it in non-sanitizer builds only): its scenarios run no binary of ours yet.
-# Run as root
-# (the netns tier skips, saying why, without root). Extra arguments go to ctest
-# (e.g. -L unit).
+# The runtime label (test/runtime: the plugin under a real
+# containerd 1.6, driven through the CRI) runs in both passes, about 45 s in
+# each: under ASan it checks the plugin's memory along containerd's own call
+# patterns (8 ADDs at once, DEL without netns or prevResult, DEL after a failed
+# ADD, DEL after a containerd restart); building its CRI client adds about
+# 30 s of Go per build directory. Run as root
+# (the netns and runtime tiers skip, saying why, without root). Extra
+# arguments go to ctest (e.g. -L unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -3,52 +3,20 @@
 #
 # Each hpn-rdma config (a .conf, or the hpn-rdma entry of a .conflist with the
 # list's name and cniVersion, as a runtime builds it) is fed to ADD with a
-# CNI_NETNS that does not exist: the plugin validates the whole config before
-# it looks at the namespace, so a valid config ends with code 3 (unknown
-# container) and an invalid one with its own code (7, 1, 2...). No privileges,
-# nothing on the host is touched.
+# CNI_NETNS that does not exist (conf-lib.sh): a valid config ends with code 3.
+# No privileges, nothing on the host is touched.
 set -euo pipefail
-plugin=${HPN_PLUGIN:?run through ctest}
+: "${HPN_PLUGIN:?run through ctest}"
 conf_dir=${HPN_SRC:?run through ctest}/conf
-failed=0 checked=0
-
-check() { # check NAME CONFIG
-	local out code
-	out=$(CNI_COMMAND=ADD CNI_CONTAINERID=example CNI_NETNS=/nonexistent/hpn-example \
-		CNI_IFNAME=eth0 CNI_PATH=/nonexistent "$plugin" <<<"$2" 2>/dev/null) || true
-	code=$(jq -r '.code // "none"' <<<"$out")
-	checked=$((checked + 1))
-	if [[ $code != 3 ]]; then
-		echo "FAIL: $1: expected code 3 (config valid, netns missing), got: $out"
-		failed=$((failed + 1))
-	else
-		echo "ok: $1"
-	fi
-}
+# shellcheck source-path=SCRIPTDIR source=conf-lib.sh
+source "$(dirname "$0")/conf-lib.sh"
 
 shopt -s nullglob
 for f in "$conf_dir"/*.conf; do
-	check "$(basename "$f")" "$(cat "$f")"
+	conf_check "$(basename "$f")" "$(cat "$f")"
 done
 for f in "$conf_dir"/*.conflist; do
-	n=$(jq '[.plugins[] | select(.type == "hpn-rdma")] | length' "$f")
-	((n > 0)) || { echo "FAIL: $(basename "$f") has no hpn-rdma plugin"; failed=$((failed + 1)); }
-	for ((i = 0; i < n; i++)); do
-		# The runtime adds name and cniVersion, and runtimeConfig for the
-		# declared capabilities (deviceID from a device plugin, the pod's
-		# annotations from containerd or CRI-O).
-		c=$(jq -c --argjson i "$i" '. as $l | [.plugins[] | select(.type == "hpn-rdma")][$i]
-			| . + {name: $l.name, cniVersion: $l.cniVersion}
-			| if .capabilities.deviceID then .runtimeConfig.deviceID = "0000:af:00.1"
-			  else . end
-			| if .capabilities["io.kubernetes.cri.pod-annotations"] then
-			    .runtimeConfig["io.kubernetes.cri.pod-annotations"] =
-			    {"alibabacloud.com/hpn-type": "rdma",
-			     "alibabacloud.com/gpu-model-series": "GU8TF",
-			     "alibabacloud.com/gpu-count": "8"}
-			  else . end | del(.capabilities)' "$f")
-		check "$(basename "$f")[hpn-rdma #$i]" "$c"
-	done
+	conf_check_list "$(basename "$f")" "$(cat "$f")"
 done
 # Multus NetworkAttachmentDefinitions: the JSON under "config: |".
 for f in "$conf_dir"/k8s/*.yaml; do
@@ -56,7 +24,7 @@ for f in "$conf_dir"/k8s/*.yaml; do
 	c=$(awk '/^  config: \|/ { on = 1; next } on && /^    / { print; next } on { exit }' "$f")
 	c=$(jq -c 'if .capabilities.deviceID then .runtimeConfig.deviceID = "0000:af:00.1"
 		else . end | del(.capabilities)' <<<"$c")
-	check "k8s/$(basename "$f")" "$c"
+	conf_check "k8s/$(basename "$f")" "$c"
 done
 # The example Pod template mounts its own hints file where NCCL looks for it,
 # from the directory the example conflist writes to, and opts in as it selects.
@@ -74,6 +42,21 @@ if [[ -f $dep ]]; then
 	else
 		echo "FAIL: k8s/$(basename "$dep") does not mount $dir/\$(POD_UID)/nccl.conf at" \
 			"/etc/nccl.conf or lacks the annotation $sel"
+		failed=$((failed + 1))
+	fi
+fi
+# The containerd conflist as doc/runtime.md shows it is the file itself.
+rt_list=$conf_dir/10-hpn-rdma-containerd.conflist
+rt_doc=$HPN_SRC/doc/runtime.md
+if [[ -f $rt_list ]]; then
+	checked=$((checked + 1))
+	shown=$(awk '/^### The conflist for \/etc\/cni\/net.d/ { on = 1; next }
+		on && /^```json/ { inside = 1; next } inside && /^```/ { exit } inside' "$rt_doc" 2>/dev/null)
+	if [[ -n $shown ]] && [[ $(jq -S . <<<"$shown" 2>/dev/null) == "$(jq -S . "$rt_list")" ]]; then
+		echo "ok: doc/runtime.md shows $(basename "$rt_list") as it is"
+	else
+		echo "FAIL: doc/runtime.md (\"### The conflist for /etc/cni/net.d\") does not show" \
+			"$(basename "$rt_list") as it is"
 		failed=$((failed + 1))
 	fi
 fi

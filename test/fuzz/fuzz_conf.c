@@ -16,8 +16,26 @@
 #include "conf.h"
 #include "fuzz.h"
 #include "nccl.h"
+#include "result.h"
 #include "roundtrip.h"
 #include "util.h"
+
+/* The hints render from what a result binds (hpn_result_bound), as ADD's do. */
+static int nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		       const struct hpn_result *res, struct hpn_vars *v, struct hpn_err *err)
+{
+	struct hpn_bound_nic b[HPN_MAX_RDMA];
+
+	return hpn_nccl_render(nc, p, b, hpn_result_bound(res, b, HPN_MAX_RDMA), v, err);
+}
+
+static char *nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
+			 const struct hpn_result *res)
+{
+	struct hpn_bound_nic b[HPN_MAX_RDMA];
+
+	return hpn_nccl_format(v, o, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
+}
 
 static enum hpn_cmd pick_cmd(uint8_t c)
 {
@@ -91,8 +109,8 @@ static void check_nccl(const struct hpn_conf *c)
 	}
 	FUZZ_ASSERT(c->gpu_count >= 0 && c->gpu_count <= HPN_NCCL_MAX_GPUS);
 	FUZZ_ASSERT(c->pod_selected || c->pod_selector);
-	if (hpn_nccl_render(nc, hpn_nccl_profile(nc, c->gpu_model), res, &v, &err) == 0) {
-		text = hpn_nccl_format(&v, &o, res);
+	if (nccl_render(nc, hpn_nccl_profile(nc, c->gpu_model), res, &v, &err) == 0) {
+		text = nccl_format(&v, &o, res);
 		FUZZ_ASSERT(text);
 		owner = hpn_nccl_owner_line(&o);
 		FUZZ_ASSERT(owner);

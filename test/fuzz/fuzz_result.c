@@ -9,6 +9,7 @@
 
 #include "cni.h"
 #include "fuzz.h"
+#include "result.h"
 #include "roundtrip.h"
 
 /* A result whose IPs and RDMA entries all point at existing interfaces. */

@@ -6,6 +6,7 @@
 
 #include "cni.h"
 #include "fuzz.h"
+#include "result.h"
 
 static inline bool fuzz_str_eq(const char *a, const char *b)
 {

@@ -18,7 +18,7 @@
 # the lock; prevResult and GC lists past their limits. And that nothing the pod
 # side controls (CNI_ARGS, runtimeConfig, args) can choose a path.
 #
-# Threat model assumed here (README states none yet): the network config file
+# Threat model assumed here (doc/threat-model.md states it): the network config file
 # is root's, so its own paths (stateDir, logFile, sysfsRoot) are trusted and may
 # go through symlinked directories; the values a pod or a device plugin can
 # influence (CNI_ARGS, runtimeConfig, args, prevResult, CNI_IFNAME,

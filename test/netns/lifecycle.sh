@@ -53,6 +53,25 @@ status() {
 	run_plugin STATUS "$(jq -c '.cniVersion = "1.0.0"' <<<"$conf")" \
 		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
 	expect_err 1 "STATUS with cniVersion 1.0.0"
+	# A GPU model whose profile takes mlx5 only needs mlx5_ib loaded.
+	if [[ -e /sys/module/mlx5_ib ]]; then
+		info "mlx5_ib is loaded here: the missing-module case is checked on the fake tree only"
+	else
+		run_plugin STATUS "$(jq -c '.nccl.gpuModel = "GU8TF"' <<<"$conf")" \
+			-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+		expect_err 50 "STATUS for GU8TF without mlx5_ib" 'GU8TF.*mlx5_ib.*not loaded'
+	fi
+	mkdir -p "$T/sys/module/rdma_rxe"
+	run_plugin STATUS "$(jq -c --arg r "$T/sys" '.nccl.gpuModel = "GU8TF" | .sysfsRoot = $r' \
+		<<<"$conf")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_err 50 "STATUS for GU8TF with only rdma_rxe" 'mlx5_ib'
+	mkdir -p "$T/sys/module/mlx5_ib"
+	run_plugin STATUS "$(jq -c --arg r "$T/sys" '.nccl.gpuModel = "GU8TF" | .sysfsRoot = $r' \
+		<<<"$conf")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_ok "STATUS for GU8TF with mlx5_ib"
+	run_plugin STATUS "$(jq -c '.nccl.gpuModel = "P16EN"' <<<"$conf")" \
+		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_ok "STATUS for P16EN (any driver)"
 	snap_same "$HOST_NS" "$T/host.before" "host after STATUS"
 }
 scenario "STATUS" status

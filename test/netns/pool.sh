@@ -459,23 +459,43 @@ EOF
 }
 scenario "config errors of match, count, mode" bad_configs
 
-# --- STATUS: code 50 when the pool has too few free NICs or a driver is missing.
+# --- STATUS: code 50 only for a pool that cannot serve (too few NICs in all, a
+# driver missing, a match that selects nothing); one that pods use up is fine
+# (on containerd 2.1+ a failing STATUS makes the whole node NotReady).
 status_pool() {
-	local c
+	local c one podb=${HPNT_PREFIX}p${SCEN}b podc=${HPNT_PREFIX}p${SCEN}c
 	mk_pool 2
+	ip netns add "$podb"
+	ip netns add "$podc"
 	c=$(net_conf 1.1.0 '.match = {devices: ["pool*"]} | .count = 2')
+	one=$(jq -c '.count = 1' <<<"$c")
 	run_plugin STATUS "$c" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
 	expect_ok "STATUS with 2 free of 2"
 	run_plugin STATUS "$(jq -c '.count = 3' <<<"$c")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
 	expect_err 50 "STATUS with 2 free of 3 needed" 'count needs 3'
 	run_plugin STATUS "$(jq -c '.match.drivers = ["hpnt_no_such_driver"]' <<<"$c")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
 	expect_err 50 "STATUS with a driver not loaded" 'hpnt_no_such_driver.*not loaded'
-	run_plugin ADD "$(jq -c '.count = 1' <<<"$c")"
+	run_plugin STATUS "$(jq -c '.match.devices = ["hpnt-none*"]' <<<"$c")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_err 50 "STATUS with a match that selects nothing" 'selects 0 devices'
+	run_plugin ADD "$one"
 	expect_result "ADD of 1"
 	run_plugin STATUS "$c" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
-	expect_err 50 "STATUS with 1 free of 2" '1 of them free'
-	run_plugin DEL "$(jq -c '.count = 1' <<<"$c")"
-	expect_ok "DEL"
+	expect_ok "STATUS with 1 free, 1 held, count 2"
+	run_plugin ADD "$one" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$podb")"
+	expect_result "ADD of the last NIC"
+	run_plugin STATUS "$one" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_ok "STATUS with every NIC held by pods"
+	run_plugin STATUS "$(jq -c '.count = 3' <<<"$c")" -CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
+	expect_err 50 "STATUS with 2 NICs in pods, count 3" 'selects 2 devices \(0 free on the host, 2 in pods\)'
+	run_plugin ADD "$one" CNI_CONTAINERID="$CID-c" CNI_NETNS="$(ns_path "$podc")"
+	expect_err 100 "ADD beyond the pool (the pool is working: it is used up)"
+	run_plugin DEL "$one" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "$podb")"
+	expect_ok "DEL b"
+	run_plugin DEL "$one"
+	expect_ok "DEL a"
+	expect_no_state "after both DELs"
+	ip netns del "$podb"
+	ip netns del "$podc"
 }
 scenario "STATUS of a pool" status_pool
 

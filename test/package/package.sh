@@ -46,6 +46,7 @@ echo "built $(basename "$deb"): $(stat -c %s "$deb") bytes in $((($(date +%s%N) 
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | grep -v '^$' >"$T/paths"
 for p in /opt/cni/bin/hpn-rdma /usr/share/man/man8/hpn-rdma.8.gz /usr/share/doc/hpn-rdma/README.md \
+	/usr/share/doc/hpn-rdma/doc/configuration.md /usr/share/doc/hpn-rdma/doc/results.md \
 	/usr/share/doc/hpn-rdma/copyright /usr/share/hpn-rdma/examples/10-hpn-rdma.conflist \
 	/usr/share/hpn-rdma/examples/hpn-rdma.conf /usr/share/hpn-rdma/examples/hpn-rdma-pci.conf; do
 	grep -qx "$p" "$T/paths" && ok "package has $p" || fail "package lacks $p"

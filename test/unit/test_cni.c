@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "cni.h"
+#include "result.h"
 #include "tjson.h"
 #include "util.h"
 

@@ -14,7 +14,25 @@
 #include "check.h"
 #include "conf.h"
 #include "nccl.h"
+#include "result.h"
 #include "tmpdir.h"
+
+/* The hints render from what a result binds (hpn_result_bound), as ADD's do. */
+static int nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		       const struct hpn_result *res, struct hpn_vars *v, struct hpn_err *err)
+{
+	struct hpn_bound_nic b[HPN_MAX_RDMA];
+
+	return hpn_nccl_render(nc, p, b, hpn_result_bound(res, b, HPN_MAX_RDMA), v, err);
+}
+
+static char *nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
+			 const struct hpn_result *res)
+{
+	struct hpn_bound_nic b[HPN_MAX_RDMA];
+
+	return hpn_nccl_format(v, o, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
+}
 
 static char tmp[64];
 
@@ -67,7 +85,7 @@ static char *render(const struct hpn_nccl_conf *nc, const char *model, const str
 	char *out = calloc(1, 8192);
 	size_t off = 0;
 
-	if (hpn_nccl_render(nc, hpn_nccl_profile(nc, model), res, &v, &err) < 0) {
+	if (nccl_render(nc, hpn_nccl_profile(nc, model), res, &v, &err) < 0) {
 		snprintf(out, 8192, "ERR %d: %s", err.code, err.msg);
 		return out;
 	}
@@ -326,8 +344,8 @@ static void test_format_parse(void)
 	bool mine = false;
 	char *text;
 
-	CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), res, &v, &err), 0);
-	text = hpn_nccl_format(&v, &o, res);
+	CHECK_INT_EQ(nccl_render(nc, hpn_nccl_profile(nc, NULL), res, &v, &err), 0);
+	text = nccl_format(&v, &o, res);
 	CHECK(text != NULL);
 	owner = hpn_nccl_owner_line(&o);
 	CHECK_STR_EQ(owner, "# owner container c1 network net ifname eth0");
@@ -359,13 +377,12 @@ static void test_format_parse(void)
 		bad->ifaces[0].name = strdup("hp\nNCCL_IB_GID_INDEX=7\n");
 		/* A newline in a device name would be in NCCL_IB_HCA: render refuses that. */
 		snprintf(bad->rdma[0].device, sizeof(bad->rdma[0].device), "mlx5\nNCCL_X=1");
-		CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err),
-			     -E2BIG);
+		CHECK_INT_EQ(nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err), -E2BIG);
 		CHECK_STR_HAS(err.msg, "NCCL setting NCCL_IB_HCA");
 		err = (struct hpn_err){ 0 };
 		snprintf(bad->rdma[0].device, sizeof(bad->rdma[0].device), "mlx5 =X");
-		CHECK_INT_EQ(hpn_nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err), 0);
-		text = hpn_nccl_format(&bv, &o, bad);
+		CHECK_INT_EQ(nccl_render(nc, hpn_nccl_profile(nc, NULL), bad, &bv, &err), 0);
+		text = nccl_format(&bv, &o, bad);
 		owner = hpn_nccl_owner_line(&o);
 		CHECK_INT_EQ(hpn_nccl_parse(text, owner, &got, &mine), 0);
 		CHECK(hpn_vars_equal(&got, &bv));

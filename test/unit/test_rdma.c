@@ -16,6 +16,7 @@
 #include "check.h"
 #include "rdma.h"
 #include "tmpdir.h"
+#include "util.h"
 
 static const char *const fixture = HPN_FIXTURES "/sysfs";
 

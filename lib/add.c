@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "attach.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "ipam.h"
+#include "link.h"
+#include "log.h"
+#include "netns.h"
+#include "rdma.h"
+#include "session.h"
+#include "util.h"
+#include "verbs.h"
+
+/* How long the kernel may take to fill the GID table after an address is set. */
+#define GID_TIMEOUT_MS 10000
+
+/* The NIC of the attachment ADD is working on, for fault(). */
+static size_t fault_nic;
+
+/*
+ * Test-only fault injection: HPN_FAIL_AT=<step> fails ADD right after <step>
+ * of NIC HPN_FAIL_NIC (default 0, the first; steps after IPAM are per attachment).
+ */
+static int fault(const char *step, struct hpn_err *err)
+{
+#ifdef HPN_TEST_HOOKS
+	const char *at = getenv("HPN_FAIL_AT"), *nic = getenv("HPN_FAIL_NIC");
+
+	if (at && !strcmp(at, step) && fault_nic == (nic ? strtoul(nic, NULL, 10) : 0))
+		return hpn_err_set(err, HPN_E_INTERNAL, EIO, "injected failure after step %s",
+				   step);
+#endif
+	return 0;
+}
+
+/*
+ * Addresses of the IPAM result on the pod's interface, still down; then up,
+ * at which the kernel sends a gratuitous ARP for each IPv4 address (the
+ * arp_notify attach_nic set): neighbours may cache them for an earlier
+ * owner. (An IPAM plugin that brought the link up itself, as dhcp does, gets
+ * no announcement.) Then the routes, which need the link up.
+ */
+static int configure_ip(struct hpn_attach *a, struct hpn_link *l, const struct hpn_result *ipam,
+			bool routes, struct hpn_err *err)
+{
+	int r;
+
+	for (size_t i = 0; i < ipam->n_ips; i++) {
+		r = hpn_addr_add(a->ns.pod, l->ifindex, l->name, ipam->ips[i].address, err);
+		if (r < 0)
+			return r;
+	}
+	r = fault("addr", err);
+	if (r == 0)
+		r = hpn_link_set(a->ns.pod, l, NULL, 0, 1, false, err);
+	if (r == 0)
+		r = fault("up", err);
+	for (size_t i = 0; r == 0 && routes && i < ipam->n_routes; i++)
+		r = hpn_route_add(a->ns.pod, l->ifindex, l->name, &ipam->routes[i],
+				  hpn_result_route_gw(ipam, &ipam->routes[i]), err);
+	if (r == 0)
+		r = fault("route", err);
+	return r;
+}
+
+/*
+ * Neighbours may cache the pod's IPv6 addresses for an earlier owner: tell
+ * them (the kernel announced the IPv4 ones when the link came up). Best
+ * effort, after ADD is complete.
+ */
+static void announce(struct hpn_attach *a, const struct hpn_link *l, const struct hpn_result *ipam)
+{
+	bool entered = false;
+	int r;
+
+	for (size_t i = 0; i < ipam->n_ips; i++) {
+		if (!strchr(ipam->ips[i].address, ':'))
+			continue;
+		if (!entered) {
+			r = hpn_netns_enter(a->ns.pod_fd);
+			if (r < 0) {
+				hpn_warn("announce on %s: enter pod netns: %s", l->name,
+					 strerror(-r));
+				return;
+			}
+			entered = true;
+		}
+		r = hpn_announce(l->ifindex, l->mac, ipam->ips[i].address);
+		if (r < 0)
+			hpn_warn("announce %s on %s: %s", ipam->ips[i].address, l->name,
+				 strerror(-r));
+	}
+	if (entered && hpn_netns_enter(a->ns.host_fd) < 0)
+		hpn_warn("announce: return to the host netns: %s", strerror(errno));
+}
+
+static int journal_step(struct hpn_attach *a, enum hpn_phase phase, struct hpn_err *err)
+{
+	a->j.phase = phase;
+	return hpn_journal_write(&a->st, a->key, &a->j, err);
+}
+
+/* Exclusive mode: the RDMA device follows the netdev. Shared: it must still exist. */
+static int move_rdma(struct hpn_attach *a, struct hpn_journal_nic *n, const struct hpn_rdma_plan *p,
+		     struct hpn_err *err)
+{
+	int r;
+
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE) {
+		n->rdma.moved = true;
+		r = journal_step(a, HPN_PHASE_MOVING, err);
+		if (r == 0)
+			r = hpn_rdma_set_netns(p->dev.name, a->ns.pod_fd, err);
+		if (r < 0)
+			hpn_err_details(err, "exclusive RDMA netns mode: the device must move "
+					     "with its netdev");
+		return r;
+	}
+	r = hpn_rdma_present(p->dev.name, err);
+	if (r == -EPROTONOSUPPORT)
+		return 0; /* cannot tell here; the check from the pod will */
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				   "RDMA device \"%s\" was destroyed by the kernel when \"%s\" "
+				   "left the host netns (%s devices stay with their netdev): "
+				   "attach a macvlan child of \"%s\" instead",
+				   p->dev.name, p->dev.netdev, hpn_rdma_kind_name(p->dev.kind),
+				   p->dev.netdev);
+	return r < 0 ? r : 0;
+}
+
+/* The result's "rdma" entry for interface 0 of this attachment's own result. */
+static void rdma_info(const struct hpn_rdma_plan *p, const struct hpn_rdma_bind *b,
+		      struct hpn_rdma_info *ri)
+{
+	memset(ri, 0, sizeof(*ri));
+	ri->gid_index = -1;
+	if (!p->found) {
+		snprintf(ri->reason, sizeof(ri->reason), "%s", p->reason);
+		return;
+	}
+	ri->bound = true;
+	snprintf(ri->device, sizeof(ri->device), "%.*s", (int)sizeof(ri->device) - 1, b->device);
+	ri->port = (int)b->port;
+	ri->gid_index = b->gid_index;
+	snprintf(ri->gid, sizeof(ri->gid), "%s", b->gid);
+	snprintf(ri->driver, sizeof(ri->driver), "%s", hpn_rdma_kind_name(p->dev.kind));
+	ri->vf = p->dev.vf;
+	snprintf(ri->pci, sizeof(ri->pci), "%s", p->dev.pci);
+	snprintf(ri->netns_mode, sizeof(ri->netns_mode), "%s", hpn_rdma_netns_name(p->mode));
+	snprintf(ri->link_layer, sizeof(ri->link_layer), "%s", b->link_layer);
+	snprintf(ri->transport, sizeof(ri->transport), "%s", b->transport);
+	ri->lid = b->lid;
+	snprintf(ri->port_guid, sizeof(ri->port_guid), "%s", b->port_guid);
+}
+
+/* prevResult (if chained) with this attachment's interface, IPs and routes appended. */
+static int build_result(const struct hpn_conf *conf, const struct hpn_result *own,
+			struct hpn_result **ret)
+{
+	struct hpn_result *res = hpn_result_new();
+	int r = 0;
+
+	if (!res)
+		return -ENOMEM;
+	if (conf->prev_result)
+		r = hpn_result_append(res, conf->prev_result, -1);
+	if (r >= 0 && hpn_dns_empty(&res->dns))
+		r = hpn_dns_copy(&res->dns, &conf->dns);
+	if (r >= 0)
+		r = hpn_result_append(res, own, -1);
+	if (r < 0) {
+		hpn_result_free(res);
+		return r;
+	}
+	*ret = res;
+	return 0;
+}
+
+/*
+ * Renders the NCCL settings for what own bound into own's "nccl" and the file
+ * text into *ret, for the file the claim journalled (a->j.hints_*).
+ */
+static int hints_prepare(struct hpn_attach *a, const struct hpn_env *env,
+			 const struct hpn_conf *conf, struct hpn_result *own, char **ret,
+			 struct hpn_err *err)
+{
+	const struct hpn_nccl_profile *p = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
+	struct hpn_bound_nic nics[HPN_MAX_RDMA];
+	size_t n = hpn_result_bound(own, nics, HPN_ARRAY_SIZE(nics));
+	struct hpn_nccl_owner o;
+	int r;
+
+	r = hpn_nccl_render(&conf->nccl, p, nics, n, &own->nccl, err);
+	if (r < 0)
+		return r;
+	if (asprintf(&own->nccl_file, "%s/%s/%s", a->j.hints_dir, a->j.hints_key, HPN_NCCL_FILE) <
+	    0) {
+		own->nccl_file = NULL;
+		return -ENOMEM;
+	}
+	hpn_hints_owner(conf, env->container_id, env->ifname, &o);
+	o.pod_namespace = hpn_env_arg(env, "K8S_POD_NAMESPACE");
+	o.pod_name = hpn_env_arg(env, "K8S_POD_NAME");
+	o.pod_uid = hpn_env_arg(env, "K8S_POD_UID");
+	*ret = hpn_nccl_format(&own->nccl, &o, nics, n);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* What the pod itself decides before anything changes: hints key, GPU count. */
+static int pod_checks(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
+	const char *uid = hpn_env_arg(env, "K8S_POD_UID");
+
+	if (!conf->nccl.enabled)
+		return 0;
+	if (uid && !hpn_nccl_valid_key(uid))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_ARGS K8S_POD_UID \"%.64s\" cannot name the hints directory "
+				   "([A-Za-z0-9][A-Za-z0-9_.-]*, at most %d bytes)",
+				   uid, HPN_NCCL_KEY_MAX - 1);
+	return hpn_nccl_check_gpus(hpn_nccl_profile(&conf->nccl, conf->gpu_model), conf->gpu_count,
+				   err);
+}
+
+/* A pod podSelector does not pick: prevResult goes through unchanged. */
+static int pass_through(const struct hpn_conf *conf, struct hpn_result **ret)
+{
+	struct hpn_result *none = hpn_result_new();
+	int r;
+
+	if (!none)
+		return -ENOMEM;
+	hpn_info("pod not selected (podSelector %s): passing prevResult through",
+		 conf->pod_selector);
+	r = build_result(conf, none, ret);
+	hpn_result_free(none);
+	return r;
+}
+
+/* NIC i into the pod: moved (altnames held back, move+rename) or created as a child; up. */
+static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		      size_t i, const struct hpn_nic_plan *plan, struct hpn_link *pl,
+		      struct hpn_err *err)
+{
+	struct hpn_journal_nic *n = &a->j.nics[i];
+	const struct hpn_link *dev = &plan->dev;
+	bool moved = n->kind == HPN_NIC_MOVED;
+	int r = 0;
+
+	fault_nic = i;
+	if (moved) {
+		/* Altnames travel with the device and could clash in the pod: hold them here. */
+		for (size_t k = 0; r == 0 && k < dev->n_altnames; k++)
+			r = hpn_link_altname(a->ns.host, dev, dev->altnames[k], false, err);
+		if (r == 0)
+			r = fault("altnames", err);
+		if (r == 0)
+			r = hpn_link_move(a->ns.host, dev, a->ns.pod_fd, n->pod_ifname, err);
+	} else {
+		struct hpn_child c = { .kind = n->child_kind,
+				       .mode = conf->child_mode,
+				       .name = n->pod_ifname,
+				       .netns_fd = a->ns.pod_fd,
+				       .mtu = (unsigned int)conf->mtu,
+				       .has_mac = n->has_child_mac };
+
+		memcpy(c.mac, n->child_mac, HPN_MAC_LEN);
+		r = hpn_link_create_child(a->ns.host, dev, &c, err);
+	}
+	if (r == 0)
+		r = fault("move", err);
+	if (r == 0) {
+		r = moved ? hpn_link_find(a->ns.pod, n->pod_ifname, 0, dev, pl, err)
+			  : hpn_link_get(a->ns.pod, 0, n->pod_ifname, pl, err);
+		if (r == -ENODEV)
+			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					"\"%s\" vanished after the %s into \"%s\"", n->pod_ifname,
+					moved ? "move" : "creation", env->netns);
+	}
+	if (r < 0)
+		return r;
+	/*
+	 * One request: the MTU and arp_notify, and up unless IPAM comes (then
+	 * configure_ip brings it up once the addresses are on, and the kernel
+	 * announces them). The kernel applies IFLA_MTU before the flags.
+	 */
+	r = hpn_link_set(a->ns.pod, pl, NULL,
+			 conf->mtu && pl->mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
+									 : 0,
+			 conf->has_ipam ? -1 : 1, true, err);
+	if (r == 0 && conf->mtu)
+		pl->mtu = (unsigned int)conf->mtu;
+	if (r == 0)
+		r = fault("mtu", err);
+	if (r == 0 && !conf->has_ipam)
+		r = fault("up", err);
+	if (r == 0 && plan->rdma.found)
+		r = move_rdma(a, n, &plan->rdma, err);
+	if (r == 0)
+		r = fault("rdma-move", err);
+	return r;
+}
+
+/* This attachment's own result: every NIC with its RDMA entry and its IPAM addresses. */
+static int own_result(struct hpn_attach *a, const struct hpn_env *env,
+		      const struct hpn_nic_plan *plans, const struct hpn_link *pl,
+		      const struct hpn_rdma_bind *bind, struct hpn_result *const *ipam,
+		      struct hpn_result **ret)
+{
+	struct hpn_result *own = hpn_result_new();
+	int r = own ? 0 : -ENOMEM;
+
+	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
+		const struct hpn_journal_nic *n = &a->j.nics[i];
+		char mac[HPN_MAC_STR];
+		struct hpn_iface ifc;
+
+		hpn_mac_format(pl[i].mac, mac);
+		ifc = (struct hpn_iface){ .name = (char *)pl[i].name,
+					  .mac = mac,
+					  .mtu = (int)pl[i].mtu,
+					  .sandbox = (char *)env->netns,
+					  .pci_id = n->kind == HPN_NIC_MOVED && n->pci[0]
+							    ? (char *)n->pci
+							    : NULL };
+		r = hpn_result_add_iface(own, &ifc);
+		if (r >= 0) {
+			rdma_info(&plans[i].rdma, &bind[i], &own->rdma[own->n_rdma]);
+			own->rdma[own->n_rdma++].interface = (int)i;
+		}
+	}
+	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
+		size_t n_routes;
+
+		if (!ipam[i])
+			continue;
+		/* Routes go on the first NIC only (installed there alone; see configure_ip). */
+		n_routes = ipam[i]->n_routes;
+		if (i > 0)
+			ipam[i]->n_routes = 0;
+		r = hpn_result_append(own, ipam[i], (int)i);
+		ipam[i]->n_routes = n_routes;
+	}
+	if (r < 0) {
+		hpn_result_free(own);
+		return r;
+	}
+	*ret = own;
+	return 0;
+}
+
+/* The steps of ADD after the claim; on error the caller undoes from the journal. */
+static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct hpn_nic_plan *plans, struct hpn_result **ret, struct hpn_err *err)
+{
+	struct hpn_rdma_bind bind[HPN_MAX_NICS];
+	struct hpn_result *ipam[HPN_MAX_NICS] = { 0 }, *own = NULL;
+	struct hpn_link pl[HPN_MAX_NICS];
+	size_t n = a->j.n_nics;
+	char *hints = NULL;
+	int r;
+
+	memset(bind, 0, sizeof(bind));
+	memset(pl, 0, sizeof(pl));
+	fault_nic = 0;
+	r = fault("journal", err);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = attach_nic(a, env, conf, i, &plans[i], &pl[i], err);
+	if (r == 0 && conf->has_ipam) {
+		r = journal_step(a, HPN_PHASE_IPAM, err);
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			struct hpn_env ienv = *env;
+
+			/* One lease per NIC, keyed like its DEL (see ipam_ifname). */
+			fault_nic = i;
+			ienv.ifname = hpn_ipam_ifname(&a->j, env->ifname, i);
+			r = hpn_ipam_add(conf, &ienv, &ipam[i], err);
+			if (r == 0) {
+				a->ipam_added = true;
+				r = fault("ipam", err);
+			}
+			if (r == 0)
+				r = configure_ip(a, &pl[i], ipam[i], i == 0, err);
+		}
+	}
+	/* Prove it from the pod's side, after the address the GID carries is set. */
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		fault_nic = i;
+		if (plans[i].rdma.found)
+			r = hpn_rdma_verify(a->ns.pod_fd, plans[i].rdma.dev.name,
+					    plans[i].rdma.dev.port, pl[i].name, -1, GID_TIMEOUT_MS,
+					    &bind[i], err);
+		if (r == 0)
+			r = fault("rdma", err);
+	}
+	fault_nic = 0;
+	if (r < 0)
+		goto out;
+
+	r = own_result(a, env, plans, pl, bind, ipam, &own);
+	if (r >= 0 && conf->nccl.enabled)
+		r = hints_prepare(a, env, conf, own, &hints, err);
+	if (r < 0)
+		goto out;
+	/* The full result must fit before the attachment is declared done. */
+	r = build_result(conf, own, ret);
+	if (r == -E2BIG) {
+		const struct hpn_result *p = conf->prev_result;
+		size_t n_if = own->n_ifaces + (p ? p->n_ifaces : 0);
+		size_t n_ip = own->n_ips + (p ? p->n_ips : 0);
+		size_t n_rt = own->n_routes + (p ? p->n_routes : 0);
+
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				"prevResult plus this attachment is too large: %zu interfaces, %zu "
+				"ips, %zu routes (at most %d, %d, %d)",
+				n_if, n_ip, n_rt, HPN_MAX_IFACES, HPN_MAX_IPS, HPN_MAX_ROUTES);
+	}
+	if (r < 0)
+		goto out;
+	/* Journalled with the claim: an undo removes the file only if it is still ours. */
+	if (hints) {
+		r = fault("nccl", err);
+		if (r == 0)
+			r = hpn_nccl_write(a->j.hints_dir, a->j.hints_key, hints, err);
+		if (r < 0)
+			goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		a->j.nics[i].pod_ifindex = pl[i].ifindex;
+	a->j.result = hpn_result_render(own, HPN_CNI_VERSION_LATEST);
+	if (!a->j.result) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = journal_step(a, HPN_PHASE_ATTACHED, err);
+	if (r == 0)
+		r = fault("done", err);
+	/* Nothing can fail from here on: the IPv6 announcements are best effort. */
+	for (size_t i = 0; r == 0 && i < n; i++)
+		if (ipam[i] && ipam[i]->n_ips)
+			announce(a, &pl[i], ipam[i]);
+out:
+	if (r < 0) {
+		hpn_result_free(*ret);
+		*ret = NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		hpn_result_free(ipam[i]);
+	hpn_result_free(own);
+	free(hints);
+	return r;
+}
+
+/* CNI_NETNS, which must be a netns and not the one the plugin runs in. */
+static int open_pod_netns(const struct hpn_env *env, int *ret_fd, struct hpn_err *err)
+{
+	_cleanup_close_ int fd = -1;
+	int r = hpn_netns_open(env->netns, &fd, err);
+
+	if (r < 0)
+		return r;
+	r = hpn_netns_is_current(fd);
+	/* Fail closed: acting on the host's own netns would rename its NIC. */
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, r, "compare CNI_NETNS \"%s\" with ours: %s",
+				   env->netns, strerror(-r));
+	if (r > 0)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "CNI_NETNS \"%s\" is the host's own network namespace",
+				   env->netns);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+	    struct hpn_err *err)
+{
+	struct hpn_attach a;
+	struct hpn_nic_plan *plans;
+	unsigned long long start = 0;
+	int r, pod_fd = -1;
+
+	if (!conf->pod_selected)
+		return pass_through(conf, ret);
+	r = pod_checks(env, conf, err);
+	/* Before the store: a missing netns is bad input, and bad input creates nothing. */
+	if (r >= 0)
+		r = open_pod_netns(env, &pod_fd, err);
+	if (r < 0)
+		return r;
+	plans = calloc(HPN_MAX_NICS, sizeof(*plans));
+	r = hpn_attach_open(&a, env, conf, err);
+	a.ns.pod_fd = pod_fd;
+	if (r < 0)
+		goto out;
+	if (!plans) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/*
+	 * A journal left by an ADD that never finished (crash, kill), or of an
+	 * earlier boot (an unreadable one may hold a lease): undo it first.
+	 */
+	if (a.have_journal || a.stale_file) {
+		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);
+		r = hpn_release(&a.st, &a.ns, env, conf, a.key, a.have_journal ? &a.j : NULL,
+				a.stale_file || a.j.phase >= HPN_PHASE_IPAM, err);
+		if (r < 0) {
+			hpn_err_prefix(err, "undo the unfinished earlier ADD of %s", a.key);
+			goto out;
+		}
+		hpn_journal_free(&a.j);
+		a.have_journal = a.stale_file = false;
+	}
+	r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
+	if (r < 0)
+		goto out;
+	r = hpn_claim(&a, env, conf, plans, err);
+	if (r < 0)
+		goto out;
+	a.j.container_id = strdup(env->container_id);
+	a.j.netns = strdup(env->netns);
+	if (!a.j.container_id || !a.j.netns) {
+		r = -ENOMEM;
+		goto out;
+	}
+	snprintf(a.j.cni_ifname, sizeof(a.j.cni_ifname), "%s", env->ifname);
+	/* Who holds the claim while ADD runs: GC and other ADDs leave a live one alone. */
+	a.j.owner_pid = getpid();
+	if (hpn_proc_start(a.j.owner_pid, &start) == 0)
+		a.j.owner_start = start;
+	/* Where the hints file will go, journalled with the claim (one fsync'd write less). */
+	if (conf->nccl.enabled) {
+		a.j.hints_dir = strdup(conf->nccl.dir);
+		if (!a.j.hints_dir) {
+			r = -ENOMEM;
+			goto out;
+		}
+		hpn_nccl_key(hpn_env_arg(env, "K8S_POD_UID"), env->container_id, a.j.hints_key);
+	}
+	/*
+	 * The claim: once journalled, other ADDs see the NICs as taken, and the
+	 * lock can go; the slow steps (moves, IPAM, the RDMA proof, the hints)
+	 * run unlocked.
+	 */
+	r = journal_step(&a, HPN_PHASE_MOVING, err);
+	if (r < 0)
+		goto out;
+	hpn_store_unlock(&a.st);
+
+	r = add_steps(&a, env, conf, plans, ret, err);
+	if (r < 0) {
+		struct hpn_err uerr = { 0 };
+		/*
+		 * Release the lease only if IPAM ADD succeeded, as the reference
+		 * plugins do: after a failed IPAM ADD the runtime's DEL releases it.
+		 */
+		int ur = hpn_undo(&a.ns, env, conf, &a.j, a.ipam_added, &uerr);
+
+		if (ur < 0) {
+			/* Keep the journal: a DEL can finish what the rollback could not. */
+			hpn_error("rollback of %s failed: %s", a.key, uerr.msg);
+			hpn_err_details(err, "rollback incomplete, state kept for DEL: %s",
+					uerr.msg);
+		} else {
+			hpn_journal_remove(&a.st, a.key, NULL);
+		}
+		goto out;
+	}
+out:
+	free(plans);
+	hpn_attach_close(&a);
+	return r;
+}

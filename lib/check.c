@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "attach.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "addr.h"
+#include "ipam.h"
+#include "link.h"
+#include "netns.h"
+#include "session.h"
+#include "util.h"
+#include "verbs.h"
+
+/* Interface i of the attachment's own result, as ADD left it. */
+static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct hpn_result *own, size_t i, struct hpn_err *err)
+{
+	const struct hpn_iface *ifc = &own->ifaces[i];
+	const char *name = a->j.nics[i].pod_ifname;
+	struct hpn_link l;
+	char mac[HPN_MAC_STR];
+	int r;
+
+	r = hpn_link_get(a->ns.pod, 0, name, &l, err);
+	if (r == -ENODEV)
+		return hpn_err_set(err, HPN_E_CHECK, ENODEV,
+				   "interface \"%s\" is missing from netns \"%s\"", name,
+				   env->netns);
+	if (r < 0)
+		return r;
+	hpn_mac_format(l.mac, mac);
+	if (ifc->mac && strcmp(mac, ifc->mac))
+		return hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				   "interface \"%s\" has MAC %s, expected %s", l.name, mac,
+				   ifc->mac);
+	if (ifc->mtu && l.mtu != (unsigned int)ifc->mtu)
+		return hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				   "interface \"%s\" has MTU %u, expected %d", l.name, l.mtu,
+				   ifc->mtu);
+	if (!l.up)
+		return hpn_err_set(err, HPN_E_CHECK, EINVAL, "interface \"%s\" is down", l.name);
+	for (size_t k = 0; k < own->n_ips; k++) {
+		if (own->ips[k].interface != (int)i)
+			continue;
+		r = hpn_addr_find(a->ns.pod, l.ifindex, own->ips[k].address, err);
+		if (r == -ENOENT)
+			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
+					   "address %s is missing from \"%s\"", own->ips[k].address,
+					   l.name);
+		if (r < 0)
+			return r;
+	}
+	/* Routes are installed on the first NIC only. */
+	for (size_t k = 0; i == 0 && k < own->n_routes; k++) {
+		const char *gw = hpn_result_route_gw(own, &own->routes[k]);
+
+		r = hpn_route_find(a->ns.pod, l.ifindex, &own->routes[k], gw, err);
+		if (r == -ENOENT)
+			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
+					   "route to %s via %s on \"%s\" is missing",
+					   own->routes[k].dst, gw ? gw : "link", l.name);
+		if (r < 0)
+			return r;
+	}
+	/* The RDMA device as ADD bound it: visible in the pod, port ACTIVE, same GID. */
+	for (size_t k = 0; k < own->n_rdma; k++) {
+		const struct hpn_rdma_info *ri = &own->rdma[k];
+		struct hpn_rdma_bind b;
+
+		if (ri->interface != (int)i || !ri->bound)
+			continue;
+		r = hpn_rdma_verify(a->ns.pod_fd, ri->device, (uint32_t)ri->port, l.name,
+				    ri->gid_index, 0, &b, err);
+		if (r < 0) {
+			if (err->code == HPN_E_RDMA)
+				err->code = HPN_E_CHECK;
+			return r;
+		}
+	}
+	/* The runtime's copy of the result must still describe this interface. */
+	if (conf->prev_result) {
+		const struct hpn_result *p = conf->prev_result;
+		bool listed = false;
+
+		for (size_t k = 0; k < p->n_ifaces; k++)
+			if (!strcmp(p->ifaces[k].name, l.name) && p->ifaces[k].sandbox &&
+			    !strcmp(p->ifaces[k].sandbox, env->netns))
+				listed = !p->ifaces[k].mac || !strcasecmp(p->ifaces[k].mac, mac);
+		if (!listed)
+			return hpn_err_set(err, HPN_E_CHECK, EINVAL,
+					   "prevResult does not list \"%s\" (MAC %s) in %s", l.name,
+					   mac, env->netns);
+	}
+	return 0;
+}
+
+/* The hints file is there, still this attachment's, and says what ADD wrote. */
+static int check_hints(struct hpn_attach *a, const struct hpn_conf *conf,
+		       const struct hpn_result *own, struct hpn_err *err)
+{
+	const char *dir = a->j.hints_dir, *key = a->j.hints_key;
+	_cleanup_free_ char *text = NULL;
+	struct hpn_vars got = { 0 };
+	_cleanup_free_ char *owner = NULL;
+	struct hpn_nccl_owner o;
+	bool mine;
+	int r;
+
+	hpn_hints_owner(conf, a->j.container_id, a->j.cni_ifname, &o);
+	owner = hpn_nccl_owner_line(&o);
+	r = owner ? hpn_nccl_read(dir, key, &text, err) : -ENOMEM;
+	if (r == -ENOENT)
+		return hpn_err_set(err, HPN_E_CHECK, ENOENT, "NCCL hints file %s/%s/%s is missing",
+				   dir, key, HPN_NCCL_FILE);
+	if (r >= 0)
+		r = hpn_nccl_parse(text, owner, &got, &mine);
+	if (r < 0)
+		return r;
+	if (!mine)
+		r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				"NCCL hints file %s/%s/%s was rewritten by another attachment", dir,
+				key, HPN_NCCL_FILE);
+	for (size_t i = 0; r >= 0 && i < own->nccl.n; i++) {
+		const char *k = own->nccl.v[i].key, *v = hpn_vars_get(&got, k);
+
+		if (!v || strcmp(v, own->nccl.v[i].value))
+			r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+					"NCCL hints file %s/%s/%s has %s=%s, expected %s", dir, key,
+					HPN_NCCL_FILE, k, v ? v : "(unset)", own->nccl.v[i].value);
+	}
+	if (r >= 0 && !hpn_vars_equal(&got, &own->nccl))
+		r = hpn_err_set(err, HPN_E_CHECK, EINVAL,
+				"NCCL hints file %s/%s/%s has settings ADD did not write", dir, key,
+				HPN_NCCL_FILE);
+	hpn_vars_free(&got);
+	return r;
+}
+
+static int check_own(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+		     const struct hpn_result *own, struct hpn_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < a->j.n_nics; i++)
+		r = check_nic(a, env, conf, own, i, err);
+	return r;
+}
+
+int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
+	struct hpn_result *own = NULL;
+	struct hpn_attach a;
+	int r;
+
+	if (hpn_untouched_pod(env, conf))
+		return 0;
+	if (!conf->prev_result)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "CHECK needs prevResult");
+	r = hpn_attach_open(&a, env, conf, err);
+	if (r < 0)
+		goto out;
+	if (!a.have_journal || a.j.phase != HPN_PHASE_ATTACHED || !a.j.result || a.j.stale) {
+		r = hpn_err_set(err, HPN_E_CHECK, ENOENT,
+				"no completed attachment for container %s, interface %s%s",
+				env->container_id, env->ifname,
+				a.have_journal && a.j.stale ? " (its state is from an earlier boot)"
+							    : "");
+		goto out;
+	}
+	/* CHECK only reads: other runs need not wait for its RDMA proofs. */
+	hpn_store_unlock(&a.st);
+	for (size_t i = 0; conf->has_ipam && i < a.j.n_nics; i++) {
+		struct hpn_env ienv = *env;
+
+		ienv.ifname = hpn_ipam_ifname(&a.j, env->ifname, i);
+		r = hpn_ipam_run(conf, &ienv, "CHECK", err);
+		if (r < 0)
+			goto out;
+	}
+	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
+	if (r >= 0)
+		r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
+	if (r >= 0)
+		r = hpn_result_parse(a.j.result, strlen(a.j.result), &own, err);
+	if (r >= 0 && own->n_ifaces != a.j.n_nics)
+		r = hpn_err_set(err, HPN_E_IO, EINVAL, "state %s is corrupt", a.key);
+	if (r >= 0)
+		r = check_own(&a, env, conf, own, err);
+	if (r >= 0 && a.j.hints_key[0])
+		r = check_hints(&a, conf, own, err);
+out:
+	hpn_result_free(own);
+	hpn_attach_close(&a);
+	return r;
+}

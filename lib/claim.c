@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "session.h"
+
+#include <errno.h>
+#include <linux/if_link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "link.h"
+#include "log.h"
+#include "pool.h"
+#include "sysfs.h"
+#include "util.h"
+
+static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct hpn_link *ret,
+			 struct hpn_rdma_dev *rd, struct hpn_err *err)
+{
+	uint8_t mac[HPN_MAC_LEN];
+	char names[4][16];
+	size_t n = 0;
+	int r;
+
+	switch (conf->selector) {
+	case HPN_SEL_RDMA:
+		r = hpn_rdma_netdev_of(conf->sysfs_root, sk, conf->selector_value, conf->rdma_port,
+				       names[0], rd, err);
+		if (r < 0)
+			return r;
+		r = hpn_link_get(sk, 0, names[0], ret, err);
+		if (r == -ENODEV)
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"RDMA device %s: netdev \"%s\" not found in the host netns",
+				conf->selector_value, names[0]);
+		return r;
+	case HPN_SEL_DEVICE:
+		r = hpn_link_get(sk, 0, conf->selector_value, ret, err);
+		if (r == -ENODEV)
+			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					   "device \"%s\" not found in the host netns",
+					   conf->selector_value);
+		return r;
+	case HPN_SEL_HWADDR:
+		hpn_mac_parse(conf->selector_value, mac);
+		r = hpn_link_by_mac(sk, mac, false, ret, err);
+		if (r == -ENODEV)
+			return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					   "no device with hwaddr %s in the host netns",
+					   conf->selector_value);
+		return r;
+	case HPN_SEL_PCI:
+	case HPN_SEL_DEVICE_ID:
+		r = hpn_sysfs_pci_netdevs(conf->sysfs_root, conf->selector_value, names,
+					  HPN_ARRAY_SIZE(names), &n);
+		if (r < 0 || n == 0)
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				r < 0 ? "PCI device %s not found under %s/bus/pci/devices"
+				      : "PCI device %s (under %s) has no netdev in the host netns",
+				conf->selector_value, conf->sysfs_root);
+		if (n > 1)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "PCI device %s has %zu netdevs (%s, %s...): select one "
+					   "with \"device\"",
+					   conf->selector_value, n, names[0], names[1]);
+		r = hpn_link_get(sk, 0, names[0], ret, err);
+		if (r == -ENODEV)
+			return hpn_err_set(
+				err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"PCI device %s: netdev \"%s\" not found in the host netns",
+				conf->selector_value, names[0]);
+		return r;
+	case HPN_SEL_NONE:
+	case HPN_SEL_MATCH: /* select_pool */
+		break;
+	}
+	return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "no device selected");
+}
+
+/*
+ * match: count NICs from the pool (hpn_pool_select). Called with the store
+ * locked, so the claim is journalled before another ADD can look.
+ */
+static int select_pool(struct hpn_attach *a, const struct hpn_conf *conf,
+		       const struct hpn_holders *h, struct hpn_nic_plan *plans, struct hpn_err *err)
+{
+	struct hpn_pool_pick picks[HPN_MAX_NICS];
+	int r = hpn_pool_select(a->ns.host, conf, h, picks, err);
+
+	for (size_t i = 0; r == 0 && i < conf->count; i++) {
+		plans[i].dev = picks[i].dev;
+		plans[i].rdma.found = picks[i].has_rdma;
+		if (picks[i].has_rdma)
+			plans[i].rdma.dev = picks[i].rdma;
+	}
+	return r;
+}
+
+/* A single selector's device: refused while another attachment holds it. */
+static int check_unclaimed(const struct hpn_holders *h, const struct hpn_conf *conf,
+			   const struct hpn_link *dev, struct hpn_err *err)
+{
+	/* Shared modes share a parent; only a moved NIC is taken from them. */
+	const struct hpn_holder *x = hpn_held_by(h, dev, conf->mode != HPN_MODE_MOVE);
+
+	if (!x)
+		return 0;
+	if (x->live)
+		return hpn_err_set(
+			err, HPN_E_TRY_AGAIN, EBUSY,
+			"\"%s\" is being attached or released by another run (%s); try again",
+			dev->name, x->key);
+	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, EBUSY, "\"%s\" is held by attachment %s%s",
+			   dev->name, x->key,
+			   x->child ? " (a parent of its child)" : ": DEL or GC it first");
+}
+
+/* The pod-side name of NIC i: the attachment's, then the next numbers (hpn0, hpn1...). */
+static int nic_name(const char *base, size_t i, char out[HPN_IFNAMSIZ])
+{
+	size_t len = strlen(base), digits = 0;
+	unsigned long first;
+
+	if (i == 0)
+		return hpn_snprintf(out, HPN_IFNAMSIZ, "%s", base);
+	while (digits < len && digits < 6 && base[len - 1 - digits] >= '0' &&
+	       base[len - 1 - digits] <= '9')
+		digits++;
+	first = digits ? strtoul(base + len - digits, NULL, 10) : 0;
+	return hpn_snprintf(out, HPN_IFNAMSIZ, "%.*s%lu", (int)(len - digits), base, first + i);
+}
+
+static const char *pod_ifname(const struct hpn_env *env, const struct hpn_conf *conf)
+{
+	return conf->if_name ? conf->if_name : env->ifname;
+}
+
+static bool is_stacked(const struct hpn_link *l)
+{
+	return !strcmp(l->kind, "macvlan") || !strcmp(l->kind, "ipvlan") ||
+	       !strcmp(l->kind, "vlan") || !strcmp(l->kind, "macvtap");
+}
+
+/*
+ * The RDMA device behind the selected netdev, and whether the node's netns
+ * mode is what the config asks for and the attach mode can work in. Nothing
+ * is changed here; the facts go to the journal's NIC n.
+ */
+static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, const struct hpn_link *dev,
+		     struct hpn_rdma_plan *p, struct hpn_journal_nic *n, struct hpn_err *err)
+{
+	int r = hpn_rdma_netns_mode(&p->mode, err);
+
+	/* No RDMA netlink: no RDMA subsystem; the kernel's default mode is shared. */
+	if (r == -EPROTONOSUPPORT)
+		p->mode = HPN_RDMA_NETNS_SHARED;
+	else if (r < 0)
+		return r;
+	if (!p->found) {
+		r = hpn_rdma_of_netdev(conf->sysfs_root, a->ns.host, dev, &p->dev, err);
+		if (r < 0 && r != -ENODEV)
+			return r;
+		p->found = r == 0;
+	}
+	if (!p->found) {
+		snprintf(p->reason, sizeof(p->reason), "no RDMA device serves \"%s\"", dev->name);
+		if (conf->rdma_required)
+			return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+					   "%s (rdmaRequired is true; set it false to attach a "
+					   "plain netdev)",
+					   p->reason);
+		hpn_info("%s: attaching a plain netdev", p->reason);
+		return 0;
+	}
+	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && conf->rdma_netns != p->mode)
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "the node's RDMA netns mode is %s, but rdmaNetns requires %s "
+				   "(rdma system set netns %s)",
+				   hpn_rdma_netns_name(p->mode),
+				   hpn_rdma_netns_name(conf->rdma_netns),
+				   hpn_rdma_netns_name(conf->rdma_netns));
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && conf->mode != HPN_MODE_MOVE)
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "mode %s needs the shared RDMA netns mode, the node's is "
+				   "exclusive: a child of \"%s\" cannot carry the whole RDMA "
+				   "device \"%s\" into one pod (rdma system set netns shared, or "
+				   "mode move)",
+				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan", dev->name,
+				   p->dev.name);
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && is_stacked(dev))
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "\"%s\" is a %s of \"%s\": in exclusive RDMA netns mode "
+				   "moving it would take the parent's whole RDMA device \"%s\" "
+				   "into this pod (select the parent, or use shared mode with "
+				   "mode macvlan)",
+				   dev->name, dev->kind, p->dev.netdev, p->dev.name);
+	hpn_info("RDMA device \"%s\" port %u (%s%s) serves \"%s\"; netns mode %s", p->dev.name,
+		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "",
+		 p->dev.netdev, hpn_rdma_netns_name(p->mode));
+	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
+	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
+	/* A child leaves its parent on the host: the soft device cannot die of it. */
+	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE)
+		snprintf(n->rdma.soft_type, sizeof(n->rdma.soft_type), "rxe");
+	return 0;
+}
+
+/* A MAC for a macvlan child, chosen before it exists so the journal can name it. */
+static int child_mac(uint8_t mac[HPN_MAC_LEN])
+{
+	if (getrandom(mac, HPN_MAC_LEN, 0) != HPN_MAC_LEN)
+		return -errno;
+	mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
+	return 0;
+}
+
+int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
+	      struct hpn_nic_plan *plans, struct hpn_err *err)
+{
+	struct hpn_holders h = { 0 };
+	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	const char *base = pod_ifname(env, conf);
+	struct hpn_link clash;
+	int r;
+
+	/* Nothing is selected for a pod that already has the name. */
+	r = hpn_link_get(a->ns.pod, 0, base, &clash, err);
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
+				   "interface \"%s\" already exists in netns \"%s\"", base,
+				   env->netns);
+	if (r != -ENODEV)
+		return r;
+	r = hpn_holders_load(&a->st, a->key, &h, err);
+	if (r < 0)
+		goto out;
+	if (conf->selector == HPN_SEL_MATCH) {
+		r = select_pool(a, conf, &h, plans, err);
+	} else {
+		r = select_device(a->ns.host, conf, &plans[0].dev, &plans[0].rdma.dev, err);
+		plans[0].rdma.found = r == 0 && conf->selector == HPN_SEL_RDMA;
+		if (r == 0)
+			r = check_unclaimed(&h, conf, &plans[0].dev, err);
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct hpn_journal_nic *nic = &a->j.nics[i];
+
+		if (nic_name(base, i, nic->pod_ifname) < 0) {
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+					"the name of NIC %zu after \"%s\" is over 15 bytes", i + 1,
+					base);
+			break;
+		}
+		if (i > 0 && !strcmp(nic->pod_ifname, env->ifname)) {
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					"NIC %zu would be named \"%s\", the CNI_IFNAME that keys "
+					"the first one: set ifName",
+					i + 1, nic->pod_ifname);
+			break;
+		}
+		/* The first name was checked before selection. */
+		r = i ? hpn_link_get(a->ns.pod, 0, nic->pod_ifname, &clash, err) : -ENODEV;
+		if (r == 0) {
+			r = hpn_err_set(err, HPN_E_IFNAME_EXISTS, EEXIST,
+					"interface \"%s\" already exists in netns \"%s\"",
+					nic->pod_ifname, env->netns);
+			break;
+		}
+		if (r != -ENODEV)
+			break;
+		r = plan_rdma(a, conf, &plans[i].dev, &plans[i].rdma, nic, err);
+		/* The GPU model's profile may need RDMA, or a driver, on every NIC. */
+		if (r == 0 && conf->nccl.enabled)
+			r = hpn_nccl_check_driver(
+				hpn_nccl_profile(&conf->nccl, conf->gpu_model),
+				plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind)
+						    : NULL,
+				err);
+		if (r < 0)
+			break;
+		nic->host = plans[i].dev;
+		if (hpn_sysfs_netdev_pci(conf->sysfs_root, nic->host.name, nic->pci) < 0)
+			nic->pci[0] = '\0';
+		if (conf->mode != HPN_MODE_MOVE) {
+			nic->kind = HPN_NIC_CHILD;
+			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",
+				 conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
+			/* A passthru macvlan's MAC is its parent's: setting one would change the host NIC. */
+			if (conf->mode == HPN_MODE_MACVLAN &&
+			    conf->child_mode != MACVLAN_MODE_PASSTHRU) {
+				r = child_mac(nic->child_mac);
+				if (r < 0)
+					break;
+				nic->has_child_mac = true;
+			}
+		}
+		a->j.n_nics = i + 1;
+		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s", nic->host.name,
+			 nic->pci[0] ? " pci " : "", nic->pci,
+			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns);
+	}
+out:
+	hpn_holders_free(&h);
+	return r;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_TYPES_H
+#define HPN_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Plain value types and sizes that every layer shares: the protocol renders
+ * them, the mechanisms fill them, the store journals them. No functions here,
+ * and nothing that knows where a value came from.
+ */
+
+#define HPN_IFNAMSIZ	 16 /* IFNAMSIZ, with the NUL */
+#define HPN_MAX_ALTNAMES 8
+#define HPN_ALTNAMSIZ	 128 /* ALTIFNAMSIZ */
+#define HPN_MAC_LEN	 6
+#define HPN_MAC_STR	 18  /* "aa:bb:cc:dd:ee:ff" + NUL */
+#define HPN_PCI_STR	 16  /* "0000:af:00.1" + NUL, with room */
+#define HPN_IBDEV_MAX	 64  /* IB_DEVICE_NAME_MAX, with the NUL */
+#define HPN_MAX_NICS	 16  /* count: NICs of one attachment */
+#define HPN_NCCL_KEY_MAX 129 /* a pod UID or container ID, as a directory name */
+
+/* What the kernel says about one netdev (RTM_NEWLINK). */
+struct hpn_link {
+	int ifindex;
+	char name[HPN_IFNAMSIZ];
+	char altnames[HPN_MAX_ALTNAMES][HPN_ALTNAMSIZ];
+	size_t n_altnames;
+	unsigned int mtu;
+	uint8_t mac[HPN_MAC_LEN];
+	bool has_mac;
+	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
+	bool has_perm_mac;
+	bool up;	   /* administratively up (IFF_UP) */
+	char kind[16];	   /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
+};
+
+/* The node's RDMA netns mode (rdma system), and what config rdmaNetns asks of it. */
+enum hpn_rdma_netns { HPN_RDMA_NETNS_AUTO, HPN_RDMA_NETNS_SHARED, HPN_RDMA_NETNS_EXCLUSIVE };
+
+struct hpn_kv {
+	char *key;
+	char *value;
+};
+
+/* An address of an interface (the CNI result's "ips" entry). */
+struct hpn_ipcfg {
+	char *address; /* CIDR */
+	char *gateway;
+	int interface; /* index into interfaces, -1 when absent */
+};
+
+/* A route (the CNI result's "routes" entry); has says which optional fields are set. */
+struct hpn_route {
+	char *dst; /* CIDR */
+	char *gw;
+	int mtu, advmss, priority, table, scope;
+	unsigned has; /* HPN_ROUTE_HAS_* */
+};
+
+enum {
+	HPN_ROUTE_HAS_MTU = 1,
+	HPN_ROUTE_HAS_ADVMSS = 2,
+	HPN_ROUTE_HAS_PRIORITY = 4,
+	HPN_ROUTE_HAS_TABLE = 8,
+	HPN_ROUTE_HAS_SCOPE = 16,
+};
+
+/*
+ * The RDMA device bound for one interface: the result's "rdma" list, an
+ * hpn-rdma extension (decoders ignore unknown keys). bound false carries the
+ * reason (rdmaRequired false and no RDMA device behind the NIC).
+ */
+struct hpn_rdma_info {
+	int interface; /* index into interfaces */
+	bool bound;
+	char device[64];
+	int port;
+	int gid_index;	     /* -1: none */
+	char gid[48];	     /* IPv6 notation */
+	char driver[16];     /* "mlx5", "erdma", "rxe", "other" */
+	char netns_mode[16]; /* "shared" or "exclusive" */
+	char link_layer[16]; /* "Ethernet" or "InfiniBand" */
+	char transport[8];   /* "roce", "iwarp", "ib" */
+	bool vf;	     /* an SR-IOV VF */
+	char pci[16];	     /* the RDMA device's PCI function (eRDMA: not the NIC's) */
+	int lid;	     /* InfiniBand only */
+	char port_guid[20];  /* InfiniBand only */
+	char reason[256];    /* why nothing is bound */
+};
+
+/*
+ * One NIC of an attachment as what renders from the binding (the NCCL hints)
+ * sees it. The pointers borrow from whoever filled it (a result).
+ */
+struct hpn_bound_nic {
+	const char *ifname;		  /* the pod-side name; NULL: unknown */
+	const char *address;		  /* its first address, IPv4 first (CIDR); NULL: none */
+	const struct hpn_rdma_info *rdma; /* what was bound on it (rdma->bound) */
+};
+
+#endif
