@@ -571,17 +571,20 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 		r = -ENOMEM;
 		goto out;
 	}
-	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
-	if (a.have_journal) {
+	/*
+	 * A journal left by an ADD that never finished (crash, kill), or of an
+	 * earlier boot (an unreadable one may hold a lease): undo it first.
+	 */
+	if (a.have_journal || a.stale_file) {
 		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);
-		r = hpn_release(&a.st, &a.ns, env, conf, a.key, &a.j, a.j.phase >= HPN_PHASE_IPAM,
-				err);
+		r = hpn_release(&a.st, &a.ns, env, conf, a.key, a.have_journal ? &a.j : NULL,
+				a.stale_file || a.j.phase >= HPN_PHASE_IPAM, err);
 		if (r < 0) {
 			hpn_err_prefix(err, "undo the unfinished earlier ADD of %s", a.key);
 			goto out;
 		}
 		hpn_journal_free(&a.j);
-		a.have_journal = false;
+		a.have_journal = a.stale_file = false;
 	}
 	r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
 	if (r < 0)

@@ -3,7 +3,7 @@
 # move mode, macvlan for shared mode) and against the floor: the same netlink
 # operations done by iproute2 alone. Run as root.
 #
-#   scripts/bench.sh [--quick] [--check] [--json PATH]
+#   scripts/bench.sh [--quick] [--check] [--json PATH] [--vm]
 #
 # Everything runs in a throwaway "node" netns (hpnb-<pid>-node) with veth ends
 # standing in for NICs, and pod netns hpnb-<pid>-p<k>; an EXIT/INT/TERM trap
@@ -90,6 +90,16 @@
 #   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
 #                    device's MTU is restored on DEL); host-device has no MTU
 #                    option, so its rows then do less work than the others
+# VM section (--vm; needs QEMU and the vm7 tier's kernel image, which
+# test/vm/prepare.sh --kernel 7 fetches and which is kept current here): the
+# RDMA floor on the current kernel in one boot -- ib_write_bw pod to pod, both
+# pods made by hand (iproute2, rdma link add inside each pod), over two virtio
+# NICs on one QEMU hub and over a veth pair (test/vm/vm7-bench.sh; alone:
+# test/vm/run.sh test/vm/vm7-bench.sh). The plugin's row through the same two
+# pods, and its ratio to this floor, come with the plugin's Soft-RoCE option.
+#   BENCH_VM_ITERS   64 KiB messages per ib_write_bw run (default 1000; quick 100)
+#   BENCH_VM_RUNS    runs per path (default 3; quick 1)
+#   HPN_VM_CACHE     the vm tier's cache (default /var/cache/hpn-rdma/vm)
 # Timings are reported, never asserted: the targets are printed as met or not.
 # shellcheck disable=SC2016 # jq programs are single-quoted on purpose
 set -euo pipefail
@@ -98,6 +108,7 @@ shopt -s inherit_errexit
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=0
 CHECK=0
+VM=0
 JSON=$PWD/bench.json
 while (($#)); do
 	case $1 in
@@ -108,6 +119,7 @@ while (($#)); do
 		shift
 		;;
 	--json=*) JSON=${1#--json=} ;;
+	--vm) VM=1 ;;
 	-h | --help)
 		sed -n '2,/^# Timings/p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -137,17 +149,21 @@ if ((QUICK)); then
 	ROUNDS=${BENCH_ROUNDS:-2}
 	PAR_REPS=${BENCH_PAR_REPS:-1}
 	VITER=${BENCH_VERSION_ITER:-6}
+	VM_ITERS=${BENCH_VM_ITERS:-100}
+	VM_RUNS=${BENCH_VM_RUNS:-1}
 	RT_ITER=${BENCH_RT_ITER:-3}
 else
 	ITER=${BENCH_ITER:-200}
 	ROUNDS=${BENCH_ROUNDS:-4}
 	PAR_REPS=${BENCH_PAR_REPS:-5}
 	VITER=${BENCH_VERSION_ITER:-200}
+	VM_ITERS=${BENCH_VM_ITERS:-1000}
+	VM_RUNS=${BENCH_VM_RUNS:-3}
 	RT_ITER=${BENCH_RT_ITER:-40}
 fi
 PAR=${BENCH_PAR:-1 8 32}
 MTU=${BENCH_MTU:-}
-for v in ITER ROUNDS PAR_REPS VITER RT_ITER; do
+for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
 		exit 2
@@ -641,6 +657,28 @@ if [[ -x $KERNEL ]]; then
 		'{cycles: $n, wall_ms: ($w / 1e3), cpu_ms: ($c / 1e3),
 		  cpuid_us: (if $id < 0 then null else $id / 1e3 end)}')
 fi
+
+# The VM section: one boot of the current kernel, the by-hand RDMA floor.
+vm='{"skipped": "not requested (--vm)"}'
+if ((VM)); then
+	vcache=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
+	echo "# VM: the RDMA floor on the current kernel (test/vm/vm7-bench.sh, one boot)"
+	if ! bash "$SRC/test/vm/prepare.sh" --kernel 7 "$vcache" >"$W/vm-prepare.out" 2>&1; then
+		vm=$(jq -cn --arg why "$(tail -n 3 "$W/vm-prepare.out")" '{skipped: $why}')
+	elif HPN_VM_CACHE=$vcache HPN_VM_BENCH_ITERS=$VM_ITERS HPN_VM_BENCH_RUNS=$VM_RUNS \
+		HPN_VM_TIMEOUT=$((600 + 2 * VM_RUNS * VM_ITERS / 10)) \
+		bash "$SRC/test/vm/run.sh" "$SRC/test/vm/vm7-bench.sh" >"$W/vm.out" 2>&1 &&
+		grep -q '^BENCH-JSON: ' "$W/vm.out"; then
+		vm=$(sed -n 's/^BENCH-JSON: //p' "$W/vm.out" | tail -n1)
+		vm=$(jq -c --arg boot "$(sed -n 's/^run\.sh: .* after \([0-9]*\)s .*/\1/p' "$W/vm.out")" \
+			'. + {boot_and_run_s: ($boot | tonumber? // null)}' <<<"$vm")
+	else
+		echo "bench.sh: the VM section failed:" >&2
+		tail -n 30 "$W/vm.out" >&2
+		vm=$(jq -cn --arg why "$(grep -m1 -E '^(FAIL|SKIP|run\.sh: FAIL)' "$W/vm.out")" '{failed: $why}')
+	fi
+fi
+
 # ---- runtime rows: pods through containerd ------------------------------------
 
 # runtime_rows: make the node, measure, set $rt (JSON). The node is removed by
@@ -858,8 +896,8 @@ fi
 # Targets (issue 8), judged on the no-IPAM move-mode rows (the plugin's own
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
-	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson rt "$rt" \
-	--argjson rtfloor "$rtfloor" --argjson kube "$kube" \
+	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
+	--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -902,6 +940,7 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
 			annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
 		else $kube end),
+	  vm: $vm,
 	  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
 		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 		vs_floor: ratio($added; $rtfloor)} else $rt end),
@@ -1008,6 +1047,16 @@ jq -r '
 	 "  floor: CPU = 2 starts of /bin/true + the kernel work of move, up, move back (\(f(.kernel_floor.cpu_ms)) ms," +
 	 " hpn-bench-kernel); VERSION = /bin/true" else empty end),
 	"",
+	(if .vm.floor then
+	 "RDMA in the VM (kernel \(.vm.kernel), QEMU TCG, one boot of \(.vm.boot_and_run_s // "?") s): ib_write_bw pod to pod," +
+	 " \(.vm.messages_per_run) x 64 KiB, \(.vm.runs) runs, MB/s",
+	 ("path" | pad(28)) + ("median" | lpad(10)) + "   runs",
+	 (.vm.floor | to_entries[] | ("floor, " + .key | pad(28)) + (f(.value.median) | lpad(10)) +
+	  "   " + (.value.mb_s | map(tostring) | join(" "))),
+	 "  (the row of hpn-rdma through the same pods comes with its Soft-RoCE option)", ""
+	 elif .vm.skipped and (.vm.skipped | test("not requested") | not) then "VM section skipped: \(.vm.skipped)", ""
+	 elif .vm.failed then "VM section FAILED: \(.vm.failed)", ""
+	 else empty end),
 	"hd: host-device (move) or macvlan (shared); ip: the iproute2 floor of the same mode and IPAM.",
 	"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs), hints on \(.machine.hints_fs); load after: \(.machine.loadavg_after)",
 	(if .kernel_floor.cpuid_us then
@@ -1034,6 +1083,7 @@ if ((CHECK)); then
 			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
+		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0)) and
 		(.runtime.skipped or ((.runtime.rows | length) == 3 and
 			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
 			(.runtime.added_ms | type == "number"))) and

@@ -21,10 +21,12 @@ packages=(
 	# built offline in GOPATH mode against Debian's gRPC and protobuf sources
 	containerd runc protobuf-compiler protoc-gen-go protoc-gen-go-grpc
 	golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
-	# vm tier: QEMU booting Debian's 6.1 kernel (fetched by test/vm/prepare.sh)
-	# with a busybox initramfs; ibv_devinfo, rping and the rxe provider in the VM
+	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
+	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
+	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,
+	# ibv_rc_pingpong, ib_write_bw (perftest), sysctl and the rxe provider in the VM
 	qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers
-	kmod xz-utils cpio
+	perftest procps kmod xz-utils cpio debian-archive-keyring
 	# Kubernetes API lookups: libcurl (OpenSSL flavour: the CA and client
 	# certificate as memory blobs) and libyaml headers (both dlopen()ed at run
 	# time); the stand-in API server's test PKI (openssl) and Python

@@ -4,7 +4,9 @@
 # tier, then the same tests again under AddressSanitizer + UBSan. The bench
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
-# would mean nothing. The runtime label (test/runtime: the plugin under a real
+# would mean nothing. So does the vm7 tier (test/vm/CMakeLists.txt registers
+# it in non-sanitizer builds only): its scenarios run no binary of ours yet.
+# The runtime label (test/runtime: the plugin under a real
 # containerd 1.6, driven through the CRI) runs in both passes, about 50 s in
 # each (4 s of it the seed's Deployment opted in by label through a stand-in
 # Kubernetes API server): under ASan it checks the plugin's memory along containerd's own call
