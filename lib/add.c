@@ -363,7 +363,8 @@ static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const str
 	if (r == 0 && !conf->has_ipam)
 		r = fault("up", err);
 	if (r == 0 && plan->rdma.found)
-		r = move_rdma(a, n, &plan->rdma, err);
+		r = plan->rdma.create ? hpn_soft_make(a, n, &plan->rdma, err)
+				      : move_rdma(a, n, &plan->rdma, err);
 	if (r == 0)
 		r = fault("rdma-move", err);
 	return r;

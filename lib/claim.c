@@ -148,8 +148,9 @@ static bool is_stacked(const struct hpn_link *l)
  * mode is what the config asks for and the attach mode can work in. Nothing
  * is changed here; the facts go to the journal's NIC n.
  */
-static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, const struct hpn_link *dev,
-		     struct hpn_rdma_plan *p, struct hpn_journal_nic *n, struct hpn_err *err)
+static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
+		     const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
+		     struct hpn_err *err)
 {
 	int r = hpn_rdma_netns_mode(&p->mode, err);
 
@@ -164,6 +165,10 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, const st
 			return r;
 		p->found = r == 0;
 	}
+	/* softRoce: a device made in the pod when there is none to bind (softroce.c). */
+	r = hpn_soft_plan(a, conf, i, dev, p, n, err);
+	if (r < 0)
+		return r;
 	if (!p->found) {
 		snprintf(p->reason, sizeof(p->reason), "no RDMA device serves \"%s\"", dev->name);
 		if (conf->rdma_required)
@@ -189,7 +194,7 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, const st
 				   "mode move)",
 				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan", dev->name,
 				   p->dev.name);
-	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && is_stacked(dev))
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && is_stacked(dev) && !p->create)
 		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
 				   "\"%s\" is a %s of \"%s\": in exclusive RDMA netns mode "
 				   "moving it would take the parent's whole RDMA device \"%s\" "
@@ -202,7 +207,7 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, const st
 	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
 	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
 	/* A child leaves its parent on the host: the soft device cannot die of it. */
-	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE)
+	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE && !p->create)
 		snprintf(n->rdma.soft_type, sizeof(n->rdma.soft_type), "rxe");
 	return 0;
 }
@@ -270,7 +275,7 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		}
 		if (r != -ENODEV)
 			break;
-		r = plan_rdma(a, conf, &plans[i].dev, &plans[i].rdma, nic, err);
+		r = plan_rdma(a, conf, i, &plans[i].dev, &plans[i].rdma, nic, err);
 		/* The GPU model's profile may need RDMA, or a driver, on every NIC. */
 		if (r == 0 && conf->nccl.enabled)
 			r = hpn_nccl_check_driver(

@@ -90,12 +90,30 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 			  err);
 	if (r >= 0)
 		r = hpn_conf_str(root, "rdmaNetns", "", &mode, err);
+	if (r >= 0)
+		r = hpn_json_bool(root, "softRoce", "", HPN_E_INVALID_CONFIG, &conf->soft_roce,
+				  err);
 	if (r < 0)
 		return r;
 	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)
 		return hpn_err_set(
 			err, HPN_E_INVALID_CONFIG, EINVAL,
 			"rdmaDevice selects by RDMA device: rdmaRequired cannot be false");
+	/* softRoce is for NICs that have no RDMA device: it makes the one they get. */
+	if (conf->soft_roce && !conf->rdma_required)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "softRoce makes an RDMA device for every NIC without one: "
+				   "rdmaRequired cannot be false");
+	if (conf->soft_roce && conf->selector == HPN_SEL_RDMA)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "softRoce makes an RDMA device for a NIC without one, but "
+				   "rdmaDevice selects a NIC by the RDMA device it has: give one "
+				   "of them");
+	if (conf->soft_roce && conf->match.n_rdma_devices)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "softRoce makes an RDMA device for a NIC without one, but "
+				   "match.rdmaDevices takes only NICs that have one: give one of "
+				   "them");
 	if (!mode)
 		return 0;
 	if (!strcmp(mode, "auto"))

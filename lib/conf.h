@@ -83,6 +83,11 @@ struct hpn_conf {
 	enum hpn_log_level log_level;
 	bool has_master;    /* the selector was "master" (HPN_SEL_DEVICE) */
 	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
+	/*
+	 * softRoce: a NIC with no RDMA device gets a Soft-RoCE (rxe) device made
+	 * on its pod-side interface, deleted again before the NIC leaves the pod.
+	 */
+	bool soft_roce;
 	bool has_ipam;
 	bool pod_selected; /* no podSelector, or the pod's annotation (or label) has the value */
 	int gpu_count; /* annotation, else the pod's GPU resource, else nccl.gpuCount; 0: unknown */

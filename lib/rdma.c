@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "link.h"
@@ -305,11 +306,145 @@ int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, st
 
 	r = nldev_talk(RDMA_NLDEV_CMD_NEWLINK, 0, put_link_add, &l, NULL, NULL, extack);
 	if (r < 0) {
-		hpn_nl_err(err, r, extack, "recreate %s device \"%s\" over \"%s\"", type, name,
+		hpn_nl_err(err, r, extack, "create %s device \"%s\" over \"%s\"", type, name,
 			   netdev);
+		err->code = HPN_E_RDMA;
+		/* The kernel loads the link type's module itself; EINVAL: it has none. */
+		if (r == -EINVAL || r == -ENOENT)
+			hpn_err_details(err,
+					"is the rdma_%s module available (and, for rxe, "
+					"crc32_generic)?",
+					type);
+	}
+	return r;
+}
+
+int hpn_rdma_link_del(const char *name, struct hpn_err *err)
+{
+	char extack[HPN_EXTACK_LEN];
+	uint32_t index;
+	int r = dev_index(name, &index, err);
+
+	if (r == -EPROTONOSUPPORT || r == 0)
+		return -ENODEV;
+	if (r < 0)
+		return r;
+	r = nldev_talk(RDMA_NLDEV_CMD_DELLINK, 0, put_dev_index, &index, NULL, NULL, extack);
+	/* Unregistered meanwhile (its netdev left): what was asked for. */
+	if (r == -ENODEV)
+		return -ENODEV;
+	if (r < 0) {
+		hpn_nl_err(err, r, extack, "delete RDMA device \"%s\"", name);
 		err->code = HPN_E_RDMA;
 	}
 	return r;
+}
+
+void hpn_rdma_soft_name(const char *network, const char *key, size_t nic, char out[HPN_IBDEV_MAX])
+{
+	char id[512];
+
+	snprintf(id, sizeof(id), "%s/%s/%zu", network, key, nic);
+	/* FNV's high bits mix best: 48 of them, 12 hex digits. */
+	snprintf(out, HPN_IBDEV_MAX, "%s%012llx", HPN_RDMA_SOFT_PREFIX,
+		 (unsigned long long)(hpn_hash64(id) >> 16));
+}
+
+/* Does a modules file of the running kernel name rdma_rxe (a module modprobe can load)? */
+static bool module_listed(const char *release, const char *file, const char *mod)
+{
+	static const char *const dirs[] = { "/lib/modules", "/usr/lib/modules" };
+	char path[PATH_MAX], line[1024], want[64];
+	bool found = false;
+
+	snprintf(want, sizeof(want), "/%s.ko", mod);
+	for (size_t i = 0; !found && i < HPN_ARRAY_SIZE(dirs); i++) {
+		FILE *f;
+
+		if (hpn_snprintf(path, sizeof(path), "%s/%s/%s", dirs[i], release, file) < 0 ||
+		    !(f = fopen(path, "re")))
+			continue;
+		while (!found && fgets(line, sizeof(line), f)) {
+			char *colon = strchr(line, ':'), *nl = strchr(line, '\n');
+
+			/* modules.dep: "kernel/.../rdma_rxe.ko.xz: deps"; builtin: one path a line. */
+			if (colon)
+				*colon = '\0';
+			else if (nl)
+				*nl = '\0';
+			char *hit = strstr(line, want);
+
+			found = hit && (hit[strlen(want)] == '\0' || hit[strlen(want)] == '.');
+		}
+		fclose(f);
+	}
+	return found;
+}
+
+/* The running kernel's release, "unknown" when uname fails. */
+static void kernel_release(struct utsname *u)
+{
+	if (uname(u) < 0)
+		snprintf(u->release, sizeof(u->release), "unknown");
+}
+
+/*
+ * By the release, not by a probe: a probe would have to make an rxe device
+ * over a netdev in a second netns (a netns, a veth pair, a module load) and
+ * see which netns its socket lands in -- changes on the node, tens of
+ * milliseconds, before ADD may change anything. The release is what tells
+ * the kernels apart; a distribution kernel that backported the per-netns
+ * socket would be refused (none is known).
+ */
+bool hpn_rdma_rxe_per_netns(void)
+{
+	unsigned int major = 0, minor = 0;
+	struct utsname u;
+
+	kernel_release(&u);
+	return hpn_kernel_version(u.release, &major, &minor) == 0 &&
+	       (major > HPN_RDMA_SOFT_KERNEL_MAJOR ||
+		(major == HPN_RDMA_SOFT_KERNEL_MAJOR && minor >= HPN_RDMA_SOFT_KERNEL_MINOR));
+}
+
+int hpn_rdma_soft_ready(const char *sysfs_root, char *why, size_t len)
+{
+	char missing[3][200];
+	size_t n = 0, off = 0;
+	struct utsname u;
+	enum hpn_rdma_netns mode;
+	struct hpn_err e = { 0 };
+	int r;
+
+	kernel_release(&u);
+	if (!hpn_rdma_rxe_per_netns())
+		snprintf(missing[n++], sizeof(missing[0]),
+			 "Linux %d.%d or later (before it, every rxe device sends from the initial "
+			 "netns; this kernel is %.64s)",
+			 HPN_RDMA_SOFT_KERNEL_MAJOR, HPN_RDMA_SOFT_KERNEL_MINOR, u.release);
+	r = hpn_rdma_node_netns_mode(sysfs_root, &mode, &e);
+	if (r == -EPROTONOSUPPORT)
+		snprintf(missing[n++], sizeof(missing[0]),
+			 "the kernel's RDMA subsystem (%s: load ib_core)",
+			 hpn_sysfs_fake(sysfs_root) ? "no module/ib_core" : "no RDMA netlink");
+	else if (r < 0)
+		snprintf(missing[n++], sizeof(missing[0]), "the RDMA netns mode (%.150s)", e.msg);
+	if (!hpn_sysfs_exists("%s/module/rdma_rxe", sysfs_root) &&
+	    (hpn_sysfs_fake(sysfs_root) ||
+	     (!module_listed(u.release, "modules.dep", "rdma_rxe") &&
+	      !module_listed(u.release, "modules.builtin", "rdma_rxe"))))
+		snprintf(missing[n++], sizeof(missing[0]),
+			 "the rdma_rxe module (not loaded, and not in this kernel's modules)");
+	if (!n)
+		return 0;
+	off = (size_t)snprintf(why, len, "Soft-RoCE in a pod netns needs ");
+	for (size_t i = 0; i < n && off < len; i++)
+		off += (size_t)snprintf(why + off, len - off, "%s%s",
+					i == 0	     ? ""
+					: i + 1 == n ? " and "
+						     : ", ",
+					missing[i]);
+	return -EOPNOTSUPP;
 }
 
 /* ---- sysfs ------------------------------------------------------------------ */

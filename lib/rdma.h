@@ -73,8 +73,39 @@ int hpn_rdma_present(const char *name, struct hpn_err *err);
 /* Moves RDMA device name from the current netns into netns_fd (exclusive mode). */
 int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err);
 
-/* Creates software RDMA device name of link type ("rxe") over netdev (rdma link add). */
+/*
+ * Creates software RDMA device name of link type ("rxe") over netdev, which
+ * the kernel looks up in the current netns (rdma link add). The device is
+ * registered in this netns in shared mode, in the initial one in exclusive
+ * mode.
+ */
 int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, struct hpn_err *err);
+/*
+ * Deletes RDMA device name, looked up in the current netns (rdma link
+ * delete): 0, or -ENODEV (err untouched) when it is not there.
+ */
+int hpn_rdma_link_del(const char *name, struct hpn_err *err);
+
+/*
+ * Soft-RoCE devices hpn-rdma makes for a pod (softRoce): "rxe_" and 12 hex
+ * digits of a hash of the network, the attachment key and the NIC's index,
+ * so that a name is the same for every run on one attachment and no two
+ * attachments of the node share one (shared mode keeps device names unique
+ * node-wide).
+ */
+void hpn_rdma_soft_name(const char *network, const char *key, size_t nic, char out[HPN_IBDEV_MAX]);
+/* Linux 7.1 gave each netns its own rxe socket: before, a pod's rxe sent from the host's. */
+#define HPN_RDMA_SOFT_KERNEL_MAJOR 7
+#define HPN_RDMA_SOFT_KERNEL_MINOR 1
+/* Does the running kernel give each netns its own rxe socket (release >= 7.1)? */
+bool hpn_rdma_rxe_per_netns(void);
+/*
+ * Can this node make a Soft-RoCE device that serves a pod's netns? The
+ * kernel's release (uname) at least 7.1, an RDMA subsystem, and rdma_rxe
+ * loaded or among the running kernel's modules (RDMA netlink loads it).
+ * 0, or -EOPNOTSUPP with a sentence naming everything missing in why.
+ */
+int hpn_rdma_soft_ready(const char *sysfs_root, char *why, size_t len);
 
 /* Classifies RDMA device name from <root>/class/infiniband/<name> (kind, driver, PCI). */
 void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);

@@ -48,6 +48,7 @@ struct hpn_attach {
 /* What ADD decided about RDMA before changing anything. */
 struct hpn_rdma_plan {
 	bool found;
+	bool create; /* softRoce: dev is to be made on the pod-side interface (softroce.c) */
 	struct hpn_rdma_dev dev;
 	enum hpn_rdma_netns mode; /* the node's */
 	char reason[256];	  /* why nothing is bound, when !found */
@@ -106,6 +107,31 @@ int hpn_undo(struct hpn_nsctx *ns, const struct hpn_env *env, const struct hpn_c
 int hpn_release(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_env *env,
 		const struct hpn_conf *conf, const char *key, const struct hpn_journal *j,
 		bool ipam, struct hpn_err *err);
+
+/* ---- softroce.c: Soft-RoCE devices made for a pod (softRoce) ---- */
+
+/*
+ * The claim's decision for NIC i (its journal entry n, pod-side name set)
+ * once discovery ran (p->found says whether it found a device): with
+ * softRoce, a NIC without a usable RDMA device gets one planned (p->create,
+ * the device's name in p->dev and n->rdma), if the node can make one that
+ * serves a pod (code 108 naming what it lacks, before anything changes).
+ * Without softRoce, a shared-mode child whose parent's device is an rxe is
+ * refused on a kernel where that device cannot serve the child's netns.
+ */
+int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
+		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
+		  struct hpn_err *err);
+/* ADD: makes the planned device on n's interface in the pod (in exclusive mode: moved there). */
+int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
+		  const struct hpn_rdma_plan *p, struct hpn_err *err);
+/*
+ * Undo: deletes n's created device (RDMA netlink DELLINK) in the pod netns
+ * pod_fd (-1: gone), then in the host netns, wherever it still is; before
+ * the NIC leaves the pod. Gone already is success.
+ */
+int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
+		    const struct hpn_journal_nic *n, struct hpn_err *err);
 
 /* ---- claim.c: ADD's selection, journalled as the attachment's claim ---- */
 

@@ -101,6 +101,14 @@ static int check_rdma(const struct hpn_conf *conf, const char *cni_path, char *n
 		NOTE("rdmaRequired is false");
 		return 1;
 	}
+	/* What ADD of a NIC without an RDMA device would be refused for, with every reason. */
+	if (conf->soft_roce) {
+		char why[HPN_ERR_MSG - 32];
+
+		r = hpn_rdma_soft_ready(conf->sysfs_root, why, sizeof(why));
+		if (r < 0)
+			return hpn_err_set(err, HPN_E_NOT_AVAILABLE, -r, "softRoce: %s", why);
+	}
 	r = hpn_rdma_node_netns_mode(conf->sysfs_root, &mode, &rerr);
 	if (r == -EPROTONOSUPPORT)
 		return hpn_sysfs_fake(conf->sysfs_root)
@@ -125,8 +133,10 @@ static int check_rdma(const struct hpn_conf *conf, const char *cni_path, char *n
 				   "mode %s needs the shared RDMA netns mode; the node's is "
 				   "exclusive",
 				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
-	NOTE("RDMA netns mode %s (rdmaNetns %s)", hpn_rdma_netns_name(mode),
-	     hpn_rdma_netns_name(conf->rdma_netns));
+	NOTE("RDMA netns mode %s (rdmaNetns %s)%s", hpn_rdma_netns_name(mode),
+	     hpn_rdma_netns_name(conf->rdma_netns),
+	     conf->soft_roce ? "; softRoce: rxe serves pod netns on this kernel, rdma_rxe is there"
+			     : "");
 	return 0;
 }
 

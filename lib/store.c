@@ -256,6 +256,15 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 		if (n->rdma.soft_type[0])
 			cJSON_AddStringToObject(r, "softType", n->rdma.soft_type);
 		cJSON_AddBoolToObject(r, "moved", n->rdma.moved);
+		/* Absent before softRoce: older journals read as not created. */
+		if (n->rdma.created)
+			cJSON_AddBoolToObject(r, "created", true);
+	}
+	if (n->rail_table) {
+		cJSON *r = cJSON_AddObjectToObject(o, "rail");
+
+		cJSON_AddNumberToObject(r, "table", n->rail_table);
+		cJSON_AddNumberToObject(r, "priority", n->rail_priority);
 	}
 	return o;
 }
@@ -422,6 +431,24 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 	    json_str(v, "softType", n->rdma.soft_type, sizeof(n->rdma.soft_type)) < 0)
 		return -EINVAL;
 	n->rdma.moved = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "moved"));
+	n->rdma.created = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "created"));
+	/* A device DEL would delete must be one softRoce names. */
+	if (n->rdma.created &&
+	    strncmp(n->rdma.name, HPN_RDMA_SOFT_PREFIX, strlen(HPN_RDMA_SOFT_PREFIX)))
+		return -EINVAL;
+	v = cJSON_GetObjectItemCaseSensitive(o, "rail");
+	if (v) {
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "table");
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "priority");
+
+		/* Rules DEL deletes by table and priority: both must be ones ADD makes. */
+		if (!cJSON_IsObject(v) || !cJSON_IsNumber(t) || !cJSON_IsNumber(p) ||
+		    t->valuedouble < 256 || t->valuedouble > 4294967295.0 || p->valuedouble < 1 ||
+		    p->valuedouble >= 32766)
+			return -EINVAL;
+		n->rail_table = (unsigned int)t->valuedouble;
+		n->rail_priority = (unsigned int)p->valuedouble;
+	}
 	return 0;
 }
 

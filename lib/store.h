@@ -53,10 +53,24 @@ struct hpn_journal_nic {
 	/* The RDMA device ADD bound, what restoring it needs. */
 	struct hpn_journal_rdma {
 		char name[HPN_IBDEV_MAX];  /* empty: none */
-		char netdev[HPN_IFNAMSIZ]; /* the host netdev it serves */
+		char netdev[HPN_IFNAMSIZ]; /* the host netdev it serves; created: the pod's */
 		char soft_type[8];	   /* "rxe": recreate over netdev if the kernel drops it */
 		bool moved;		   /* exclusive mode: (being) moved into the pod netns */
+		/*
+		 * softRoce: made by ADD over the pod-side interface (type rxe),
+		 * journalled before it is made; undone by deleting it, in the
+		 * pod and then in the host netns, before the NIC leaves the pod.
+		 */
+		bool created;
 	} rdma;
+	/*
+	 * A rail (an attachment of several NICs): the NIC's own routing table
+	 * and the priority of its "from <address>" rules, journalled before
+	 * they are made; 0: none. DEL deletes the rules (the table's routes go
+	 * with the NIC).
+	 */
+	unsigned int rail_table;
+	unsigned int rail_priority;
 };
 
 /*

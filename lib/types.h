@@ -21,6 +21,8 @@
 #define HPN_IBDEV_MAX	 64  /* IB_DEVICE_NAME_MAX, with the NUL */
 #define HPN_MAX_NICS	 16  /* count: NICs of one attachment */
 #define HPN_NCCL_KEY_MAX 129 /* a pod UID or container ID, as a directory name */
+/* Soft-RoCE devices made for a pod (softRoce) are "rxe_" and 12 hex digits (rdma.h). */
+#define HPN_RDMA_SOFT_PREFIX "rxe_"
 
 /* What the kernel says about one netdev (RTM_NEWLINK). */
 struct hpn_link {

@@ -104,6 +104,9 @@ static int restore_child(struct hpn_nsctx *ns, const struct hpn_journal *j,
 	int r;
 
 	r = open_pod_for_restore(j, &pod_fd, err);
+	/* Its own rxe device first, while the child is there (a dead netns took both). */
+	if (r == 0)
+		r = hpn_soft_remove(ns, pod_fd, j, n, err);
 	if (r < 0 || pod_fd < 0)
 		return r;
 	r = hpn_nl_open_in(pod_fd, ns->host_fd, j->netns, &pod, err);
@@ -159,6 +162,12 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 		if (pod_fd >= 0 && r == 0) {
 			_cleanup_nl_sock_ struct nl_sock *pod = NULL;
 
+			/* A device made on it dies with the move anyway: delete it first. */
+			r = hpn_soft_remove(ns, pod_fd, j, n, err);
+			if (r < 0) {
+				close(pod_fd);
+				return r;
+			}
 			/* Reverse order of ADD: the RDMA device left after the netdev. */
 			if (n->rdma.moved) {
 				r = restore_rdma_netns(ns, pod_fd, j, n, err);
@@ -187,9 +196,17 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 					return r;
 				}
 			}
-		} else if (r < 0) {
-			hpn_debug("netns %s: %s; looking for the device on the host", j->netns,
-				  nerr.msg);
+		} else {
+			if (r < 0)
+				hpn_debug("netns %s: %s; looking for the device on the host",
+					  j->netns, nerr.msg);
+			/* The pod is gone: what it made went with it, or never left the host. */
+			r = hpn_soft_remove(ns, -1, j, n, err);
+			if (r < 0) {
+				if (pod_fd >= 0)
+					close(pod_fd);
+				return r;
+			}
 		}
 		if (pod_fd >= 0)
 			close(pod_fd);

@@ -462,6 +462,26 @@ int hpn_boot_time(long long *ret)
 	return 0;
 }
 
+int hpn_kernel_version(const char *release, unsigned int *major, unsigned int *minor)
+{
+	unsigned long v[2];
+	const char *p = release;
+	char *end;
+
+	for (int i = 0; i < 2; i++) {
+		if (!p || *p < '0' || *p > '9')
+			return -EINVAL;
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (errno || v[i] > 65535 || (i == 0 && *end != '.'))
+			return -EINVAL;
+		p = end + 1;
+	}
+	*major = (unsigned int)v[0];
+	*minor = (unsigned int)v[1];
+	return 0;
+}
+
 bool hpn_proc_alive(int pid, unsigned long long start)
 {
 	unsigned long long now = 0;

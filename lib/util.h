@@ -123,6 +123,13 @@ uint64_t hpn_hash64(const char *s);
 const char *hpn_boot_id(void);
 int hpn_boot_time(long long *ret);
 
+/*
+ * The major and minor version of a kernel release string as uname(2) gives
+ * it ("7.3.4+deb13-amd64": 7, 3). -EINVAL when it does not start with
+ * "<major>.<minor>".
+ */
+int hpn_kernel_version(const char *release, unsigned int *major, unsigned int *minor);
+
 /* The start time of process pid (clock ticks since boot, /proc/<pid>/stat field 22). */
 int hpn_proc_start(int pid, unsigned long long *ret);
 /* Is process pid alive and the one that started at start (0: any)? */

@@ -122,4 +122,68 @@ status_rdma() {
 }
 scenario "STATUS: rdmaRequired needs an RDMA subsystem (50)" status_rdma
 
+# softRoce on this host: the kernel needs 7.1 for an rxe device to serve a
+# pod netns, and an RDMA subsystem with rdma_rxe. What is missing is named,
+# every time, before anything changes (108 for ADD, 50 for STATUS); the
+# config's contradictions are code 7.
+soft_roce_refused() {
+	local rel maj min want=() conf w
+	setup
+	rel=$(uname -r)
+	IFS=. read -r maj min _ <<<"$rel"
+	min=${min%%[!0-9]*}
+	if ((maj > 7 || (maj == 7 && min >= 1))) &&
+		ip netns exec "$HOST_NS" rdma system show >/dev/null 2>&1; then
+		info "kernel $rel with RDMA netlink: softRoce can work here; the vm7 tier proves it"
+		return 0
+	fi
+	((maj > 7 || (maj == 7 && min >= 1))) ||
+		want+=("Linux 7.1 or later (before it, every rxe device sends from the initial netns; this kernel is $rel)")
+	ip netns exec "$HOST_NS" rdma system show >/dev/null 2>&1 ||
+		want+=("the kernel's RDMA subsystem (no RDMA netlink: load ib_core)")
+	[[ -e /sys/module/rdma_rxe ]] || want+=("the rdma_rxe module")
+	for conf in '.device = "nic0"' '.mode = "macvlan" | .master = "nic0"' \
+		'.match = {devices: ["nic*"]} | .count = 1' '.mode = "ipvlan" | .master = "nic0"'; do
+		run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true |
+			.ifName = "hpn0" | .ipam = {type: "static", addresses: [{address: "10.91.0.2/24"}]} | '"$conf")"
+		refused_unchanged 108 "softRoce, $conf" \
+			'softRoce: no RDMA device serves "nic0", and this node cannot make one: Soft-RoCE in a pod netns needs '
+		for w in "${want[@]}"; do
+			jq_ok '.msg | contains($w)' "softRoce, $conf: names '$w'" "$OUT" --arg w "$w"
+		done
+		run_plugin DEL "$(net_conf 1.0.0 '.softRoce = true | del(.rdmaRequired) | '"$conf")"
+		expect_ok "DEL after the refused ADD ($conf)"
+		expect_no_state "DEL after the refused ADD ($conf)"
+	done
+	# A fake tree with ib_core and rdma_rxe: the kernel release alone is named.
+	mkdir -p "$SYS/module/ib_core/parameters" "$SYS/module/rdma_rxe"
+	echo Y >"$SYS/module/ib_core/parameters/netns_mode"
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true | .pciBusID = $p |
+		.sysfsRoot = $s' --arg p "$PCI" --arg s "$SYS")"
+	if ((maj > 7 || (maj == 7 && min >= 1))); then
+		# The fake tree says yes; the real kernel then has no RDMA netlink to make it.
+		expect_err 108 "softRoce on the fake tree, a 7.1+ kernel without RDMA" 'rxe'
+	else
+		refused_unchanged 108 "softRoce, fake RDMA subsystem, kernel $rel" \
+			"cannot make one: Soft-RoCE in a pod netns needs Linux 7.1 or later \\(before it, every rxe device sends from the initial netns; this kernel is $rel\\)( |$)"
+	fi
+	# STATUS says the same, with code 50.
+	run_plugin STATUS "$(net_conf 1.1.0 'del(.rdmaRequired) | .softRoce = true | .device = "nic0"')"
+	expect_err 50 "STATUS with softRoce" '^softRoce: Soft-RoCE in a pod netns needs '
+	for w in "${want[@]}"; do
+		jq_ok '.msg | contains($w)' "STATUS names '$w'" "$OUT" --arg w "$w"
+	done
+	# Contradictions in the config.
+	run_plugin ADD "$(net_conf 1.0.0 '.softRoce = true | .rdmaRequired = false | .device = "nic0"')"
+	refused_unchanged 7 "softRoce with rdmaRequired false" 'rdmaRequired cannot be false'
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true | .rdmaDevice = "mlx5_0"')"
+	refused_unchanged 7 "softRoce with rdmaDevice" 'rdmaDevice selects a NIC by the RDMA device it has'
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true |
+		.match = {rdmaDevices: ["mlx5_*"]}')"
+	refused_unchanged 7 "softRoce with match.rdmaDevices" 'match.rdmaDevices takes only NICs'
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = "yes" | .device = "nic0"')"
+	refused_unchanged 7 "softRoce not a boolean" 'softRoce'
+}
+scenario "softRoce: refused before any change where the kernel cannot (108, 50), config errors (7)" soft_roce_refused
+
 t_done

@@ -458,6 +458,49 @@ static void test_rdma_options(void)
 	hpn_conf_free(&conf);
 }
 
+/* softRoce: a boolean; it makes an RDMA device, so it contradicts not requiring one. */
+static void test_soft_roce(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.soft_roce);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"softRoce\":true}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(conf.soft_roce);
+	CHECK(conf.rdma_required);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"softRoce\":false,\"rdmaRequired\":false}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(!conf.soft_roce);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"softRoce\":null}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.soft_roce);
+	hpn_conf_free(&conf);
+	/* Every mode, and exclusive RDMA netns mode too. */
+	check_ok("{" BASE ",\"master\":\"eth0\",\"mode\":\"macvlan\",\"softRoce\":true}", __LINE__);
+	check_ok("{" BASE ",\"master\":\"eth0\",\"mode\":\"ipvlan\",\"softRoce\":true}", __LINE__);
+	check_ok("{" BASE "," DEV ",\"softRoce\":true,\"rdmaNetns\":\"exclusive\"}", __LINE__);
+	check_ok("{" BASE ",\"match\":{\"drivers\":[\"virtio_net\"]},\"count\":2,"
+		 "\"softRoce\":true}",
+		 __LINE__);
+	check_ok("{" BASE ",\"pciBusID\":\"0000:00:04.0\",\"softRoce\":true}", __LINE__);
+
+	check_bad("{" BASE "," DEV ",\"softRoce\":\"true\"}", HPN_E_INVALID_CONFIG, "softRoce",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"softRoce\":1}", HPN_E_INVALID_CONFIG, "softRoce", __LINE__);
+	check_bad("{" BASE "," DEV ",\"softRoce\":{}}", HPN_E_INVALID_CONFIG, "softRoce", __LINE__);
+	check_bad("{" BASE "," DEV ",\"softRoce\":true,\"rdmaRequired\":false}",
+		  HPN_E_INVALID_CONFIG, "rdmaRequired cannot be false", __LINE__);
+	/* rdmaDevice and match.rdmaDevices take only NICs that have a device already. */
+	check_bad("{" BASE ",\"rdmaDevice\":\"mlx5_3\",\"softRoce\":true}", HPN_E_INVALID_CONFIG,
+		  "rdmaDevice selects a NIC by the RDMA device", __LINE__);
+	check_bad("{" BASE ",\"match\":{\"rdmaDevices\":[\"mlx5_*\"]},\"softRoce\":true}",
+		  HPN_E_INVALID_CONFIG, "match.rdmaDevices", __LINE__);
+}
+
 static void test_members(void)
 {
 	struct hpn_conf conf;
@@ -1132,6 +1175,7 @@ int main(void)
 	test_selectors();
 	test_rdma_device();
 	test_rdma_options();
+	test_soft_roce();
 	test_members();
 	test_ipam();
 	test_prev_result();

@@ -584,6 +584,76 @@ static void test_built(void)
 		perror("remove scratch directory");
 }
 
+/*
+ * softRoce's device names: "rxe_" and 12 hex digits, the same for one
+ * attachment and NIC every time, different for another network, attachment
+ * or NIC.
+ */
+static void test_soft_name(void)
+{
+	char a[HPN_IBDEV_MAX], b[HPN_IBDEV_MAX], longkey[300];
+
+	hpn_rdma_soft_name("net", "cid.eth0", 0, a);
+	CHECK_INT_EQ(strlen(a), 16);
+	CHECK(!strncmp(a, HPN_RDMA_SOFT_PREFIX, 4));
+	CHECK_INT_EQ(strspn(a + 4, "0123456789abcdef"), 12);
+	hpn_rdma_soft_name("net", "cid.eth0", 0, b);
+	CHECK_STR_EQ(a, b);
+	/* The value itself: names on nodes must not change between versions. */
+	CHECK_STR_EQ(a, "rxe_a16841c0f4d3");
+	hpn_rdma_soft_name("net", "cid.eth0", 1, b);
+	CHECK(strcmp(a, b) != 0);
+	hpn_rdma_soft_name("net2", "cid.eth0", 0, b);
+	CHECK(strcmp(a, b) != 0);
+	hpn_rdma_soft_name("net", "cid2.eth0", 0, b);
+	CHECK(strcmp(a, b) != 0);
+	hpn_rdma_soft_name("net", "cid.eth1", 0, b);
+	CHECK(strcmp(a, b) != 0);
+	/* The separators keep "n/et" + "x" apart from "n" + "et/x". */
+	hpn_rdma_soft_name("ne", "t.cid.eth0", 0, b);
+	CHECK(strcmp(a, b) != 0);
+	/* The longest keys still give a short name (IB device names stop at 63 bytes). */
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	hpn_rdma_soft_name(longkey, longkey, 15, b);
+	CHECK_INT_EQ(strlen(b), 16);
+}
+
+/*
+ * What a node lacks for softRoce, named: a fake root without ib_core and
+ * rdma_rxe lacks both; with them, only the kernel release can be missing.
+ */
+static void test_soft_ready(void)
+{
+	char root[64], why[512];
+	bool kernel_ok = hpn_rdma_rxe_per_netns();
+
+	tmpdir_make(root, sizeof(root), "rdma-soft");
+	why[0] = '\0';
+	CHECK_INT_EQ(hpn_rdma_soft_ready(root, why, sizeof(why)), -EOPNOTSUPP);
+	CHECK_STR_HAS(why, "Soft-RoCE in a pod netns needs ");
+	CHECK_STR_HAS(why, "the kernel's RDMA subsystem (no module/ib_core: load ib_core)");
+	CHECK_STR_HAS(why, "the rdma_rxe module");
+	if (kernel_ok)
+		CHECK(!strstr(why, "or later"));
+	else
+		CHECK_STR_HAS(why, "Linux 7.1 or later (before it, every rxe device sends from "
+				   "the initial netns; this kernel is ");
+	mkdirs(root, "module/ib_core/parameters");
+	why[0] = '\0';
+	CHECK_INT_EQ(hpn_rdma_soft_ready(root, why, sizeof(why)), -EOPNOTSUPP);
+	CHECK(!strstr(why, "ib_core"));
+	CHECK_STR_HAS(why, "the rdma_rxe module (not loaded, and not in this kernel's modules)");
+	mkdirs(root, "module/rdma_rxe");
+	why[0] = '\0';
+	CHECK_INT_EQ(hpn_rdma_soft_ready(root, why, sizeof(why)), kernel_ok ? 0 : -EOPNOTSUPP);
+	if (!kernel_ok)
+		CHECK_STR_HAS(why, "needs Linux 7.1 or later");
+	CHECK(!strstr(why, "rdma_rxe"));
+	if (tmpdir_rm(root) < 0)
+		perror("remove scratch directory");
+}
+
 int main(void)
 {
 	test_names();
@@ -594,5 +664,7 @@ int main(void)
 	test_prefix_names();
 	test_dangling();
 	test_built();
+	test_soft_name();
+	test_soft_ready();
 	return check_done();
 }

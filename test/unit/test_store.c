@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "store.h"
-#include "util.h"
 #include "tmpdir.h"
+#include "util.h"
 
 static char tmp[64]; /* "/tmp/hpn-unit-store-XXXXXX" */
 
@@ -659,6 +659,18 @@ static void test_journal_nics(void)
 		"\"ifindex\":7,\"mtu\":1500,\"mac\":\"02:11:22:33:44:55\",\"altnames\":[]},"
 		"\"pci\":\"0000:af:00.0\",\"podIfIndex\":3,\"rdma\":{\"name\":\"mlx5_2\","
 		"\"netdev\":\"ens1\",\"moved\":true}}";
+	/* Version 2 as the plugin wrote it before softRoce and rails. */
+	static const char v2[] =
+		"{\"version\":2,\"bootId\":\"0d1e4c7a-7f44-4b8e-9a55-2f1c0b8e3d21\",\"phase\":4,"
+		"\"containerId\":\"c2\",\"cniIfName\":\"eth0\",\"netns\":\"/run/netns/p\","
+		"\"nics\":[{\"kind\":\"moved\",\"podIfName\":\"hpn0\",\"host\":{\"name\":"
+		"\"ens1\",\"ifindex\":7,\"mtu\":1500,\"up\":true,\"mac\":\"02:11:22:33:44:55\","
+		"\"altnames\":[]},\"pci\":\"0000:af:00.0\",\"podIfIndex\":3,\"rdma\":{\"name\":"
+		"\"mlx5_2\",\"netdev\":\"ens1\",\"moved\":true}},{\"kind\":\"moved\","
+		"\"podIfName\":\"hpn1\",\"host\":{\"name\":\"ens2\",\"ifindex\":8,\"mtu\":1500,"
+		"\"up\":false,\"altnames\":[]},\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"ens2\","
+		"\"softType\":\"rxe\",\"moved\":false}}],\"hints\":{\"dir\":\"/run/hpn-rdma/pods\","
+		"\"key\":\"pod-uid-1\"}}";
 	static const uint8_t cmac[HPN_MAC_LEN] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
@@ -681,6 +693,14 @@ static void test_journal_nics(void)
 	memcpy(j.nics[1].child_mac, cmac, HPN_MAC_LEN);
 	j.nics[1].has_child_mac = true;
 	j.nics[1].pod_ifindex = 5;
+	/* softRoce's device on the child, and both NICs as rails. */
+	strcpy(j.nics[1].rdma.name, "rxe_0123456789ab");
+	strcpy(j.nics[1].rdma.netdev, "hpn1");
+	j.nics[1].rdma.created = true;
+	j.nics[0].rail_table = 1003;
+	j.nics[0].rail_priority = 1000;
+	j.nics[1].rail_table = 1005;
+	j.nics[1].rail_priority = 1000;
 	CHECK_INT_EQ(hpn_journal_write(&st, "c.eth0", &j, &err), 0);
 	memset(&got, 0, sizeof(got));
 	CHECK_INT_EQ(hpn_journal_read(&st, "c.eth0", &got, &err), 0);
@@ -696,9 +716,31 @@ static void test_journal_nics(void)
 	CHECK_STR_EQ(got.nics[1].child_kind, "macvlan");
 	CHECK(got.nics[1].has_child_mac && !memcmp(got.nics[1].child_mac, cmac, HPN_MAC_LEN));
 	CHECK_INT_EQ(got.nics[1].pod_ifindex, 5);
-	CHECK_STR_EQ(got.nics[1].rdma.name, "");
+	CHECK_STR_EQ(got.nics[1].rdma.name, "rxe_0123456789ab");
+	CHECK_STR_EQ(got.nics[1].rdma.netdev, "hpn1");
+	CHECK(got.nics[1].rdma.created && !got.nics[1].rdma.moved);
+	CHECK_STR_EQ(got.nics[1].rdma.soft_type, "");
+	CHECK(!got.nics[0].rdma.created);
+	CHECK_INT_EQ(got.nics[0].rail_table, 1003);
+	CHECK_INT_EQ(got.nics[0].rail_priority, 1000);
+	CHECK_INT_EQ(got.nics[1].rail_table, 1005);
+	CHECK_INT_EQ(got.nics[1].rail_priority, 1000);
 	hpn_journal_free(&got);
 	hpn_journal_free(&j);
+
+	/* Version 2 as written before softRoce and rails: nothing created, no rail. */
+	put_journal(dir, "v2.eth0", v2);
+	CHECK_INT_EQ(hpn_journal_read(&st, "v2.eth0", &got, &err), 0);
+	CHECK_INT_EQ(got.n_nics, 2);
+	CHECK_STR_EQ(got.nics[0].rdma.name, "mlx5_2");
+	CHECK(got.nics[0].rdma.moved && !got.nics[0].rdma.created);
+	CHECK_STR_EQ(got.nics[1].rdma.name, "rxe0");
+	CHECK_STR_EQ(got.nics[1].rdma.soft_type, "rxe");
+	CHECK(!got.nics[1].rdma.created);
+	CHECK_INT_EQ(got.nics[0].rail_table, 0);
+	CHECK_INT_EQ(got.nics[1].rail_table, 0);
+	CHECK_STR_EQ(got.hints_key, "pod-uid-1");
+	hpn_journal_free(&got);
 
 	/* A journal written before version 2. */
 	put_journal(dir, "old.eth0", v1);
@@ -731,6 +773,27 @@ static void test_journal_nics(void)
 	check_corrupt(&st, dir, "bad.eth0",
 		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
 		      "\"kind\":\"other\",\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}]}",
+		      __LINE__);
+	/* DEL deletes a created device and rules by these: only ones ADD makes. */
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
+		      "\"mlx5_0\",\"netdev\":\"hpn0\",\"created\":true}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
+		      "254,\"priority\":1000}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
+		      "1003,\"priority\":32766}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
+		      "\"1003\",\"priority\":1000}}]}",
 		      __LINE__);
 	hpn_store_close(&st);
 }

@@ -320,6 +320,42 @@ static void test_files(void)
 	CHECK(hpn_hash64("foobar") == 0x88fad7c0a8ff07f2ull);
 }
 
+/* Kernel releases as uname(2) gives them: "<major>.<minor>" and anything after. */
+static void test_kernel_version(void)
+{
+	static const struct {
+		const char *release;
+		int r;
+		unsigned int major, minor;
+	} cases[] = {
+		{ "7.3.4+deb13-amd64", 0, 7, 3 },
+		{ "6.1.0-57-amd64", 0, 6, 1 },
+		{ "6.18.44-fc-v1045", 0, 6, 18 },
+		{ "7.1", 0, 7, 1 },
+		{ "10.0-rc1", 0, 10, 0 },
+		{ "5.14.0-427.el9.x86_64", 0, 5, 14 },
+		{ "", -EINVAL, 0, 0 },
+		{ "7", -EINVAL, 0, 0 },
+		{ "7.", -EINVAL, 0, 0 },
+		{ "v7.3", -EINVAL, 0, 0 },
+		{ "7.x", -EINVAL, 0, 0 },
+		{ ".3", -EINVAL, 0, 0 },
+		{ "99999999.1", -EINVAL, 0, 0 },
+		{ "unknown", -EINVAL, 0, 0 },
+	};
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(cases); i++) {
+		unsigned int major = 1234, minor = 5678;
+		int r = hpn_kernel_version(cases[i].release, &major, &minor);
+
+		if (r != cases[i].r)
+			fprintf(stderr, "\trelease \"%s\"\n", cases[i].release);
+		CHECK_INT_EQ(r, cases[i].r);
+		CHECK_INT_EQ(major, r == 0 ? cases[i].major : 1234);
+		CHECK_INT_EQ(minor, r == 0 ? cases[i].minor : 5678);
+	}
+}
+
 int main(void)
 {
 	test_ifname();
@@ -329,5 +365,6 @@ int main(void)
 	test_pci();
 	test_snprintf_strdup();
 	test_files();
+	test_kernel_version();
 	return check_done();
 }

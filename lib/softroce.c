@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Soft-RoCE for pods (softRoce): a NIC with no RDMA device gets an rxe device
+ * made on its pod-side interface, the way `rdma link add NAME type rxe netdev
+ * hpn0` run inside the pod makes one. What the kernel (7.3, measured in the
+ * vm7 tier) forces:
+ *  - an rxe device dies whenever its netdev changes netns, either way: it is
+ *    made after the NIC is in the pod and deleted before the NIC leaves;
+ *  - the netdev is looked up in the netns of the RDMA netlink socket: the
+ *    request is sent from inside the pod;
+ *  - shared mode: the device stays registered where it was asked for and
+ *    gets the pod's own UDP 4791 socket (from Linux 7.1; before, every rxe
+ *    sent from the initial netns, so a pod's carried nothing); its name is
+ *    one namespace for the whole node;
+ *  - exclusive mode: the kernel registers it in the initial netns whoever
+ *    asks, and it is moved into the pod from there (RDMA_NLDEV_CMD_SET, the
+ *    move mlx5 takes); names are per netns there, but every name made here is
+ *    unique on the node anyway (hpn_rdma_soft_name), so a move never meets
+ *    its own name;
+ *  - a macvlan or ipvlan child needs an rxe of its own, made in its pod: its
+ *    parent's rxe puts the child's addresses in its GID table but carries no
+ *    byte for a pod netns.
+ */
+#include "session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "netns.h"
+
+int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
+		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
+		  struct hpn_err *err)
+{
+	bool rxe = p->found && p->dev.soft && p->dev.kind == HPN_RDMA_RXE;
+	char why[HPN_ERR_MSG - 128];
+	int r;
+
+	/* A child's RDMA device is its parent's: an rxe there serves the host netns only. */
+	if (rxe && conf->mode != HPN_MODE_MOVE && hpn_rdma_rxe_per_netns()) {
+		if (!conf->soft_roce)
+			return hpn_err_set(
+				err, HPN_E_RDMA, EOPNOTSUPP,
+				"the rxe device \"%s\" of \"%s\" cannot carry a %s child's traffic "
+				"in a pod: from Linux %d.%d an rxe device serves only its own "
+				"netns "
+				"(set softRoce, and each child gets an rxe device of its own)",
+				p->dev.name, p->dev.netdev,
+				conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan",
+				HPN_RDMA_SOFT_KERNEL_MAJOR, HPN_RDMA_SOFT_KERNEL_MINOR);
+		hpn_info("the rxe device \"%s\" of \"%s\" serves only the host netns: softRoce "
+			 "makes one for the child",
+			 p->dev.name, p->dev.netdev);
+		p->found = false;
+	}
+	if (!conf->soft_roce || (p->found && !rxe))
+		return 0;
+	/* The move would destroy it, and the one made in the pod could not bring it back. */
+	if (p->found)
+		return hpn_err_set(
+			err, HPN_E_RDMA, EBUSY,
+			"\"%s\" carries the rxe device \"%s\", which the kernel destroys "
+			"when \"%s\" leaves the host netns: delete it (rdma link delete "
+			"%s), and softRoce makes one in the pod",
+			dev->name, p->dev.name, dev->name, p->dev.name);
+	r = hpn_rdma_soft_ready(conf->sysfs_root, why, sizeof(why));
+	if (r < 0)
+		return hpn_err_set(
+			err, HPN_E_RDMA, -r,
+			"softRoce: no RDMA device serves \"%s\", and this node cannot make "
+			"one: %s",
+			dev->name, why);
+	memset(&p->dev, 0, sizeof(p->dev));
+	hpn_rdma_soft_name(conf->name, a->key, i, p->dev.name);
+	p->dev.port = 1;
+	snprintf(p->dev.netdev, sizeof(p->dev.netdev), "%s", n->pod_ifname);
+	p->dev.kind = HPN_RDMA_RXE;
+	p->dev.soft = true;
+	snprintf(p->dev.driver, sizeof(p->dev.driver), "rdma_rxe");
+	p->found = p->create = true;
+	/* Journalled with the claim, before it exists: an undo deletes it by this name. */
+	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
+	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", n->pod_ifname);
+	n->rdma.created = true;
+	hpn_info("no RDMA device serves \"%s\": softRoce makes rxe device \"%s\" on \"%s\" in the "
+		 "pod",
+		 dev->name, p->dev.name, n->pod_ifname);
+	return 0;
+}
+
+int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
+		  const struct hpn_rdma_plan *p, struct hpn_err *err)
+{
+	int r = hpn_netns_enter(a->ns.pod_fd), rh;
+
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_NETNS, -r, "enter the pod netns: %s", strerror(-r));
+	r = hpn_rdma_link_add(p->dev.name, "rxe", n->pod_ifname, err);
+	rh = hpn_netns_enter(a->ns.host_fd);
+	if (rh < 0)
+		return hpn_err_set(err, HPN_E_NETNS, -rh, "return to the host netns: %s",
+				   strerror(-rh));
+	if (r < 0 || p->mode != HPN_RDMA_NETNS_EXCLUSIVE)
+		return r;
+	/* Registered in the initial netns (this one): the pod's only once moved. */
+	r = hpn_rdma_set_netns(p->dev.name, a->ns.pod_fd, err);
+	if (r < 0)
+		hpn_err_details(err,
+				"exclusive RDMA netns mode: the rxe device made for \"%s\" is "
+				"registered in the initial netns and must move into the pod",
+				n->pod_ifname);
+	return r;
+}
+
+int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
+		    const struct hpn_journal_nic *n, struct hpn_err *err)
+{
+	int r, rh;
+
+	if (!n->rdma.created)
+		return 0;
+	if (pod_fd >= 0) {
+		r = hpn_netns_enter(pod_fd);
+		if (r < 0)
+			return hpn_err_set(err, HPN_E_NETNS, -r, "enter netns \"%s\": %s", j->netns,
+					   strerror(-r));
+		r = hpn_rdma_link_del(n->rdma.name, err);
+		rh = hpn_netns_enter(ns->host_fd);
+		if (rh < 0)
+			return hpn_err_set(err, HPN_E_NETNS, -rh, "return to the host netns: %s",
+					   strerror(-rh));
+		if (r == 0)
+			hpn_debug("deleted RDMA device \"%s\" in %s", n->rdma.name, j->netns);
+		if (r != -ENODEV)
+			return r;
+	}
+	/*
+	 * Not in the pod: made in exclusive mode and not moved yet (the kernel
+	 * registered it here), or gone with its netdev or the netns.
+	 */
+	r = hpn_rdma_link_del(n->rdma.name, err);
+	if (r == 0)
+		hpn_debug("deleted RDMA device \"%s\" in the host netns", n->rdma.name);
+	return r == -ENODEV ? 0 : r;
+}
