@@ -79,7 +79,7 @@ static int cycle(struct nl_sock *node, struct nl_sock *pod, int node_fd, int pod
 	if (r == 0)
 		r = hpn_link_get(pod, 0, "hpn0", &l, err);
 	if (r == 0)
-		r = hpn_link_set(pod, &l, NULL, 0, 1, false, err);
+		r = hpn_link_set(pod, &l, NULL, 0, 1, 0, err);
 	if (r == 0)
 		r = hpn_link_move(pod, &l, node_fd, nic, err);
 	return r;

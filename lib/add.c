@@ -2,6 +2,7 @@
 #include "attach.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,47 +27,63 @@ static size_t fault_nic;
 
 /*
  * Test-only fault injection: HPN_FAIL_AT=<step> fails ADD right after <step>
- * of NIC HPN_FAIL_NIC (default 0, the first; steps after IPAM are per attachment).
+ * of NIC HPN_FAIL_NIC (default 0, the first; steps after IPAM are per
+ * attachment); with HPN_FAIL_KILL set, the plugin kills itself there instead.
  */
 static int fault(const char *step, struct hpn_err *err)
 {
 #ifdef HPN_TEST_HOOKS
 	const char *at = getenv("HPN_FAIL_AT"), *nic = getenv("HPN_FAIL_NIC");
 
-	if (at && !strcmp(at, step) && fault_nic == (nic ? strtoul(nic, NULL, 10) : 0))
+	if (at && !strcmp(at, step) && fault_nic == (nic ? strtoul(nic, NULL, 10) : 0)) {
+		/* HPN_FAIL_KILL: a crash there instead, leaving the journal as it is. */
+		if (getenv("HPN_FAIL_KILL"))
+			raise(SIGKILL);
 		return hpn_err_set(err, HPN_E_INTERNAL, EIO, "injected failure after step %s",
 				   step);
+	}
 #endif
 	return 0;
 }
 
+/* NIC i's routes, at most: each of its IPAM result's in the main table and in its rail's. */
+#define NIC_ROUTES (2 * HPN_MAX_ROUTES)
+
 /*
- * Addresses of the IPAM result on the pod's interface, still down; then up,
- * at which the kernel sends a gratuitous ARP for each IPv4 address (the
+ * Addresses of NIC i's IPAM result on its pod interface, still down; then
+ * up, at which the kernel sends a gratuitous ARP for each IPv4 address (the
  * arp_notify attach_nic set): neighbours may cache them for an earlier
  * owner. (An IPAM plugin that brought the link up itself, as dhcp does, gets
- * no announcement.) Then the routes, which need the link up.
+ * no announcement.) Then the routes, which need the link up, and for a rail
+ * its own table and rules (rails.c).
  */
-static int configure_ip(struct hpn_attach *a, struct hpn_link *l, const struct hpn_result *ipam,
-			bool routes, struct hpn_err *err)
+static int configure_ip(struct hpn_attach *a, size_t i, struct hpn_link *l,
+			struct hpn_result *const *ipam, struct hpn_err *err)
 {
-	int r;
+	struct hpn_route *rts = calloc(NIC_ROUTES, sizeof(*rts));
+	size_t n;
+	int r = rts ? 0 : -ENOMEM;
 
-	for (size_t i = 0; i < ipam->n_ips; i++) {
-		r = hpn_addr_add(a->ns.pod, l->ifindex, l->name, ipam->ips[i].address, err);
-		if (r < 0)
-			return r;
-	}
-	r = fault("addr", err);
+	for (size_t k = 0; r == 0 && k < ipam[i]->n_ips; k++)
+		r = hpn_addr_add(a->ns.pod, l->ifindex, l->name, ipam[i]->ips[k].address, err);
 	if (r == 0)
-		r = hpn_link_set(a->ns.pod, l, NULL, 0, 1, false, err);
+		r = fault("addr", err);
+	if (r == 0)
+		r = hpn_link_set(a->ns.pod, l, NULL, 0, 1, 0, err);
 	if (r == 0)
 		r = fault("up", err);
-	for (size_t i = 0; r == 0 && routes && i < ipam->n_routes; i++)
-		r = hpn_route_add(a->ns.pod, l->ifindex, l->name, &ipam->routes[i],
-				  hpn_result_route_gw(ipam, &ipam->routes[i]), err);
+	n = r == 0 ? hpn_nic_routes(&a->j, ipam, i, rts, NIC_ROUTES) : 0;
+	for (size_t k = 0; r == 0 && k < n; k++)
+		r = hpn_route_add(a->ns.pod, l->ifindex, l->name, &rts[k],
+				  rts[k].gw ? rts[k].gw : hpn_result_route_gw(ipam[i], &rts[k]),
+				  err);
 	if (r == 0)
 		r = fault("route", err);
+	if (r == 0)
+		r = hpn_rail_apply(a->ns.pod, &a->j.nics[i], l->ifindex, ipam[i], err);
+	if (r == 0 && a->j.nics[i].rail_table)
+		r = fault("rail", err);
+	free(rts);
 	return r;
 }
 
@@ -161,11 +178,26 @@ static void rdma_info(const struct hpn_rdma_plan *p, const struct hpn_rdma_bind 
 	snprintf(ri->port_guid, sizeof(ri->port_guid), "%s", b->port_guid);
 }
 
-/* prevResult (if chained) with this attachment's interface, IPs and routes appended. */
-static int build_result(const struct hpn_conf *conf, const struct hpn_result *own,
-			struct hpn_result **ret)
+/* Is table one of the attachment's rail tables? */
+static bool rail_table(const struct hpn_journal *j, const struct hpn_route *rt)
+{
+	for (size_t i = 0; j && (rt->has & HPN_ROUTE_HAS_TABLE) && i < j->n_nics; i++)
+		if (j->nics[i].rail_table && rt->table == (int)j->nics[i].rail_table)
+			return true;
+	return false;
+}
+
+/*
+ * prevResult (if chained) with this attachment's interface, IPs and routes
+ * appended. A result before 1.1.0 has no route "table": the routes of the
+ * rails' own tables (j; NULL: none) are left out of it rather than shown as
+ * main-table routes.
+ */
+static int build_result(const struct hpn_conf *conf, const struct hpn_journal *j,
+			const struct hpn_result *own, struct hpn_result **ret)
 {
 	struct hpn_result *res = hpn_result_new();
+	size_t base, keep;
 	int r = 0;
 
 	if (!res)
@@ -174,8 +206,21 @@ static int build_result(const struct hpn_conf *conf, const struct hpn_result *ow
 		r = hpn_result_append(res, conf->prev_result, -1);
 	if (r >= 0 && hpn_dns_empty(&res->dns))
 		r = hpn_dns_copy(&res->dns, &conf->dns);
+	base = res->n_routes;
 	if (r >= 0)
 		r = hpn_result_append(res, own, -1);
+	keep = base;
+	for (size_t k = base; r >= 0 && k < res->n_routes; k++) {
+		if (hpn_version_cmp(conf->cni_version, "1.1.0") < 0 &&
+		    rail_table(j, &res->routes[k])) {
+			free(res->routes[k].dst);
+			free(res->routes[k].gw);
+			continue;
+		}
+		res->routes[keep++] = res->routes[k];
+	}
+	if (r >= 0)
+		res->n_routes = keep;
 	if (r < 0) {
 		hpn_result_free(res);
 		return r;
@@ -300,7 +345,7 @@ static int pass_through(const struct hpn_conf *conf, struct hpn_result **ret)
 		return -ENOMEM;
 	hpn_info("pod not selected (podSelector %s): passing prevResult through",
 		 conf->pod_selector);
-	r = build_result(conf, none, ret);
+	r = build_result(conf, NULL, none, ret);
 	hpn_result_free(none);
 	return r;
 }
@@ -348,14 +393,15 @@ static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const str
 	if (r < 0)
 		return r;
 	/*
-	 * One request: the MTU and arp_notify, and up unless IPAM comes (then
+	 * One request: the MTU, arp_notify (and a rail's ARP settings), and up unless IPAM comes (then
 	 * configure_ip brings it up once the addresses are on, and the kernel
 	 * announces them). The kernel applies IFLA_MTU before the flags.
 	 */
 	r = hpn_link_set(a->ns.pod, pl, NULL,
 			 conf->mtu && pl->mtu != (unsigned int)conf->mtu ? (unsigned int)conf->mtu
 									 : 0,
-			 conf->has_ipam ? -1 : 1, true, err);
+			 conf->has_ipam ? -1 : 1,
+			 HPN_LINK_ARP_NOTIFY | (hpn_rails(&a->j) ? HPN_LINK_ARP_RAIL : 0), err);
 	if (r == 0 && conf->mtu)
 		pl->mtu = (unsigned int)conf->mtu;
 	if (r == 0)
@@ -363,7 +409,7 @@ static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const str
 	if (r == 0 && !conf->has_ipam)
 		r = fault("up", err);
 	if (r == 0 && plan->rdma.found)
-		r = plan->rdma.create ? hpn_soft_make(a, n, &plan->rdma, err)
+		r = plan->rdma.create ? hpn_soft_make(a, n, &plan->rdma, fault, err)
 				      : move_rdma(a, n, &plan->rdma, err);
 	if (r == 0)
 		r = fault("rdma-move", err);
@@ -377,7 +423,8 @@ static int own_result(struct hpn_attach *a, const struct hpn_env *env,
 		      struct hpn_result **ret)
 {
 	struct hpn_result *own = hpn_result_new();
-	int r = own ? 0 : -ENOMEM;
+	struct hpn_route *rts = calloc(NIC_ROUTES, sizeof(*rts));
+	int r = own && rts ? 0 : -ENOMEM;
 
 	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
 		const struct hpn_journal_nic *n = &a->j.nics[i];
@@ -399,17 +446,20 @@ static int own_result(struct hpn_attach *a, const struct hpn_env *env,
 		}
 	}
 	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
-		size_t n_routes;
+		size_t n_routes, n;
 
 		if (!ipam[i])
 			continue;
-		/* Routes go on the first NIC only (installed there alone; see configure_ip). */
+		/* Its addresses, then the routes as configure_ip installed them. */
 		n_routes = ipam[i]->n_routes;
-		if (i > 0)
-			ipam[i]->n_routes = 0;
+		ipam[i]->n_routes = 0;
 		r = hpn_result_append(own, ipam[i], (int)i);
 		ipam[i]->n_routes = n_routes;
+		n = r >= 0 ? hpn_nic_routes(&a->j, ipam, i, rts, NIC_ROUTES) : 0;
+		for (size_t k = 0; r >= 0 && k < n; k++)
+			r = hpn_result_add_route(own, &rts[k]);
 	}
+	free(rts);
 	if (r < 0) {
 		hpn_result_free(own);
 		return r;
@@ -436,6 +486,9 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = attach_nic(a, env, conf, i, &plans[i], &pl[i], err);
 	if (r == 0 && conf->has_ipam) {
+		/* Rails: each NIC's table, named by its ifindex here, journalled before use. */
+		for (size_t i = 0; hpn_rails(&a->j) && i < n; i++)
+			hpn_rail_plan(&a->j.nics[i], pl[i].ifindex);
 		r = journal_step(a, HPN_PHASE_IPAM, err);
 		for (size_t i = 0; r == 0 && i < n; i++) {
 			struct hpn_env ienv = *env;
@@ -449,7 +502,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 				r = fault("ipam", err);
 			}
 			if (r == 0)
-				r = configure_ip(a, &pl[i], ipam[i], i == 0, err);
+				r = configure_ip(a, i, &pl[i], ipam, err);
 		}
 	}
 	/* Prove it from the pod's side, after the address the GID carries is set. */
@@ -459,6 +512,16 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 			r = hpn_rdma_verify(a->ns.pod_fd, plans[i].rdma.dev.name,
 					    plans[i].rdma.dev.port, pl[i].name, -1, GID_TIMEOUT_MS,
 					    &bind[i], err);
+		/* Bound, and verbs (NCCL) work; rdma_cm would too, if the port had QP1. */
+		if (r == 0 && plans[i].rdma.found && bind[i].gsi_known && !bind[i].gsi)
+			hpn_warn("RDMA device \"%s\" port %u has no GSI QP (QP1) in the pod%s: "
+				 "verbs work, but rdma_cm connections to and from it fail "
+				 "(rdma_connect: Invalid argument)",
+				 bind[i].device, bind[i].port,
+				 plans[i].rdma.mode == HPN_RDMA_NETNS_EXCLUSIVE
+					 ? " (the kernel did not re-create it when the device "
+					   "moved into the pod netns)"
+					 : "");
 		if (r == 0)
 			r = fault("rdma", err);
 	}
@@ -472,7 +535,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 	if (r < 0)
 		goto out;
 	/* The full result must fit before the attachment is declared done. */
-	r = build_result(conf, own, ret);
+	r = build_result(conf, &a->j, own, ret);
 	if (r == -E2BIG) {
 		const struct hpn_result *p = conf->prev_result;
 		size_t n_if = own->n_ifaces + (p ? p->n_ifaces : 0);

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/fib_rules.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 #include <netinet/icmp6.h>
@@ -12,6 +13,7 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/nexthop.h>
 #include <netlink/route/route.h>
+#include <netlink/route/rule.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +203,190 @@ int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, 
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* ---- a rail's routes and rules ------------------------------------------------ */
+
+static void rtnl_rule_putp(struct rtnl_rule **r)
+{
+	if (*r)
+		rtnl_rule_put(*r);
+}
+
+/* The address of cidr alone (prefix /32 or /128), and its network (the prefix). */
+static int host_and_net(const char *cidr, struct nl_addr **host, struct nl_addr **net)
+{
+	_cleanup_nl_addr_ struct nl_addr *h = NULL, *n = NULL;
+	unsigned int len, bits;
+	uint8_t *b;
+
+	if (parse_cidr(cidr, &n) < 0 || !(h = nl_addr_clone(n)))
+		return -EINVAL;
+	len = nl_addr_get_prefixlen(n);
+	bits = nl_addr_get_len(n) * 8;
+	nl_addr_set_prefixlen(h, (int)bits);
+	b = nl_addr_get_binary_addr(n);
+	for (unsigned int i = len; i < bits; i++)
+		b[i / 8] &= (uint8_t) ~(0x80u >> (i % 8));
+	*host = TAKE_PTR(h);
+	*net = TAKE_PTR(n);
+	return 0;
+}
+
+int hpn_route_add_connected(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
+			    unsigned int table, struct hpn_err *err)
+{
+	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = rtnl_route_alloc();
+	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
+	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	char extack[HPN_EXTACK_LEN];
+	struct rtnl_nexthop *nh;
+	int r;
+
+	if (!route)
+		return -ENOMEM;
+	if (host_and_net(cidr, &host, &net) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "address \"%s\" is not a CIDR", cidr);
+	rtnl_route_set_family(route, (uint8_t)nl_addr_get_family(net));
+	if (rtnl_route_set_dst(route, net) < 0 || rtnl_route_set_pref_src(route, host) < 0)
+		return -EINVAL;
+	rtnl_route_set_table(route, table);
+	rtnl_route_set_protocol(route, RTPROT_BOOT);
+	rtnl_route_set_type(route, RTN_UNICAST);
+	rtnl_route_set_scope(route, RT_SCOPE_LINK);
+	nh = rtnl_route_nh_alloc();
+	if (!nh)
+		return -ENOMEM;
+	rtnl_route_nh_set_ifindex(nh, ifindex);
+	rtnl_route_add_nexthop(route, nh);
+	if (rtnl_route_build_add_request(route, NLM_F_EXCL, &msg) < 0)
+		return -ENOMEM;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "add the route of %s to table %u on \"%s\"", cidr,
+				  table, ifname);
+	return 0;
+}
+
+int hpn_route_find_connected(struct nl_sock *sk, int ifindex, const char *cidr, unsigned int table,
+			     struct hpn_err *err)
+{
+	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
+	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
+	struct nl_object *o;
+
+	if (host_and_net(cidr, &host, &net) < 0)
+		return -EINVAL;
+	if (rtnl_route_alloc_cache(sk, nl_addr_get_family(net), 0, &cache) < 0)
+		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list routes");
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_route *got = (struct rtnl_route *)o;
+
+		if (rtnl_route_get_table(got) == table &&
+		    same_prefix(rtnl_route_get_dst(got), net) &&
+		    rtnl_route_get_nnexthops(got) >= 1 &&
+		    rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(got, 0)) == ifindex)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* A rule "from <address> lookup table" at priority prio (ip rule's FR_ACT_TO_TBL). */
+static struct rtnl_rule *rule_of(int family, struct nl_addr *src, unsigned int table,
+				 unsigned int prio)
+{
+	struct rtnl_rule *rule = rtnl_rule_alloc();
+
+	if (!rule)
+		return NULL;
+	rtnl_rule_set_family(rule, family);
+	rtnl_rule_set_prio(rule, prio);
+	rtnl_rule_set_table(rule, table);
+	rtnl_rule_set_action(rule, FR_ACT_TO_TBL);
+	if (src && rtnl_rule_set_src(rule, src) < 0) {
+		rtnl_rule_put(rule);
+		return NULL;
+	}
+	return rule;
+}
+
+int hpn_rule_add(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
+		 struct hpn_err *err)
+{
+	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
+	__attribute__((cleanup(rtnl_rule_putp))) struct rtnl_rule *rule = NULL;
+	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	char extack[HPN_EXTACK_LEN];
+	int r;
+
+	if (host_and_net(cidr, &host, &net) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "address \"%s\" is not a CIDR", cidr);
+	rule = rule_of(nl_addr_get_family(host), host, table, prio);
+	if (!rule || rtnl_rule_build_add_request(rule, NLM_F_EXCL, &msg) < 0)
+		return -ENOMEM;
+	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "add the rule from %s to table %u", cidr, table);
+	return 0;
+}
+
+int hpn_rule_find(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
+		  struct hpn_err *err)
+{
+	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
+	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
+	struct nl_object *o;
+
+	if (host_and_net(cidr, &host, &net) < 0)
+		return -EINVAL;
+	if (rtnl_rule_alloc_cache(sk, nl_addr_get_family(host), &cache) < 0)
+		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list rules");
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_rule *got = (struct rtnl_rule *)o;
+		struct nl_addr *src = rtnl_rule_get_src(got);
+
+		if (rtnl_rule_get_table(got) == table && rtnl_rule_get_prio(got) == prio &&
+		    rtnl_rule_get_action(got) == FR_ACT_TO_TBL && src &&
+		    nl_addr_get_prefixlen(src) == nl_addr_get_prefixlen(host) &&
+		    !nl_addr_cmp_prefix(src, host))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+int hpn_rule_del_table(struct nl_sock *sk, unsigned int table, unsigned int prio,
+		       struct hpn_err *err)
+{
+	static const int families[] = { AF_INET, AF_INET6 };
+	int n = 0;
+
+	for (size_t f = 0; f < HPN_ARRAY_SIZE(families); f++) {
+		/* The kernel deletes the first rule that matches: until none does. */
+		for (int k = 0; k < 1024; k++) {
+			__attribute__((cleanup(rtnl_rule_putp))) struct rtnl_rule *rule =
+				rule_of(families[f], NULL, table, prio);
+			_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+			char extack[HPN_EXTACK_LEN];
+			int r;
+
+			if (!rule || rtnl_rule_build_delete_request(rule, 0, &msg) < 0)
+				return -ENOMEM;
+			r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+			if (r == -ENOENT)
+				break;
+			/* A kernel without IPv6 has no rules of it to delete. */
+			if (r == -EAFNOSUPPORT)
+				break;
+			if (r < 0)
+				return hpn_nl_err(err, r, extack,
+						  "delete the rules to table %u (priority %u)",
+						  table, prio);
+			n++;
+		}
+	}
+	return n;
 }
 
 static int split_ip(const char *cidr, int *family, void *buf)

@@ -25,6 +25,28 @@ int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_
 int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,
 		   struct hpn_err *err);
 /*
+ * A rail's own routing table (policy routing, one table per NIC): the route
+ * to cidr's network out of ifindex, scope link, with cidr's address as the
+ * preferred source, in table; and whether it is there (0, -ENOENT).
+ */
+int hpn_route_add_connected(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
+			    unsigned int table, struct hpn_err *err);
+int hpn_route_find_connected(struct nl_sock *sk, int ifindex, const char *cidr, unsigned int table,
+			     struct hpn_err *err);
+/*
+ * The rule "from <cidr's address> lookup table" at priority prio (ip rule
+ * add from ADDR table T priority P); whether it is there (0, -ENOENT); and
+ * deleting every rule (IPv4 and IPv6) to table at prio, whatever its source:
+ * how many were deleted, or -errno.
+ */
+int hpn_rule_add(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
+		 struct hpn_err *err);
+int hpn_rule_find(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
+		  struct hpn_err *err);
+int hpn_rule_del_table(struct nl_sock *sk, unsigned int table, unsigned int prio,
+		       struct hpn_err *err);
+
+/*
  * Unsolicited neighbour advertisement for cidr's IPv6 address; -EAFNOSUPPORT
  * for IPv4, which the kernel announces itself (arp_notify, hpn_link_set).
  */

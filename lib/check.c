@@ -14,9 +14,10 @@
 #include "util.h"
 #include "verbs.h"
 
-/* Interface i of the attachment's own result, as ADD left it. */
+/* Interface i of the attachment's own result, as ADD left it; l is filled. */
 static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-		     const struct hpn_result *own, size_t i, struct hpn_err *err)
+		     const struct hpn_result *own, size_t i, struct hpn_link *ret,
+		     struct hpn_err *err)
 {
 	const struct hpn_iface *ifc = &own->ifaces[i];
 	const char *name = a->j.nics[i].pod_ifname;
@@ -53,18 +54,10 @@ static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const stru
 		if (r < 0)
 			return r;
 	}
-	/* Routes are installed on the first NIC only. */
-	for (size_t k = 0; i == 0 && k < own->n_routes; k++) {
-		const char *gw = hpn_result_route_gw(own, &own->routes[k]);
-
-		r = hpn_route_find(a->ns.pod, l.ifindex, &own->routes[k], gw, err);
-		if (r == -ENOENT)
-			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
-					   "route to %s via %s on \"%s\" is missing",
-					   own->routes[k].dst, gw ? gw : "link", l.name);
-		if (r < 0)
-			return r;
-	}
+	/* A rail's own table and rules (its table's routes are among the result's). */
+	r = hpn_rail_check(a->ns.pod, &a->j.nics[i], &l, own, i, err);
+	if (r < 0)
+		return r;
 	/* The RDMA device as ADD bound it: visible in the pod, port ACTIVE, same GID. */
 	for (size_t k = 0; k < own->n_rdma; k++) {
 		const struct hpn_rdma_info *ri = &own->rdma[k];
@@ -93,6 +86,45 @@ static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const stru
 			return hpn_err_set(err, HPN_E_CHECK, EINVAL,
 					   "prevResult does not list \"%s\" (MAC %s) in %s", l.name,
 					   mac, env->netns);
+	}
+	*ret = l;
+	return 0;
+}
+
+/*
+ * The result's routes: one in a rail's table on that rail, one in the main
+ * table (or an IPAM route's own table) on the NIC whose result gave it,
+ * which the result does not say: on one of the attachment's NICs.
+ */
+static int check_routes(struct hpn_attach *a, const struct hpn_result *own,
+			const struct hpn_link *l, struct hpn_err *err)
+{
+	for (size_t k = 0; k < own->n_routes; k++) {
+		const struct hpn_route *rt = &own->routes[k];
+		const char *gw = hpn_result_route_gw(own, rt);
+		size_t from = 0, to = a->j.n_nics;
+		int r = -ENOENT;
+
+		for (size_t i = 0; (rt->has & HPN_ROUTE_HAS_TABLE) && i < a->j.n_nics; i++)
+			if (a->j.nics[i].rail_table && rt->table == (int)a->j.nics[i].rail_table) {
+				from = i;
+				to = i + 1;
+			}
+		for (size_t i = from; r == -ENOENT && i < to; i++)
+			r = hpn_route_find(a->ns.pod, l[i].ifindex, rt, gw, err);
+		if (r == -ENOENT && to - from == 1)
+			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
+					   "route to %s via %s on \"%s\"%s is missing", rt->dst,
+					   gw ? gw : "link", l[from].name,
+					   rt->has & HPN_ROUTE_HAS_TABLE ? " (its rail's table)"
+									 : "");
+		if (r == -ENOENT)
+			return hpn_err_set(err, HPN_E_CHECK, ENOENT,
+					   "route to %s via %s is missing from every interface of "
+					   "the attachment",
+					   rt->dst, gw ? gw : "link");
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -142,10 +174,13 @@ static int check_hints(struct hpn_attach *a, const struct hpn_conf *conf,
 static int check_own(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_result *own, struct hpn_err *err)
 {
+	struct hpn_link l[HPN_MAX_NICS];
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < a->j.n_nics; i++)
-		r = check_nic(a, env, conf, own, i, err);
+		r = check_nic(a, env, conf, own, i, &l[i], err);
+	if (r == 0)
+		r = check_routes(a, own, l, err);
 	return r;
 }
 

@@ -57,6 +57,25 @@ static int parse_link(struct nl_msg *msg, struct hpn_link *l)
 			nla_strlcpy(l->altnames[l->n_altnames++], a, HPN_ALTNAMSIZ);
 		}
 	}
+	/* IFLA_INET_CONF: every IPV4_DEVCONF_* value, u32s in order from 1. */
+	if (tb[IFLA_AF_SPEC]) {
+		struct nlattr *af, *in[IFLA_INET_MAX + 1];
+		int rem;
+
+		nla_for_each_nested (af, tb[IFLA_AF_SPEC], rem) {
+			const uint32_t *v;
+
+			if (nla_type(af) != AF_INET ||
+			    nla_parse_nested(in, IFLA_INET_MAX, af, NULL) < 0 ||
+			    !in[IFLA_INET_CONF] ||
+			    nla_len(in[IFLA_INET_CONF]) < (int)(IPV4_DEVCONF_ARP_IGNORE * 4))
+				continue;
+			v = nla_data(in[IFLA_INET_CONF]);
+			l->arp_ignore = v[IPV4_DEVCONF_ARP_IGNORE - 1];
+			l->arp_announce = v[IPV4_DEVCONF_ARP_ANNOUNCE - 1];
+			l->has_inet_conf = true;
+		}
+	}
 	if (tb[IFLA_LINKINFO]) {
 		struct nlattr *li[IFLA_INFO_MAX + 1];
 
@@ -212,23 +231,31 @@ int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, co
 	return 0;
 }
 
-/* IFLA_AF_SPEC { AF_INET { IFLA_INET_CONF { ARP_NOTIFY: 1 } } } */
-static int put_arp_notify(struct nl_msg *msg)
+/*
+ * IFLA_AF_SPEC { AF_INET { IFLA_INET_CONF { ARP_NOTIFY: 1, ARP_IGNORE: 1,
+ * ARP_ANNOUNCE: 2 } } }: the interface's own IPv4 settings, as sysctl
+ * net.ipv4.conf.<if>.* writes them.
+ */
+static int put_inet_conf(struct nl_msg *msg, unsigned int inet)
 {
-	struct nlattr *spec = nla_nest_start(msg, IFLA_AF_SPEC), *inet, *conf;
+	struct nlattr *spec = nla_nest_start(msg, IFLA_AF_SPEC), *in, *conf;
 
-	inet = spec ? nla_nest_start(msg, AF_INET) : NULL;
-	conf = inet ? nla_nest_start(msg, IFLA_INET_CONF) : NULL;
-	if (!conf || nla_put_u32(msg, IPV4_DEVCONF_ARP_NOTIFY, 1) < 0)
+	in = spec ? nla_nest_start(msg, AF_INET) : NULL;
+	conf = in ? nla_nest_start(msg, IFLA_INET_CONF) : NULL;
+	if (!conf ||
+	    ((inet & HPN_LINK_ARP_NOTIFY) && nla_put_u32(msg, IPV4_DEVCONF_ARP_NOTIFY, 1) < 0))
+		return -EMSGSIZE;
+	if ((inet & HPN_LINK_ARP_RAIL) && (nla_put_u32(msg, IPV4_DEVCONF_ARP_IGNORE, 1) < 0 ||
+					   nla_put_u32(msg, IPV4_DEVCONF_ARP_ANNOUNCE, 2) < 0))
 		return -EMSGSIZE;
 	nla_nest_end(msg, conf);
-	nla_nest_end(msg, inet);
+	nla_nest_end(msg, in);
 	nla_nest_end(msg, spec);
 	return 0;
 }
 
 int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
-		 int up, bool arp_notify, struct hpn_err *err)
+		 int up, unsigned int inet, struct hpn_err *err)
 {
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = l->ifindex };
@@ -244,15 +271,16 @@ int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name,
 		return -ENOMEM;
 	if (nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
 	    (name && nla_put_string(msg, IFLA_IFNAME, name) < 0) ||
-	    (mtu && nla_put_u32(msg, IFLA_MTU, mtu) < 0) || (arp_notify && put_arp_notify(msg) < 0))
+	    (mtu && nla_put_u32(msg, IFLA_MTU, mtu) < 0) || (inet && put_inet_conf(msg, inet) < 0))
 		return -EMSGSIZE;
 	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
 	if (r < 0) {
 		char what[96] = "";
 
-		snprintf(what, sizeof(what), "%s%s%s%s%s%s", name ? "rename to " : "",
+		snprintf(what, sizeof(what), "%s%s%s%s%s%s%s", name ? "rename to " : "",
 			 name ? name : "", mtu ? " mtu" : "", up == 1 ? " up" : "",
-			 up == 0 ? " down" : "", arp_notify ? " arp_notify" : "");
+			 up == 0 ? " down" : "", (inet & HPN_LINK_ARP_NOTIFY) ? " arp_notify" : "",
+			 (inet & HPN_LINK_ARP_RAIL) ? " arp_ignore arp_announce" : "");
 		return hpn_nl_err(err, r, extack, "set link \"%s\"%s%s", l->name,
 				  what[0] ? ": " : "", what);
 	}

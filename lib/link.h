@@ -28,15 +28,26 @@ int hpn_link_by_mac(struct nl_sock *sk, const uint8_t mac[HPN_MAC_LEN], bool per
  */
 int hpn_link_move(struct nl_sock *sk, const struct hpn_link *l, int netns_fd, const char *new_name,
 		  struct hpn_err *err);
+/* IPv4 settings of an interface hpn_link_set can make (inet, OR-ed). */
+enum {
+	/* The kernel sends a gratuitous ARP for the link's IPv4 addresses at each up. */
+	HPN_LINK_ARP_NOTIFY = 1,
+	/*
+	 * A rail among other NICs of one subnet: answer ARP only for addresses
+	 * of this interface (arp_ignore 1) and ask with its own address as the
+	 * source (arp_announce 2), so that no NIC answers for another (ARP flux).
+	 */
+	HPN_LINK_ARP_RAIL = 2,
+};
+
 /*
  * Changes what is given: name (NULL: keep), mtu (0: keep), up (-1: keep, 0
- * down, 1 up); with arp_notify, the kernel sends a gratuitous ARP for the
- * link's IPv4 addresses each time it comes up (IPV4_DEVCONF_ARP_NOTIFY, set
- * after the flags: it takes effect from the next up). A move to another netns
- * resets it.
+ * down, 1 up), the inet settings (HPN_LINK_ARP_*, set after the flags:
+ * arp_notify takes effect from the next up). A move to another netns resets
+ * them.
  */
 int hpn_link_set(struct nl_sock *sk, const struct hpn_link *l, const char *name, unsigned int mtu,
-		 int up, bool arp_notify, struct hpn_err *err);
+		 int up, unsigned int inet, struct hpn_err *err);
 /* Adds or removes one alternative name (RTM_NEWLINKPROP / RTM_DELLINKPROP). */
 int hpn_link_altname(struct nl_sock *sk, const struct hpn_link *l, const char *altname, bool add,
 		     struct hpn_err *err);

@@ -340,6 +340,53 @@ int hpn_rdma_link_del(const char *name, struct hpn_err *err)
 	return r;
 }
 
+struct qp_scan {
+	uint32_t port;
+	bool gsi;
+};
+
+/* One device's QPs: RDMA_NLDEV_ATTR_RES_QP holds an entry per QP, each its own table. */
+static int on_qp(struct nl_msg *msg, void *arg)
+{
+	struct qp_scan *q = arg;
+	struct nlattr *e;
+	struct nldev a;
+	int rem;
+
+	if (nldev_parse(msg, &a) < 0 || !a.tb[RDMA_NLDEV_ATTR_RES_QP])
+		return 0;
+	nla_for_each_nested (e, a.tb[RDMA_NLDEV_ATTR_RES_QP], rem) {
+		struct nldev t;
+
+		if (nla_type(e) != RDMA_NLDEV_ATTR_RES_QP_ENTRY ||
+		    nla_parse_nested(t.tb, RDMA_NLDEV_ATTR_MAX - 1, e, NULL) < 0)
+			continue;
+		if (nldev_u32(&t, RDMA_NLDEV_ATTR_RES_LQPN) == 1 &&
+		    (!t.tb[RDMA_NLDEV_ATTR_PORT_INDEX] ||
+		     nldev_u32(&t, RDMA_NLDEV_ATTR_PORT_INDEX) == q->port))
+			q->gsi = true;
+	}
+	return 0;
+}
+
+int hpn_rdma_has_gsi(const char *name, uint32_t port, struct hpn_err *err)
+{
+	struct qp_scan q = { .port = port };
+	char extack[HPN_EXTACK_LEN];
+	uint32_t index;
+	int r = dev_index(name, &index, err);
+
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV, "RDMA device \"%s\" not found", name);
+	if (r < 0)
+		return r;
+	r = nldev_talk(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, put_dev_index, &index, on_qp, &q,
+		       extack);
+	if (r < 0)
+		return hpn_nl_err(err, r, extack, "RDMA netlink: list the QPs of \"%s\"", name);
+	return q.gsi;
+}
+
 void hpn_rdma_soft_name(const char *network, const char *key, size_t nic, char out[HPN_IBDEV_MAX])
 {
 	char id[512];

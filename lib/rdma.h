@@ -70,6 +70,13 @@ int hpn_rdma_netdev_of(const char *sysfs_root, struct nl_sock *rt, const char *n
  * -EPROTONOSUPPORT (err untouched) when the kernel has no RDMA netlink. */
 int hpn_rdma_present(const char *name, struct hpn_err *err);
 
+/*
+ * Has port of RDMA device name (in the current netns) its GSI QP, QP1, which
+ * MADs and with them every rdma_cm connection need? 1 yes, 0 no (rdma res
+ * show qp); -EPROTONOSUPPORT without RDMA netlink.
+ */
+int hpn_rdma_has_gsi(const char *name, uint32_t port, struct hpn_err *err);
+
 /* Moves RDMA device name from the current netns into netns_fd (exclusive mode). */
 int hpn_rdma_set_netns(const char *name, int netns_fd, struct hpn_err *err);
 

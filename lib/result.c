@@ -479,6 +479,24 @@ bool hpn_dns_empty(const struct hpn_dns *dns)
 	return !dns->n_nameservers && !dns->domain && !dns->n_search && !dns->n_options;
 }
 
+int hpn_result_add_route(struct hpn_result *res, const struct hpn_route *rt)
+{
+	struct hpn_route *d;
+
+	if (res->n_routes == HPN_MAX_ROUTES)
+		return -E2BIG;
+	d = &res->routes[res->n_routes];
+	*d = *rt;
+	d->dst = d->gw = NULL;
+	if (dup_into(&d->dst, rt->dst) || dup_into(&d->gw, rt->gw)) {
+		free(d->dst);
+		free(d->gw);
+		return -ENOMEM;
+	}
+	res->n_routes++;
+	return 0;
+}
+
 int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int iface)
 {
 	size_t base = dst->n_ifaces;

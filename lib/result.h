@@ -64,6 +64,8 @@ int hpn_result_parse(const char *json, size_t len, struct hpn_result **ret, stru
 int hpn_result_from_cjson(const void *obj, struct hpn_result **ret, struct hpn_err *err);
 /* Appends a copy of an interface and returns its index, or -errno. */
 int hpn_result_add_iface(struct hpn_result *res, const struct hpn_iface *iface);
+/* Appends a copy of a route (its strings copied); -E2BIG when full. */
+int hpn_result_add_route(struct hpn_result *res, const struct hpn_route *rt);
 /*
  * Appends copies of all of src. With iface < 0 its IPs keep pointing at their
  * own interfaces, shifted past dst's (chaining a prevResult); with iface >= 0

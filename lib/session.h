@@ -122,9 +122,13 @@ int hpn_release(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_env
 int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
 		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
 		  struct hpn_err *err);
-/* ADD: makes the planned device on n's interface in the pod (in exclusive mode: moved there). */
+/*
+ * ADD: makes the planned device on n's interface in the pod (in exclusive
+ * mode: moved there); fault is ADD's test hook, called after each step.
+ */
 int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
-		  const struct hpn_rdma_plan *p, struct hpn_err *err);
+		  const struct hpn_rdma_plan *p,
+		  int (*fault)(const char *step, struct hpn_err *err), struct hpn_err *err);
 /*
  * Undo: deletes n's created device (RDMA netlink DELLINK) in the pod netns
  * pod_fd (-1: gone), then in the host netns, wherever it still is; before
@@ -132,6 +136,34 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
  */
 int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
 		    const struct hpn_journal_nic *n, struct hpn_err *err);
+
+/* ---- rails.c: a routing table and rules of its own for each NIC of several ---- */
+
+/* Table of a rail: this plus the NIC's ifindex in the pod; its rules' priority. */
+#define HPN_RAIL_TABLE_BASE 1000
+#define HPN_RAIL_PRIORITY   1000
+
+/* Are the attachment's NICs rails (more than one)? */
+bool hpn_rails(const struct hpn_journal *j);
+/* Records NIC n's table and rule priority, from its ifindex in the pod. */
+void hpn_rail_plan(struct hpn_journal_nic *n, int pod_ifindex);
+/*
+ * NIC i's routes from its IPAM result ipam[i], as ADD installs them on it and
+ * the result lists them: in the main table unless an earlier NIC's result
+ * has the destination (at the same priority), then, for a rail, every one
+ * again in its own table; a later NIC's gateways spelled out. The strings
+ * are ipam's. Returns how many were filled.
+ */
+size_t hpn_nic_routes(const struct hpn_journal *j, struct hpn_result *const *ipam, size_t i,
+		      struct hpn_route *out, size_t max);
+/* ADD, once NIC n (ifindex in the pod) has its addresses and routes: its table's networks, its rules. */
+int hpn_rail_apply(struct nl_sock *pod, const struct hpn_journal_nic *n, int ifindex,
+		   const struct hpn_result *ipam, struct hpn_err *err);
+/* CHECK: the rules and networks of NIC i (link l, addresses in own), and its ARP settings; 107. */
+int hpn_rail_check(struct nl_sock *pod, const struct hpn_journal_nic *n, const struct hpn_link *l,
+		   const struct hpn_result *own, size_t i, struct hpn_err *err);
+/* Undo, with the pod netns there: deletes n's rules (its table empties as the NIC leaves). */
+int hpn_rail_remove(struct nl_sock *pod, const struct hpn_journal_nic *n, struct hpn_err *err);
 
 /* ---- claim.c: ADD's selection, journalled as the attachment's claim ---- */
 

@@ -91,7 +91,8 @@ int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_
 }
 
 int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
-		  const struct hpn_rdma_plan *p, struct hpn_err *err)
+		  const struct hpn_rdma_plan *p,
+		  int (*fault)(const char *step, struct hpn_err *err), struct hpn_err *err)
 {
 	int r = hpn_netns_enter(a->ns.pod_fd), rh;
 
@@ -102,6 +103,8 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
 	if (rh < 0)
 		return hpn_err_set(err, HPN_E_NETNS, -rh, "return to the host netns: %s",
 				   strerror(-rh));
+	if (r == 0)
+		r = fault("rdma-create", err);
 	if (r < 0 || p->mode != HPN_RDMA_NETNS_EXCLUSIVE)
 		return r;
 	/* Registered in the initial netns (this one): the pod's only once moved. */

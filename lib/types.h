@@ -38,6 +38,9 @@ struct hpn_link {
 	bool up;	   /* administratively up (IFF_UP) */
 	char kind[16];	   /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
 	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
+	/* Its IPv4 settings (net.ipv4.conf.<name>), when the kernel sent them. */
+	bool has_inet_conf;
+	unsigned int arp_ignore, arp_announce;
 };
 
 /* The node's RDMA netns mode (rdma system), and what config rdmaNetns asks of it. */

@@ -110,6 +110,9 @@ static int restore_child(struct hpn_nsctx *ns, const struct hpn_journal *j,
 	if (r < 0 || pod_fd < 0)
 		return r;
 	r = hpn_nl_open_in(pod_fd, ns->host_fd, j->netns, &pod, err);
+	/* A rail's rules outlive it in the pod; its table's routes do not. */
+	if (r == 0)
+		r = hpn_rail_remove(pod, n, err);
 	if (r < 0)
 		return r;
 	for (int pass = 0; pass < 2; pass++) {
@@ -177,6 +180,9 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 				}
 			}
 			r = hpn_nl_open_in(pod_fd, ns->host_fd, j->netns, &pod, err);
+			/* A rail's rules outlive it in the pod; its table's routes do not. */
+			if (r == 0)
+				r = hpn_rail_remove(pod, n, err);
 			if (r < 0) {
 				close(pod_fd);
 				return r;
@@ -230,19 +236,19 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 	if (strcmp(l.name, orig->name) || (orig->mtu && l.mtu != orig->mtu)) {
 		/* The kernel refuses to rename a running device. */
 		if (l.up) {
-			r = hpn_link_set(ns->host, &l, NULL, 0, 0, false, err);
+			r = hpn_link_set(ns->host, &l, NULL, 0, 0, 0, err);
 			if (r < 0)
 				return r;
 			l.up = false;
 		}
 		r = hpn_link_set(ns->host, &l, strcmp(l.name, orig->name) ? orig->name : NULL,
-				 orig->mtu != l.mtu ? orig->mtu : 0, -1, false, err);
+				 orig->mtu != l.mtu ? orig->mtu : 0, -1, 0, err);
 		if (r == -EEXIST) {
 			hpn_warn("cannot rename \"%s\" back to \"%s\": name in use", l.name,
 				 orig->name);
 			memset(err, 0, sizeof(*err));
 			r = hpn_link_set(ns->host, &l, NULL, orig->mtu != l.mtu ? orig->mtu : 0, -1,
-					 false, err);
+					 0, err);
 		} else if (r == 0) {
 			snprintf(l.name, sizeof(l.name), "%s", orig->name);
 		}
@@ -264,7 +270,7 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 		}
 	}
 	if (l.up != orig->up)
-		return hpn_link_set(ns->host, &l, NULL, 0, orig->up, false, err);
+		return hpn_link_set(ns->host, &l, NULL, 0, orig->up, 0, err);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rdma.h"
 #include "util.h"
 
 #define POLL_MS 50
@@ -461,6 +462,14 @@ static void child(int wfd, int netns_fd, const struct probe *given, int timeout_
 	}
 	if (rep.r == 0 && p->addr.ss_family)
 		rep.r = cm_confirm(p, &rep.err);
+	/* A fact for the caller to report, not a condition: verbs work without QP1. */
+	if (rep.r == 0 && strcmp(rep.bind.transport, "iwarp")) {
+		struct hpn_err e = { 0 };
+		int g = hpn_rdma_has_gsi(p->device, p->port, &e);
+
+		rep.bind.gsi_known = g >= 0;
+		rep.bind.gsi = g == 1;
+	}
 	w = write(wfd, &rep, sizeof(rep));
 	_exit(w == (ssize_t)sizeof(rep) ? 0 : 1);
 }

@@ -3,6 +3,7 @@
 #define HPN_VERBS_H
 
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -19,6 +20,12 @@ struct hpn_rdma_bind {
 	char transport[8];	     /* "roce", "iwarp" or "ib" */
 	uint16_t lid;		     /* InfiniBand only */
 	char port_guid[20];	     /* InfiniBand only: "0002:c903:0031:7cc1" */
+	/*
+	 * RoCE and InfiniBand: whether the port has its GSI QP (QP1), without
+	 * which rdma_cm binds but cannot connect (7.3 does not re-create it
+	 * for an rxe device moved into a netns); gsi_known false: not asked.
+	 */
+	bool gsi_known, gsi;
 };
 
 /*
