@@ -391,10 +391,22 @@ void hpn_rdma_soft_name(const char *network, const char *key, size_t nic, char o
 {
 	char id[512];
 
+	uint64_t h;
+
 	snprintf(id, sizeof(id), "%s/%s/%zu", network, key, nic);
-	/* FNV's high bits mix best: 48 of them, 12 hex digits. */
+	/*
+	 * FNV alone leaves names of one attachment's NICs a digit apart (the
+	 * index is its last byte): a 64-bit finaliser (MurmurHash3's fmix64)
+	 * spreads every input bit over the 48 kept, 12 hex digits.
+	 */
+	h = hpn_hash64(id);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
 	snprintf(out, HPN_IBDEV_MAX, "%s%012llx", HPN_RDMA_SOFT_PREFIX,
-		 (unsigned long long)(hpn_hash64(id) >> 16));
+		 (unsigned long long)(h >> 16));
 }
 
 /* Does a modules file of the running kernel name rdma_rxe (a module modprobe can load)? */

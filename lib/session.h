@@ -116,8 +116,9 @@ int hpn_release(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_env
  * softRoce, a NIC without a usable RDMA device gets one planned (p->create,
  * the device's name in p->dev and n->rdma), if the node can make one that
  * serves a pod (code 108 naming what it lacks, before anything changes).
- * Without softRoce, a shared-mode child whose parent's device is an rxe is
- * refused on a kernel where that device cannot serve the child's netns.
+ * A shared-mode child whose parent's device is an rxe is refused on a
+ * kernel where that device cannot serve the child's netns, with softRoce
+ * too (the parent's rxe must go first).
  */
 int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
 		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,

@@ -35,27 +35,37 @@ int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_
 		  struct hpn_err *err)
 {
 	bool rxe = p->found && p->dev.soft && p->dev.kind == HPN_RDMA_RXE;
+	/* On the NIC itself, which moves; else on a parent that stays (a child, a moved macvlan). */
+	bool own = rxe && conf->mode == HPN_MODE_MOVE && !strcmp(p->dev.netdev, dev->name);
 	char why[HPN_ERR_MSG - 128];
 	int r;
 
-	/* A child's RDMA device is its parent's: an rxe there serves the host netns only. */
-	if (rxe && conf->mode != HPN_MODE_MOVE && hpn_rdma_rxe_per_netns()) {
-		if (!conf->soft_roce)
-			return hpn_err_set(
-				err, HPN_E_RDMA, EOPNOTSUPP,
-				"the rxe device \"%s\" of \"%s\" cannot carry a %s child's traffic "
-				"in a pod: from Linux %d.%d an rxe device serves only its own "
-				"netns "
-				"(set softRoce, and each child gets an rxe device of its own)",
-				p->dev.name, p->dev.netdev,
-				conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan",
-				HPN_RDMA_SOFT_KERNEL_MAJOR, HPN_RDMA_SOFT_KERNEL_MINOR);
-		hpn_info("the rxe device \"%s\" of \"%s\" serves only the host netns: softRoce "
-			 "makes one for the child",
-			 p->dev.name, p->dev.netdev);
-		p->found = false;
-	}
-	if (!conf->soft_roce || (p->found && !rxe))
+	/*
+	 * A child's RDMA device is its parent's: an rxe there serves the host
+	 * netns only. And while it exists it also holds the child's GID entries,
+	 * so rdma_cm resolves the child's address to it, not to one made for the
+	 * child (measured: the bind proof then fails): it has to go first.
+	 */
+	if (rxe && !own && hpn_rdma_rxe_per_netns())
+		return conf->soft_roce
+			       ? hpn_err_set(err, HPN_E_RDMA, EBUSY,
+					     "the rxe device \"%s\" of \"%s\" serves only the host "
+					     "netns, yet rdma_cm would resolve the child's address "
+					     "to it: delete it (rdma link delete %s), and softRoce "
+					     "makes an rxe device for each child in its pod",
+					     p->dev.name, p->dev.netdev, p->dev.name)
+			       : hpn_err_set(err, HPN_E_RDMA, EOPNOTSUPP,
+					     "the rxe device \"%s\" of \"%s\" cannot carry the "
+					     "traffic of \"%s\"'s %s in a pod: from Linux %d.%d an "
+					     "rxe device serves only its own netns (delete it and "
+					     "set softRoce: each child gets an rxe device of its "
+					     "own)",
+					     p->dev.name, p->dev.netdev, p->dev.netdev,
+					     conf->mode == HPN_MODE_IPVLAN ? "ipvlan" : "macvlan",
+					     HPN_RDMA_SOFT_KERNEL_MAJOR,
+					     HPN_RDMA_SOFT_KERNEL_MINOR);
+	/* A device that serves the pod: softRoce has nothing to make. */
+	if (!conf->soft_roce || (p->found && !own))
 		return 0;
 	/* The move would destroy it, and the one made in the pod could not bring it back. */
 	if (p->found)
@@ -84,6 +94,8 @@ int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_
 	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
 	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", n->pod_ifname);
 	n->rdma.created = true;
+	/* Exclusive mode: it is moved into the pod, and home again before it is deleted. */
+	n->rdma.moved = p->mode == HPN_RDMA_NETNS_EXCLUSIVE;
 	hpn_info("no RDMA device serves \"%s\": softRoce makes rxe device \"%s\" on \"%s\" in the "
 		 "pod",
 		 dev->name, p->dev.name, n->pod_ifname);
@@ -120,7 +132,8 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
 int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
 		    const struct hpn_journal_nic *n, struct hpn_err *err)
 {
-	int r, rh;
+	int r, rh, present = 0;
+	bool home = false;
 
 	if (!n->rdma.created)
 		return 0;
@@ -129,22 +142,45 @@ int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *
 		if (r < 0)
 			return hpn_err_set(err, HPN_E_NETNS, -r, "enter netns \"%s\": %s", j->netns,
 					   strerror(-r));
-		r = hpn_rdma_link_del(n->rdma.name, err);
+		present = hpn_rdma_present(n->rdma.name, err);
+		/* No RDMA netlink: nothing of it to delete. */
+		r = present = present == -EPROTONOSUPPORT ? 0 : present;
+		/*
+		 * Exclusive mode: home the way an mlx5 device goes (RDMA netlink,
+		 * asked from the pod), then deleted there. Names are per netns in
+		 * this mode and a device of the same name in the host would refuse
+		 * it (EEXIST): then it is deleted where it is.
+		 */
+		if (present == 1 && n->rdma.moved) {
+			r = hpn_rdma_set_netns(n->rdma.name, ns->host_fd, err);
+			home = r == 0;
+			if (r == -EEXIST) {
+				hpn_warn("%s; deleting it in the pod", err->msg);
+				memset(err, 0, sizeof(*err));
+				r = hpn_rdma_link_del(n->rdma.name, err);
+			}
+		} else if (present == 1) {
+			r = hpn_rdma_link_del(n->rdma.name, err);
+		}
 		rh = hpn_netns_enter(ns->host_fd);
 		if (rh < 0)
 			return hpn_err_set(err, HPN_E_NETNS, -rh, "return to the host netns: %s",
 					   strerror(-rh));
-		if (r == 0)
-			hpn_debug("deleted RDMA device \"%s\" in %s", n->rdma.name, j->netns);
-		if (r != -ENODEV)
+		if (r < 0 && r != -ENODEV)
 			return r;
+		if (present == 1 && !home) {
+			hpn_debug("deleted RDMA device \"%s\" in %s", n->rdma.name, j->netns);
+			return 0;
+		}
 	}
 	/*
-	 * Not in the pod: made in exclusive mode and not moved yet (the kernel
-	 * registered it here), or gone with its netdev or the netns.
+	 * In the host: brought home just now, or made in exclusive mode and not
+	 * moved yet (the kernel registers it here); or gone with its netdev or
+	 * the netns (shared mode: seen from here too).
 	 */
 	r = hpn_rdma_link_del(n->rdma.name, err);
 	if (r == 0)
-		hpn_debug("deleted RDMA device \"%s\" in the host netns", n->rdma.name);
+		hpn_debug("deleted RDMA device \"%s\" in the host netns%s", n->rdma.name,
+			  home ? ", brought home from the pod" : "");
 	return r == -ENODEV ? 0 : r;
 }

@@ -172,7 +172,7 @@ static int restore_netdev(struct hpn_nsctx *ns, const struct hpn_journal *j,
 				return r;
 			}
 			/* Reverse order of ADD: the RDMA device left after the netdev. */
-			if (n->rdma.moved) {
+			if (n->rdma.moved && !n->rdma.created) {
 				r = restore_rdma_netns(ns, pod_fd, j, n, err);
 				if (r < 0) {
 					close(pod_fd);

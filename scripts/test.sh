@@ -4,8 +4,12 @@
 # tier, then the same tests again under AddressSanitizer + UBSan. The bench
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
-# would mean nothing. So does the vm7 tier (test/vm/CMakeLists.txt registers
-# it in non-sanitizer builds only): its scenarios run no binary of ours yet.
+# would mean nothing. So do the vm7 tier's floor boots (vm7.shared,
+# vm7.exclusive: no binary of ours) and vm7.hpn-shared (the plugin with
+# softRoce in shared mode, about 6 minutes: its rails code runs under the
+# sanitizers in netns.rails); vm7.hpn-exclusive (the plugin in exclusive mode,
+# about 2 minutes) runs in both passes, the only sanitizer run of softroce.c,
+# which needs a kernel with RDMA (test/vm/CMakeLists.txt).
 # The runtime label (test/runtime: the plugin under a real
 # containerd 1.6, driven through the CRI) runs in both passes, about 50 s in
 # each (4 s of it the seed's Deployment opted in by label through a stand-in

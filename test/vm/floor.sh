@@ -234,29 +234,33 @@ rping_pods() {
 	[[ $CLI_OUT == *"ping data: rdma-ping-2: "* ]] || fail "rping: no third ping in: $CLI_OUT"
 }
 
-# pingpong_pods SPOD SDEV CPOD CDEV SADDR [GID]: ibv_rc_pingpong (RC send/recv,
-# 10 iterations) between SDEV in SPOD and CDEV in CPOD, both with GID index
-# GID (default 1); the client must see the server's ::ffff:SADDR GID.
+# pingpong_pods SPOD SDEV CPOD CDEV SADDR [GID [CGID]]: ibv_rc_pingpong (RC
+# send/recv, 10 iterations) between SDEV in SPOD and CDEV in CPOD, with GID
+# index GID (default 1) on the server and CGID (default GID) on the client;
+# the client must see the server's ::ffff:SADDR GID.
 pingpong_pods() {
 	local g=${6:-1}
+	local cg=${7:-$g}
 	serve "$1" ibv_rc_pingpong -d "$2" -i 1 -g "$g" -n 10
 	server_ready ibv_rc_pingpong tcp_listening "$SRV" "$FLOOR_PORT"
-	client "$3" 60 ibv_rc_pingpong -d "$4" -i 1 -g "$g" -n 10 "$5"
+	client "$3" 60 ibv_rc_pingpong -d "$4" -i 1 -g "$cg" -n 10 "$5"
 	server_wait 30
 	traffic_ok "ibv_rc_pingpong $3/$4 -> $1/$2"
 	[[ $CLI_OUT =~ remote\ address:.*GID\ ::ffff:${5//./\\.} ]] ||
 		fail "ibv_rc_pingpong: the client did not talk to ::ffff:$5: $CLI_OUT"
 }
 
-# write_bw_pods SPOD SDEV CPOD CDEV SADDR ITERS [GID]: ib_write_bw (RC RDMA
-# write, 64 KiB messages) between SDEV in SPOD and CDEV in CPOD with GID index
-# GID (default 1): BW = the client's average, MB/s.
+# write_bw_pods SPOD SDEV CPOD CDEV SADDR ITERS [GID [CGID]]: ib_write_bw (RC
+# RDMA write, 64 KiB messages) between SDEV in SPOD and CDEV in CPOD with GID
+# index GID (default 1) on the server and CGID (default GID) on the client:
+# BW = the client's average, MB/s.
 BW=
 write_bw_pods() {
 	local g=${7:-1} line
+	local cg=${8:-$g}
 	serve "$1" ib_write_bw -d "$2" -i 1 -x "$g" -F -n "$6"
 	server_ready ib_write_bw tcp_listening "$SRV" "$FLOOR_PORT"
-	client "$3" 300 ib_write_bw -d "$4" -i 1 -x "$g" -F -n "$6" "$5"
+	client "$3" 300 ib_write_bw -d "$4" -i 1 -x "$cg" -F -n "$6" "$5"
 	server_wait 30
 	traffic_ok "ib_write_bw $3/$4 -> $1/$2"
 	# " 65536      200              4.77               3.66   		   0.000059"

@@ -18,6 +18,9 @@
 #     the parent's whole RDMA device into one pod: ADD fails with 108 saying
 #     so, before anything changes; rdmaNetns "shared" on that node is refused
 #     before anything changes.
+#  5. softRoce on 6.1: refused (108; STATUS 50) naming the kernel release
+#     before anything changes; a child of an rxe-backed parent still binds
+#     the parent's device, as without softRoce on this kernel.
 # jq filters are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -164,5 +167,33 @@ expect_err 108 "ADD of a macvlan child in exclusive mode" '"mv0" is a macvlan of
 restored "after the refused move"
 ip netns del "$POD"
 rdma system set netns shared
+
+# --- 5. softRoce on 6.1 ---------------------------------------------------------
+# The kernel has an RDMA subsystem and rdma_rxe, but its rxe devices send from
+# the initial netns: softRoce is refused, naming the release, before anything
+# changes (the vm7 tier runs it on 7.x).
+info "5. softRoce on $(uname -r)"
+host_view >"$T/before"
+ip netns add "$POD"
+# A NIC whose own rxe the move would destroy: softRoce will not lose it.
+run_plugin ADD "$(conf "$nic1" '.softRoce = true')"
+expect_err 108 "softRoce, $nic1 with rxe1" '"'"$nic1"'" carries the rxe device "rxe1", which the kernel destroys'
+restored "after the refused softRoce ADD of $nic1 with rxe1"
+rdma link delete rxe1
+host_view >"$T/before"
+run_plugin ADD "$(conf "$nic1" '.softRoce = true')"
+expect_err 108 "softRoce on 6.1" \
+	"Soft-RoCE in a pod netns needs Linux 7\\.1 or later \\(before it, every rxe device sends from the initial netns; this kernel is $(uname -r | sed 's/[.+]/\\&/g')\\)( |\$)"
+restored "after the refused softRoce ADD"
+run_plugin STATUS "$(conf "$nic1" '.softRoce = true | .cniVersion = "1.1.0"')"
+expect_err 50 "STATUS with softRoce on 6.1" '^softRoce: Soft-RoCE in a pod netns needs Linux 7\.1'
+run_plugin ADD "$(conf mv0 '.softRoce = true')"
+expect_result "softRoce on 6.1, macvlan of rxe0: the parent's device, as before"
+jq_ok '.rdma[0].device == "rxe0"' "softRoce does not replace a device that serves"
+run_plugin DEL "$(conf mv0 '.softRoce = true')"
+expect_ok "DEL"
+restored "after DEL"
+ip netns del "$POD"
+rxe_add "$nic1" rxe1
 
 info "all rdma scenarios passed"
