@@ -109,6 +109,12 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 				   "softRoce makes an RDMA device for a NIC without one, but "
 				   "rdmaDevice selects a NIC by the RDMA device it has: give one "
 				   "of them");
+	/* Measured on 7.3: rxe over ipvlan children of one parent, made by hand, carries nothing. */
+	if (conf->soft_roce && conf->mode == HPN_MODE_IPVLAN)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "softRoce needs mode move or macvlan: an rxe device on an "
+				   "ipvlan child carries no RoCE traffic between pods (Linux 7.3: "
+				   "every packet sent, none received)");
 	if (conf->soft_roce && conf->match.n_rdma_devices)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "softRoce makes an RDMA device for a NIC without one, but "

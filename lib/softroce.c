@@ -17,9 +17,11 @@
  *    move mlx5 takes); names are per netns there, but every name made here is
  *    unique on the node anyway (hpn_rdma_soft_name), so a move never meets
  *    its own name;
- *  - a macvlan or ipvlan child needs an rxe of its own, made in its pod: its
- *    parent's rxe puts the child's addresses in its GID table but carries no
- *    byte for a pod netns.
+ *  - a macvlan child needs an rxe of its own, made in its pod: its parent's
+ *    rxe puts the child's addresses in its GID table but carries no byte for
+ *    a pod netns, and while it exists rdma_cm resolves them to it. An rxe on
+ *    an ipvlan child carries nothing between pods (every packet sent, none
+ *    received): the config refuses softRoce with ipvlan.
  */
 #include "session.h"
 

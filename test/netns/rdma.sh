@@ -143,7 +143,7 @@ soft_roce_refused() {
 		want+=("the kernel's RDMA subsystem (no RDMA netlink: load ib_core)")
 	[[ -e /sys/module/rdma_rxe ]] || want+=("the rdma_rxe module")
 	for conf in '.device = "nic0"' '.mode = "macvlan" | .master = "nic0"' \
-		'.match = {devices: ["nic*"]} | .count = 1' '.mode = "ipvlan" | .master = "nic0"'; do
+		'.match = {devices: ["nic*"]} | .count = 1'; do
 		run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true |
 			.ifName = "hpn0" | .ipam = {type: "static", addresses: [{address: "10.91.0.2/24"}]} | '"$conf")"
 		refused_unchanged 108 "softRoce, $conf" \
@@ -181,6 +181,9 @@ soft_roce_refused() {
 	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true |
 		.match = {rdmaDevices: ["mlx5_*"]}')"
 	refused_unchanged 7 "softRoce with match.rdmaDevices" 'match.rdmaDevices takes only NICs'
+	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = true | .mode = "ipvlan" |
+		.master = "nic0"')"
+	refused_unchanged 7 "softRoce with mode ipvlan" 'softRoce needs mode move or macvlan'
 	run_plugin ADD "$(net_conf 1.0.0 'del(.rdmaRequired) | .softRoce = "yes" | .device = "nic0"')"
 	refused_unchanged 7 "softRoce not a boolean" 'softRoce'
 }

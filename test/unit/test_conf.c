@@ -479,9 +479,10 @@ static void test_soft_roce(void)
 	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"softRoce\":null}", HPN_CMD_ADD, &conf, &err), 0);
 	CHECK(!conf.soft_roce);
 	hpn_conf_free(&conf);
-	/* Every mode, and exclusive RDMA netns mode too. */
+	/* Move and macvlan modes (not ipvlan), and exclusive RDMA netns mode too. */
 	check_ok("{" BASE ",\"master\":\"eth0\",\"mode\":\"macvlan\",\"softRoce\":true}", __LINE__);
-	check_ok("{" BASE ",\"master\":\"eth0\",\"mode\":\"ipvlan\",\"softRoce\":true}", __LINE__);
+	check_bad("{" BASE ",\"master\":\"eth0\",\"mode\":\"ipvlan\",\"softRoce\":true}",
+		  HPN_E_INVALID_CONFIG, "softRoce needs mode move or macvlan", __LINE__);
 	check_ok("{" BASE "," DEV ",\"softRoce\":true,\"rdmaNetns\":\"exclusive\"}", __LINE__);
 	check_ok("{" BASE ",\"match\":{\"drivers\":[\"virtio_net\"]},\"count\":2,"
 		 "\"softRoce\":true}",
