@@ -91,14 +91,16 @@
 #                    device's MTU is restored on DEL); host-device has no MTU
 #                    option, so its rows then do less work than the others
 # VM section (--vm; needs QEMU and the vm7 tier's kernel image, which
-# test/vm/prepare.sh --kernel 7 fetches and which is kept current here): the
-# RDMA floor on the current kernel in one boot -- ib_write_bw pod to pod, both
-# pods made by hand (iproute2, rdma link add inside each pod), over two virtio
-# NICs on one QEMU hub and over a veth pair (test/vm/vm7-bench.sh; alone:
-# test/vm/run.sh test/vm/vm7-bench.sh). The plugin's row through the same two
-# pods, and its ratio to this floor, come with the plugin's Soft-RoCE option.
+# test/vm/prepare.sh --kernel 7 fetches and which is kept current here): RDMA
+# on the current kernel in one boot (test/vm/vm7-bench.sh; alone: test/vm/run.sh
+# test/vm/vm7-bench.sh) -- ib_write_bw pod to pod over two virtio NICs on one
+# QEMU hub, the two pods made by hand (the floor: iproute2, rdma link add
+# inside each pod) and through hpn-rdma with softRoce, run by run in turn, and
+# the floor over a veth pair; then ADD's latency with the RDMA proof (softRoce)
+# and with rdmaRequired false, in turn, and DEL's.
 #   BENCH_VM_ITERS   64 KiB messages per ib_write_bw run (default 1000; quick 100)
 #   BENCH_VM_RUNS    runs per path (default 3; quick 1)
+#   BENCH_VM_ADDS    ADDs of each kind (default 5; quick 1)
 #   HPN_VM_CACHE     the vm tier's cache (default /var/cache/hpn-rdma/vm)
 # Timings are reported, never asserted: the targets are printed as met or not.
 # shellcheck disable=SC2016 # jq programs are single-quoted on purpose
@@ -151,6 +153,7 @@ if ((QUICK)); then
 	VITER=${BENCH_VERSION_ITER:-6}
 	VM_ITERS=${BENCH_VM_ITERS:-100}
 	VM_RUNS=${BENCH_VM_RUNS:-1}
+	VM_ADDS=${BENCH_VM_ADDS:-1}
 	RT_ITER=${BENCH_RT_ITER:-3}
 else
 	ITER=${BENCH_ITER:-200}
@@ -159,11 +162,12 @@ else
 	VITER=${BENCH_VERSION_ITER:-200}
 	VM_ITERS=${BENCH_VM_ITERS:-1000}
 	VM_RUNS=${BENCH_VM_RUNS:-3}
+	VM_ADDS=${BENCH_VM_ADDS:-5}
 	RT_ITER=${BENCH_RT_ITER:-40}
 fi
 PAR=${BENCH_PAR:-1 8 32}
 MTU=${BENCH_MTU:-}
-for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS; do
+for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS VM_ADDS; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
 		exit 2
@@ -658,15 +662,16 @@ if [[ -x $KERNEL ]]; then
 		  cpuid_us: (if $id < 0 then null else $id / 1e3 end)}')
 fi
 
-# The VM section: one boot of the current kernel, the by-hand RDMA floor.
+# The VM section: one boot of the current kernel, the by-hand RDMA floor and hpn-rdma.
 vm='{"skipped": "not requested (--vm)"}'
 if ((VM)); then
 	vcache=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
-	echo "# VM: the RDMA floor on the current kernel (test/vm/vm7-bench.sh, one boot)"
+	echo "# VM: RDMA on the current kernel, the floor and hpn-rdma (test/vm/vm7-bench.sh, one boot)"
 	if ! bash "$SRC/test/vm/prepare.sh" --kernel 7 "$vcache" >"$W/vm-prepare.out" 2>&1; then
 		vm=$(jq -cn --arg why "$(tail -n 3 "$W/vm-prepare.out")" '{skipped: $why}')
 	elif HPN_VM_CACHE=$vcache HPN_VM_BENCH_ITERS=$VM_ITERS HPN_VM_BENCH_RUNS=$VM_RUNS \
-		HPN_VM_TIMEOUT=$((600 + 2 * VM_RUNS * VM_ITERS / 10)) \
+		HPN_VM_BENCH_ADDS=$VM_ADDS HPN_PLUGIN=$PLUGIN \
+		HPN_VM_TIMEOUT=$((600 + 3 * VM_RUNS * VM_ITERS / 10 + 30 * VM_RUNS + 20 * VM_ADDS)) \
 		bash "$SRC/test/vm/run.sh" "$SRC/test/vm/vm7-bench.sh" >"$W/vm.out" 2>&1 &&
 		grep -q '^BENCH-JSON: ' "$W/vm.out"; then
 		vm=$(sed -n 's/^BENCH-JSON: //p' "$W/vm.out" | tail -n1)
@@ -944,12 +949,17 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
 		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 		vs_floor: ratio($added; $rtfloor)} else $rt end),
-	  targets: ([
+	  targets: ((if $cpufloor == null then [] else [
+		# CPU and VERSION against what no plugin can beat here (the floor line below).
+		t("cpu per ADD+DEL vs the CPU floor (no IPAM)";
+		  ratio($r["move.none.hpn-rdma"].cpu_ms; $cpufloor); 2.0; "le")] end) + [
 		t("cpu per ADD+DEL vs host-device (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le";
 		  ratio($cpufloor; $r["move.none.host-device"].cpu_ms)),
 		t("peak RSS vs host-device (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].peak_rss_kb; $r["move.none.host-device"].peak_rss_kb); 0.5; "le"),
+		t("VERSION latency vs /bin/true";
+		  ratio($ver["hpn-rdma"].wall_ms.median; $ver["true"].wall_ms.median); 1.3; "le"),
 		t("VERSION latency vs host-device";
 		  ratio($ver["hpn-rdma"].wall_ms.median; $ver["host-device"].wall_ms.median); 0.3; "le";
 		  ratio($ver["true"].wall_ms.median; $ver["host-device"].wall_ms.median)),
@@ -959,7 +969,9 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		  ratio($r["move.static.hpn-rdma"].wall_ms.median; $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
 		t("ADD+DEL wall vs iproute2 floor (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
-	  ] + (if $added == null then [] else [
+	  ] + (if ($vm.hpn.vs_floor | type) == "number" then [
+		t("ib_write_bw pod to pod through hpn-rdma vs the floor (VM, virtio, softRoce)";
+		  $vm.hpn.vs_floor; 0.95; "ge")] else [] end) + (if $added == null then [] else [
 		t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
 		  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
 		t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
@@ -1053,7 +1065,17 @@ jq -r '
 	 ("path" | pad(28)) + ("median" | lpad(10)) + "   runs",
 	 (.vm.floor | to_entries[] | ("floor, " + .key | pad(28)) + (f(.value.median) | lpad(10)) +
 	  "   " + (.value.mb_s | map(tostring) | join(" "))),
-	 "  (the row of hpn-rdma through the same pods comes with its Soft-RoCE option)", ""
+	 (if .vm.hpn.virtio then
+	  ("hpn-rdma (softRoce), virtio" | pad(28)) + (f(.vm.hpn.virtio.median) | lpad(10)) + "   " +
+	  (.vm.hpn.virtio.mb_s | map(tostring) | join(" ")) + "   (\(r3(.vm.hpn.vs_floor)) of the floor)",
+	  "ADD and DEL in the VM (static IPAM, one virtio NIC, \(.vm.hpn.add_ms.adds) of each in turn), ms",
+	  ("" | pad(28)) + ("ADD median" | lpad(12)) + ("DEL median" | lpad(12)) + "   ADD runs",
+	  ("with the RDMA proof (softRoce)" | pad(28)) + (f(.vm.hpn.add_ms.softroce.median) | lpad(12)) +
+	  (f(.vm.hpn.del_ms.softroce.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.softroce.ms | map(tostring) | join(" ")),
+	  ("rdmaRequired false" | pad(28)) + (f(.vm.hpn.add_ms.plain.median) | lpad(12)) +
+	  (f(.vm.hpn.del_ms.plain.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.plain.ms | map(tostring) | join(" ")),
+	  "  (the proof adds \(f(.vm.hpn.add_ms.softroce.median - .vm.hpn.add_ms.plain.median)) ms to ADD here: the rxe made in the pod, port and GID waited for, the bind)"
+	  else "  hpn-rdma: \(.vm.hpn.skipped // "not measured")" end), ""
 	 elif .vm.skipped and (.vm.skipped | test("not requested") | not) then "VM section skipped: \(.vm.skipped)", ""
 	 elif .vm.failed then "VM section FAILED: \(.vm.failed)", ""
 	 else empty end),
@@ -1083,7 +1105,9 @@ if ((CHECK)); then
 			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
-		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0)) and
+		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
+			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
+			.vm.hpn.add_ms.plain.median > 0)) and
 		(.runtime.skipped or ((.runtime.rows | length) == 3 and
 			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
 			(.runtime.added_ms | type == "number"))) and
