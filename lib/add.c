@@ -143,6 +143,13 @@ static int move_rdma(struct hpn_attach *a, struct hpn_journal_nic *n, const stru
 	r = hpn_rdma_present(p->dev.name, err);
 	if (r == -EPROTONOSUPPORT)
 		return 0; /* cannot tell here; the check from the pod will */
+	/* From 7.1 a child cannot use its parent's rxe either (softroce.c): one made in the pod. */
+	if (r == 0 && hpn_rdma_rxe_per_netns())
+		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
+				   "RDMA device \"%s\" was destroyed by the kernel when \"%s\" "
+				   "left the host netns (%s devices stay with their netdev): "
+				   "delete it and set softRoce, which makes one in the pod",
+				   p->dev.name, p->dev.netdev, hpn_rdma_kind_name(p->dev.kind));
 	if (r == 0)
 		return hpn_err_set(err, HPN_E_RDMA, ENODEV,
 				   "RDMA device \"%s\" was destroyed by the kernel when \"%s\" "

@@ -451,7 +451,11 @@ static void check_devices(struct hpn_doctor *d)
 		rdma += d->nics[i].rdma[0] && !d->nics[i].journal_only;
 		avail += free_nic(&d->nics[i]) && !strcmp(d->nics[i].state, "ACTIVE");
 	}
-	if (!rdma)
+	if (!rdma && d->conf.soft_roce)
+		CHECK(d, "devices", HPN_CHECK_OK,
+		      "no RDMA devices under %s/class/infiniband: softRoce makes one in each pod",
+		      d->sysfs_root);
+	else if (!rdma)
 		CHECK(d, "devices", d->conf.rdma_required ? HPN_CHECK_FAIL : HPN_CHECK_WARN,
 		      "no RDMA devices under %s/class/infiniband", d->sysfs_root);
 	else
@@ -520,6 +524,9 @@ static void check_selected(struct hpn_doctor *d)
 
 		if (!there)
 			CHECK(d, "device", HPN_CHECK_FAIL, "%s is not on this node", what);
+		else if (c->soft_roce)
+			CHECK(d, "device", HPN_CHECK_OK,
+			      "%s (no RDMA device: softRoce makes one in the pod)", what);
 		else if (c->rdma_required)
 			CHECK(d, "device", HPN_CHECK_FAIL,
 			      "no RDMA device serves %s, and rdmaRequired is true", what);

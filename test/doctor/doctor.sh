@@ -131,6 +131,35 @@ jq -nc '{version: 1, phase: 4, containerId: "0123456789abcdef0123", cniIfName: "
 conf held '.device = "ens1f0np0"'
 compare held 0
 
+# softRoce on a node without RDMA devices: none is needed, but the kernel must
+# be able to make one for a pod (the rdma check names what it lacks).
+tree soft
+rm -rf "$T/soft/sys/class/infiniband" "$T/soft/sys/class/infiniband_verbs/uverbs0"
+mkdir "$T/soft/sys/class/infiniband"
+conf soft '.device = "eth1" | .softRoce = true'
+doctor soft --json
+jq -e '(.checks | map({(.name): .}) | add) as $c |
+	$c.devices.state == "ok" and ($c.devices.message | contains("softRoce makes one in each pod")) and
+	$c.device.state == "ok" and $c.device.message == "eth1 (no RDMA device: softRoce makes one in the pod)" and
+	$c.rdma.state == "fail" and ($c.rdma.message | startswith("softRoce: Soft-RoCE in a pod netns needs")) and
+	($c.rdma.message | contains("the rdma_rxe module (not loaded"))' >/dev/null <<<"$OUT" &&
+	ok "softRoce without RDMA devices: devices and device ok, rdma names rdma_rxe" ||
+	fail "softRoce doctor: $OUT"
+mkdir -p "$T/soft/sys/module/rdma_rxe"
+doctor soft --json
+rel=$(uname -r)
+IFS=. read -r kmaj kmin _ <<<"$rel"
+kmin=${kmin%%[!0-9]*}
+if ((kmaj > 7 || (kmaj == 7 && kmin >= 1))); then
+	jq -e '.checks[] | select(.name == "rdma") | .state == "ok"' >/dev/null <<<"$OUT" &&
+		ok "softRoce with rdma_rxe on $rel: rdma ok" || fail "softRoce with rdma_rxe: $OUT"
+else
+	jq -e --arg r "$rel" '.checks[] | select(.name == "rdma") | .state == "fail" and
+		.message == "softRoce: Soft-RoCE in a pod netns needs Linux 7.1 or later (before it, every rxe device sends from the initial netns; this kernel is \($r))"' \
+		>/dev/null <<<"$OUT" && ok "softRoce with rdma_rxe on $rel: rdma names the release alone" ||
+		fail "softRoce with rdma_rxe: $OUT"
+fi
+
 # STATUS gives the doctor's reason, word for word (one set of checks).
 stat_msg=$(CNI_COMMAND=STATUS CNI_PATH="$T/netns/bin" "$plugin" <"$T/netns/net.d/10-hpn.conf" |
 	jq -r .msg) || true
