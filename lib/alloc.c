@@ -75,8 +75,8 @@ static int check_pod(const char *ns, const char *name, const char *uid, int code
 	return 0;
 }
 
-int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name,
-		      const char *uid, struct hpn_err *err)
+int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name, const char *uid,
+		      struct hpn_err *err)
 {
 	int r = check_pod(ns, name, uid, HPN_E_INVALID_ENV, err);
 
@@ -127,13 +127,12 @@ static int check_version(const cJSON *o, const char *what, struct hpn_err *err)
 		return r;
 	if (!present || v != HPN_ALLOC_PROTO_VERSION)
 		return hpn_err_set(err, HPN_E_DECODE, EPROTO,
-				   "%s has version %d, this build speaks %d", what,
-				   present ? v : 0, HPN_ALLOC_PROTO_VERSION);
+				   "%s has version %d, this build speaks %d", what, present ? v : 0,
+				   HPN_ALLOC_PROTO_VERSION);
 	return 0;
 }
 
-int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req,
-			struct hpn_err *err)
+int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
 	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL;
@@ -194,8 +193,7 @@ fail:
 	return NULL;
 }
 
-int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret,
-			  struct hpn_err *err)
+int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
 	_cleanup_free_ char *error = NULL, *resource = NULL;

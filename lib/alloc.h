@@ -23,7 +23,7 @@
 #define HPN_ALLOC_MAX_DEVICES	64   /* IDs in one reply */
 #define HPN_ALLOC_REQ_MAX	4096 /* request bytes, newline included */
 #define HPN_ALLOC_REPLY_MAX	(64 * 1024)
-#define HPN_ALLOC_RESOURCE_MAX	254  /* "<domain>/<name>" */
+#define HPN_ALLOC_RESOURCE_MAX	254 /* "<domain>/<name>" */
 #define HPN_ALLOC_PROTO_VERSION 1
 
 /* The device ID of host netdev ifname: its PCI address under sysfs_root, else the name. */
@@ -49,8 +49,8 @@ struct hpn_alloc {
 };
 
 /* Fills req from the three values (NULL: absent); code 4 naming the bad one. */
-int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name,
-		      const char *uid, struct hpn_err *err);
+int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name, const char *uid,
+		      struct hpn_err *err);
 /* The request line ("{...}\n"), malloc'd. */
 char *hpn_alloc_req_render(const struct hpn_alloc_req *req);
 /* Parses and validates one request (the agent's side); code 6 or 7 on bad input. */
@@ -62,8 +62,7 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error);
  * Parses a reply (the CNI's side). An "error" reply is code 11 with the
  * agent's words; malformed replies are code 6.
  */
-int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret,
-			  struct hpn_err *err);
+int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err);
 
 /*
  * Asks the agent at socket_path which devices the pod holds, within

@@ -445,8 +445,8 @@ static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err 
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "agent must be an object");
 	if (!cJSON_IsObject(a))
 		a = NULL;
-	r = hpn_conf_abs_path(a, "agent.", "socket", HPN_DEFAULT_AGENT_SOCKET,
-			      &conf->agent.socket, err);
+	r = hpn_conf_abs_path(a, "agent.", "socket", HPN_DEFAULT_AGENT_SOCKET, &conf->agent.socket,
+			      err);
 	if (r >= 0 && strlen(conf->agent.socket) >= 108) /* sun_path */
 		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				"agent.socket is over 107 bytes (a unix socket path)");
