@@ -188,7 +188,9 @@ static void on_inotify(struct agent *a, int fd, int dp_wd, int conf_wd, const ch
 	 * A restarting kubelet sweeps device-plugins/ (our socket with it) and
 	 * makes kubelet.sock anew; either one means: serve again, register again.
 	 */
-	if (ours_gone || (kubelet_new && access(a->sock_path, F_OK) < 0)) {
+	if (a->srv_stopping && (ours_gone || kubelet_new)) {
+		a->restart_wanted = true; /* already serving anew */
+	} else if (ours_gone || (kubelet_new && access(a->sock_path, F_OK) < 0)) {
 		hpn_info("%s: the kubelet restarted; serving anew and registering again",
 			 ours_gone ? "our socket was removed" : "kubelet.sock is new");
 		kubelet_restart(a);
