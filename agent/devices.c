@@ -136,7 +136,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 	for (size_t k = 0; k < lv.n && n < HPN_AGENT_MAX_DEVICES; k++) {
 		struct agent_dev d;
 
-		host_dev(conf, host, &lv.v[k], lv.rd ? &lv.rd[k] : NULL, &d);
+		host_dev(conf, host, &lv.v[k], conf->match.n_rdma_devices ? &lv.rd[k] : NULL, &d);
 		if (find(fresh, n, d.id)) {
 			hpn_warn("pool NIC \"%s\" has the device ID %s of another: left out (NICs "
 				 "sharing one PCI function cannot be told apart)",

@@ -340,7 +340,12 @@ int main(int argc, char **argv)
 	}
 	if (a.conf.log_file && hpn_log_open(a.conf.log_file, a.conf.log_level) < 0)
 		hpn_warn("cannot open logFile %s", a.conf.log_file);
-	a.lookup_path = lookup ? lookup : a.conf.agent.socket;
+	/* Its own copy: a reloaded config replaces conf (a new socket path needs a restart). */
+	a.lookup_path = strdup(lookup ? lookup : a.conf.agent.socket);
+	if (!a.lookup_path) {
+		hpn_error("out of memory");
+		goto out;
+	}
 	if (hpn_snprintf(a.dp_dir, sizeof(a.dp_dir), "%s/device-plugins", a.kubelet_dir) < 0 ||
 	    hpn_snprintf(a.sock_path, sizeof(a.sock_path), "%s/%s", a.dp_dir, a.endpoint) < 0 ||
 	    hpn_snprintf(a.kubelet_sock, sizeof(a.kubelet_sock), "%s/kubelet.sock", a.dp_dir) < 0 ||
@@ -495,6 +500,7 @@ out:
 	hpn_nl_close(a.host);
 	hpn_conf_free(&a.conf);
 	free(a.conf_buf);
+	free((char *)a.lookup_path);
 	hpn_log_close();
 	return rc;
 }

@@ -153,6 +153,36 @@ static int lookup_allocation(const struct hpn_env *env, const struct hpn_conf *c
 	return 1;
 }
 
+/* The attachment whose journal holds device ID id (moved away, so not on the host), into key. */
+static bool journal_holding(struct hpn_store *st, const char *self, const char *id,
+			    char key[HPN_KEY_MAX])
+{
+	char **keys = NULL;
+	struct hpn_err e = { 0 };
+	bool found = false;
+
+	if (hpn_store_keys(st, &keys, &e) < 0)
+		return false;
+	for (size_t k = 0; !found && keys[k]; k++) {
+		struct hpn_journal j = { 0 };
+
+		if (!strcmp(keys[k], self) || hpn_journal_read(st, keys[k], &j, &e) < 0)
+			continue;
+		for (size_t i = 0; !found && i < j.n_nics; i++) {
+			char jid[HPN_ALLOC_ID_MAX];
+
+			hpn_alloc_journal_id(&j.nics[i], jid);
+			if (!strcmp(jid, id)) {
+				snprintf(key, HPN_KEY_MAX, "%s", keys[k]);
+				found = true;
+			}
+		}
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	return found;
+}
+
 /*
  * Exactly the allocated NICs, in the allocation's order: each must be a NIC
  * of the pool that no other attachment holds. A held one is an error, never
@@ -184,6 +214,17 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 		if (r < 0)
 			break;
 		if (k == lv.n) {
+			char key[HPN_KEY_MAX];
+
+			if (journal_holding(&a->st, a->key, al->ids[i], key)) {
+				r = hpn_err_set(
+					err, HPN_E_DEVICE_NOT_FOUND, EBUSY,
+					"the kubelet allocated %s device %s to the pod, but "
+					"attachment %s holds it: the kubelet and the node "
+					"disagree (DEL or GC that attachment)",
+					al->resource, al->ids[i], key);
+				break;
+			}
 			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
 					"the kubelet allocated %s device %s to the pod, but no "
 					"free-standing NIC of the pool has that ID on the host",
@@ -203,8 +244,9 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 			break;
 		}
 		plans[i].dev = lv.v[k];
-		plans[i].rdma.found = lv.rd != NULL;
-		if (lv.rd)
+		/* lv.rd holds RDMA devices only when match asked for them (else plan_rdma looks). */
+		plans[i].rdma.found = conf->match.n_rdma_devices > 0;
+		if (plans[i].rdma.found)
 			plans[i].rdma.dev = lv.rd[k];
 	}
 	hpn_linkv_free(&lv);

@@ -139,6 +139,8 @@ int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
 			close(dfd);
 		return hpn_err_set(err, HPN_E_IO, -r, "list state: %s", strerror(-r));
 	}
+	/* The dup shares net_fd's offset: a second listing would start at the end. */
+	rewinddir(d);
 	for (;;) {
 		const struct dirent *de;
 
