@@ -450,7 +450,11 @@ void kubelet_register(struct agent *a)
 
 int kubelet_start(struct agent *a)
 {
-	int r = rpc_server_start(a->rpc, a->sock_path, methods, HPN_ARRAY_SIZE(methods), a,
+	int r;
+
+	if (a->quitting)
+		return 0;
+	r = rpc_server_start(a->rpc, a->sock_path, methods, HPN_ARRAY_SIZE(methods), a,
 				 &a->srv);
 
 	if (r < 0) {

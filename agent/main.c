@@ -180,10 +180,15 @@ static void on_inotify(struct agent *a, int fd, int dp_wd, int conf_wd, const ch
 				conf_changed = true;
 		}
 	}
+	if (a->quitting)
+		return;
 	if (conf_changed) {
 		reload(a);
 		return;
 	}
+	/* Our own restart unlinks the old socket: a new one in its place is ours. */
+	if (ours_gone && access(a->sock_path, F_OK) == 0)
+		ours_gone = false;
 	/*
 	 * A restarting kubelet sweeps device-plugins/ (our socket with it) and
 	 * makes kubelet.sock anew; either one means: serve again, register again.
