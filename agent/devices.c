@@ -16,7 +16,7 @@
 
 static struct agent_dev *find(struct agent_dev *v, size_t n, const char *id)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; id && i < n; i++)
 		if (!strcmp(v[i].id, id))
 			return &v[i];
 	return NULL;
@@ -242,7 +242,7 @@ void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent
 static bool listed(const char **v, size_t n, const char *id)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i], id))
+		if (v[i] && !strcmp(v[i], id))
 			return true;
 	return false;
 }

@@ -20,6 +20,8 @@
 #define DP_VERSION	       "v1beta1"
 #define REGISTER_TIMEOUT_MS    5000
 #define MAX_CONTAINER_REQUESTS 64
+/* protobuf-c's repeated messages are arrays of pointers to them. */
+#define PTR_SIZE sizeof(void *)
 
 /* ---- ListAndWatch ------------------------------------------------------------- */
 
@@ -28,10 +30,10 @@ static uint8_t *pack_list(const struct agent *a, size_t *len)
 	size_t n = a->devs.n;
 	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
 	V1beta1__Device *d = calloc(n ? n : 1, sizeof(*d));
-	V1beta1__Device **dp = calloc(n ? n : 1, sizeof(*dp));
+	V1beta1__Device **dp = calloc(n ? n : 1, PTR_SIZE);
 	V1beta1__TopologyInfo *t = calloc(n ? n : 1, sizeof(*t));
 	V1beta1__NUMANode *node = calloc(n ? n : 1, sizeof(*node));
-	V1beta1__NUMANode **np = calloc(n ? n : 1, sizeof(*np));
+	V1beta1__NUMANode **np = calloc(n ? n : 1, PTR_SIZE);
 	uint8_t *buf = NULL;
 
 	if (!d || !dp || !t || !node || !np)
@@ -68,6 +70,7 @@ out:
 	return buf;
 }
 
+/* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
 static void watcher_closed(struct rpc_call *c, void *ud)
 {
 	struct agent *a = ud;
@@ -208,7 +211,7 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 		goto out;
 	}
 	cr = calloc(n ? n : 1, sizeof(*cr));
-	crp = calloc(n ? n : 1, sizeof(*crp));
+	crp = calloc(n ? n : 1, PTR_SIZE);
 	picks = calloc(n * HPN_AGENT_MAX_DEVICES + 1, sizeof(*picks));
 	if (!cr || !crp || !picks) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
@@ -258,11 +261,12 @@ out:
 }
 
 /* One container's answer: the RDMA character devices of its NICs, and envs naming them. */
+#define MAX_SPECS (HPN_AGENT_MAX_DEVICES * 2 + 1)
 struct container_answer {
 	V1beta1__ContainerAllocateResponse resp;
-	V1beta1__DeviceSpec specs[HPN_AGENT_MAX_DEVICES * 2 + 1];
-	V1beta1__DeviceSpec *specp[HPN_AGENT_MAX_DEVICES * 2 + 1];
-	char paths[HPN_AGENT_MAX_DEVICES * 2 + 1][64];
+	V1beta1__DeviceSpec specs[MAX_SPECS];
+	V1beta1__DeviceSpec *specp[MAX_SPECS];
+	char paths[MAX_SPECS][64];
 	V1beta1__ContainerAllocateResponse__EnvsEntry env[3];
 	V1beta1__ContainerAllocateResponse__EnvsEntry *envp[3];
 	char ids[4096], ibdevs[4096], uverbs[8192];
@@ -272,7 +276,7 @@ static void add_spec(struct container_answer *ca, const char *name)
 {
 	size_t i = ca->resp.n_devices;
 
-	if (i == HPN_ARRAY_SIZE(ca->specs))
+	if (i == MAX_SPECS)
 		return;
 	for (size_t k = 0; k < i; k++)
 		if (!strcmp(ca->paths[k] + strlen("/dev/infiniband/"), name))
@@ -325,12 +329,12 @@ static void answer_container(const struct agent *a, char **ids, size_t n,
 	{
 		static const char *const keys[] = { "HPN_RDMA_DEVICE_IDS", "HPN_RDMA_DEVICES",
 						    "HPN_RDMA_UVERBS" };
-		char *vals[] = { ca->ids, ca->ibdevs, ca->uverbs };
+		const char *const vals[] = { ca->ids, ca->ibdevs, ca->uverbs };
 
 		for (size_t k = 0; k < 3; k++) {
 			v1beta1__container_allocate_response__envs_entry__init(&ca->env[k]);
 			ca->env[k].key = (char *)keys[k];
-			ca->env[k].value = vals[k];
+			ca->env[k].value = (char *)vals[k];
 			ca->envp[k] = &ca->env[k];
 		}
 		ca->resp.n_envs = 3;
@@ -359,7 +363,7 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 		goto out;
 	}
 	ca = calloc(n ? n : 1, sizeof(*ca));
-	crp = calloc(n ? n : 1, sizeof(*crp));
+	crp = calloc(n ? n : 1, PTR_SIZE);
 	if (!ca || !crp) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		goto out;
@@ -454,8 +458,7 @@ int kubelet_start(struct agent *a)
 
 	if (a->quitting)
 		return 0;
-	r = rpc_server_start(a->rpc, a->sock_path, methods, HPN_ARRAY_SIZE(methods), a,
-				 &a->srv);
+	r = rpc_server_start(a->rpc, a->sock_path, methods, HPN_ARRAY_SIZE(methods), a, &a->srv);
 
 	if (r < 0) {
 		hpn_error("cannot serve the device plugin on %s: %s", a->sock_path, strerror(-r));

@@ -71,6 +71,7 @@ int lookup_listen(struct agent *a)
 		return -errno;
 	if (chmod(a->lookup_path, 0600) < 0 || listen(fd, 64) < 0)
 		return -errno;
+	/* cppcheck-suppress unreadVariable ; TAKE_FD clears fd for its cleanup handler */
 	a->lookup_fd = TAKE_FD(fd);
 	hpn_info("CNI lookups on %s", a->lookup_path);
 	return 0;

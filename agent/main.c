@@ -274,13 +274,17 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 		case 'l':
 			*lookup = optarg;
 			break;
-		case 'p':
-			a->poll_s = atoi(optarg);
-			if (a->poll_s < 1 || a->poll_s > 3600) {
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			a->poll_s = *end || v < 1 || v > 3600 ? 0 : (int)v;
+			if (!a->poll_s) {
 				fprintf(stderr, "hpn-rdma-agent: --poll-interval is 1-3600 s\n");
 				return 2;
 			}
 			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -346,7 +350,9 @@ int main(int argc, char **argv)
 	if (a.conf.log_file && hpn_log_open(a.conf.log_file, a.conf.log_level) < 0)
 		hpn_warn("cannot open logFile %s", a.conf.log_file);
 	/* Its own copy: a reloaded config replaces conf (a new socket path needs a restart). */
-	a.lookup_path = strdup(lookup ? lookup : a.conf.agent.socket);
+	if (!lookup)
+		lookup = a.conf.agent.socket ? a.conf.agent.socket : HPN_DEFAULT_AGENT_SOCKET;
+	a.lookup_path = strdup(lookup);
 	if (!a.lookup_path) {
 		hpn_error("out of memory");
 		goto out;

@@ -269,6 +269,7 @@ static int no_agent(int r, const char *path, struct hpn_err *err)
 			   path, strerror(-r));
 }
 
+/* NOLINTBEGIN(clang-analyzer-unix.Malloc): line and buf are _cleanup_free_, unseen by it */
 int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
 		     struct hpn_alloc *ret, struct hpn_err *err)
 {
@@ -330,9 +331,10 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 		got += (size_t)n;
 		if (got > HPN_ALLOC_REPLY_MAX)
 			return hpn_err_set(err, HPN_E_DECODE, EMSGSIZE,
-					   "hpn-rdma-agent's reply is over %d bytes",
+					   "hpn-rdma-agent's reply is over %u bytes",
 					   HPN_ALLOC_REPLY_MAX);
 	}
 	buf[got] = '\0';
 	return hpn_alloc_reply_parse(buf, got, ret, err);
 }
+/* NOLINTEND(clang-analyzer-unix.Malloc) */

@@ -22,7 +22,7 @@
 #define HPN_ALLOC_ID_MAX	64   /* device IDs: at most 63 bytes (device plugin API) */
 #define HPN_ALLOC_MAX_DEVICES	64   /* IDs in one reply */
 #define HPN_ALLOC_REQ_MAX	4096 /* request bytes, newline included */
-#define HPN_ALLOC_REPLY_MAX	(64 * 1024)
+#define HPN_ALLOC_REPLY_MAX	65536u
 #define HPN_ALLOC_RESOURCE_MAX	254 /* "<domain>/<name>" */
 #define HPN_ALLOC_PROTO_VERSION 1
 

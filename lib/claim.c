@@ -375,7 +375,7 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 	      struct hpn_nic_plan *plans, struct hpn_err *err)
 {
 	struct hpn_holders h = { 0 };
-	struct hpn_alloc al;
+	struct hpn_alloc al = { 0 };
 	bool allocated = false;
 	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
 	const char *base = pod_ifname(env, conf);

@@ -202,14 +202,10 @@ static int check_pool(const struct hpn_conf *conf, const char *cni_path, char *n
 }
 
 const struct hpn_ready_check hpn_ready_checks[] = {
-	{ "stateDir", check_state_dir },
-	{ "netlink", check_netlink },
-	{ "ipam", check_ipam },
-	{ "rdma", check_rdma },
-	{ "verbs", check_verbs },
-	{ "profile", check_profile },
-	{ "pool", check_pool },
-	{ NULL, NULL },
+	{ "stateDir", check_state_dir }, { "netlink", check_netlink },
+	{ "ipam", check_ipam },		 { "rdma", check_rdma },
+	{ "verbs", check_verbs },	 { "profile", check_profile },
+	{ "pool", check_pool },		 { NULL, NULL },
 };
 
 int hpn_ready_check(const struct hpn_conf *conf, const char *cni_path, struct hpn_err *err)

@@ -21,6 +21,10 @@ packages=(
 	# built offline in GOPATH mode against Debian's gRPC and protobuf sources
 	containerd runc protobuf-compiler protoc-gen-go protoc-gen-go-grpc
 	golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
+	# hpn-rdma-agent: gRPC's C core and protobuf-c (its messages generated from
+	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above;
+	# the offline check of conf/k8s reads YAML with python3-yaml
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler python3-yaml
 	# vm tier: QEMU booting Debian's 6.1 kernel (fetched by test/vm/prepare.sh)
 	# with a busybox initramfs; ibv_devinfo, rping and the rxe provider in the VM
 	qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers

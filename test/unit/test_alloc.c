@@ -44,7 +44,8 @@ static void test_ids(void)
 	CHECK(!hpn_alloc_id_valid(""));
 	CHECK(!hpn_alloc_id_valid("../x"));
 	CHECK(!hpn_alloc_id_valid("a b"));
-	CHECK(!hpn_alloc_id_valid("0123456789012345678901234567890123456789012345678901234567890123"));
+	CHECK(!hpn_alloc_id_valid(
+		"0123456789012345678901234567890123456789012345678901234567890123"));
 }
 
 static void test_request(void)
@@ -87,7 +88,8 @@ static void test_request(void)
 		{ "{\"version\":1,\"name\":\"b\"}", "namespace" },
 		{ "{\"version\":1,\"namespace\":\"a\"}", "pod name" },
 		{ "{\"version\":1,\"namespace\":7,\"name\":\"b\"}", "namespace" },
-		{ "{\"version\":1,\"namespace\":\"a\\u0000b\",\"name\":\"b\"}", "not a JSON object" },
+		{ "{\"version\":1,\"namespace\":\"a\\u0000b\",\"name\":\"b\"}",
+		  "not a JSON object" },
 		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\"} x", "not a JSON object" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -154,15 +156,16 @@ static pid_t serve_once(const char *path, const char *reply)
 		ssize_t n = c >= 0 ? read(c, buf, sizeof(buf) - 1) : -1;
 
 		/* The request arrived whole, one line. */
+		close(fd);
 		if (n <= 0 || buf[n - 1] != '\n')
 			_exit(3);
 		if (!reply) {
 			pause();
 			_exit(0);
 		}
-		if (write(c, reply, strlen(reply)) < 0)
-			_exit(4);
-		_exit(0);
+		n = write(c, reply, strlen(reply));
+		close(c);
+		_exit(n < 0 ? 4 : 0);
 	}
 	close(fd);
 	return pid;
@@ -258,8 +261,7 @@ static void test_conf(void)
 		}
 		if (r == 0 && i == 2)
 			CHECK(!conf.agent.lookup);
-		if (r == 0)
-			hpn_conf_free(&conf);
+		hpn_conf_free(&conf);
 	}
 }
 
