@@ -226,8 +226,7 @@ void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent
 				continue;
 			if (hpn_sysfs_read(v, sizeof(v), "%s/%s/ibdev", path, de->d_name) == 0 &&
 			    !strcmp(v, ibdev))
-				snprintf(out->names[out->n++], sizeof(out->names[0]), "%s",
-					 de->d_name);
+				memcpy(out->names[out->n++], de->d_name, strlen(de->d_name) + 1);
 		}
 		closedir(d);
 	}

@@ -9,7 +9,11 @@
 # each: under ASan it checks the plugin's memory along containerd's own call
 # patterns (8 ADDs at once, DEL without netns or prevResult, DEL after a failed
 # ADD, DEL after a containerd restart); building its CRI client adds about
-# 30 s of Go per build directory. Run as root
+# 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
+# against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
+# about 15 s in each; memcheck.agent (the agent under valgrind, about 14 s) in
+# the release pass only; building hpn-kubelet adds about 45 s of Go per build
+# directory, fuzz.alloc one more fuzz target. Run as root
 # (the netns and runtime tiers skip, saying why, without root). Extra
 # arguments go to ctest (e.g. -L unit).
 set -euo pipefail
