@@ -28,6 +28,7 @@ struct agent {
 	const char *resource;
 	const char *endpoint; /* socket name in device-plugins/ */
 	const char *lookup_path;
+	const char *dev_root; /* where Allocate's host paths are: /dev */
 	int poll_s;
 
 	struct hpn_conf conf;

@@ -266,13 +266,14 @@ struct container_answer {
 	V1beta1__ContainerAllocateResponse resp;
 	V1beta1__DeviceSpec specs[MAX_SPECS];
 	V1beta1__DeviceSpec *specp[MAX_SPECS];
-	char paths[MAX_SPECS][64];
+	char paths[MAX_SPECS][64];	 /* in the container: /dev/infiniband/<name> */
+	char host_paths[MAX_SPECS][256]; /* on the host: <dev-root>/infiniband/<name> */
 	V1beta1__ContainerAllocateResponse__EnvsEntry env[3];
 	V1beta1__ContainerAllocateResponse__EnvsEntry *envp[3];
 	char ids[4096], ibdevs[4096], uverbs[8192];
 };
 
-static void add_spec(struct container_answer *ca, const char *name)
+static void add_spec(struct container_answer *ca, const char *dev_root, const char *name)
 {
 	size_t i = ca->resp.n_devices;
 
@@ -282,9 +283,10 @@ static void add_spec(struct container_answer *ca, const char *name)
 		if (!strcmp(ca->paths[k] + strlen("/dev/infiniband/"), name))
 			return;
 	snprintf(ca->paths[i], sizeof(ca->paths[i]), "/dev/infiniband/%s", name);
+	snprintf(ca->host_paths[i], sizeof(ca->host_paths[i]), "%s/infiniband/%s", dev_root, name);
 	v1beta1__device_spec__init(&ca->specs[i]);
 	ca->specs[i].container_path = ca->paths[i];
-	ca->specs[i].host_path = ca->paths[i];
+	ca->specs[i].host_path = ca->host_paths[i];
 	ca->specs[i].permissions = "rw";
 	ca->specp[i] = &ca->specs[i];
 	ca->resp.n_devices = i + 1;
@@ -314,7 +316,7 @@ static void answer_container(const struct agent *a, char **ids, size_t n,
 		append(ca->ibdevs, sizeof(ca->ibdevs), d->rdma);
 		agent_rdma_chardevs(a->conf.sysfs_root, d->rdma, &cd);
 		for (size_t k = 0; k < cd.n; k++) {
-			add_spec(ca, cd.names[k]);
+			add_spec(ca, a->dev_root, cd.names[k]);
 			if (!strncmp(cd.names[k], "uverbs", 6)) {
 				char p[64];
 
@@ -325,7 +327,7 @@ static void answer_container(const struct agent *a, char **ids, size_t n,
 		cm |= cd.rdma_cm;
 	}
 	if (cm)
-		add_spec(ca, "rdma_cm");
+		add_spec(ca, a->dev_root, "rdma_cm");
 	{
 		static const char *const keys[] = { "HPN_RDMA_DEVICE_IDS", "HPN_RDMA_DEVICES",
 						    "HPN_RDMA_UVERBS" };

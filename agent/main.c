@@ -54,6 +54,8 @@ static const char usage[] =
 	"  --lookup-socket PATH the CNI's lookup socket (default: the entry's\n"
 	"                       agent.socket, " HPN_DEFAULT_AGENT_SOCKET ")\n"
 	"  --poll-interval SEC  health re-check besides link events (default 10)\n"
+	"  --dev-root DIR       where Allocate's host device paths are (default /dev;\n"
+	"                       the container path is always /dev/infiniband/NAME)\n"
 	"  --help, --version\n"
 	"\n"
 	"Logs go to stderr, and to the entry's logFile when it has one. SIGTERM or\n"
@@ -247,6 +249,7 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 		{ "endpoint", required_argument, NULL, 'e' },
 		{ "lookup-socket", required_argument, NULL, 'l' },
 		{ "poll-interval", required_argument, NULL, 'p' },
+		{ "dev-root", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -257,6 +260,7 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 	a->resource = DEFAULT_RESOURCE;
 	a->endpoint = DEFAULT_ENDPOINT;
 	a->poll_s = DEFAULT_POLL_S;
+	a->dev_root = "/dev";
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -273,6 +277,9 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 			break;
 		case 'l':
 			*lookup = optarg;
+			break;
+		case 'd':
+			a->dev_root = optarg;
 			break;
 		case 'p': {
 			char *end;
@@ -319,8 +326,8 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 			a->endpoint);
 		return 2;
 	}
-	if (a->kubelet_dir[0] != '/') {
-		fprintf(stderr, "hpn-rdma-agent: --kubelet-dir must be absolute\n");
+	if (a->kubelet_dir[0] != '/' || a->dev_root[0] != '/' || strlen(a->dev_root) > 200) {
+		fprintf(stderr, "hpn-rdma-agent: --kubelet-dir and --dev-root must be absolute\n");
 		return 2;
 	}
 	return -1;
