@@ -8,12 +8,14 @@
  * peer's credentials are checked.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,25 +87,36 @@ static void conn_free(struct agent *a, struct lookup_conn *c)
 	free(c);
 }
 
-/* Sends the reply and closes; the conn stays until PodResources answers if it asked. */
-static void reply(struct agent *a, struct lookup_conn *c, const char *json)
+/*
+ * Sends the reply and closes. The socket turns blocking with a 200 ms send
+ * timeout: a reply (at most 64 KiB) fits a local socket's buffer, and a peer
+ * that stops reading costs the loop that long at most, never a spin.
+ */
+static void reply(struct lookup_conn *c, const char *json)
 {
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
 	size_t len = json ? strlen(json) : 0, off = 0;
-	long long deadline = now_ms() + 200;
+	int fl;
 
-	while (c->fd >= 0 && off < len && now_ms() < deadline) {
+	if (c->fd < 0)
+		return;
+	fl = fcntl(c->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		len = 0;
+	while (off < len) {
 		ssize_t n = send(c->fd, json + off, len - off, MSG_NOSIGNAL);
 
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue; /* a few KiB at most into a local socket */
-		if (n < 0)
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
 			break;
 		off += (size_t)n;
 	}
-	if (c->fd >= 0) {
-		close(c->fd);
-		c->fd = -1;
-	}
+	if (off < len)
+		hpn_warn("CNI lookup: the reply was not taken (%zu of %zu bytes)", off, len);
+	close(c->fd);
+	c->fd = -1;
 }
 
 static void refuse(struct agent *a, struct lookup_conn *c, const char *why)
@@ -111,7 +124,7 @@ static void refuse(struct agent *a, struct lookup_conn *c, const char *why)
 	char *json = hpn_alloc_reply_render(NULL, why);
 
 	hpn_warn("CNI lookup refused: %s", why);
-	reply(a, c, json);
+	reply(c, json);
 	free(json);
 	conn_free(a, c);
 }
@@ -127,7 +140,7 @@ static void answered(struct agent *a, void *ud, const struct hpn_alloc *al, cons
 		hpn_info("CNI lookup for pod %s/%s: %zu %s devices%s", c->req.namespace,
 			 c->req.name, al->n, al->resource,
 			 al->pod_known ? "" : " (pod not listed)");
-	reply(a, c, json);
+	reply(c, json);
 	free(json);
 	conn_free(a, c);
 }

@@ -201,6 +201,22 @@ node_down() {
 	[[ ! -e $T/agent.sock ]] || fail "the agent left its lookup socket"
 }
 
+# lookup_raw LINE: LINE sent to the agent's lookup socket as a client would; the reply.
+lookup_raw() {
+	/usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+out = b""
+while True:
+	b = s.recv(65536)
+	if not b:
+		break
+	out += b
+print(out.decode())' "$T/agent.sock" "$1"
+}
+
 plugin_sock() {
 	echo "$KL/device-plugins/hpn-rdma.sock"
 }
@@ -232,6 +248,16 @@ registration() {
 	[[ $mode == 600 ]] || fail "device plugin socket mode $mode, not 600"
 	mode=$(stat -c %a "$T/agent.sock")
 	[[ $mode == 600 ]] || fail "lookup socket mode $mode, not 600"
+	# Requests are validated like stdin JSON: a path in a pod name, a stranger version.
+	for req in '{"version":1,"namespace":"../x","name":"p"}' '{"version":7,"namespace":"a","name":"p"}' \
+		'not json'; do
+		OUT=$(lookup_raw "$req")
+		jq_ok '.version == 1 and (.error | type == "string") and (has("devices") | not)' \
+			"the agent refuses the request $req" "$OUT"
+	done
+	OUT=$(lookup_raw '{"version":1,"namespace":"a","name":"p"}')
+	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: []}' \
+		"a pod the kubelet does not list holds nothing"
 	node_down
 }
 run "registration, devices, NUMA topology, socket modes" registration
