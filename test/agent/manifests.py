@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# The agent's Kubernetes manifests (conf/k8s/hpn-rdma-agent.yaml and
+# test/agent/manifests.py: the agent's Kubernetes manifests (conf/k8s/hpn-rdma-agent.yaml and
 # dep-rdma-gpu.yaml) hold together with the code and the conflist they name.
 # kubectl cannot validate without an API server (it fetches the schema from
 # one), so this checks, offline, what would break a node: YAML that parses,
