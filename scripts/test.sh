@@ -12,9 +12,10 @@
 # 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
 # against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
 # about 15 s in each, and runtime.devices (its Allocate answer in a runc
-# container) about 7 s in each; memcheck.agent (the agent and the plugin's lookup under valgrind, about 33 s) in
-# the release pass only; building hpn-kubelet adds about 45 s of Go per build
-# directory, fuzz.alloc one more fuzz target. Run as root
+# container) about 7 s in each; memcheck.agent (the agent, and the plugin's
+# lookup, under valgrind: about 33 s) in the release pass only; building
+# hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
+# agent's C about 20 s; fuzz.alloc is one more fuzz target. Run as root
 # (the netns and runtime tiers skip, saying why, without root). Extra
 # arguments go to ctest (e.g. -L unit).
 set -euo pipefail
