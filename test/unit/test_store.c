@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "store.h"
-#include "util.h"
 #include "tmpdir.h"
+#include "util.h"
 
 static char tmp[64]; /* "/tmp/hpn-unit-store-XXXXXX" */
 
