@@ -498,7 +498,7 @@ static bool earlier_boot(int fd, const cJSON *boot_id)
 	struct stat sb;
 	long long btime;
 
-	if (cJSON_IsString(boot_id) && hpn_boot_id())
+	if (boot_id && cJSON_IsString(boot_id) && hpn_boot_id())
 		return strcmp(boot_id->valuestring, hpn_boot_id()) != 0;
 	return fstat(fd, &sb) == 0 && hpn_boot_time(&btime) == 0 && sb.st_mtime < btime;
 }
