@@ -38,8 +38,9 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # Depends: dpkg-shlibdeps (dpkg-dev) appends what the binary links to these, which
-# it cannot see: libibverbs and librdmacm are dlopen()ed by the bind check (verbs.c).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libibverbs1, librdmacm1")
+# it cannot see: libibverbs and librdmacm are dlopen()ed by the bind check (verbs.c),
+# libcurl and libyaml by the Kubernetes API lookup (kube.c, kubeconfig.c: dl.h).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libibverbs1, librdmacm1, libcurl4, libyaml-0-2")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "containernetworking-plugins, rdma-core")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

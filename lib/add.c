@@ -9,6 +9,7 @@
 
 #include "addr.h"
 #include "ipam.h"
+#include "kube.h"
 #include "link.h"
 #include "log.h"
 #include "netns.h"
@@ -227,6 +228,66 @@ static int pod_checks(const struct hpn_env *env, const struct hpn_conf *conf, st
 				   uid, HPN_NCCL_KEY_MAX - 1);
 	return hpn_nccl_check_gpus(hpn_nccl_profile(&conf->nccl, conf->gpu_model), conf->gpu_count,
 				   err);
+}
+
+/*
+ * The pod from the Kubernetes API, when its annotations left the decision
+ * open (conf->pod_lookup): read before anything on the node changes, and
+ * applied to conf (hpn_conf_apply_pod). Every failure is a CNI error, with
+ * nothing to undo.
+ */
+static int pod_lookup(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_err *err)
+{
+	static const char *const keys[] = { "K8S_POD_NAMESPACE", "K8S_POD_NAME", "K8S_POD_UID" };
+	const char *v[HPN_ARRAY_SIZE(keys)];
+	char missing[64] = "";
+	struct hpn_kube_warn warn = { 0 };
+	struct hpn_kube_req req;
+	struct hpn_kubeconfig kc;
+	struct hpn_pod pod;
+	int r;
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(keys); i++) {
+		v[i] = hpn_env_arg(env, keys[i]);
+		if (!v[i] || !v[i][0])
+			snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing),
+				 "%s%s", missing[0] ? ", " : "", keys[i]);
+	}
+	if (missing[0])
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "ADD must read the pod from the Kubernetes API (%s), but "
+				   "CNI_ARGS lacks %s",
+				   conf->pod_lookup_why, missing);
+	req = (struct hpn_kube_req){ .ns = v[0],
+				     .name = v[1],
+				     .uid = v[2],
+				     .resource = conf->kube.gpu_resource,
+				     .timeout_ms = conf->kube.timeout_ms };
+	r = hpn_kubeconfig_load(conf->kube.kubeconfig, &kc, &warn, err);
+	if (r < 0) {
+		if (warn.msg[0])
+			hpn_warn("%s", warn.msg);
+		hpn_err_prefix(err, "read pod %s/%s from the Kubernetes API (%s)", req.ns, req.name,
+			       conf->pod_lookup_why);
+		return r;
+	}
+	r = hpn_kube_get_pod(&kc, &req, &pod, &warn, err);
+	if (warn.msg[0])
+		hpn_warn("%s", warn.msg);
+	if (r < 0) {
+		hpn_kubeconfig_free(&kc);
+		return r;
+	}
+	hpn_debug("pod %s/%s from %s (%s): uid %s, %lu %s", pod.ns, pod.name, kc.server,
+		  conf->pod_lookup_why, pod.uid, pod.count, pod.resource);
+	hpn_kubeconfig_free(&kc);
+	r = hpn_conf_apply_pod(conf, &pod, err);
+	hpn_pod_free(&pod);
+	if (r == 0 && conf->pod_selected)
+		hpn_info("pod %s/%s: selected (podSelector %s), GPU model %s, %d GPUs", req.ns,
+			 req.name, conf->pod_selector ? conf->pod_selector : "none",
+			 conf->gpu_model ? conf->gpu_model : "none", conf->gpu_count);
+	return r;
 }
 
 /* A pod podSelector does not pick: prevResult goes through unchanged. */
@@ -479,7 +540,7 @@ static int open_pod_netns(const struct hpn_env *env, int *ret_fd, struct hpn_err
 	return 0;
 }
 
-int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
 	    struct hpn_err *err)
 {
 	struct hpn_attach a;
@@ -487,6 +548,12 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 	unsigned long long start = 0;
 	int r, pod_fd = -1;
 
+	/* The pod decides first: a lookup that fails has changed nothing on the node. */
+	if (conf->pod_lookup) {
+		r = pod_lookup(env, conf, err);
+		if (r < 0)
+			return r;
+	}
 	if (!conf->pod_selected)
 		return pass_through(conf, ret);
 	r = pod_checks(env, conf, err);
@@ -504,17 +571,20 @@ int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_r
 		r = -ENOMEM;
 		goto out;
 	}
-	/* A journal left by an ADD that never finished (crash, kill): undo it first. */
-	if (a.have_journal) {
+	/*
+	 * A journal left by an ADD that never finished (crash, kill), or of an
+	 * earlier boot (an unreadable one may hold a lease): undo it first.
+	 */
+	if (a.have_journal || a.stale_file) {
 		hpn_warn("found state of an earlier ADD for %s; undoing it first", a.key);
-		r = hpn_release(&a.st, &a.ns, env, conf, a.key, &a.j, a.j.phase >= HPN_PHASE_IPAM,
-				err);
+		r = hpn_release(&a.st, &a.ns, env, conf, a.key, a.have_journal ? &a.j : NULL,
+				a.stale_file || a.j.phase >= HPN_PHASE_IPAM, err);
 		if (r < 0) {
 			hpn_err_prefix(err, "undo the unfinished earlier ADD of %s", a.key);
 			goto out;
 		}
 		hpn_journal_free(&a.j);
-		a.have_journal = false;
+		a.have_journal = a.stale_file = false;
 	}
 	r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
 	if (r < 0)

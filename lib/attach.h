@@ -14,10 +14,13 @@
 
 /*
  * ADD: on success *ret is the result to print (prevResult plus this
- * attachment's NICs). The NICs are selected and claimed (journalled) under
- * the store lock, which is dropped for the slow steps that follow.
+ * attachment's NICs). When conf->pod_lookup, the pod is read from the
+ * Kubernetes API first, before anything on the node changes, and conf's pod
+ * decision completed from it (hpn_conf_apply_pod: the only change ADD makes
+ * to conf). The NICs are selected and claimed (journalled) under the store
+ * lock, which is dropped for the slow steps that follow.
  */
-int hpn_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
 	    struct hpn_err *err);
 /* DEL: idempotent; succeeds when the netns or the device is already gone. */
 int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);

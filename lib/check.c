@@ -162,10 +162,12 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 	r = hpn_attach_open(&a, env, conf, err);
 	if (r < 0)
 		goto out;
-	if (!a.have_journal || a.j.phase != HPN_PHASE_ATTACHED || !a.j.result) {
+	if (!a.have_journal || a.j.phase != HPN_PHASE_ATTACHED || !a.j.result || a.j.stale) {
 		r = hpn_err_set(err, HPN_E_CHECK, ENOENT,
-				"no completed attachment for container %s, interface %s",
-				env->container_id, env->ifname);
+				"no completed attachment for container %s, interface %s%s",
+				env->container_id, env->ifname,
+				a.have_journal && a.j.stale ? " (its state is from an earlier boot)"
+							    : "");
 		goto out;
 	}
 	/* CHECK only reads: other runs need not wait for its RDMA proofs. */

@@ -601,6 +601,9 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 				   "cniVersion %s does not have the CHECK command (needs 0.4.0)",
 				   conf->cni_version);
 	r = parse_common(conf, root, err);
+	/* Only ADD reads the pod: DEL, CHECK, GC and STATUS go by the journals. */
+	if (cmd != HPN_CMD_ADD)
+		conf->pod_lookup = false;
 	if (r >= 0 && cmd == HPN_CMD_GC)
 		r = parse_valid_attachments(conf, root, err);
 	return r;
@@ -690,7 +693,14 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->agent.socket);
 	hpn_nccl_conf_free(&conf->nccl);
 	free(conf->pod_selector);
+	free(conf->pod_annotation);
+	free(conf->pod_label);
+	free(conf->pod_value);
 	free(conf->gpu_model);
+	free(conf->gpu_model_annotation);
+	free(conf->gpu_model_label);
+	free(conf->kube.kubeconfig);
+	free(conf->kube.gpu_resource);
 	hpn_result_free(conf->prev_result);
 	hpn_dns_free(&conf->dns);
 	for (size_t i = 0; i < conf->n_valid; i++) {

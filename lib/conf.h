@@ -53,6 +53,19 @@ struct hpn_match {
 	bool has_numa_node;
 };
 
+struct hpn_pod; /* pod.h */
+
+/*
+ * "kubernetes": the API server ADD reads the pod from when the pod's
+ * annotations do not decide (a label selects, or the GPU model or count are
+ * missing). Only ADD ever makes the request; nothing else reads the file.
+ */
+struct hpn_kube_conf {
+	char *kubeconfig;	 /* absolute path; NULL: no "kubernetes", the API is never read */
+	unsigned int timeout_ms; /* the lookup's one budget, retries included */
+	char *gpu_resource;	 /* counted over the pod's containers: the GPU count */
+};
+
 /* The network configuration from stdin, validated and typed. */
 struct hpn_conf {
 	char *cni_version;
@@ -74,8 +87,16 @@ struct hpn_conf {
 	bool has_master;    /* the selector was "master" (HPN_SEL_DEVICE) */
 	bool rdma_required; /* rdmaRequired: no RDMA device behind the NIC fails ADD */
 	bool has_ipam;
-	bool pod_selected; /* no podSelector, or the pod's annotation has the value */
-	int gpu_count;	   /* annotation, else nccl.gpuCount; 0: unknown */
+	bool pod_selected; /* no podSelector, or the pod's annotation (or label) has the value */
+	int gpu_count; /* annotation, else the pod's GPU resource, else nccl.gpuCount; 0: unknown */
+	/*
+	 * ADD must read the pod (hpn_conf_apply_pod) before it decides: the
+	 * config has "kubernetes" and the annotations left open whether the pod
+	 * is selected (podSelector.label) or, for a selected pod, its GPU model
+	 * or count. pod_lookup_why says which, for messages.
+	 */
+	bool pod_lookup;
+	const char *pod_lookup_why;
 
 	char *state_dir;
 	char *sysfs_root;
@@ -94,8 +115,16 @@ struct hpn_conf {
 
 	/* NCCL hints (nccl) and the pod: opted in (podSelector), GPU model and count. */
 	struct hpn_nccl_conf nccl;
-	char *pod_selector; /* "key=value" for messages; NULL without podSelector */
-	char *gpu_model;    /* annotation, else nccl.gpuModel; NULL: none */
+	char *pod_selector;   /* "key=value" for messages; NULL without podSelector */
+	char *pod_annotation; /* podSelector.annotation (or its default); NULL: labels only */
+	char *pod_label;      /* podSelector.label; NULL: none */
+	char *pod_value;      /* podSelector.value, which either one must have */
+	char *gpu_model;      /* annotation, else the pod's label, else nccl.gpuModel; NULL: none */
+	char *gpu_model_annotation; /* nccl.gpuModelAnnotation, and the label of the model: */
+	char *gpu_model_label;	    /* nccl.gpuModelLabel */
+	bool gpu_model_annotated;   /* the pod's annotations named the model */
+	bool gpu_count_annotated;   /* and the count */
+	struct hpn_kube_conf kube;
 
 	/*
 	 * "agent": with match, ADD first asks hpn-rdma-agent which NICs the
@@ -149,5 +178,17 @@ int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *root, struct hpn_err 
  */
 int hpn_conf_parse_pod(struct hpn_conf *conf, const void *root, const void *rc,
 		       struct hpn_err *err);
+
+/*
+ * The rest of the pod decision, from the pod as the Kubernetes API has it
+ * (kube.h reads it; ADD calls this when conf->pod_lookup): a podSelector.label
+ * with podSelector.value selects a pod its annotations did not; for a selected
+ * pod, the GPU model its annotations did not name comes from the label
+ * gpu_model_label (else the API's annotation gpu_model_annotation), and the
+ * count from the pod's conf->kube.gpu_resource (when it has any). Code 7 for a
+ * pod asking for more GPUs than a profile can name. conf->pod_lookup is
+ * cleared: the decision is made.
+ */
+int hpn_conf_apply_pod(struct hpn_conf *conf, const struct hpn_pod *pod, struct hpn_err *err);
 
 #endif

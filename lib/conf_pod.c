@@ -7,13 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kubeconfig.h"
+#include "pod.h"
 #include "util.h"
 
-#define POD_ANNOTATIONS	   "io.kubernetes.cri.pod-annotations"
-#define DEFAULT_SEL_KEY	   "alibabacloud.com/hpn-type"
-#define DEFAULT_SEL_VALUE  "rdma"
-#define DEFAULT_MODEL_ANNO "alibabacloud.com/gpu-model-series"
-#define DEFAULT_COUNT_ANNO "alibabacloud.com/gpu-count"
+#define POD_ANNOTATIONS	    "io.kubernetes.cri.pod-annotations"
+#define DEFAULT_SEL_KEY	    "alibabacloud.com/hpn-type"
+#define DEFAULT_SEL_VALUE   "rdma"
+#define DEFAULT_MODEL_ANNO  "alibabacloud.com/gpu-model-series"
+#define DEFAULT_COUNT_ANNO  "alibabacloud.com/gpu-count"
+#define DEFAULT_MODEL_LABEL "alibabacloud.com/gpu-model-series"
 
 /* A string annotation of the pod (runtimeConfig's pod-annotations); NULL when absent. */
 static int pod_annotation(const cJSON *annos, const char *key, const char **ret,
@@ -175,8 +178,124 @@ int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *vroot, struct hpn_err
 }
 
 /*
+ * "kubernetes": {"kubeconfig": "/etc/cni/net.d/hpn-rdma.d/hpn-rdma.kubeconfig",
+ * "timeout": 5000, "gpuResource": "nvidia.com/gpu"}. Only the shape is
+ * checked here: the file is read by the ADD that needs it, and by no other
+ * command (a kubeconfig that is gone must not fail DEL).
+ */
+static int parse_kubernetes(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "kubernetes");
+	struct hpn_kube_conf *kc = &conf->kube;
+	int timeout = HPN_KUBE_TIMEOUT_MS_DEFAULT, r;
+
+	if (!k || cJSON_IsNull(k))
+		return 0;
+	if (!cJSON_IsObject(k))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "kubernetes must be an object");
+	r = hpn_conf_abs_path(k, "kubernetes.", "kubeconfig", NULL, &kc->kubeconfig, err);
+	if (r < 0)
+		return r;
+	if (!kc->kubeconfig)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "kubernetes.kubeconfig is required (the kubeconfig file of "
+				   "the plugin's identity, an absolute path)");
+	r = hpn_json_int(k, "timeout", "kubernetes.", HPN_E_INVALID_CONFIG, 1,
+			 HPN_KUBE_TIMEOUT_MS_MAX, &timeout, NULL, err);
+	if (r >= 0)
+		r = hpn_conf_str(k, "gpuResource", "kubernetes.", &kc->gpu_resource, err);
+	if (r < 0)
+		return r;
+	kc->timeout_ms = (unsigned int)timeout;
+	if (!kc->gpu_resource) {
+		kc->gpu_resource = strdup(HPN_POD_GPU_RESOURCE);
+		return kc->gpu_resource ? 0 : -ENOMEM;
+	}
+	if (!hpn_k8s_qualified_name(kc->gpu_resource))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "kubernetes.gpuResource \"%.64s\" is not a resource name like "
+				   "nvidia.com/gpu",
+				   kc->gpu_resource);
+	return 0;
+}
+
+/* podSelector: which pods are attached; the others pass prevResult through. */
+static int parse_selector(struct hpn_conf *conf, const cJSON *sel, const cJSON *annos,
+			  struct hpn_err *err)
+{
+	const char *a;
+	int r;
+
+	conf->pod_selected = false;
+	if (!cJSON_IsObject(sel))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "podSelector must be an object");
+	r = hpn_conf_str(sel, "annotation", "podSelector.", &conf->pod_annotation, err);
+	if (r >= 0)
+		r = hpn_conf_str(sel, "label", "podSelector.", &conf->pod_label, err);
+	if (r >= 0)
+		r = hpn_conf_str(sel, "value", "podSelector.", &conf->pod_value, err);
+	if (r < 0)
+		return r;
+	if (conf->pod_annotation && !conf->pod_annotation[0])
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "podSelector.annotation must not be empty");
+	/* Neither named: the annotation the managed service sets, as before labels. */
+	if (!conf->pod_annotation && !conf->pod_label) {
+		conf->pod_annotation = strdup(DEFAULT_SEL_KEY);
+		if (!conf->pod_annotation)
+			return -ENOMEM;
+	}
+	if (!conf->pod_value) {
+		conf->pod_value = strdup(DEFAULT_SEL_VALUE);
+		if (!conf->pod_value)
+			return -ENOMEM;
+	}
+	if (conf->pod_label) {
+		if (!hpn_k8s_qualified_name(conf->pod_label))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "podSelector.label \"%.64s\" is not a label key like "
+					   "alibabacloud.com/hpn-type",
+					   conf->pod_label);
+		/* A value no label can have would never select. */
+		if (!hpn_k8s_label_value(conf->pod_value))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "podSelector.value \"%.64s\" is not a label value "
+					   "(at most 63 of [A-Za-z0-9_.-], alphanumeric at both "
+					   "ends), so podSelector.label could never select",
+					   conf->pod_value);
+		if (!conf->kube.kubeconfig)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "podSelector.label needs kubernetes.kubeconfig: no "
+					   "container runtime passes pod labels to CNI plugins, so "
+					   "ADD reads them from the Kubernetes API");
+	}
+	/* For messages: "key=value", "label key=value", or both joined by " or ". */
+	if (!conf->pod_label)
+		r = asprintf(&conf->pod_selector, "%s=%s", conf->pod_annotation, conf->pod_value);
+	else if (!conf->pod_annotation)
+		r = asprintf(&conf->pod_selector, "label %s=%s", conf->pod_label, conf->pod_value);
+	else
+		r = asprintf(&conf->pod_selector, "%s=%s or label %s=%s", conf->pod_annotation,
+			     conf->pod_value, conf->pod_label, conf->pod_value);
+	if (r < 0) {
+		conf->pod_selector = NULL;
+		return -ENOMEM;
+	}
+	if (!conf->pod_annotation)
+		return 0;
+	r = pod_annotation(annos, conf->pod_annotation, &a, err);
+	if (r < 0)
+		return r;
+	conf->pod_selected = a && !strcmp(a, conf->pod_value);
+	return 0;
+}
+
+/*
  * podSelector and the GPU model and count, from the pod's annotations (the
- * capability containerd and CRI-O fill for plugins that declare it) or config.
+ * capability containerd and CRI-O fill for plugins that declare it) or config;
+ * and whether ADD must read the rest from the Kubernetes API.
  */
 int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc,
 		       struct hpn_err *err)
@@ -185,7 +304,7 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc
 	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(root, "podSelector");
 	const cJSON *nccl = cJSON_GetObjectItemCaseSensitive(root, "nccl");
 	const cJSON *annos = cJSON_GetObjectItemCaseSensitive(rc, POD_ANNOTATIONS);
-	_cleanup_free_ char *key = NULL, *value = NULL, *model_key = NULL, *count_key = NULL;
+	_cleanup_free_ char *count_key = NULL;
 	const char *a;
 	int r;
 
@@ -196,31 +315,19 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc
 				   "runtimeConfig.\"" POD_ANNOTATIONS "\" must be an object");
 	if (!cJSON_IsObject(annos))
 		annos = NULL;
+	r = parse_kubernetes(conf, root, err);
+	if (r < 0)
+		return r;
 	conf->pod_selected = true;
 	if (sel && !cJSON_IsNull(sel)) {
-		if (!cJSON_IsObject(sel))
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "podSelector must be an object");
-		r = hpn_conf_str(sel, "annotation", "podSelector.", &key, err);
-		if (r >= 0)
-			r = hpn_conf_str(sel, "value", "podSelector.", &value, err);
+		r = parse_selector(conf, sel, annos, err);
 		if (r < 0)
 			return r;
-		if (key && !key[0])
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "podSelector.annotation must not be empty");
-		if (asprintf(&conf->pod_selector, "%s=%s", key ? key : DEFAULT_SEL_KEY,
-			     value ? value : DEFAULT_SEL_VALUE) < 0) {
-			conf->pod_selector = NULL;
-			return -ENOMEM;
-		}
-		r = pod_annotation(annos, key ? key : DEFAULT_SEL_KEY, &a, err);
-		if (r < 0)
-			return r;
-		conf->pod_selected = a && !strcmp(a, value ? value : DEFAULT_SEL_VALUE);
 	}
 
-	r = hpn_conf_str(nccl, "gpuModelAnnotation", "nccl.", &model_key, err);
+	r = hpn_conf_str(nccl, "gpuModelAnnotation", "nccl.", &conf->gpu_model_annotation, err);
+	if (r >= 0)
+		r = hpn_conf_str(nccl, "gpuModelLabel", "nccl.", &conf->gpu_model_label, err);
 	if (r >= 0)
 		r = hpn_conf_str(nccl, "gpuCountAnnotation", "nccl.", &count_key, err);
 	if (r >= 0)
@@ -228,8 +335,20 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc
 	if (r >= 0)
 		r = hpn_json_int(nccl, "gpuCount", "nccl.", HPN_E_INVALID_CONFIG, 1,
 				 HPN_NCCL_MAX_GPUS, &conf->gpu_count, NULL, err);
-	if (r >= 0)
-		r = pod_annotation(annos, model_key ? model_key : DEFAULT_MODEL_ANNO, &a, err);
+	if (r < 0)
+		return r;
+	if (!conf->gpu_model_annotation)
+		conf->gpu_model_annotation = strdup(DEFAULT_MODEL_ANNO);
+	if (!conf->gpu_model_label)
+		conf->gpu_model_label = strdup(DEFAULT_MODEL_LABEL);
+	if (!conf->gpu_model_annotation || !conf->gpu_model_label)
+		return -ENOMEM;
+	if (!hpn_k8s_qualified_name(conf->gpu_model_label))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "nccl.gpuModelLabel \"%.64s\" is not a label key like "
+				   "alibabacloud.com/gpu-model-series",
+				   conf->gpu_model_label);
+	r = pod_annotation(annos, conf->gpu_model_annotation, &a, err);
 	if (r < 0)
 		return r;
 	if (a) {
@@ -237,6 +356,7 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc
 		conf->gpu_model = strdup(a);
 		if (!conf->gpu_model)
 			return -ENOMEM;
+		conf->gpu_model_annotated = true;
 	}
 	r = pod_annotation(annos, count_key ? count_key : DEFAULT_COUNT_ANNO, &a, err);
 	if (r < 0)
@@ -253,6 +373,55 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *vroot, const void *vrc
 					   count_key ? count_key : DEFAULT_COUNT_ANNO, a,
 					   HPN_NCCL_MAX_GPUS);
 		conf->gpu_count = (int)n;
+		conf->gpu_count_annotated = true;
+	}
+
+	/* What the annotations left open, and only the API can say. */
+	if (!conf->kube.kubeconfig)
+		return 0;
+	if (conf->pod_label && !conf->pod_selected)
+		conf->pod_lookup_why = "podSelector.label decides";
+	else if (conf->pod_selected && conf->nccl.enabled && !conf->gpu_model_annotated)
+		conf->pod_lookup_why = "the GPU model is not in the pod's annotations";
+	else if (conf->pod_selected && conf->nccl.enabled && !conf->gpu_count_annotated)
+		conf->pod_lookup_why = "the GPU count is not in the pod's annotations";
+	conf->pod_lookup = conf->pod_lookup_why != NULL;
+	return 0;
+}
+
+int hpn_conf_apply_pod(struct hpn_conf *conf, const struct hpn_pod *pod, struct hpn_err *err)
+{
+	const char *v;
+
+	conf->pod_lookup = false;
+	if (conf->pod_label && !conf->pod_selected) {
+		v = hpn_pod_label(pod, conf->pod_label);
+		conf->pod_selected = v && !strcmp(v, conf->pod_value);
+	}
+	if (!conf->pod_selected)
+		return 0;
+	if (!conf->gpu_model_annotated) {
+		v = hpn_pod_label(pod, conf->gpu_model_label);
+		if (!v)
+			v = hpn_pod_annotation(pod, conf->gpu_model_annotation);
+		if (v) {
+			char *m = strdup(v);
+
+			if (!m)
+				return -ENOMEM;
+			free(conf->gpu_model);
+			conf->gpu_model = m;
+		}
+	}
+	/* A pod without the resource keeps the config's count (0: unknown). */
+	if (!conf->gpu_count_annotated && pod->count > 0) {
+		if (pod->count > HPN_NCCL_MAX_GPUS)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "pod %s/%s asks for %lu %s, more than a GPU count can "
+					   "be (1-%d)",
+					   pod->ns, pod->name, pod->count, pod->resource,
+					   HPN_NCCL_MAX_GPUS);
+		conf->gpu_count = (int)pod->count;
 	}
 	return 0;
 }

@@ -14,8 +14,9 @@ int hpn_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_e
 	if (r < 0)
 		goto out;
 	/* IPAM always: its lease must go even when nothing else is left. */
-	if (a.have_journal) {
-		r = hpn_release(&a.st, &a.ns, env, conf, a.key, &a.j, true, err);
+	if (a.have_journal || a.stale_file) {
+		r = hpn_release(&a.st, &a.ns, env, conf, a.key, a.have_journal ? &a.j : NULL, true,
+				err);
 	} else {
 		hpn_store_unlock(&a.st);
 		r = hpn_undo(&a.ns, env, conf, NULL, true, err);

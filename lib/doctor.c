@@ -299,7 +299,8 @@ static void gather_network(struct hpn_doctor *d, int root_fd, const char *networ
 		struct hpn_journal j = { 0 };
 		struct hpn_err e = { 0 };
 
-		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0) {
+		/* An earlier boot's journal holds nothing: the reboot gave its NICs back. */
+		if (hpn_journal_read(&st, list[i]->d_name, &j, &e) < 0 || j.stale) {
 			hpn_journal_free(&j);
 			free(list[i]);
 			continue;

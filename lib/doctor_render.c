@@ -22,19 +22,43 @@ static const char *state_name(enum hpn_check_state s)
 	return names[s];
 }
 
+/* Appends " what a,b,c" for a non-empty match list. */
+static void match_list(FILE *f, const char *what, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? "," : what, v[i]);
+}
+
 static const char *selector_text(const struct hpn_doctor *d, char *buf, size_t len)
 {
 	static const char *const keys[] = {
-		"", "device", "hwaddr", "pciBusID", "runtimeConfig.deviceID", "rdmaDevice"
+		[HPN_SEL_DEVICE] = "device",   [HPN_SEL_HWADDR] = "hwaddr",
+		[HPN_SEL_PCI] = "pciBusID",    [HPN_SEL_DEVICE_ID] = "runtimeConfig.deviceID",
+		[HPN_SEL_RDMA] = "rdmaDevice",
 	};
 	const struct hpn_conf *c = &d->conf;
+	const struct hpn_match *m = &c->match;
+	FILE *f;
 
 	if (d->conf_device_plugin && c->selector == HPN_SEL_DEVICE_ID)
 		return "runtimeConfig.deviceID (from the device plugin)";
-	if (c->selector == HPN_SEL_RDMA && c->rdma_port)
+	if (c->selector == HPN_SEL_RDMA && c->rdma_port) {
 		snprintf(buf, len, "rdmaDevice %s:%u", c->selector_value, c->rdma_port);
-	else
+	} else if (c->selector == HPN_SEL_MATCH && (f = fmemopen(buf, len, "w"))) {
+		fprintf(f, "match (count %u):", c->count);
+		match_list(f, " devices ", m->devices, m->n_devices);
+		match_list(f, " drivers ", m->drivers, m->n_drivers);
+		match_list(f, " rdmaDevices ", m->rdma_devices, m->n_rdma_devices);
+		match_list(f, " pci ", m->pci, m->n_pci);
+		if (m->has_numa_node)
+			fprintf(f, " numaNode %d", m->numa_node);
+		fclose(f);
+	} else if (c->selector > HPN_SEL_NONE && c->selector < HPN_ARRAY_SIZE(keys) &&
+		   keys[c->selector] && c->selector_value) {
 		snprintf(buf, len, "%s %s", keys[c->selector], c->selector_value);
+	} else {
+		snprintf(buf, len, "nothing (no selector)");
+	}
 	return buf;
 }
 

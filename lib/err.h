@@ -25,6 +25,14 @@ enum hpn_code {
 	HPN_E_INTERNAL = 106,
 	HPN_E_CHECK = 107,
 	HPN_E_RDMA = 108, /* no usable RDMA device behind the NIC, or the node refused it */
+	/*
+	 * The Kubernetes API lookup failed, for none of the reasons with a code
+	 * of their own (the config 7, a local file 5, a pod that does not exist
+	 * 3, worth a retry 11): the API server refused the credentials (401,
+	 * 403) or answered badly (status, type, size, JSON), TLS verification
+	 * failed, or libcurl or libyaml cannot be loaded.
+	 */
+	HPN_E_KUBE = 109,
 };
 
 #define HPN_ERR_MSG	512

@@ -89,13 +89,22 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 		}
 		if (de->d_name[0] == '.' || de->d_type == DT_DIR)
 			continue;
-		if (hpn_journal_read(&st, de->d_name, &j, &jerr) < 0) {
+		r = hpn_journal_read(&st, de->d_name, &j, &jerr);
+		if (r == -ESTALE) {
+			/* Unreadable, of an earlier boot: nothing to undo, no lease it names. */
+			hpn_warn("gc: %s: removing it", jerr.msg);
+			r = hpn_journal_remove(&st, de->d_name, &jerr);
+			if (r == 0)
+				continue;
+		}
+		if (r < 0) {
 			/* Keep going with the others, but do not report success. */
 			hpn_warn("gc: %s", jerr.msg);
 			if (!failed++)
 				*err = jerr;
 			continue;
 		}
+
 		/* Listed, or an ADD still running: the runtime may not list it yet. */
 		if (still_valid(conf, &j) || hpn_journal_busy(&j)) {
 			hpn_journal_free(&j);

@@ -475,7 +475,7 @@ int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hp
 	if (r < 0)
 		return r;
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld", (long)getpid());
-	/* As the journal: content synced, directory not (hpn_journal_write says why). */
+	/* Atomic, not synced: the pods that read it do not outlive a power loss. */
 	r = hpn_write_atomic(kfd, tmp, HPN_NCCL_FILE, text, strlen(text), 0644);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, -r, "write %s/%s/%s: %s", dir, key, HPN_NCCL_FILE,

@@ -102,9 +102,10 @@ bool hpn_nccl_valid_key(const char *key);
  */
 void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX]);
 /*
- * Writes <dir>/<key>/nccl.conf atomically (temp file, fsync, rename), dir and
- * key created 0755 and the file 0644. key is opened relative to dir with
- * O_NOFOLLOW, under an flock on it that hpn_nccl_remove() also takes.
+ * Writes <dir>/<key>/nccl.conf atomically (temp file, rename), dir and key
+ * created 0755 and the file 0644. key is opened relative to dir with
+ * O_NOFOLLOW, under an flock on it that hpn_nccl_remove() also takes. Not
+ * synced: the pods that read it do not outlive a power loss.
  */
 int hpn_nccl_write(const char *dir, const char *key, const char *text, struct hpn_err *err);
 /* The file's text (at most 64 KiB); -ENOENT when missing. */

@@ -40,6 +40,11 @@ int hpn_holders_load(struct hpn_store *st, const char *skip_key, struct hpn_hold
 			hpn_warn("%s", jerr.msg);
 			continue;
 		}
+		/* An earlier boot's journal holds nothing: the reboot gave its NICs back. */
+		if (j.stale) {
+			hpn_journal_free(&j);
+			continue;
+		}
 		for (size_t i = 0; i < j.n_nics; i++) {
 			struct hpn_holder *x;
 

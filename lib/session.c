@@ -68,6 +68,12 @@ int hpn_attach_open(struct hpn_attach *a, const struct hpn_env *env, const struc
 	r = hpn_journal_read(&a->st, a->key, &a->j, err);
 	if (r == -ENOENT)
 		return 0;
+	if (r == -ESTALE) {
+		hpn_warn("%s", err->msg);
+		memset(err, 0, sizeof(*err));
+		a->stale_file = true;
+		return 0;
+	}
 	if (r < 0)
 		return r;
 	a->have_journal = true;

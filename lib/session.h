@@ -41,6 +41,7 @@ struct hpn_attach {
 	struct hpn_journal j;
 	char key[HPN_KEY_MAX];
 	bool have_journal;
+	bool stale_file; /* an unreadable journal of an earlier boot: to remove, nothing to undo */
 	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
 };
 

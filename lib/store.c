@@ -274,6 +274,8 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	if (!root)
 		return -ENOMEM;
 	cJSON_AddNumberToObject(root, "version", 2);
+	if (hpn_boot_id())
+		cJSON_AddStringToObject(root, "bootId", hpn_boot_id());
 	cJSON_AddNumberToObject(root, "phase", j->phase);
 	cJSON_AddStringToObject(root, "containerId", j->container_id);
 	cJSON_AddStringToObject(root, "cniIfName", j->cni_ifname);
@@ -310,12 +312,11 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 
 	snprintf(tmp, sizeof(tmp), ".tmp.%s.%d", key, (int)getpid());
 	/*
-	 * The journal must survive the plugin being killed, which needs no sync,
-	 * and is never seen torn or empty, even after a power loss (its content
-	 * is synced before the rename). The directory is not synced: a rename
-	 * lost with the power leaves the previous journal (undo handles any
-	 * phase) or none (the reboot returned every NIC and emptied every netns).
-	 * A directory fsync per write was most of ADD's own wall time on ext4.
+	 * The journal must survive the plugin being killed, which needs no sync:
+	 * the rename is atomic in the page cache. It need not survive a power
+	 * loss: that reboot returns every NIC and ends every netns, so a journal
+	 * of an earlier boot (its bootId, or an mtime before this boot when it
+	 * was cut short) is only leases and files to drop (see stale).
 	 */
 	r = hpn_write_atomic(st->net_fd, tmp, key, text, len, 0600);
 	free(text);
@@ -488,6 +489,22 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	return 0;
 }
 
+/*
+ * Written in an earlier boot: by its bootId when it has one (a string, else
+ * NULL), else by its mtime (a journal of a version before bootIds, or one a
+ * power loss left unparsable). Unknown is this boot: nothing is dropped on a
+ * guess.
+ */
+static bool earlier_boot(int fd, const cJSON *boot_id)
+{
+	struct stat sb;
+	long long btime;
+
+	if (boot_id && cJSON_IsString(boot_id) && hpn_boot_id())
+		return strcmp(boot_id->valuestring, hpn_boot_id()) != 0;
+	return fstat(fd, &sb) == 0 && hpn_boot_time(&btime) == 0 && sb.st_mtime < btime;
+}
+
 /* Whether some run holds the journal open at fd (hpn_journal_hold); tests, takes nothing. */
 static bool held(int fd)
 {
@@ -517,9 +534,14 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 		return hpn_err_set(err, HPN_E_IO, r, "read state %s: %s", key, strerror(-r));
 	root = hpn_json_parse(buf, len);
 	r = root ? journal_from_json(root, &tmp) : -EINVAL;
+	if (r == 0)
+		tmp.stale = earlier_boot(fd, cJSON_GetObjectItemCaseSensitive(root, "bootId"));
 	cJSON_Delete(root);
 	if (r < 0) {
 		hpn_journal_free(&tmp);
+		if (earlier_boot(fd, NULL))
+			return hpn_err_set(err, HPN_E_IO, ESTALE,
+					   "state %s is unreadable and from an earlier boot", key);
 		return hpn_err_set(err, HPN_E_IO, r, "state %s is corrupt", key);
 	}
 	tmp.releasing = held(fd);
@@ -567,6 +589,8 @@ bool hpn_journal_may_exist(const char *state_dir, const char *network, const cha
 
 bool hpn_journal_busy(const struct hpn_journal *j)
 {
-	return j->releasing || (j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
-				hpn_proc_alive(j->owner_pid, j->owner_start));
+	/* An earlier boot's owner pid is some other process now, or none. */
+	return j->releasing ||
+	       (!j->stale && j->phase < HPN_PHASE_ATTACHED && j->owner_pid != getpid() &&
+		hpn_proc_alive(j->owner_pid, j->owner_start));
 }

@@ -10,7 +10,8 @@
 /*
  * The on-disk state: <stateDir>/lock serialises plugin runs that change the
  * node, and <stateDir>/<network>/<key> holds one attachment's journal, written
- * atomically (temp file, fsync, rename) before every step that changes the host.
+ * atomically (temp file, rename) before every step that changes the host, with
+ * the boot it was written in.
  */
 struct hpn_store {
 	int root_fd; /* stateDir */
@@ -79,6 +80,12 @@ struct hpn_journal {
 	char *result;			  /* JSON of this attachment's own result, once attached */
 	/* Read only, never written: a DEL or GC is undoing it now (see hpn_journal_hold). */
 	bool releasing;
+	/*
+	 * Read only: written in an earlier boot (its bootId is not this boot's,
+	 * or it has none and its mtime predates this boot). The reboot returned
+	 * every NIC and ended every netns: only its IPAM leases and files remain.
+	 */
+	bool stale;
 };
 
 void hpn_journal_free(struct hpn_journal *j);
@@ -103,7 +110,11 @@ void hpn_strv_free(char **v);
 int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY_MAX]);
 int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_journal *j,
 		      struct hpn_err *err);
-/* -ENOENT when there is no journal for key. */
+/*
+ * -ENOENT when there is no journal for key; -ESTALE (err set) when it cannot
+ * be parsed and its mtime predates this boot: a write a power loss cut short,
+ * which nothing can undo and nothing needs to (remove it).
+ */
 int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
 		     struct hpn_err *err);
 int hpn_journal_remove(struct hpn_store *st, const char *key, struct hpn_err *err);

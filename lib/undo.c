@@ -303,6 +303,12 @@ int hpn_undo(struct hpn_nsctx *ns, const struct hpn_env *env, const struct hpn_c
 			r = ri;
 		}
 	}
+	/* An earlier boot returned every NIC and ended every netns: nothing to move. */
+	if (j && j->stale) {
+		hpn_info("state of %s is from an earlier boot: its NICs are back already",
+			 j->container_id);
+		n = 0;
+	}
 	for (size_t i = n; i-- > 0;) {
 		struct hpn_err derr = { 0 };
 		int rd = restore_nic(ns, j, &j->nics[i], conf->sysfs_root, &derr);

@@ -207,9 +207,7 @@ int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *dat
 		data += n;
 		len -= (size_t)n;
 	}
-	/* The content is synced before the rename: never seen torn or empty. */
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
+	/* No fsync: see hpn_write_atomic's callers on what a power loss leaves. */
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0)
@@ -417,6 +415,54 @@ int hpn_proc_start(int pid, unsigned long long *ret)
 	errno = 0;
 	*ret = strtoull(p + 1, NULL, 10);
 	return errno ? -errno : 0;
+}
+
+const char *hpn_boot_id(void)
+{
+	static char id[40];
+	static int state; /* 0 unread, 1 read, -1 unreadable */
+
+	if (!state) {
+		_cleanup_close_ int fd =
+			open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, id, sizeof(id) - 1) : -1;
+
+		/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n" */
+		while (n > 0 && (id[n - 1] == '\n' || id[n - 1] == ' '))
+			n--;
+		id[n > 0 ? n : 0] = '\0';
+		state = n >= 32 ? 1 : -1;
+	}
+	return state > 0 ? id : NULL;
+}
+
+int hpn_boot_time(long long *ret)
+{
+	static long long btime = -1;
+
+	if (btime < 0) {
+		_cleanup_close_ int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *buf = NULL;
+		const char *p;
+		char *end = NULL;
+		size_t len;
+		int r;
+
+		if (fd < 0)
+			return -errno;
+		r = hpn_read_all(fd, 1u << 20, &buf, &len);
+		if (r < 0)
+			return r;
+		p = strstr(buf, "\nbtime ");
+		errno = 0;
+		btime = p ? strtoll(p + 7, &end, 10) : -1;
+		if (!p || errno || end == p + 7 || (*end != '\n' && *end) || btime < 0) {
+			btime = -1;
+			return -EINVAL;
+		}
+	}
+	*ret = btime;
+	return 0;
 }
 
 bool hpn_proc_alive(int pid, unsigned long long start)

@@ -102,8 +102,10 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 int hpn_mkdir_p(const char *path, mode_t mode);
 /*
  * Replaces dfd/name with data atomically: a fresh dfd/tmp (never written
- * through a symlink or an earlier file), exactly mode, data, fsync, rename.
- * The directory is not synced (see hpn_journal_write). On error tmp is gone.
+ * through a symlink or an earlier file), exactly mode, data, rename. Atomic
+ * for every reader and a killed writer; nothing is synced, so after a power
+ * loss the file may be the old one, empty or torn (callers say why that is
+ * fine: hpn_journal_write, hpn_nccl_write). On error tmp is gone.
  */
 int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
 		     mode_t mode);
@@ -113,6 +115,13 @@ int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *dat
  * stable names for over-long IDs.
  */
 uint64_t hpn_hash64(const char *s);
+
+/*
+ * This boot: its ID (/proc/sys/kernel/random/boot_id, NULL when unreadable),
+ * and when it began in seconds since the epoch (/proc/stat btime). Read once.
+ */
+const char *hpn_boot_id(void);
+int hpn_boot_time(long long *ret);
 
 /* The start time of process pid (clock ticks since boot, /proc/<pid>/stat field 22). */
 int hpn_proc_start(int pid, unsigned long long *ret);

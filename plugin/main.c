@@ -82,34 +82,35 @@ static int doctor(int argc, char **argv)
 	return rc;
 }
 
-typedef int (*cmd_fn)(const struct hpn_env *env, const struct hpn_conf *conf,
-		      struct hpn_result **ret, struct hpn_err *err);
+/* conf is not const: ADD completes the pod decision from the Kubernetes API. */
+typedef int (*cmd_fn)(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
+		      struct hpn_err *err);
 
-static int cmd_add(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+static int cmd_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
 		   struct hpn_err *err)
 {
 	return hpn_add(env, conf, ret, err);
 }
 
-static int cmd_del(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+static int cmd_del(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
 		   struct hpn_err *err)
 {
 	return hpn_del(env, conf, err);
 }
 
-static int cmd_check(const struct hpn_env *env, const struct hpn_conf *conf,
-		     struct hpn_result **ret, struct hpn_err *err)
+static int cmd_check(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
+		     struct hpn_err *err)
 {
 	return hpn_check(env, conf, err);
 }
 
-static int cmd_status(const struct hpn_env *env, const struct hpn_conf *conf,
-		      struct hpn_result **ret, struct hpn_err *err)
+static int cmd_status(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
+		      struct hpn_err *err)
 {
 	return hpn_status(env, conf, err);
 }
 
-static int cmd_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_result **ret,
+static int cmd_gc(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result **ret,
 		  struct hpn_err *err)
 {
 	return hpn_gc(env, conf, err);

@@ -3,7 +3,7 @@
 # move mode, macvlan for shared mode) and against the floor: the same netlink
 # operations done by iproute2 alone. Run as root.
 #
-#   scripts/bench.sh [--quick] [--check] [--json PATH]
+#   scripts/bench.sh [--quick] [--check] [--json PATH] [--vm]
 #
 # Everything runs in a throwaway "node" netns (hpnb-<pid>-node) with veth ends
 # standing in for NICs, and pod netns hpnb-<pid>-p<k>; an EXIT/INT/TERM trap
@@ -50,6 +50,19 @@
 # after each pair of pods, so that the same load falls on all three).
 # Skipped, saying why, without containerd or hpn-cri.
 #
+# Kubernetes API rows (issue 17): hpn-rdma's ADD+DEL (move, no IPAM) with
+# "kubernetes" in its config, against the stand-in API server
+# (test/kube/apiserver.py: HTTPS with a test CA, bearer token; Python) on
+# the node netns's loopback: kube.none.hpn-kanno, where the pod's annotations
+# decide everything (no request: the path a pod with the annotations takes),
+# and kube.none.hpn-klabel, where podSelector.label decides, so every ADD
+# GETs the pod. The lookup's cost per ADD is the difference of the two (wall
+# includes the stand-in's time to answer; CPU is the plugin's own); the
+# stand-in's request log proves 0 and 1 requests per ADD. VERSION rows of the
+# plugin as it would be with libyaml, and libcurl + libyaml, linked instead
+# of dlopen()ed (bench/CMakeLists.txt's hpn-rdma-linked-*): what every start
+# would pay. Skipped, saying why, without openssl or python3.
+#
 # Options and environment:
 #   --quick          few iterations (smoke test; figures are not meaningful)
 #   --check          after the run, fail unless the JSON holds every row
@@ -66,6 +79,10 @@
 #   HPN_AGENT        the agent (default build/agent/hpn-rdma-agent)
 #   HPN_KUBELET      the kubelet stand-in (default build/test/agent/hpn-kubelet)
 #   BENCH_AGENT_ITER calls per device plugin latency row (default 500; quick 20)
+#   HPN_PLUGIN_LINKED_YAML, HPN_PLUGIN_LINKED_KUBE  the plugin with libyaml,
+#                    and libcurl + libyaml, linked (default
+#                    build/bench/hpn-rdma-linked-{yaml,kube}; rows skipped if
+#                    missing)
 #   HPN_CRI          the CRI client (default build/test/runtime/hpn-cri)
 #   HPN_PAUSE_IMAGE  the sandbox image archive (default
 #                    build/test/runtime/pause-image.tar)
@@ -85,6 +102,16 @@
 #   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
 #                    device's MTU is restored on DEL); host-device has no MTU
 #                    option, so its rows then do less work than the others
+# VM section (--vm; needs QEMU and the vm7 tier's kernel image, which
+# test/vm/prepare.sh --kernel 7 fetches and which is kept current here): the
+# RDMA floor on the current kernel in one boot -- ib_write_bw pod to pod, both
+# pods made by hand (iproute2, rdma link add inside each pod), over two virtio
+# NICs on one QEMU hub and over a veth pair (test/vm/vm7-bench.sh; alone:
+# test/vm/run.sh test/vm/vm7-bench.sh). The plugin's row through the same two
+# pods, and its ratio to this floor, come with the plugin's Soft-RoCE option.
+#   BENCH_VM_ITERS   64 KiB messages per ib_write_bw run (default 1000; quick 100)
+#   BENCH_VM_RUNS    runs per path (default 3; quick 1)
+#   HPN_VM_CACHE     the vm tier's cache (default /var/cache/hpn-rdma/vm)
 # Timings are reported, never asserted: the targets are printed as met or not.
 # shellcheck disable=SC2016 # jq programs are single-quoted on purpose
 set -euo pipefail
@@ -93,6 +120,7 @@ shopt -s inherit_errexit
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 QUICK=0
 CHECK=0
+VM=0
 JSON=$PWD/bench.json
 while (($#)); do
 	case $1 in
@@ -103,6 +131,7 @@ while (($#)); do
 		shift
 		;;
 	--json=*) JSON=${1#--json=} ;;
+	--vm) VM=1 ;;
 	-h | --help)
 		sed -n '2,/^# Timings/p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -120,6 +149,8 @@ RUNNER=${HPN_BENCH_RUN:-$SRC/build/bench/hpn-bench-run}
 BASE=${HPN_PLUGIN_BASE:-}
 DISCOVERY=${HPN_BENCH_DISCOVERY:-$SRC/build/bench/hpn-bench-discovery}
 KERNEL=${HPN_BENCH_KERNEL:-$SRC/build/bench/hpn-bench-kernel}
+LINKED_YAML=${HPN_PLUGIN_LINKED_YAML:-$SRC/build/bench/hpn-rdma-linked-yaml}
+LINKED_KUBE=${HPN_PLUGIN_LINKED_KUBE:-$SRC/build/bench/hpn-rdma-linked-kube}
 [[ -z $BASE || -x $BASE ]] || {
 	echo "bench.sh: HPN_PLUGIN_BASE $BASE is not an executable" >&2
 	exit 2
@@ -130,6 +161,8 @@ if ((QUICK)); then
 	ROUNDS=${BENCH_ROUNDS:-2}
 	PAR_REPS=${BENCH_PAR_REPS:-1}
 	VITER=${BENCH_VERSION_ITER:-6}
+	VM_ITERS=${BENCH_VM_ITERS:-100}
+	VM_RUNS=${BENCH_VM_RUNS:-1}
 	RT_ITER=${BENCH_RT_ITER:-3}
 	AG_ITER=${BENCH_AGENT_ITER:-20}
 else
@@ -137,6 +170,8 @@ else
 	ROUNDS=${BENCH_ROUNDS:-4}
 	PAR_REPS=${BENCH_PAR_REPS:-5}
 	VITER=${BENCH_VERSION_ITER:-200}
+	VM_ITERS=${BENCH_VM_ITERS:-1000}
+	VM_RUNS=${BENCH_VM_RUNS:-3}
 	RT_ITER=${BENCH_RT_ITER:-40}
 	AG_ITER=${BENCH_AGENT_ITER:-500}
 fi
@@ -144,7 +179,7 @@ AGENT=${HPN_AGENT:-$SRC/build/agent/hpn-rdma-agent}
 KUBELET=${HPN_KUBELET:-$SRC/build/test/agent/hpn-kubelet}
 PAR=${BENCH_PAR:-1 8 32}
 MTU=${BENCH_MTU:-}
-for v in ITER ROUNDS PAR_REPS VITER RT_ITER AG_ITER; do
+for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS AG_ITER; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
 		exit 2
@@ -195,6 +230,7 @@ cleanup() {
 	done
 	# The runtime rows' node first: its processes are found through its netns.
 	declare -F rtn_cleanup >/dev/null && rtn_cleanup
+	declare -F kube_stop >/dev/null && kube_stop
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
 		[[ $ns == "$PFX"* ]] && ip netns del "$ns"
 	done
@@ -250,18 +286,25 @@ job() {
 	: >"$d/stdin"
 }
 
-# cni_job DIR COMMAND K CONFIG BINARY: a CNI plugin run for pod K.
+# cni_job DIR COMMAND K CONFIG BINARY [CNI_ARGS]: a CNI plugin run for pod K.
 cni_job() {
 	local d=$1 cmd=$2 k=$3 conf=$4 bin=$5
 	mkdir -p "$d"
 	echo "$bin" >"$d/argv"
 	printf '%s\n' "CNI_COMMAND=$cmd" "CNI_CONTAINERID=bench-$k" \
 		"CNI_NETNS=/run/netns/$(pod "$k")" CNI_IFNAME=hpn0 "CNI_PATH=$CNI_BIN" \
-		"PATH=/usr/sbin:/usr/bin:/sbin:/bin" >"$d/env"
+		"PATH=/usr/sbin:/usr/bin:/sbin:/bin" ${6:+"CNI_ARGS=$6"} >"$d/env"
 	# The agent rows' pods are Kubernetes pods: the plugin asks the agent about them.
-	[[ $bin == "$PLUGIN" && $conf == *'"agent":'* ]] &&
+	[[ -z ${6:-} && $bin == "$PLUGIN" && $conf == *'"agent":'* ]] &&
 		echo "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=bench-$k" >>"$d/env"
 	echo "$conf" >"$d/stdin"
+}
+
+# kube_uid K / kube_args K: pod K as the stand-in serves it (bench/bench-K), and
+# the CNI_ARGS containerd passes for it.
+kube_uid() { printf '0b3c5d1e-9a47-4f3e-8c2d-%012d' "$1"; }
+kube_args() {
+	echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=bench-$1;K8S_POD_UID=$(kube_uid "$1")"
 }
 
 # ipam_of VARIANT K: the ipam object ("null" for none). Pod k gets 10.88.k.2/24.
@@ -305,6 +348,20 @@ conf() {
 		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg a "$W/agent.sock" '. + {
 			type: "hpn-rdma", rdmaRequired: false, stateDir: $st, ifName: "hpn0",
 			nccl: {dir: $hints}, agent: {socket: $a, required: true}} | '"$(hpn_pool "$k")" <<<"$base"
+		;;
+	hpn-kanno | hpn-klabel)
+		# "kubernetes" in both; the annotations decide everything in kanno
+		# (selected, the model, the count), the label in klabel.
+		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg kc "$W/kube/kubeconfig" \
+			--arg p "$plugin" '. + {type: "hpn-rdma", rdmaRequired: false,
+			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints},
+			kubernetes: {kubeconfig: $kc},
+			podSelector: {annotation: "alibabacloud.com/hpn-type",
+				label: "alibabacloud.com/hpn-type", value: "rdma"}} |
+			if $p == "hpn-kanno" then .runtimeConfig["io.kubernetes.cri.pod-annotations"] =
+				{"alibabacloud.com/hpn-type": "rdma",
+				 "alibabacloud.com/gpu-model-series": "gpu-hpn",
+				 "alibabacloud.com/gpu-count": "8"} else . end | '"$(hpn_pool "$k")" <<<"$base"
 		;;
 	hpn-base)
 		jq -c --arg st "$STATE" '. + {type: "hpn-rdma", rdmaRequired: false,
@@ -393,8 +450,10 @@ prepare() {
 				[[ $plugin == hpn-* ]] && bin=$PLUGIN
 				[[ $plugin == hpn-base ]] && bin=$BASE
 				c=$(conf "$plugin" "$variant" "$k")
-				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin"
-				cni_job "$dir/2-del/$k" DEL "$k" "$c" "$bin"
+				local a=
+				[[ $plugin == hpn-k* ]] && a=$(kube_args "$k")
+				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin" "$a"
+				cni_job "$dir/2-del/$k" DEL "$k" "$c" "$bin" "$a"
 				;;
 			esac
 		done
@@ -467,6 +526,50 @@ for v in none static; do
 		[[ $row =~ ${BENCH_ROWS:-.} ]] && ROWS+=("$row")
 	done
 done
+
+# The Kubernetes API rows: the stand-in API server in the node netns, one pod
+# per pod netns (the seed's fixture with that pod's namespace, name and UID).
+KUBE_WHY=
+KROWS=()
+for row in kube.none.hpn-kanno kube.none.hpn-klabel; do
+	[[ $row =~ ${BENCH_ROWS:-.} ]] && KROWS+=("$row")
+done
+if ((${#KROWS[@]})); then
+	if ! command -v openssl >/dev/null; then
+		KUBE_WHY="openssl is not installed (scripts/install-deps.sh)"
+	elif [[ ! -x /usr/bin/python3 ]]; then
+		KUBE_WHY="/usr/bin/python3 is not installed (scripts/install-deps.sh)"
+	fi
+fi
+if ((${#KROWS[@]})) && [[ -z $KUBE_WHY ]]; then
+	# shellcheck source=../test/kube/lib.sh
+	source "$SRC/test/kube/lib.sh"
+	KUBE_WORK=$W/kube
+	mkdir -p "$KUBE_WORK/pods/bench"
+	for ((k = 0; k < MAXPAR; k++)); do
+		jq --arg n "bench-$k" --arg uid "$(kube_uid "$k")" '.metadata.namespace = "bench" |
+			.metadata.name = $n | .metadata.uid = $uid |
+			.metadata.labels["alibabacloud.com/gpu-model-series"] = "gpu-hpn"' \
+			"$SRC/test/fixtures/pods/default/seed-gu8tf-7d9c5b8f4-x2kqp.json" \
+			>"$KUBE_WORK/pods/bench/bench-$k.json"
+	done
+	kube_pki
+	KUBE_PY_WRAP=(ip netns exec "$NODE")
+	KUBE_LIFETIME=$((QUICK ? 600 : 7200))
+	kube_start "$KUBE_WORK/pods"
+	echo "bench-token-$$" >"$KUBE_WORK/tokens"
+	kubeconfig "$KUBE_WORK/kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
+		"token: bench-token-$$"
+	ROWS+=("${KROWS[@]}")
+fi
+# kube_requests: the pod requests the stand-in has answered so far.
+kube_requests() {
+	[[ -f ${KUBE_WORK:-/nonexistent}/requests.log ]] || {
+		echo 0
+		return
+	}
+	grep -c ' /api/v1/namespaces/bench/pods/' "$KUBE_WORK/requests.log" || true
+}
 
 # hpn-rdma's shared mode exists once the plugin accepts it: a macvlan child
 # of mst0 in the pod, mst0 still in the node.
@@ -551,7 +654,10 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for row in "${ROWS[@]}"; do
 		is_skipped "$row" && continue
 		mapfile -t steps < <(prepare "$row" 1)
+		q0=$(kube_requests)
 		run "serial|$row|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
+		[[ $row == kube.* ]] && echo $(($(kube_requests) - q0)) $((PER_ROUND + (r == 0 ? 3 : 1))) \
+			>>"$W/kreq.$row"
 		node_clean 1
 	done
 done
@@ -559,10 +665,14 @@ done
 # VERSION: each plugin, plus the cost of starting any process (/bin/true).
 vdir=$W/jobs/version
 VPLUGINS=(hpn-rdma ${BASE:+hpn-base} host-device macvlan true)
+[[ -x $LINKED_YAML ]] && VPLUGINS+=(hpn-rdma-linked-yaml)
+[[ -x $LINKED_KUBE ]] && VPLUGINS+=(hpn-rdma-linked-curl-yaml)
 for p in "${VPLUGINS[@]}"; do
 	case $p in
 	hpn-rdma) bin=$PLUGIN ;;
 	hpn-base) bin=$BASE ;;
+	hpn-rdma-linked-yaml) bin=$LINKED_YAML ;;
+	hpn-rdma-linked-curl-yaml) bin=$LINKED_KUBE ;;
 	true) bin=$(type -P true) ;;
 	*) bin=$CNI_BIN/$p ;;
 	esac
@@ -574,10 +684,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 	done
 done
 
-# N pods at once: N ADDs started together, then N DELs.
+# N pods at once: N ADDs started together, then N DELs (not the Kubernetes
+# rows: a Python stand-in's concurrency is not kube-apiserver's).
 for n in $PAR; do
 	for row in "${ROWS[@]}"; do
 		is_skipped "$row" && continue
+		[[ $row == kube.* ]] && continue
 		mapfile -t steps < <(prepare "$row" "$n")
 		run "par$n|$row" "$NODE" "$PAR_REPS" 1 "${steps[@]}"
 		node_clean "$n"
@@ -617,6 +729,27 @@ if [[ -z $AGENT_WHY ]]; then
 		group_by(.k) | map({(.[0].k): (map(.v) | sort | {calls: length,
 			median_ms: (.[(length / 2 | floor)] / 1e6),
 			p99_ms: (.[((length * 0.99) | ceil) - 1] / 1e6)})}) | add')
+fi
+
+# The VM section: one boot of the current kernel, the by-hand RDMA floor.
+vm='{"skipped": "not requested (--vm)"}'
+if ((VM)); then
+	vcache=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
+	echo "# VM: the RDMA floor on the current kernel (test/vm/vm7-bench.sh, one boot)"
+	if ! bash "$SRC/test/vm/prepare.sh" --kernel 7 "$vcache" >"$W/vm-prepare.out" 2>&1; then
+		vm=$(jq -cn --arg why "$(tail -n 3 "$W/vm-prepare.out")" '{skipped: $why}')
+	elif HPN_VM_CACHE=$vcache HPN_VM_BENCH_ITERS=$VM_ITERS HPN_VM_BENCH_RUNS=$VM_RUNS \
+		HPN_VM_TIMEOUT=$((600 + 2 * VM_RUNS * VM_ITERS / 10)) \
+		bash "$SRC/test/vm/run.sh" "$SRC/test/vm/vm7-bench.sh" >"$W/vm.out" 2>&1 &&
+		grep -q '^BENCH-JSON: ' "$W/vm.out"; then
+		vm=$(sed -n 's/^BENCH-JSON: //p' "$W/vm.out" | tail -n1)
+		vm=$(jq -c --arg boot "$(sed -n 's/^run\.sh: .* after \([0-9]*\)s .*/\1/p' "$W/vm.out")" \
+			'. + {boot_and_run_s: ($boot | tonumber? // null)}' <<<"$vm")
+	else
+		echo "bench.sh: the VM section failed:" >&2
+		tail -n 30 "$W/vm.out" >&2
+		vm=$(jq -cn --arg why "$(grep -m1 -E '^(FAIL|SKIP|run\.sh: FAIL)' "$W/vm.out")" '{failed: $why}')
+	fi
 fi
 
 # ---- runtime rows: pods through containerd ------------------------------------
@@ -809,6 +942,7 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 	for n in $PAR; do
 		for row in "${ROWS[@]}"; do
 			is_skipped "$row" && continue
+			[[ $row == kube.* ]] && continue
 			read -r reps med _ _ cpu _ _ < <(stats "par$n|$row")
 			jq -cn --arg r "$row" --argjson n "$n" --argjson reps "$reps" \
 				--argjson med "$med" --argjson cpu "$cpu" \
@@ -820,11 +954,24 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 } | jq -s '[group_by(.row)[] | (map(select(.pods == 1))[0].pods_per_s) as $s |
 	.[] | . + {vs_serial: (if $s then .pods_per_s / $s else null end)}]' >"$W/par.json"
 
+# The Kubernetes API rows: requests per ADD (runs of a row include its warm-ups).
+kube='{"skipped": "no Kubernetes row selected (BENCH_ROWS)"}'
+if [[ -n $KUBE_WHY ]]; then
+	kube=$(jq -cn --arg w "$KUBE_WHY" '{skipped: $w}')
+elif ((${#KROWS[@]})); then
+	kube=$(for row in "${KROWS[@]}"; do
+		awk -v r="$row" '{ q += $1; n += $2 } END { printf "{\"row\": \"%s\", \"requests\": %d, \"adds\": %d}\n", r, q, n }' \
+			"$W/kreq.$row"
+	done | jq -sc --arg srv "test/kube/apiserver.py (Python, HTTPS, bearer token) on the node netns's loopback" \
+		'{server: $srv, rows: map(. + {requests_per_add: (if .adds > 0 then .requests / .adds else null end)})}')
+fi
+
 # Targets (issue 8), judged on the no-IPAM move-mode rows (the plugin's own
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
-	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson rt "$rt" \
-	--argjson rtfloor "$rtfloor" --argjson aglat "$agent_lat" \
+	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
+	--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
+	--argjson aglat "$agent_lat" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -865,6 +1012,15 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		  static: (($r["move.static.hpn-agent"].wall_ms.median // null) as $a |
 			if $a then $a - $r["move.static.hpn-rdma"].wall_ms.median else null end)}}
 		else $aglat end),
+	  kubernetes: (if $kube.rows then
+		(def d(a; b): if $r[a] and $r[b] and ($r[a].wall_ms | type) == "object" and
+			($r[b].wall_ms | type) == "object"
+			then {wall_ms: ($r[a].wall_ms.median - $r[b].wall_ms.median),
+			      cpu_ms: ($r[a].cpu_ms - $r[b].cpu_ms)} else null end;
+		 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
+			annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
+		else $kube end),
+	  vm: $vm,
 	  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
 		floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 		vs_floor: ratio($added; $rtfloor)} else $rt end),
@@ -924,6 +1080,20 @@ jq -r '
 	 (f(.cpu_ms) | lpad(9)) + (f(.user_cpu_ms) | lpad(7)) + (f(.peak_rss_kb / 1024) | lpad(8)) +
 	 (r(.wall_ms.median / $v["host-device"].wall_ms.median) | lpad(8))),
 	"",
+	(if .kubernetes.skipped then "Kubernetes API rows skipped: " + .kubernetes.skipped, "" else
+	 "Kubernetes API lookup (\(.kubernetes.server)), per ADD+DEL:",
+	 (.kubernetes.rows[] | "  \(.row): \(.requests) requests for \(.adds) ADDs"),
+	 (if .kubernetes.lookup_added then
+	  "  podSelector.label decides (one GET per ADD): +\(f(.kubernetes.lookup_added.wall_ms)) ms wall," +
+	  " +\(f(.kubernetes.lookup_added.cpu_ms)) ms CPU over the annotations deciding" else empty end),
+	 (if .kubernetes.annotations_added then
+	  "  the annotations decide (no request): \(f(.kubernetes.annotations_added.wall_ms)) ms wall," +
+	  " \(f(.kubernetes.annotations_added.cpu_ms)) ms CPU against move.none.hpn-rdma (no \"kubernetes\"): noise" else empty end),
+	 ((.version | map({(.plugin): .}) | add) as $v |
+	  if $v["hpn-rdma-linked-curl-yaml"] then
+	  "  linking libcurl + libyaml instead of dlopen(): +\(f($v["hpn-rdma-linked-curl-yaml"].cpu_ms - $v["hpn-rdma"].cpu_ms)) ms CPU," +
+	  " +\(f($v["hpn-rdma-linked-curl-yaml"].wall_ms.median - $v["hpn-rdma"].wall_ms.median)) ms wall per start (VERSION)" else empty end),
+	 "" end),
 	"N pods at once (ADD all, then DEL all; median of \(.settings.parallel_reps))",
 	("row" | pad(28)) + ("N" | lpad(4)) + ("round ms" | lpad(10)) + ("pods/s" | lpad(9)) +
 	("vs N=1" | lpad(8)),
@@ -964,6 +1134,16 @@ jq -r '
 	 "  floor: CPU = 2 starts of /bin/true + the kernel work of move, up, move back (\(f(.kernel_floor.cpu_ms)) ms," +
 	 " hpn-bench-kernel); VERSION = /bin/true" else empty end),
 	"",
+	(if .vm.floor then
+	 "RDMA in the VM (kernel \(.vm.kernel), QEMU TCG, one boot of \(.vm.boot_and_run_s // "?") s): ib_write_bw pod to pod," +
+	 " \(.vm.messages_per_run) x 64 KiB, \(.vm.runs) runs, MB/s",
+	 ("path" | pad(28)) + ("median" | lpad(10)) + "   runs",
+	 (.vm.floor | to_entries[] | ("floor, " + .key | pad(28)) + (f(.value.median) | lpad(10)) +
+	  "   " + (.value.mb_s | map(tostring) | join(" "))),
+	 "  (the row of hpn-rdma through the same pods comes with its Soft-RoCE option)", ""
+	 elif .vm.skipped and (.vm.skipped | test("not requested") | not) then "VM section skipped: \(.vm.skipped)", ""
+	 elif .vm.failed then "VM section FAILED: \(.vm.failed)", ""
+	 else empty end),
 	"hd: host-device (move) or macvlan (shared); ip: the iproute2 floor of the same mode and IPAM.",
 	"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs), hints on \(.machine.hints_fs); load after: \(.machine.loadavg_after)",
 	(if .kernel_floor.cpuid_us then
@@ -984,10 +1164,14 @@ if ((CHECK)); then
 		([.version[].plugin] | sort) == ($vp | sort) and
 		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
 		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
-			([.serial[] | select(.skipped | not)] | length)) and
+			([.serial[] | select((.skipped | not) and (.row | startswith("kube.") | not))] | length)) and
+		# Not a timing: the annotation path asks nothing, the label path once per ADD.
+		(.kubernetes.skipped or ((.kubernetes.rows | map({(.row): .requests_per_add}) | add) as $q |
+			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
 		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
+		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0)) and
 		(.runtime.skipped or ((.runtime.rows | length) == 3 and
 			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
 			(.runtime.added_ms | type == "number"))) and

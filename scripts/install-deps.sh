@@ -22,14 +22,25 @@ packages=(
 	containerd runc protobuf-compiler protoc-gen-go protoc-gen-go-grpc
 	golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
 	# hpn-rdma-agent: gRPC's C core and protobuf-c (its messages generated from
-	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above;
-	# the offline check of conf/k8s reads YAML with python3-yaml
-	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler python3-yaml
-	# vm tier: QEMU booting Debian's 6.1 kernel (fetched by test/vm/prepare.sh)
-	# with a busybox initramfs; ibv_devinfo, rping and the rxe provider in the VM
+	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
+	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
+	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,
+	# ibv_rc_pingpong, ib_write_bw (perftest), sysctl and the rxe provider in the VM
 	qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils ibverbs-providers
-	kmod xz-utils cpio
+	perftest procps kmod xz-utils cpio debian-archive-keyring
+	# Kubernetes API lookups: libcurl (OpenSSL flavour: the CA and client
+	# certificate as memory blobs) and libyaml headers (both dlopen()ed at run
+	# time); the stand-in API server's test PKI (openssl) and Python
+	libcurl4-openssl-dev libyaml-dev openssl python3
+	# test/k8s-manifests.py: the manifests under conf/k8s/ parsed offline
+	python3-yaml
 )
+# kubectl reads the stand-in API server's pods in the tests: Debian's
+# kubernetes-client, unless the machine already has a kubectl (another
+# package's /usr/bin/kubectl would conflict with it).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -159,6 +159,11 @@ doctor healthy --json --config "$src/conf/10-hpn-rdma.conflist"
 jq -e '.config.valid and .config.pluginIndex == 1 and
 	.config.selects == "runtimeConfig.deviceID (from the device plugin)"' >/dev/null <<<"$OUT" &&
 	ok "--config takes a conflist's hpn-rdma entry" || fail "--config conflist: $OUT"
+conf healthy '.match = {devices: ["ens1f*"], drivers: ["mlx5_core"], numaNode: 0} | .count = 2'
+doctor healthy --json
+jq -e '.config.selects == "match (count 2): devices ens1f* drivers mlx5_core numaNode 0"' \
+	>/dev/null <<<"$OUT" && ok "a match config: what it selects" || fail "match selects: $OUT"
+conf healthy '.pciBusID = "0000:af:00.0"'
 mkdir "$T/empty"
 RC=0
 OUT=$("$plugin" doctor --conf-dir "$T/empty") || RC=$?

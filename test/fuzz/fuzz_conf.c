@@ -4,8 +4,10 @@
  * first input byte picks it: A D C V S G, or any other byte modulo 6). Every
  * field is reached: selectors (rdmaDevice, runtimeConfig.deviceID...),
  * rdmaRequired, rdmaNetns, prevResult, dns, args, runtimeConfig and GC's
- * cni.dev/valid-attachments, nccl, podSelector and the pod annotations. On
- * success the promises of struct hpn_conf are checked, prevResult is rendered
+ * cni.dev/valid-attachments, nccl, podSelector (annotation and label),
+ * kubernetes and the pod annotations. On success the promises of struct
+ * hpn_conf are checked (among them: only an ADD with "kubernetes" asks the
+ * API, and only for what the annotations left open), prevResult is rendered
  * in every version and parsed back, and the NCCL hints for prevResult's
  * devices are rendered, written out and read back with NCCL's rules.
  */
@@ -15,7 +17,9 @@
 #include "cni.h"
 #include "conf.h"
 #include "fuzz.h"
+#include "kubeconfig.h"
 #include "nccl.h"
+#include "pod.h"
 #include "result.h"
 #include "roundtrip.h"
 #include "util.h"
@@ -109,6 +113,21 @@ static void check_nccl(const struct hpn_conf *c)
 	}
 	FUZZ_ASSERT(c->gpu_count >= 0 && c->gpu_count <= HPN_NCCL_MAX_GPUS);
 	FUZZ_ASSERT(c->pod_selected || c->pod_selector);
+	FUZZ_ASSERT(c->gpu_model_annotation && c->gpu_model_label &&
+		    hpn_k8s_qualified_name(c->gpu_model_label));
+	/* "kubernetes" is whole or absent; a label selector needs it. */
+	FUZZ_ASSERT(!c->kube.kubeconfig ||
+		    (abs_path_ok(c->kube.kubeconfig) && c->kube.timeout_ms >= 1 &&
+		     c->kube.timeout_ms <= HPN_KUBE_TIMEOUT_MS_MAX && c->kube.gpu_resource &&
+		     hpn_k8s_qualified_name(c->kube.gpu_resource)));
+	FUZZ_ASSERT(!c->pod_selector || c->pod_value);
+	FUZZ_ASSERT(!c->pod_label || (c->kube.kubeconfig && hpn_k8s_qualified_name(c->pod_label) &&
+				      hpn_k8s_label_value(c->pod_value)));
+	/* Only a config with the API asks it, and only for what the annotations left open. */
+	FUZZ_ASSERT(!c->pod_lookup || (c->kube.kubeconfig && c->pod_lookup_why));
+	FUZZ_ASSERT(!c->pod_lookup || (c->pod_label && !c->pod_selected) ||
+		    (c->pod_selected && c->nccl.enabled &&
+		     (!c->gpu_model_annotated || !c->gpu_count_annotated)));
 	if (nccl_render(nc, hpn_nccl_profile(nc, c->gpu_model), res, &v, &err) == 0) {
 		text = nccl_format(&v, &o, res);
 		FUZZ_ASSERT(text);
@@ -193,6 +212,7 @@ static void check_conf(const struct hpn_conf *c, enum hpn_cmd cmd)
 	FUZZ_ASSERT(c->log_level <= HPN_LOG_DEBUG);
 	FUZZ_ASSERT(!c->has_ipam || (c->ipam_type && hpn_valid_plugin_name(c->ipam_type)));
 	FUZZ_ASSERT(c->n_valid == 0 || cmd == HPN_CMD_GC);
+	FUZZ_ASSERT(!c->pod_lookup || cmd == HPN_CMD_ADD);
 	for (size_t i = 0; i < c->n_valid; i++)
 		FUZZ_ASSERT(c->valid[i].container_id && c->valid[i].ifname);
 	FUZZ_ASSERT(c->dns.n_nameservers <= HPN_MAX_DNS && c->dns.n_search <= HPN_MAX_DNS &&

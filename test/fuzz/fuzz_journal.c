@@ -171,6 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			err.msg);
 	FUZZ_ASSERT(r == 0);
 	check_same(&j, &again);
+	/* Written in this boot, it reads back as this boot's (stale only if not rewritten). */
+	FUZZ_ASSERT(w < 0 || !again.stale);
 	hpn_journal_free(&again);
 	hpn_journal_free(&j);
 	return 0;

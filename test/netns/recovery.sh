@@ -213,4 +213,105 @@ netns_path_reused() {
 }
 scenario "GC with the netns path reused by another pod" netns_path_reused
 
+# earlier_boot FILE: FILE as a journal written in another boot (its bootId).
+earlier_boot() {
+	jq -c '.bootId = "00000000-1111-2222-3333-444444444444"' "$1" >"$1.new"
+	mv "$1.new" "$1"
+}
+
+# before_boot FILE: FILE's mtime before this boot began.
+before_boot() {
+	touch -d "@$(($(awk '$1 == "btime" { print $2 }' /proc/stat) - 60))" "$1"
+}
+
+# --- A journal of an earlier boot: the reboot gave its NICs back and ended its
+# netns, so DEL and GC move nothing (hpn0 is left where it is here, to prove
+# it), release its IPAM lease and remove it. Its owner pid, alive now, is
+# another process: GC does not wait for it.
+earlier_boot_journal() {
+	local cmd
+	setup_nic
+	for cmd in DEL GC; do
+		run_plugin ADD "$CONF"
+		expect_result "ADD (then a reboot is pretended, $cmd)"
+		earlier_boot "$STATE/$NET/$CID.$IFNAME"
+		if [[ $cmd == GC ]]; then
+			jq -c --argjson pid $$ '.phase = 2 | .ownerPid = $pid | .ownerStart = 0' \
+				"$STATE/$NET/$CID.$IFNAME" >"$T/j" && mv "$T/j" "$STATE/$NET/$CID.$IFNAME"
+			gc_all
+		else
+			run_plugin DEL "$CONF"
+		fi
+		expect_ok "$cmd of a journal of an earlier boot"
+		expect_no_state "after $cmd of a journal of an earlier boot"
+		ipam_released "$cmd of a journal of an earlier boot"
+		has_link "$POD_NS" hpn0 || fail "$cmd moved hpn0, from a journal of an earlier boot"
+		ip -n "$POD_NS" link set hpn0 netns "$HOST_NS"
+		ip -n "$HOST_NS" link set hpn0 down
+		ip -n "$HOST_NS" link set hpn0 name nic0 mtu 1400
+		ip -n "$HOST_NS" link property add dev nic0 altname hpnt-alt0
+		ip -n "$HOST_NS" link property add dev nic0 altname hpnt-alt0-second
+		ip -n "$HOST_NS" link set nic0 up
+		snap_same "$HOST_NS" "$T/host.before" "host once the test put nic0 back ($cmd)"
+	done
+}
+scenario "DEL and GC of a journal of an earlier boot move nothing" earlier_boot_journal
+
+# --- A journal a power loss left unparsable: from before this boot it is
+# removed (DEL also releases the lease of its container and interface); from
+# this boot it is corrupt, kept, and reported (code 5).
+unreadable_journal() {
+	setup_nic
+	mkdir -p "$STATE/$NET"
+	printf '{"version":2,"pha' >"$STATE/$NET/$CID.$IFNAME"
+	run_plugin DEL "$CONF"
+	expect_err 5 "DEL of an unparsable journal of this boot" 'corrupt'
+	[[ -f $STATE/$NET/$CID.$IFNAME ]] || fail "DEL removed a corrupt journal of this boot"
+	before_boot "$STATE/$NET/$CID.$IFNAME"
+	run_plugin DEL "$CONF"
+	expect_ok "DEL of an unparsable journal of an earlier boot"
+	expect_no_state "after DEL of an unparsable journal of an earlier boot"
+	grep -q "^DEL $CID eth0 " "$LOG" || fail "DEL did not release the lease: $(tr '\n' '|' <"$LOG")"
+	: >"$STATE/$NET/$CID.$IFNAME"
+	before_boot "$STATE/$NET/$CID.$IFNAME"
+	gc_all
+	expect_ok "GC of an empty journal of an earlier boot"
+	expect_no_state "after GC of an empty journal of an earlier boot"
+	# And an ADD finds its way past one.
+	printf 'garbage' >"$STATE/$NET/$CID.$IFNAME"
+	before_boot "$STATE/$NET/$CID.$IFNAME"
+	run_plugin ADD "$CONF"
+	expect_result "ADD past an unparsable journal of an earlier boot"
+	run_plugin DEL "$CONF"
+	expect_ok "DEL"
+	snap_same "$HOST_NS" "$T/host.before" "host after the unreadable journals"
+}
+scenario "journals a power loss left unparsable" unreadable_journal
+
+# --- A pool NIC held by a journal of an earlier boot is free: the reboot gave
+# it back (done here by the test, as the kernel does at boot).
+earlier_boot_pool() {
+	local conf cid2=${CID}-b pod2=${HPNT_PREFIX}p${SCEN}b
+	setup_nic
+	conf=$(jq -c 'del(.device) | .match = {devices: ["nic0"]}' <<<"$CONF")
+	run_plugin ADD "$conf"
+	expect_result "ADD from a pool of one"
+	ip netns add "$pod2"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$cid2" CNI_NETNS="$(ns_path "$pod2")"
+	expect_err 100 "ADD with the pool's one NIC held" 'used up'
+	earlier_boot "$STATE/$NET/$CID.$IFNAME"
+	ip -n "$POD_NS" link set hpn0 netns "$HOST_NS"
+	ip -n "$HOST_NS" link set hpn0 name nic0
+	run_plugin ADD "$conf" CNI_CONTAINERID="$cid2" CNI_NETNS="$(ns_path "$pod2")"
+	expect_result "ADD once the journal holding the NIC is of an earlier boot"
+	run_plugin DEL "$conf" CNI_CONTAINERID="$cid2" CNI_NETNS="$(ns_path "$pod2")"
+	expect_ok "DEL of the second pod"
+	run_plugin DEL "$conf"
+	expect_ok "DEL of the earlier boot's attachment"
+	has_link "$HOST_NS" nic0 || fail "nic0 is not on the host"
+	expect_no_state "after both DELs"
+	ip netns del "$pod2"
+}
+scenario "a pool NIC held by a journal of an earlier boot is free" earlier_boot_pool
+
 t_done

@@ -56,9 +56,15 @@ done
 dpkg-deb -c "$deb" | grep 'rwxr-xr-x root/root.*\./opt/cni/bin/hpn-rdma$' >/dev/null &&
 	ok "plugin is root:root 0755" || fail "plugin mode/owner: $(dpkg-deb -c "$deb" | grep hpn-rdma$)"
 dep=$(dpkg-deb -f "$deb" Depends)
-# libibverbs and librdmacm are dlopen()ed (named in the package by hand); libnl
-# only when the binary links it dynamically (HPN_STATIC_LIBNL off or no .a).
-libs=(libibverbs1 librdmacm1 libcjson1)
+# libibverbs, librdmacm, libcurl and libyaml are dlopen()ed (named in the
+# package by hand); libnl only when the binary links it dynamically
+# (HPN_STATIC_LIBNL off or no .a).
+libs=(libibverbs1 librdmacm1 libcurl4 libyaml-0-2 libcjson1)
+# dlopen()ed, so the binary must not link them (or shlibdeps would name them).
+for so in libcurl libyaml; do
+	! readelf -d "$build/plugin/hpn-rdma" | grep -q "NEEDED.*$so" && ok "$so is not linked" ||
+		fail "the plugin links $so: it should dlopen() it (lib/dl.h)"
+done
 readelf -d "$build/plugin/hpn-rdma" | grep -q 'NEEDED.*libnl-3' &&
 	libs+=(libnl-3-200 libnl-route-3-200)
 for lib in "${libs[@]}"; do

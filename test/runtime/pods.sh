@@ -2,8 +2,10 @@
 # shellcheck disable=SC2016 # jq programs are single-quoted on purpose
 # runtime tier: pods as kubelet runs them through containerd's CRI, with the
 # example conflist (Debian's bridge + host-local as eth0, then hpn-rdma from a
-# pool of stand-in NICs, opted in by annotation). Each scenario ends with the
-# node exactly as before. See lib.sh.
+# pool of stand-in NICs, opted in by annotation); last, the GPU conflist
+# (conf/20-hpn-rdma-gpu.conflist), which reads the pod's labels from the
+# Kubernetes API (a stand-in on the node netns's loopback). Each scenario
+# ends with the node exactly as before. See lib.sh.
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -178,12 +180,15 @@ pool_used_up() {
 	done
 }
 
-# The seed's 8-GPU pod (conf/k8s/dep-demo-hpn-gpu.yaml's pod template): its
-# labels and annotations as kubelet puts them in the PodSandboxConfig. Only
-# the annotations reach the plugin: GU8TF's profile (mlx5, 8 GPUs) is then
-# enforced, so on this node, whose pool NICs have no RDMA device, ADD is
-# refused (108) before anything changes; with a GPU count the model does not
-# run, refused as a bad pod (7); with the label alone, it passes through.
+# The seed's 8-GPU pod (conf/k8s/dep-demo-hpn-gpu.yaml's pod template): labels
+# only, as the managed service writes it; kubelet puts them in the
+# PodSandboxConfig, and containerd passes none of them to CNI. With this
+# node's conflist (annotations only) the pod passes through. The same pod
+# annotated as the Deployment had to be before labels were read (the label
+# repeated as an annotation, with the GPU model and count): GU8TF's profile
+# (mlx5, 8 GPUs) is then enforced, so on this node, whose pool NICs have no
+# RDMA device, ADD is refused (108) before anything changes; with a GPU count
+# the model does not run, refused as a bad pod (7).
 seed_yaml_meta() { # seed_yaml_meta labels|annotations: the template's map as JSON
 	awk -v want="$1" '
 		/^  template:/ { tmpl = 1 }
@@ -197,20 +202,35 @@ seed_yaml_meta() { # seed_yaml_meta labels|annotations: the template's map as JS
 			| from_entries'
 }
 
-seed_gpu_pod() {
-	local labels ann add
-	labels=$(seed_yaml_meta labels)
-	ann=$(seed_yaml_meta annotations)
-	jq_ok '.["alibabacloud.com/hpn-type"] == "rdma" and .app' "the seed's labels" "$labels"
-	jq_ok '.["alibabacloud.com/hpn-type"] == "rdma" and
-		.["alibabacloud.com/gpu-model-series"] == "GU8TF" and .["alibabacloud.com/gpu-count"] == "8"' \
-		"the seed's annotations" "$ann"
+# The template's GPU count: its container's limits of nvidia.com/gpu.
+seed_yaml_gpus() {
+	awk '/^              nvidia.com\/gpu:/ { print $2; exit }' "$HPN_SRC/conf/k8s/dep-demo-hpn-gpu.yaml"
+}
 
+seed_gpu_pod() {
+	local labels ann add id
+	labels=$(seed_yaml_meta labels)
+	jq_ok '.["alibabacloud.com/hpn-type"] == "rdma" and
+		.["alibabacloud.com/gpu-model-series"] == "GU8TF" and .app' "the seed's labels" "$labels"
+	jq_ok '. == {}' "the seed's template has no annotations" "$(seed_yaml_meta annotations)"
+	[[ $(seed_yaml_gpus) == 8 ]] || fail "the seed's container does not ask for 8 nvidia.com/gpu"
+
+	rt_pod seed-label "{}" "$labels"
+	id=$(runp seed-label)
+	add=$(check_add_call "$id" seed-label)
+	jq_ok '.rc == 0 and .out.interfaces == .conf.prevResult.interfaces' \
+		"the seed pod with its labels alone passes through (labels never reach CNI)" "$add"
+	stop_remove "$id"
+
+	rm -rf "${CALLS:?}"/*
+	ann=$(jq -c '{"alibabacloud.com/hpn-type": .["alibabacloud.com/hpn-type"],
+		"alibabacloud.com/gpu-model-series": .["alibabacloud.com/gpu-model-series"],
+		"alibabacloud.com/gpu-count": $n}' --arg n "$(seed_yaml_gpus)" <<<"$labels")
 	rt_pod seed-gpu "$ann" "$labels"
 	try_runp seed-gpu
 	add=$(rt_calls | jq -c '[.[] | select(.cmd == "ADD")]')
 	jq_ok 'length == 1 and (.[0].conf.runtimeConfig["io.kubernetes.cri.pod-annotations"] == $ann)' \
-		"the seed pod's annotations reached hpn-rdma" "$add" --argjson ann "$ann"
+		"the annotated seed pod's annotations reached hpn-rdma" "$add" --argjson ann "$ann"
 	jq_ok '.[0].rc == 1 and .[0].out.code == 108 and (.[0].out.msg | test("GU8TF"))' \
 		"GU8TF on a NIC without an mlx5 device: refused with 108 naming the model" "$add"
 	((RC != 0)) || fail "RunPodSandbox of the seed pod succeeded"
@@ -226,15 +246,89 @@ seed_gpu_pod() {
 	jq_ok '.[0].rc == 1 and .[0].out.code == 7' "GU8TF with 4 GPUs: refused with 7" "$add"
 	((RC != 0)) || fail "RunPodSandbox of a 4-GPU GU8TF pod succeeded"
 	info "seed pod, 4 GPUs: $(jq -r '.[0].out.msg' <<<"$add")"
-	node_as_before "after the refused 4-GPU pod"
+}
 
-	local id
-	rt_pod seed-label "{}" "$labels"
-	id=$(runp seed-label)
-	add=$(check_add_call "$id" seed-label)
-	jq_ok '.rc == 0 and .out.interfaces == .conf.prevResult.interfaces' \
-		"the seed pod with its label alone passes through (labels never reach CNI)" "$add"
+# The issue-17 flow: the node runs conf/20-hpn-rdma-gpu.conflist, which reads
+# the pod's labels from the Kubernetes API ("kubernetes", podSelector.label).
+# The API server is the stand-in (test/kube/apiserver.py), started in the
+# node's netns, where containerd runs the plugin, on its loopback; it serves
+# the Pod kube-apiserver would hold for the sandbox kubelet asks for: the
+# seed's template (labels, the trainer's 8 nvidia.com/gpu) under the
+# sandbox's namespace, name and UID. The pod gets hpn0 and GU8TF's hints in
+# its container, through its labels alone; StopPodSandbox with the API server
+# gone still cleans up (DEL never asks it).
+kube_conflist() { # the GPU conflist as this node runs it (rt_conflist's changes, and the kubeconfig)
+	jq -c --arg net "$NET-kube" --arg ipam "$IPAM" --arg st "$STATE" --arg hints "$HINTS" \
+		--arg log "$T/plugin.log" --arg kc "$KUBE_WORK/kubeconfig" '
+		.name = $net |
+		.plugins |= map(
+			if .type == "bridge" then
+				.bridge = "hpnrbr0" | .ipMasq = false |
+				.ipam.ranges = [[{subnet: "10.250.0.0/24"}]] | .ipam.dataDir = $ipam
+			elif .type == "hpn-rdma" then
+				.match = {devices: ["rnic*"]} | .rdmaRequired = false |
+				.stateDir = $st | .logFile = $log | .nccl.dir = $hints |
+				.ipam.ranges = [[{subnet: "10.251.0.0/24"}]] | .ipam.dataDir = $ipam |
+				.kubernetes.kubeconfig = $kc |
+				.nccl.profiles = {GU8TF: {ib: "auto", gpuCounts: [8],
+					env: {NCCL_NET_GDR_LEVEL: "PHB"}}}
+			else . end)' "$HPN_SRC/conf/20-hpn-rdma-gpu.conflist"
+}
+
+seed_by_label() {
+	local labels id ctr add res uid env inside calls
+	# shellcheck source=../kube/lib.sh
+	source "$HPN_SRC/test/kube/lib.sh"
+	command -v openssl >/dev/null || fail "openssl is not installed (scripts/install-deps.sh)"
+	KUBE_WORK=$T/kube
+	KUBE_LIFETIME=120
+	mkdir -p "$KUBE_WORK/pods/hpnr"
+	trap 'kube_stop; rtn_conflist "$(rt_conflist)"' EXIT
+	kube_pki
+	KUBE_PY_WRAP=(ip netns exec "$RTN_NS")
+	kube_start "$KUBE_WORK/pods"
+	echo "hpnr-token-$$" >"$KUBE_WORK/tokens"
+	kubeconfig "$KUBE_WORK/kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
+		"token: hpnr-token-$$"
+	rtn_conflist "$(kube_conflist)"
+	rtn_wait_network "$NET-kube"
+
+	labels=$(seed_yaml_meta labels)
+	rt_pod seed "{}" "$labels"
+	uid=$(pod_uid seed)
+	# The Pod object: the fixture's shape, the sandbox's identity, the template's labels and GPUs.
+	jq --arg uid "$uid" --argjson l "$labels" --arg n "$(seed_yaml_gpus)" '
+		.metadata.namespace = "hpnr" | .metadata.name = "seed" | .metadata.uid = $uid |
+		.metadata.labels = $l | .metadata.generateName = "seed-" |
+		.spec.containers[0].resources.limits["nvidia.com/gpu"] = $n |
+		.spec.containers[0].resources.requests["nvidia.com/gpu"] = $n' \
+		"$HPN_SRC/test/fixtures/pods/default/seed-gu8tf-7d9c5b8f4-x2kqp.json" \
+		>"$KUBE_WORK/pods/hpnr/seed.json"
+	id=$(runp seed)
+	add=$(check_add_call "$id" seed)
+	res=$(jq -c .out <<<"$add")
+	jq_ok '.rc == 0 and (.out.interfaces | map(.name) | index("hpn0"))' \
+		"the seed's pod, labels only, gets hpn0" "$add"
+	[[ $(grep -c ' /api/v1/namespaces/hpnr/pods/seed token:' "$KUBE_WORK/requests.log") == 1 ]] ||
+		fail "the plugin did not read the pod once: $(cat "$KUBE_WORK/requests.log")"
+	grep -q 'pod hpnr/seed: selected (podSelector .*label alibabacloud.com/hpn-type=rdma), GPU model GU8TF, 8 GPUs' \
+		"$T/plugin.log" || fail "the plugin's log does not say the label selected GU8TF with 8 GPUs"
+	ctr=$(rt_container "$id" seed)
+	inside=$(in_ctr "$ctr" ip -j link show)
+	jq_ok '[.[].ifname] | index("hpn0") and index("eth0")' "the container has hpn0 and eth0" "$inside"
+	env=$(nccl_env "$(in_ctr "$ctr" cat /etc/nccl.conf)")
+	jq_ok '. == $env and .NCCL_NET_GDR_LEVEL == "PHB" and .NCCL_SOCKET_IFNAME == "eth0"' \
+		"/etc/nccl.conf holds the result's settings, GU8TF's among them" "$env" \
+		--argjson env "$(jq -c .nccl.env <<<"$res")"
+	kube_stop
+	cri stop "$ctr" || fail "StopContainer failed"
+	cri rm "$ctr" || fail "RemoveContainer failed"
 	stop_remove "$id"
+	calls=$(rt_calls "$id")
+	jq_ok '[.[] | select(.cmd == "DEL")] | length == 2 and all(.rc == 0)' \
+		"Stop and Remove: both DELs succeed with the API server gone" "$calls"
+	[[ $(grep -c ' /api/v1/' "$KUBE_WORK/requests.log") == 1 ]] ||
+		fail "a request besides ADD's: $(cat "$KUBE_WORK/requests.log")"
 }
 
 rt_init
@@ -242,4 +336,6 @@ scenario "opted-in pod: hpn0 and /etc/nccl.conf in its container; Stop, Remove" 
 scenario "pod not opted in passes through" passes_through
 scenario "pool used up: refused with the plugin's message; starts after a removal" pool_used_up
 scenario "the seed's 8-GPU pod (dep-demo-hpn-gpu.yaml metadata)" seed_gpu_pod
+# Last: it runs the node on another conflist (put back when it ends).
+scenario "the seed's Deployment, unchanged, gets hpn0 through its label (conf/20)" seed_by_label
 rt_done

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* Unit tests for lib/conf.c: the network configuration on stdin, per command. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/if_link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "check.h"
 #include "conf.h"
+#include "pod.h"
 #include "util.h"
 
 /* A valid config is BASE plus one selector; tests add or swap one member. */
@@ -797,6 +799,331 @@ static void test_pools_and_modes(void)
 		  HPN_E_INVALID_CONFIG, "ipvlanMode needs mode ipvlan", __LINE__);
 }
 
+/* ---- kubernetes, podSelector.label, and the pod from the API ---------------- */
+
+#define KUBE	  "\"kubernetes\":{\"kubeconfig\":\"/etc/cni/net.d/hpn-rdma.d/hpn-rdma.kubeconfig\"}"
+#define LABEL_SEL "\"podSelector\":{\"label\":\"alibabacloud.com/hpn-type\"}"
+#define BOTH_SEL                                                                                   \
+	"\"podSelector\":{\"annotation\":\"alibabacloud.com/hpn-type\","                           \
+	"\"label\":\"alibabacloud.com/hpn-type\",\"value\":\"rdma\"}"
+#define ANNOS(x) "\"runtimeConfig\":{\"io.kubernetes.cri.pod-annotations\":{" x "}}"
+#define A_SEL	 "\"alibabacloud.com/hpn-type\":\"rdma\""
+#define A_MODEL	 "\"alibabacloud.com/gpu-model-series\":\"GU8TF\""
+#define A_COUNT	 "\"alibabacloud.com/gpu-count\":\"8\""
+
+/* Parses json for ADD (it must be valid); the caller frees *c. */
+static void parse_ok(const char *json, struct hpn_conf *c, int line)
+{
+	struct hpn_err err;
+
+	if (parse(json, HPN_CMD_ADD, c, &err) != 0)
+		fprintf(stderr, "\tconfig (line %d): %.300s\n\tmsg: %s\n", line, json, err.msg);
+	CHECK_INT_EQ(err.code, 0);
+}
+
+/* ADD reads the pod (why names it) or does not (why NULL). */
+static void check_lookup(const char *json, bool selected, const char *why, int line)
+{
+	struct hpn_conf c;
+
+	parse_ok(json, &c, line);
+	if (c.pod_lookup != (why != NULL) || c.pod_selected != selected)
+		fprintf(stderr, "\tline %d: pod_lookup %d (%s), pod_selected %d\n", line,
+			c.pod_lookup, c.pod_lookup_why ? c.pod_lookup_why : "-", c.pod_selected);
+	CHECK(c.pod_lookup == (why != NULL));
+	CHECK(c.pod_selected == selected);
+	if (why)
+		CHECK_STR_EQ(c.pod_lookup_why, why);
+	hpn_conf_free(&c);
+}
+
+static void test_kubernetes(void)
+{
+	struct hpn_conf c;
+
+	/* Defaults. */
+	parse_ok("{" BASE "," DEV "," KUBE "}", &c, __LINE__);
+	CHECK_STR_EQ(c.kube.kubeconfig, "/etc/cni/net.d/hpn-rdma.d/hpn-rdma.kubeconfig");
+	CHECK_INT_EQ(c.kube.timeout_ms, 5000);
+	CHECK_STR_EQ(c.kube.gpu_resource, "nvidia.com/gpu");
+	hpn_conf_free(&c);
+	parse_ok("{" BASE "," DEV "}", &c, __LINE__);
+	CHECK(c.kube.kubeconfig == NULL);
+	CHECK(!c.pod_lookup);
+	hpn_conf_free(&c);
+	parse_ok("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":60000,"
+		 "\"gpuResource\":\"example.com/accel\"}}",
+		 &c, __LINE__);
+	CHECK_INT_EQ(c.kube.timeout_ms, 60000);
+	CHECK_STR_EQ(c.kube.gpu_resource, "example.com/accel");
+	hpn_conf_free(&c);
+	check_ok("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":1}}",
+		 __LINE__);
+	check_ok("{" BASE "," DEV ",\"kubernetes\":null}", __LINE__);
+
+	check_bad("{" BASE "," DEV ",\"kubernetes\":\"/k\"}", HPN_E_INVALID_CONFIG,
+		  "kubernetes must be an object", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{}}", HPN_E_INVALID_CONFIG,
+		  "kubernetes.kubeconfig is required", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"kubeconfig\"}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.kubeconfig \"kubeconfig\" must be an absolute",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/etc/../k\"}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.kubeconfig", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":7}}", HPN_E_INVALID_CONFIG,
+		  "kubernetes.kubeconfig must be a string", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":0}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.timeout must be an integer in [1, 60000]",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":60001}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.timeout", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":2.5}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.timeout", __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"timeout\":\"5s\"}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.timeout", __LINE__);
+	check_bad("{" BASE "," DEV
+		  ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"gpuResource\":\"nvidia.com/\"}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.gpuResource \"nvidia.com/\" is not a resource",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"gpuResource\":\"\"}}",
+		  HPN_E_INVALID_CONFIG, "kubernetes.gpuResource", __LINE__);
+
+	/* podSelector.label: needs the API, a label key, a value a label can have. */
+	check_bad("{" BASE "," DEV "," LABEL_SEL "}", HPN_E_INVALID_CONFIG,
+		  "podSelector.label needs kubernetes.kubeconfig", __LINE__);
+	check_bad("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":\"a b\"}}",
+		  HPN_E_INVALID_CONFIG, "podSelector.label \"a b\" is not a label key", __LINE__);
+	check_bad("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":\"\"}}",
+		  HPN_E_INVALID_CONFIG, "podSelector.label \"\" is not a label key", __LINE__);
+	check_bad("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":\"x\",\"value\":\"on!\"}}",
+		  HPN_E_INVALID_CONFIG, "podSelector.value \"on!\" is not a label value", __LINE__);
+	check_bad("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":1}}", HPN_E_INVALID_CONFIG,
+		  "podSelector.label must be a string", __LINE__);
+	/* An annotation's value need not be a label value. */
+	check_ok("{" BASE "," DEV ",\"podSelector\":{\"value\":\"on!\"}}", __LINE__);
+	check_bad("{" BASE "," DEV "," KUBE ",\"nccl\":{\"gpuModelLabel\":\"-x\"}}",
+		  HPN_E_INVALID_CONFIG, "nccl.gpuModelLabel \"-x\" is not a label key", __LINE__);
+
+	/* The selector in messages. */
+	parse_ok("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", &c, __LINE__);
+	CHECK_STR_EQ(c.pod_selector, "label alibabacloud.com/hpn-type=rdma");
+	CHECK(c.pod_annotation == NULL);
+	CHECK_STR_EQ(c.pod_value, "rdma");
+	hpn_conf_free(&c);
+	parse_ok("{" BASE "," DEV "," KUBE "," BOTH_SEL "}", &c, __LINE__);
+	CHECK_STR_EQ(c.pod_selector,
+		     "alibabacloud.com/hpn-type=rdma or label alibabacloud.com/hpn-type=rdma");
+	hpn_conf_free(&c);
+
+	/* When ADD reads the pod, and when it does not. */
+	check_lookup("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", false,
+		     "podSelector.label decides", __LINE__);
+	/* A label selector: the annotation is not consulted, even when it is there. */
+	check_lookup("{" BASE "," DEV "," KUBE "," LABEL_SEL
+		     "," ANNOS(A_SEL "," A_MODEL "," A_COUNT) "}",
+		     false, "podSelector.label decides", __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE "," BOTH_SEL
+		     "," ANNOS(A_SEL "," A_MODEL "," A_COUNT) "}",
+		     true, NULL, __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE "," BOTH_SEL "," ANNOS(A_SEL "," A_MODEL) "}", true,
+		     "the GPU count is not in the pod's annotations", __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE "," BOTH_SEL "," ANNOS(A_SEL "," A_COUNT) "}", true,
+		     "the GPU model is not in the pod's annotations", __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE "," BOTH_SEL
+		     "," ANNOS("\"alibabacloud.com/hpn-type\":\"tcp\"") "}",
+		     false, "podSelector.label decides", __LINE__);
+	/* An annotation selector that does not select: passed through, nothing to ask. */
+	check_lookup("{" BASE "," DEV "," KUBE ",\"podSelector\":{}}", false, NULL, __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE ",\"podSelector\":{}," ANNOS(A_SEL) "}", true,
+		     "the GPU model is not in the pod's annotations", __LINE__);
+	/* No selector: every pod; the GPU fields decide whether to ask. */
+	check_lookup("{" BASE "," DEV "," KUBE "}", true,
+		     "the GPU model is not in the pod's annotations", __LINE__);
+	check_lookup("{" BASE "," DEV "," KUBE "," ANNOS(A_MODEL "," A_COUNT) "}", true, NULL,
+		     __LINE__);
+	/* Without hints the GPU model and count do not matter. */
+	check_lookup("{" BASE "," DEV "," KUBE ",\"nccl\":{\"enabled\":false}}", true, NULL,
+		     __LINE__);
+	/* Without "kubernetes" nothing is ever read. */
+	check_lookup("{" BASE "," DEV ",\"podSelector\":{}," ANNOS(A_SEL) "}", true, NULL,
+		     __LINE__);
+	/* Only ADD reads the pod. */
+	for (enum hpn_cmd cmd = HPN_CMD_DEL; cmd <= HPN_CMD_GC; cmd++) {
+		static const char json[] = "{" BASE_V("1.1.0") "," DEV "," KUBE "," LABEL_SEL
+							       ",\"cni.dev/valid-attachments\":[]}";
+		struct hpn_err err;
+
+		if (cmd == HPN_CMD_VERSION)
+			continue;
+		CHECK_INT_EQ(parse(json, cmd, &c, &err), 0);
+		CHECK(!c.pod_lookup);
+		hpn_conf_free(&c);
+	}
+}
+
+/* A fixture pod (test/fixtures/pods/REL.json), parsed counting resource. */
+static void fixture_pod(const char *rel, const char *resource, struct hpn_pod *pod)
+{
+	char path[4096];
+	_cleanup_free_ char *buf = NULL;
+	struct hpn_err err = { 0 };
+	size_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pods/%s.json", HPN_FIXTURES, rel);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || hpn_read_all(fd, 1 << 20, &buf, &len) < 0) {
+		perror(path);
+		exit(2);
+	}
+	close(fd);
+	if (hpn_pod_parse(buf, len, resource, pod, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+		exit(2);
+	}
+}
+
+/* json parsed for ADD, then the fixture pod applied: returns its code, *c kept. */
+static int apply(const char *json, const char *rel, struct hpn_conf *c, struct hpn_err *err,
+		 int line)
+{
+	struct hpn_pod pod;
+	int r;
+
+	parse_ok(json, c, line);
+	fixture_pod(rel, c->kube.gpu_resource, &pod);
+	memset(err, 0, sizeof(*err));
+	r = hpn_conf_apply_pod(c, &pod, err);
+	CHECK(!c->pod_lookup);
+	hpn_pod_free(&pod);
+	return r;
+}
+
+#define SEED  "default/seed-gu8tf-7d9c5b8f4-x2kqp"
+#define P16   "ml/p16en-16gpu-0"
+#define P8    "ml/p16en-8gpu-0"
+#define PLAIN "default/plain-web-5c6d7e8f9-abcde"
+#define SIDE  "ml/init-sidecar-0"
+
+static void test_apply_pod(void)
+{
+	struct hpn_conf c;
+	struct hpn_err e;
+
+	/* The seed's pod: the label selects, the model from its label, 8 GPUs. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", SEED, &c, &e, __LINE__), 0);
+	CHECK(c.pod_selected);
+	CHECK_STR_EQ(c.gpu_model, "GU8TF");
+	CHECK_INT_EQ(c.gpu_count, 8);
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," BOTH_SEL "}", P16, &c, &e, __LINE__), 0);
+	CHECK(c.pod_selected);
+	CHECK_STR_EQ(c.gpu_model, "P16EN");
+	CHECK_INT_EQ(c.gpu_count, 16);
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", P8, &c, &e, __LINE__), 0);
+	CHECK_STR_EQ(c.gpu_model, "P16EN");
+	CHECK_INT_EQ(c.gpu_count, 8);
+	hpn_conf_free(&c);
+	/* Init containers and a sidecar: the scheduler's count. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", SIDE, &c, &e, __LINE__), 0);
+	CHECK_STR_EQ(c.gpu_model, "gpu-hpn");
+	CHECK_INT_EQ(c.gpu_count, 9);
+	hpn_conf_free(&c);
+
+	/* No label: not selected, and the GPU fields stay as the config has them. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," LABEL_SEL
+			   ",\"nccl\":{\"gpuModel\":\"GU8TF\",\"gpuCount\":8}}",
+			   PLAIN, &c, &e, __LINE__),
+		     0);
+	CHECK(!c.pod_selected);
+	CHECK_STR_EQ(c.gpu_model, "GU8TF");
+	CHECK_INT_EQ(c.gpu_count, 8);
+	hpn_conf_free(&c);
+	/* Another value: not selected. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE ",\"podSelector\":{\"label\":\"alibabacloud."
+			   "com/hpn-type\",\"value\":\"tcp\"}}",
+			   SEED, &c, &e, __LINE__),
+		     0);
+	CHECK(!c.pod_selected);
+	hpn_conf_free(&c);
+	/* A pod without GPUs keeps the config's count; the model from the label. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE ",\"nccl\":{\"gpuCount\":4}}", PLAIN, &c, &e,
+			   __LINE__),
+		     0);
+	CHECK(c.pod_selected);
+	CHECK(c.gpu_model == NULL);
+	CHECK_INT_EQ(c.gpu_count, 4);
+	hpn_conf_free(&c);
+
+	/* The annotations win over the pod where they spoke. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," BOTH_SEL
+			   "," ANNOS(A_SEL ",\"alibabacloud.com/gpu-count\":\"4\"") "}",
+			   SEED, &c, &e, __LINE__),
+		     0);
+	CHECK_STR_EQ(c.gpu_model, "GU8TF");
+	CHECK_INT_EQ(c.gpu_count, 4);
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," BOTH_SEL
+			   "," ANNOS(A_SEL ",\"alibabacloud.com/gpu-model-series\":\"H20\"") "}",
+			   SEED, &c, &e, __LINE__),
+		     0);
+	CHECK_STR_EQ(c.gpu_model, "H20");
+	CHECK_INT_EQ(c.gpu_count, 8);
+	hpn_conf_free(&c);
+
+	/* Configured keys: the model label, and the resource counted. */
+	CHECK_INT_EQ(apply("{" BASE "," DEV "," KUBE "," LABEL_SEL
+			   ",\"nccl\":{\"gpuModelLabel\":\"app\"}}",
+			   SEED, &c, &e, __LINE__),
+		     0);
+	CHECK_STR_EQ(c.gpu_model, "seed-gu8tf");
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(
+		apply("{" BASE "," DEV
+		      ",\"kubernetes\":{\"kubeconfig\":\"/k\",\"gpuResource\":\"cpu\"}," LABEL_SEL
+		      "}",
+		      P8, &c, &e, __LINE__),
+		0);
+	CHECK_INT_EQ(c.gpu_count, 16);
+	hpn_conf_free(&c);
+}
+
+static void test_apply_pod_inline(void)
+{
+	static const char pod_fmt[] =
+		"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\","
+		"\"namespace\":\"ml\",\"uid\":\"u-1\",\"labels\":{\"alibabacloud.com/hpn-type\":"
+		"\"rdma\"},\"annotations\":{\"alibabacloud.com/gpu-model-series\":\"P16EN\"}},"
+		"\"spec\":{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"%s\"}}}]}}";
+	char json[1024];
+	struct hpn_conf c;
+	struct hpn_err e = { 0 };
+	struct hpn_pod pod;
+
+	/* The model from the API's annotation when the pod has no model label. */
+	snprintf(json, sizeof(json), pod_fmt, "16");
+	CHECK_INT_EQ(hpn_pod_parse(json, strlen(json), NULL, &pod, &e), 0);
+	parse_ok("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", &c, __LINE__);
+	CHECK_INT_EQ(hpn_conf_apply_pod(&c, &pod, &e), 0);
+	CHECK(c.pod_selected);
+	CHECK_STR_EQ(c.gpu_model, "P16EN");
+	CHECK_INT_EQ(c.gpu_count, 16);
+	hpn_conf_free(&c);
+	hpn_pod_free(&pod);
+
+	/* More GPUs than a count can be: refused, naming the pod. */
+	snprintf(json, sizeof(json), pod_fmt, "64");
+	CHECK_INT_EQ(hpn_pod_parse(json, strlen(json), NULL, &pod, &e), 0);
+	parse_ok("{" BASE "," DEV "," KUBE "," LABEL_SEL "}", &c, __LINE__);
+	CHECK(hpn_conf_apply_pod(&c, &pod, &e) < 0);
+	CHECK_INT_EQ(e.code, HPN_E_INVALID_CONFIG);
+	CHECK_STR_HAS(e.msg, "pod ml/p asks for 64 nvidia.com/gpu, more than a GPU count can be");
+	hpn_conf_free(&c);
+	hpn_pod_free(&pod);
+}
+
 int main(void)
 {
 	test_decode();
@@ -810,6 +1137,9 @@ int main(void)
 	test_prev_result();
 	test_gc();
 	test_pools_and_modes();
+	test_kubernetes();
+	test_apply_pod();
+	test_apply_pod_inline();
 	CHECK(run_isolated(short_paths));
 	return check_done();
 }

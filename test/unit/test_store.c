@@ -16,6 +16,7 @@
 #include "check.h"
 #include "store.h"
 #include "tmpdir.h"
+#include "util.h"
 
 static char tmp[64]; /* "/tmp/hpn-unit-store-XXXXXX" */
 
@@ -734,12 +735,121 @@ static void test_journal_nics(void)
 	hpn_store_close(&st);
 }
 
+/* Sets path's mtime to t (seconds since the epoch). */
+static void set_mtime(const char *path, long long t)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = (time_t)t } };
+
+	CHECK_INT_EQ(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* Replaces the first occurrence of from in path's text by to. */
+static void edit_file(const char *path, const char *from, const char *to)
+{
+	char *text = read_file(path), *at = text ? strstr(text, from) : NULL, *out = NULL;
+
+	CHECK(at != NULL);
+	if (at && asprintf(&out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from)) > 0)
+		write_file(path, out, strlen(out));
+	free(out);
+	free(text);
+}
+
+/*
+ * Journals carry the boot they were written in: one of an earlier boot is
+ * stale (its NICs are back, its owner pid means nothing), whether it says so
+ * by its bootId or, without one, by an mtime before this boot; an unparsable
+ * one from before this boot is -ESTALE (removable), from this boot corrupt.
+ */
+static void test_journal_boot(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char state[PATH_MAX], path[PATH_MAX + 300], quoted[64];
+	const char *key = "boot.eth0", *id = hpn_boot_id();
+	unsigned long long start = 0;
+	long long btime = 0;
+	char *text;
+
+	CHECK(id != NULL && strlen(id) == 36);
+	CHECK_INT_EQ(hpn_boot_time(&btime), 0);
+	CHECK(btime > 1000000000 && btime <= (long long)time(NULL));
+	if (!id)
+		return;
+	snprintf(state, sizeof(state), "%s/boot", tmp);
+	snprintf(path, sizeof(path), "%s/net1/%s", state, key);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	full_journal(&j);
+	/* An ADD in flight, owned by a live process: busy unless stale. */
+	j.phase = HPN_PHASE_MOVING;
+	j.owner_pid = (int)getppid();
+	CHECK_INT_EQ(hpn_proc_start(j.owner_pid, &start), 0);
+	j.owner_start = start;
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	hpn_journal_free(&j);
+	snprintf(quoted, sizeof(quoted), "\"bootId\":\"%s\"", id);
+	text = read_file(path);
+	CHECK(text && strstr(text, quoted));
+	free(text);
+
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK(!got.stale);
+	CHECK(hpn_journal_busy(&got));
+	hpn_journal_free(&got);
+
+	/* Another boot's ID, however recent the file: stale, and not busy. */
+	edit_file(path, id, "00000000-1111-2222-3333-444444444444");
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK(got.stale);
+	CHECK(!hpn_journal_busy(&got));
+	hpn_journal_free(&got);
+
+	/* No bootId (a journal of an earlier version): its mtime decides. */
+	edit_file(path, "\"bootId\":\"00000000-1111-2222-3333-444444444444\",", "");
+	text = read_file(path);
+	CHECK(text && !strstr(text, "bootId"));
+	free(text);
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK(!got.stale);
+	hpn_journal_free(&got);
+	set_mtime(path, btime - 60);
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK(got.stale);
+	hpn_journal_free(&got);
+	/* This boot's ID wins over an old mtime. */
+	full_journal(&j);
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	hpn_journal_free(&j);
+	set_mtime(path, btime - 60);
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK(!got.stale);
+	hpn_journal_free(&got);
+
+	/* Unparsable (a write a power loss cut short): -ESTALE if from before this boot. */
+	write_file(path, "{\"phase\":", 10);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "is corrupt");
+	set_mtime(path, btime - 60);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), -ESTALE);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, "earlier boot");
+	write_file(path, "", 0);
+	set_mtime(path, btime - 60);
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), -ESTALE);
+	hpn_store_close(&st);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "store");
 	test_open_close();
 	test_journal_roundtrip();
 	test_journal_corrupt();
+	test_journal_boot();
 	test_journal_nics();
 	test_journal_symlinks();
 	test_key();

@@ -116,6 +116,182 @@ rxe_nics() {
 	[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM does not start in shared mode"
 }
 
+# ---- many scenarios in one boot ----------------------------------------------
+# A boot costs 15-20 s under TCG, so one scenario file holds many scenarios:
+# it defines a function scen_<name> for each and ends with
+#   run_scenarios NAME...
+# which runs each in a subshell of its own (a fail or skip ends that scenario
+# only), timed, and prints a PASS/FAIL/SKIP line for it and a summary. The
+# file's own arguments, when given, choose scenarios by name (run.sh FILE
+# NAME...). After each scenario the VM must be as it booted -- every NIC in
+# the initial netns under its boot name, down, without addresses, no other
+# link but lo, no RDMA device, no named netns, the boot RDMA netns mode: a
+# scenario's teardown is part of what it proves, so a scenario that passed
+# but left anything behind fails, and vm_reset then puts the VM back so the
+# next one starts clean. Exit: 1 if any failed, 77 if all skipped, else 0.
+
+VM_BOOT_NAMES=()	# the NICs' names at boot, in VM_MACS order
+VM_BOOT_MODE=	# "shared" or "exclusive"
+
+# vm_state: the VM's state that run_scenarios compares with the boot's, one
+# fact a line: links (name, flags, MTU, state, MAC; not the qdisc, which stays
+# changed after a NIC was up once), addresses, RDMA devices and the RDMA
+# netns mode (of the initial netns), named netns. 4 processes.
+vm_state() {
+	local ns l w k out=()
+	while read -r -a w; do
+		l="link ${w[1]} ${w[2]}"
+		for ((k = 3; k < ${#w[@]} - 1; k++)); do
+			case ${w[k]} in
+			mtu | state | link/ether) l+=" ${w[k]} ${w[k + 1]}" ;;
+			esac
+		done
+		out+=("$l")
+	done < <(ip -o link show)
+	while read -r -a w; do
+		[[ ${w[1]} == lo ]] || out+=("addr ${w[1]} ${w[3]}")
+	done < <(ip -o addr show)
+	while read -r -a w; do
+		out+=("rdma ${w[1]%:}")
+	done < <(rdma dev show)
+	l=$(rdma system show)
+	out+=("system ${l%% copy-on-fork*}")
+	for ns in /run/netns/*; do
+		[[ -e $ns ]] && out+=("netns ${ns##*/}")
+	done
+	printf '%s\n' "${out[@]}"
+}
+
+# vm_link_mac LINE: NAME and MAC of an `ip -o link show` line.
+vm_link_mac() {
+	NAME=${1#*: } NAME=${NAME%%[:@]*}
+	MAC=
+	[[ $1 == *" link/ether "* ]] && MAC=${1##*link/ether } MAC=${MAC%% *}
+	return 0
+}
+
+# vm_reset: put the VM back as it booted, whatever a scenario left: RDMA
+# devices deleted (in every netns: exclusive mode hides them from the
+# others), boot NICs moved back, other links deleted, netns deleted, the NICs
+# renamed to their boot names, down and without addresses, the boot mode
+# back. Best effort: run_scenarios checks the result.
+vm_reset() {
+	local ns dev i line NAME MAC
+	for ns in "" /run/netns/*; do
+		[[ -z $ns || -e $ns ]] || continue
+		local -a in=()
+		[[ -n $ns ]] && in=(ip netns exec "${ns##*/}")
+		while read -r _ dev _; do
+			"${in[@]}" rdma link delete "${dev%:}" 2>/dev/null || true
+		done < <("${in[@]}" rdma dev show 2>/dev/null)
+		[[ -n $ns ]] || continue
+		while read -r line; do
+			vm_link_mac "$line"
+			for i in "${!VM_MACS[@]}"; do
+				[[ ${VM_MACS[$i]} == "$MAC" ]] || continue
+				ip -n "${ns##*/}" link set "$NAME" down 2>/dev/null || true
+				ip -n "${ns##*/}" link set "$NAME" netns 1 name "tmp$i" 2>/dev/null || true
+			done
+		done < <(ip -n "${ns##*/}" -o link show 2>/dev/null)
+	done
+	ip -all netns delete 2>/dev/null || true
+	# Netns teardown is asynchronous: the NICs come back, possibly renamed.
+	wait_for 20 vm_all_nics_home || true
+	while read -r line; do
+		vm_link_mac "$line"
+		[[ $NAME == lo || -e /sys/class/net/$NAME/device ]] && continue
+		ip link del "$NAME" 2>/dev/null || true
+	done < <(ip -o link show)
+	for dev in /sys/class/net/*; do
+		[[ -e $dev/device ]] || continue
+		read -r MAC <"$dev/address"
+		for i in "${!VM_MACS[@]}"; do
+			[[ $MAC == "${VM_MACS[$i]}" ]] || continue
+			ip link set "${dev##*/}" down
+			ip addr flush dev "${dev##*/}"
+			[[ ${dev##*/} == "${VM_BOOT_NAMES[$i]}" || ${dev##*/} == "tmp$i" ]] ||
+				ip link set "${dev##*/}" name "tmp$i" 2>/dev/null || true
+		done
+	done
+	for i in "${!VM_MACS[@]}"; do
+		if [[ -e /sys/class/net/tmp$i ]]; then
+			ip link set "tmp$i" name "${VM_BOOT_NAMES[$i]}" 2>/dev/null || true
+		fi
+	done
+	rdma system set netns "$VM_BOOT_MODE" 2>/dev/null || true
+	return 0
+}
+
+# vm_all_nics_home: every boot NIC is in the initial netns (by MAC).
+vm_all_nics_home() {
+	local dev mac n=0 i
+	for dev in /sys/class/net/*; do
+		[[ -e $dev/device ]] || continue
+		read -r mac <"$dev/address"
+		for i in "${!VM_MACS[@]}"; do
+			[[ $mac == "${VM_MACS[$i]}" ]] && n=$((n + 1))
+		done
+	done
+	((n == ${#VM_MACS[@]}))
+}
+
+# run_scenarios NAME...: run scen_NAME for each NAME (or for each of the
+# script's arguments, which must be among them), as described above.
+run_scenarios() {
+	local all=("$@") want=("${SCEN_ARGS[@]}") n rc t0 ms
+	local -a passed=() failed=() skipped=()
+	((${#want[@]})) || want=("${all[@]}")
+	for n in "${want[@]}"; do
+		[[ " ${all[*]} " == *" $n "* ]] || fail "no scenario '$n' in $(basename "$0") (${all[*]})"
+	done
+	vm_nics
+	VM_BOOT_NAMES=("${VM_NICS[@]}")
+	VM_BOOT_MODE=$(rdma system show)
+	VM_BOOT_MODE=${VM_BOOT_MODE#*netns } VM_BOOT_MODE=${VM_BOOT_MODE%% *}
+	vm_state >"$T/boot.state"
+	for n in "${want[@]}"; do
+		echo "=== $n"
+		t0=${EPOCHREALTIME/./}
+		set +e
+		(
+			set -e
+			# shellcheck disable=SC2034 # fail (common.sh) names it
+			SCEN_NAME=$n
+			"scen_$n"
+		)
+		rc=$?
+		set -e
+		ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+		vm_state >"$T/now.state"
+		if ! diff -u "$T/boot.state" "$T/now.state" >"$T/state.diff"; then
+			if ((rc == 0)); then
+				echo "FAIL: [$n] the scenario left the VM changed:"
+				sed -n '3,$p' "$T/state.diff"
+				rc=1
+			fi
+			vm_reset
+			vm_state >"$T/now.state"
+			diff -u "$T/boot.state" "$T/now.state" >"$T/state.diff" || {
+				echo "FAIL: [$n] vm_reset could not restore the VM; the rest is not run:"
+				sed -n '3,$p' "$T/state.diff"
+				failed+=("$n")
+				break
+			}
+		fi
+		case $rc in
+		0) passed+=("$n") && echo "PASS: $n (${ms} ms)" ;;
+		77) skipped+=("$n") && echo "SKIP: $n (${ms} ms)" ;;
+		*) failed+=("$n") && echo "FAIL: $n, exit $rc (${ms} ms)" ;;
+		esac
+	done
+	echo "=== $(basename "$0"): ${#passed[@]} passed${passed[*]:+ (${passed[*]})}," \
+		"${#failed[@]} failed${failed[*]:+ (${failed[*]})}, ${#skipped[@]} skipped${skipped[*]:+ (${skipped[*]})}"
+	((${#failed[@]} == 0)) || exit 1
+	((${#passed[@]} > 0)) || exit 77
+	exit 0
+}
+SCEN_ARGS=("$@")
+
 # ---- running the plugin ------------------------------------------------------
 
 # Globals a scenario sets and run_plugin reads; T is its scratch dir.

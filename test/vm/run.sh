@@ -1,8 +1,17 @@
 #!/bin/bash
-# run.sh SCENARIO.sh [ARGS...]: boot the vm tier's QEMU VM (Debian's 6.1
-# kernel with RDMA, from prepare.sh's cache) and run `bash SCENARIO.sh ARGS`
-# inside it; print its output and exit with its status (0 pass, 77 skip,
-# anything else fail).
+# run.sh [--kernel K] [--nics N] [--append WORD]... SCENARIO.sh [ARGS...]:
+# boot the vm tier's QEMU VM on kernel K (6.1, the default, or 7: see
+# prepare.sh; from its cache) and run `bash SCENARIO.sh ARGS` inside it;
+# print its output and exit with its status (0 pass, 77 skip, anything else
+# fail).
+#
+# A scenario file says how it wants to be booted in lines of its own, read
+# before the options (which override them):
+#   # hpn-vm: kernel=7 nics=4 append=ib_core.netns_mode=0
+# kernel= and nics= as the options; each append= adds one word to the kernel
+# command line, such as a module parameter (the guest init hands
+# module.param=value words to insmod: busybox insmod does not read them).
+# One file may hold many scenarios run in one boot (lib.sh, run_scenarios).
 #
 # The guest sees this machine's root read-only at / (9p, under a tmpfs
 # overlay), so absolute paths -- the source and build trees, HPN_PLUGIN,
@@ -11,11 +20,13 @@
 # ASAN/UBSAN/LSAN_OPTIONS as set here, plus HOME=/root and
 # HPN_VM_OUT=/hpn-vm-out, a writable share whose files stay on the host in
 # the run's results dir. Writes anywhere else land in the overlay and vanish
-# at poweroff; /run and /var/lib/cni start empty. Two virtio-net NICs (MACs
-# 52:54:00:12:34:50 and :51, PCI 0000:00:04.0 and 0000:00:05.0) sit on a QEMU
-# hub whose only other port drops every frame: nothing reaches this
-# machine's network. The guest console (kernel warnings and worse, the
-# scenario's output) is kept in the results dir as console.log.
+# at poweroff; /run and /var/lib/cni start empty. N virtio-net NICs (default
+# 2, at most 8): NIC i has MAC 52:54:00:12:34:5<i> and PCI address
+# 0000:00:0<4+i>.0 (i = 0..7: 50..57, 04.0..0b.0), named eth<i> by the
+# guest kernel in that order; they sit on one QEMU hub whose only other port
+# drops every frame: nothing reaches this machine's network. The guest
+# console (kernel warnings and worse, the scenario's output) is kept in the
+# results dir as console.log.
 #
 # Environment: HPN_VM_CACHE (default /var/cache/hpn-rdma/vm), HPN_VM_TIMEOUT
 # (seconds, default 600; QEMU is killed and the run fails), HPN_VM_VERBOSE=1
@@ -23,11 +34,30 @@
 # it is always kept on failure).
 set -euo pipefail
 
-cache=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
+root=${HPN_VM_CACHE:-/var/cache/hpn-rdma/vm}
 limit=${HPN_VM_TIMEOUT:-600}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=kernels.sh
+source "$here/kernels.sh"	# vm_kernel_dir, vm_recipe
 
-(($# >= 1)) || { echo "usage: run.sh SCENARIO.sh [ARGS...]" >&2; exit 2; }
+usage() {
+	echo "usage: run.sh [--kernel 6.1|7] [--nics N] [--append WORD]... SCENARIO.sh [ARGS...]" >&2
+	exit 2
+}
+opt_kernel= opt_nics=
+opt_append=()
+while (($#)); do
+	case $1 in
+	--kernel | --nics | --append) (($# >= 2)) || usage ;;&
+	--kernel) opt_kernel=$2 ;;
+	--nics) opt_nics=$2 ;;
+	--append) opt_append+=("$2") ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+	shift 2
+done
+(($# >= 1)) || usage
 scen=$1
 shift
 [[ -f $scen || ! -f $here/$scen ]] || scen=$here/$scen
@@ -35,10 +65,43 @@ shift
 scen=$(realpath "$scen")
 name=$(basename "$scen" .sh)
 
+# The scenario's own boot settings, then the options.
+kernel=6.1 nics=2
+append=()
+while read -r line; do
+	for kv in ${line#"# hpn-vm:"}; do
+		case $kv in
+		kernel=*) kernel=${kv#*=} ;;
+		nics=*) nics=${kv#*=} ;;
+		append=*) append+=("${kv#*=}") ;;
+		*) echo "run.sh: $scen: unknown '# hpn-vm:' setting '$kv'" >&2; exit 2 ;;
+		esac
+	done
+done < <(grep '^# hpn-vm:' "$scen" || true)
+kernel=${opt_kernel:-$kernel}
+nics=${opt_nics:-$nics}
+append+=("${opt_append[@]}")
+[[ $nics =~ ^[1-8]$ ]] || { echo "run.sh: --nics $nics: 1 to 8" >&2; exit 2; }
+for w in "${append[@]}"; do
+	[[ $w =~ ^[A-Za-z0-9_.=,:/-]+$ ]] || { echo "run.sh: bad --append word '$w'" >&2; exit 2; }
+done
+cache=$(vm_kernel_dir "$root" "$kernel") || exit 2
+
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "SKIP: qemu-system-x86_64 is not installed (Debian: qemu-system-x86)"; exit 77; }
-[[ -f $cache/stamp && -f $cache/initramfs.cpio.gz && -e $cache/vmlinuz ]] ||
-	{ echo "SKIP: no VM image in $cache (vm.prepare skipped; test/vm/prepare.sh $cache)"; exit 77; }
+if [[ ! -f $cache/stamp || ! -f $cache/initramfs.cpio.gz || ! -e $cache/vmlinuz ]]; then
+	why=
+	[[ -f $cache/skip-reason ]] && why=": $(<"$cache/skip-reason")"
+	echo "SKIP: no kernel $kernel VM image in $cache (its prepare skipped$why;" \
+		"test/vm/prepare.sh --kernel $kernel $root)"
+	exit 77
+fi
+# An image built from another init or prepare.sh would test that one.
+[[ $(<"$cache/stamp") == *"recipe $(vm_recipe "$kernel")"* ]] || {
+	echo "run.sh: FAIL: the kernel $kernel image in $cache predates test/vm/init," \
+		"prepare.sh or kernels.sh: test/vm/prepare.sh --kernel $kernel $root (ctest runs it)"
+	exit 1
+}
 kmods=$(realpath "$cache/kmods")
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/hpn-vm.XXXXXX")
@@ -69,15 +132,9 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/hpn-vm.XXXXXX")
 qemu=(
 	qemu-system-x86_64 -accel tcg -m 1536 -smp 2 -nographic -vga none -no-reboot
 	-kernel "$cache/vmlinuz" -initrd "$cache/initramfs.cpio.gz"
-	-append "console=ttyS0 panic=-1 loglevel=5 hpn_vm=1 hpn_vm_kmods=$kmods"
+	-append "console=ttyS0 panic=-1 loglevel=5 hpn_vm=1 hpn_vm_kmods=$kmods${append[*]:+ ${append[*]}}"
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$out,mount_tag=hpnout,security_model=none"
-	# Fixed MACs and PCI slots: the guest's PCI addresses never change.
-	# romfile= (none): no iPXE boot ROM to load and run.
-	-netdev hubport,id=hp0,hubid=0
-	-device virtio-net-pci,netdev=hp0,mac=52:54:00:12:34:50,addr=04,romfile=
-	-netdev hubport,id=hp1,hubid=0
-	-device virtio-net-pci,netdev=hp1,mac=52:54:00:12:34:51,addr=05,romfile=
 	# A sink on the hub, like a wire: a port that always takes a frame. The
 	# hub accepts a NIC's frame only if another port can; with the other NIC
 	# down in the guest none could, so QEMU would hold the frame and never
@@ -88,6 +145,12 @@ qemu=(
 	-netdev "dgram,id=sink,local.type=unix,local.path=$out/sink.sock,remote.type=unix,remote.path=$out/nowhere.sock"
 	-netdev hubport,id=hps,hubid=0,netdev=sink
 )
+# Fixed MACs and PCI slots: the guest's PCI addresses never change.
+# romfile= (none): no iPXE boot ROM to load and run.
+for ((i = 0; i < nics; i++)); do
+	qemu+=(-netdev "hubport,id=hp$i,hubid=0"
+		-device "virtio-net-pci,netdev=hp$i,mac=52:54:00:12:34:5$i,addr=$(printf %02x $((4 + i))),romfile=")
+done
 
 # timeout(1) puts QEMU in its own process group, out of reach of whoever
 # kills this script (ctest on its own timeout): forward the signal.
@@ -115,6 +178,7 @@ console_tail() {
 # The boot facts (NICs, PCI addresses, kernel), then the scenario's output.
 sed -n 's/\r$//; s/.*\(hpn-vm: \(nic\|running\)\)/\1/p' "$out/console.log"
 [[ -f $out/output ]] && cat "$out/output"
+sed -n 's/\r$//; s/.*\(hpn-vm: done\)/\1/p' "$out/console.log"
 if ((qrc == 124 || qrc == 137)); then
 	echo "run.sh: FAIL: $name: no result after ${limit}s (HPN_VM_TIMEOUT), QEMU killed"
 	console_tail
@@ -127,7 +191,7 @@ if [[ ! $status =~ ^[0-9]+$ ]]; then
 	console_tail
 	exit 1
 fi
-echo "run.sh: $name: exit $status after ${secs}s (boot and run)"
+echo "run.sh: $name: exit $status after ${secs}s (boot and run, kernel $kernel, $nics NICs${append[*]:+, ${append[*]}})"
 if [[ $status != 0 && $status != 77 ]]; then
 	echo "run.sh: results kept in $out"
 elif [[ ${HPN_VM_KEEP:-} != 1 ]]; then

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kube.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "dl.h"
+#include "util.h"
+
+/*
+ * libcurl, opened on the first lookup. Linked into the plugin, libcurl and the
+ * ~30 libraries it needs (OpenSSL, GnuTLS through librtmp, Kerberos, LDAP...)
+ * were loaded, relocated and initialised by every run: measured with
+ * hpn-bench-run, VERSION went from 0.9 to 7.1 ms of CPU. Called through this
+ * table by their own names' fields, never by the libcurl names, so nothing
+ * here links to libcurl (the headers are used for types and constants only).
+ */
+static struct {
+	CURLcode (*global_init)(long flags);
+	curl_version_info_data *(*version_info)(CURLversion v);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
+	CURLcode (*easy_perform)(CURL *h);
+	CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
+	void (*easy_cleanup)(CURL *h);
+	const char *(*easy_strerror)(CURLcode rc);
+	struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+	void (*slist_free_all)(struct curl_slist *list);
+	bool loaded;
+} k;
+
+/* CURLOPT_CAINFO_BLOB and CURLINFO_RETRY_AFTER: 7.77.0 (0x074d00). */
+#define CURL_NEEDED 0x074d00
+
+static int curl_lib(struct hpn_err *err)
+{
+	const struct hpn_dl_sym syms[] = {
+		{ "curl_global_init", (void **)&k.global_init },
+		{ "curl_version_info", (void **)&k.version_info },
+		{ "curl_easy_init", (void **)&k.easy_init },
+		{ "curl_easy_setopt", (void **)&k.easy_setopt },
+		{ "curl_easy_perform", (void **)&k.easy_perform },
+		{ "curl_easy_getinfo", (void **)&k.easy_getinfo },
+		{ "curl_easy_cleanup", (void **)&k.easy_cleanup },
+		{ "curl_easy_strerror", (void **)&k.easy_strerror },
+		{ "curl_slist_append", (void **)&k.slist_append },
+		{ "curl_slist_free_all", (void **)&k.slist_free_all },
+	};
+	const curl_version_info_data *v;
+	int r;
+
+	if (k.loaded)
+		return 0;
+	r = hpn_dl_load("libcurl.so.4", "libcurl4", syms, HPN_ARRAY_SIZE(syms), HPN_E_KUBE, err);
+	if (r < 0)
+		return r;
+	v = k.version_info(CURLVERSION_NOW);
+	if (!v || v->version_num < CURL_NEEDED || !(v->features & CURL_VERSION_SSL))
+		return hpn_err_set(err, HPN_E_KUBE, ENOTSUP,
+				   "libcurl.so.4 is version %s%s: the Kubernetes lookup needs "
+				   "7.77.0 or later, with TLS",
+				   v ? v->version : "?",
+				   v && !(v->features & CURL_VERSION_SSL) ? " without TLS" : "");
+	/* Not thread-safe before 7.84; the plugin has one thread. */
+	if (k.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return hpn_err_set(err, HPN_E_KUBE, ENOMEM, "curl_global_init failed");
+	k.loaded = true;
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* The answer as it arrives: bounded, and refused early when it is not JSON. */
+struct body {
+	CURL *h;
+	char *buf;
+	size_t len, cap;
+	bool too_big, not_json;
+	char type[64];
+};
+
+/* application/json, with parameters or not ("application/json; charset=utf-8"). */
+static bool is_json(const char *type)
+{
+	size_t n = strlen("application/json");
+
+	return type && !strncasecmp(type, "application/json", n) &&
+	       (type[n] == '\0' || type[n] == ';' || type[n] == ' ');
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct body *b = arg;
+	size_t n = size * nmemb;
+	long status = 0;
+	char *t = NULL;
+
+	if (!b->len) {
+		k.easy_getinfo(b->h, CURLINFO_RESPONSE_CODE, &status);
+		k.easy_getinfo(b->h, CURLINFO_CONTENT_TYPE, &t);
+		snprintf(b->type, sizeof(b->type), "%s", t ? t : "");
+		if (status == 200 && !is_json(t)) {
+			b->not_json = true;
+			return 0; /* stop: a pod is never anything but JSON */
+		}
+	}
+	if (n > HPN_KUBE_BODY_MAX - b->len) {
+		b->too_big = true;
+		return 0;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 16384;
+		char *nb;
+
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		nb = realloc(b->buf, cap);
+		if (!nb)
+			return 0;
+		b->buf = nb;
+		b->cap = cap;
+	}
+	memcpy(b->buf + b->len, data, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return n;
+}
+
+/* Every socket close-on-exec: the plugin goes on to exec IPAM plugins. */
+static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* The API server's own words: a Status object's message (sanitised, cut). */
+static void status_message(const struct body *b, char *out, size_t len)
+{
+	cJSON *root;
+	const cJSON *m;
+
+	out[0] = '\0';
+	if (!b->buf || !is_json(b->type))
+		return;
+	root = hpn_json_parse(b->buf, b->len);
+	m = cJSON_GetObjectItemCaseSensitive(root, "message");
+	if (cJSON_IsString(m))
+		hpn_utf8_sanitize(out, m->valuestring, len);
+	cJSON_Delete(root);
+}
+
+struct lookup {
+	const struct hpn_kubeconfig *kc;
+	const struct hpn_kube_req *req;
+	CURL *h;
+	char errbuf[CURL_ERROR_SIZE];
+	struct body body;
+	struct hpn_err *err;
+	/* Where the last retryable attempt failed, for the code 11 message. */
+	char why[CURL_ERROR_SIZE + 64];
+	long long retry_after_ms;
+	bool closed; /* a connection was closed on us after it was made */
+};
+
+enum verdict { DONE, RETRY, FAIL };
+
+/* "Kubernetes API https://...: GET pod ns/name: " in front of every message. */
+__attribute__((format(printf, 5, 6))) static int fail(struct lookup *l, int code, int e,
+						      const char *details, const char *fmt, ...)
+{
+	char msg[HPN_ERR_MSG];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r = hpn_err_set(l->err, code, e, "Kubernetes API %s: GET pod %s/%s: %s", l->kc->server,
+			l->req->ns, l->req->name, msg);
+	if (details && details[0])
+		hpn_err_details(l->err, "%s", details);
+	return r;
+}
+
+static enum verdict http_status(struct lookup *l, long status, int *r)
+{
+	char said[HPN_ERR_DETAILS / 2], details[HPN_ERR_DETAILS];
+	curl_off_t after = 0;
+
+	if (status == 200)
+		return DONE;
+	status_message(&l->body, said, sizeof(said));
+	snprintf(details, sizeof(details), "%s%s", said[0] ? "the API server says: " : "", said);
+	if (status == 429 || (status >= 500 && status <= 599)) {
+		if (k.easy_getinfo(l->h, CURLINFO_RETRY_AFTER, &after) != CURLE_OK || after < 0)
+			after = 0;
+		l->retry_after_ms = after > 3600 ? 3600000 : (long long)after * 1000;
+		snprintf(l->why, sizeof(l->why), "HTTP %ld%s%s%s", status,
+			 status == 429 ? " Too Many Requests" : "",
+			 status == 503 ? " Service Unavailable" : "",
+			 after ? " with Retry-After" : "");
+		return RETRY;
+	}
+	switch (status) {
+	case 401:
+		*r = fail(l, HPN_E_KUBE, EACCES, details,
+			  "401 Unauthorized: the server does not accept the credentials of user "
+			  "\"%s\" (kubeconfig %s)",
+			  l->kc->user, l->kc->path);
+		break;
+	case 403:
+		*r = fail(l, HPN_E_KUBE, EPERM, details,
+			  "403 Forbidden: user \"%s\" of kubeconfig %s may not get pods in "
+			  "namespace %s (it needs RBAC get on pods)",
+			  l->kc->user, l->kc->path, l->req->ns);
+		break;
+	case 404:
+		*r = fail(l, HPN_E_UNKNOWN_CONTAINER, ENOENT, details,
+			  "404 Not Found: pod %s/%s does not exist", l->req->ns, l->req->name);
+		break;
+	default:
+		*r = fail(l, HPN_E_KUBE, EPROTO, details, "unexpected HTTP status %ld", status);
+	}
+	return FAIL;
+}
+
+static enum verdict curl_result(struct lookup *l, CURLcode rc, int *r)
+{
+	const char *text = l->errbuf[0] ? l->errbuf : k.easy_strerror(rc);
+	long verify = 0;
+
+	switch (rc) {
+	case CURLE_OK:
+		return DONE;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		/* TLS 1.3 reports a refused client certificate on the first read. */
+		if (strstr(text, "alert")) {
+			*r = fail(l, HPN_E_KUBE, EACCES, text,
+				  "the server ended the TLS session (%s): does it trust user "
+				  "\"%s\"'s client certificate?",
+				  text, l->kc->user);
+			return FAIL;
+		}
+		snprintf(l->why, sizeof(l->why), "%s", text);
+		if (rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST)
+			l->closed = true;
+		return RETRY;
+	case CURLE_OPERATION_TIMEDOUT:
+		snprintf(l->why, sizeof(l->why), "no answer in time (%s)", text);
+		return RETRY; /* the budget is spent: the caller fails with code 11 */
+	case CURLE_PEER_FAILED_VERIFICATION:
+		/*
+		 * OpenSSL's verdict on the chain (X509_V_ERR_*). A name that does not
+		 * match is 62 (host) or 64 (IP) when OpenSSL checks it, 0 or 1 when
+		 * libcurl does, after a chain that verified.
+		 */
+		k.easy_getinfo(l->h, CURLINFO_SSL_VERIFYRESULT, &verify);
+		if (verify == 9 || verify == 10)
+			*r = fail(l, HPN_E_KUBE, EBADMSG, text,
+				  "TLS: the server's certificate is expired or not yet valid");
+		else if (verify <= 1 || verify == 62 || verify == 64)
+			*r = fail(l, HPN_E_KUBE, EBADMSG, text,
+				  "TLS: the server's certificate is not issued for the host of "
+				  "cluster \"%s\"'s server URL",
+				  l->kc->cluster);
+		else
+			*r = fail(l, HPN_E_KUBE, EBADMSG, text,
+				  "TLS: the server's certificate is not signed by the kubeconfig's "
+				  "%s (cluster \"%s\")",
+				  l->kc->ca_from, l->kc->cluster);
+		return FAIL;
+	case CURLE_FILESIZE_EXCEEDED:
+	case CURLE_WRITE_ERROR:
+		if (l->body.not_json)
+			*r = fail(l, HPN_E_KUBE, EPROTO, NULL,
+				  "the answer's Content-Type is \"%s\", not application/json",
+				  l->body.type);
+		else if (l->body.too_big || rc == CURLE_FILESIZE_EXCEEDED)
+			*r = fail(l, HPN_E_KUBE, EFBIG, NULL, "the answer is larger than %d bytes",
+				  HPN_KUBE_BODY_MAX);
+		else
+			*r = fail(l, HPN_E_INTERNAL, ENOMEM, NULL, "out of memory");
+		return FAIL;
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CACERT_BADFILE:
+		*r = fail(l, HPN_E_INVALID_CONFIG, EINVAL, text,
+			  "TLS: the %s of kubeconfig %s cannot be used (%s)",
+			  rc == CURLE_SSL_CERTPROBLEM ? "client certificate or key" : "CA",
+			  l->kc->path, text);
+		return FAIL;
+	default:
+		*r = fail(l, HPN_E_KUBE, EPROTO, text, "%s", text);
+		return FAIL;
+	}
+}
+
+static int setup(struct lookup *l, const char *url, struct curl_slist *headers)
+{
+	const struct hpn_kubeconfig *kc = l->kc;
+	struct curl_blob ca = { .data = kc->ca, .len = kc->ca_len, .flags = CURL_BLOB_COPY };
+	struct curl_blob cert = { .data = kc->cert, .len = kc->cert_len, .flags = CURL_BLOB_COPY };
+	struct curl_blob key = { .data = kc->key, .len = kc->key_len, .flags = CURL_BLOB_COPY };
+	CURL *h = l->h;
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (rc == CURLE_OK)                                                                \
+			rc = k.easy_setopt(h, opt, val);                                           \
+	} while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_HTTPHEADER, headers);
+	SET(CURLOPT_USERAGENT, "hpn-rdma/" HPN_VERSION);
+	SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PROXY, ""); /* never https_proxy from the environment */
+	SET(CURLOPT_SSL_VERIFYPEER, 1L);
+	SET(CURLOPT_SSL_VERIFYHOST, 2L);
+	/* Only the kubeconfig's CA: not the system's bundle or directory. */
+	SET(CURLOPT_CAINFO, (char *)NULL);
+	SET(CURLOPT_CAPATH, (char *)NULL);
+	SET(CURLOPT_CAINFO_BLOB, &ca);
+	if (kc->cert) {
+		SET(CURLOPT_SSLCERTTYPE, "PEM");
+		SET(CURLOPT_SSLCERT_BLOB, &cert);
+		SET(CURLOPT_SSLKEYTYPE, "PEM");
+		SET(CURLOPT_SSLKEY_BLOB, &key);
+	}
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HPN_KUBE_BODY_MAX);
+	SET(CURLOPT_WRITEFUNCTION, on_data);
+	SET(CURLOPT_WRITEDATA, &l->body);
+	SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	SET(CURLOPT_ERRORBUFFER, l->errbuf);
+#undef SET
+	if (rc != CURLE_OK)
+		return hpn_err_set(l->err, HPN_E_KUBE, ENOTSUP, "libcurl: %s", k.easy_strerror(rc));
+	/* https only, where libcurl knows the option (7.85.0 on); the URL is https:// anyway. */
+	k.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+	return 0;
+}
+
+static void headers_free(struct curl_slist *h)
+{
+	for (struct curl_slist *p = h; p; p = p->next)
+		explicit_bzero(p->data, strlen(p->data));
+	if (h)
+		k.slist_free_all(h);
+}
+
+static bool mirror_of(const char *mirror, const char *uid)
+{
+	return mirror && !strcmp(mirror, uid);
+}
+
+static int check_identity(struct lookup *l, const struct hpn_pod *pod)
+{
+	const struct hpn_kube_req *req = l->req;
+
+	if (strcmp(pod->ns, req->ns) || strcmp(pod->name, req->name))
+		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
+			    "the answer is pod %s/%s, not the one asked for", pod->ns, pod->name);
+	/*
+	 * A static pod (a manifest on the node) runs under the UID kubelet made
+	 * from the manifest, which the runtime passes as K8S_POD_UID; the API
+	 * holds its mirror pod, with a UID of its own and the static one in the
+	 * kubernetes.io/config.mirror annotation (kubelet's config.mirror =
+	 * config.hash = the static pod's UID).
+	 */
+	if (req->uid && strcmp(pod->uid, req->uid) &&
+	    !mirror_of(hpn_pod_annotation(pod, HPN_KUBE_MIRROR_ANNOTATION), req->uid))
+		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
+			    "the pod's uid is %s, not K8S_POD_UID %s: the pod was deleted and "
+			    "another created under its name",
+			    pod->uid, req->uid);
+	return 0;
+}
+
+/* One lookup, its attempts and waits inside the budget; see kube.h. */
+static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
+		  struct hpn_pod *ret)
+{
+	unsigned timeout = l->req->timeout_ms ? l->req->timeout_ms : HPN_KUBE_TIMEOUT_MS_DEFAULT;
+	long long start = now_ms(), deadline = start + timeout, backoff = 100;
+	unsigned attempts = 0;
+	struct hpn_pod pod;
+	bool done = false;
+	int r;
+
+	r = setup(l, url, headers);
+	if (r < 0)
+		return r;
+	while (!done) {
+		long long left = deadline - now_ms(), wait;
+		enum verdict v;
+		long status = 0;
+		CURLcode rc;
+
+		if (left <= 0)
+			break;
+		free(l->body.buf);
+		memset(&l->body, 0, sizeof(l->body));
+		l->body.h = l->h;
+		l->errbuf[0] = '\0';
+		l->retry_after_ms = 0;
+		k.easy_setopt(l->h, CURLOPT_TIMEOUT_MS, (long)left);
+		k.easy_setopt(l->h, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
+		rc = k.easy_perform(l->h);
+		attempts++;
+		v = curl_result(l, rc, &r);
+		if (v == DONE) {
+			k.easy_getinfo(l->h, CURLINFO_RESPONSE_CODE, &status);
+			v = http_status(l, status, &r);
+		}
+		if (v == FAIL)
+			return r;
+		if (v == DONE) {
+			done = true;
+			break;
+		}
+		if (attempts >= HPN_KUBE_ATTEMPTS)
+			break;
+		wait = l->retry_after_ms > backoff ? l->retry_after_ms : backoff;
+		backoff *= 2;
+		if (now_ms() + wait >= deadline) {
+			if (l->retry_after_ms)
+				snprintf(l->why + strlen(l->why), sizeof(l->why) - strlen(l->why),
+					 " of %lld s, past the %u ms budget",
+					 l->retry_after_ms / 1000, timeout);
+			break;
+		}
+		sleep_ms(wait);
+	}
+	if (!done) {
+		if (!l->why[0])
+			snprintf(l->why, sizeof(l->why), "no answer within %u ms", timeout);
+		/*
+		 * With TLS 1.3 a server that refuses our client certificate says so
+		 * after the handshake, and its alert is often lost to the reset that
+		 * follows: say what it may be.
+		 */
+		return fail(l, HPN_E_TRY_AGAIN, EAGAIN, NULL,
+			    "%s; %u attempt%s in %lld ms, try again later%s%s%s", l->why, attempts,
+			    attempts == 1 ? "" : "s", now_ms() - start,
+			    l->closed && l->kc->cert ? " (or the server refuses the client "
+						       "certificate of user \""
+						     : "",
+			    l->closed && l->kc->cert ? l->kc->user : "",
+			    l->closed && l->kc->cert ? "\")" : "");
+	}
+	r = hpn_pod_parse(l->body.buf ? l->body.buf : "", l->body.len, l->req->resource, &pod,
+			  l->err);
+	if (r < 0) {
+		hpn_err_prefix(l->err, "Kubernetes API %s: GET pod %s/%s", l->kc->server,
+			       l->req->ns, l->req->name);
+		return r;
+	}
+	r = check_identity(l, &pod);
+	if (r < 0) {
+		hpn_pod_free(&pod);
+		return r;
+	}
+	*ret = pod;
+	return 0;
+}
+
+static int validate(const struct hpn_kube_req *req, struct hpn_err *err)
+{
+	if (!hpn_k8s_dns_label(req->ns))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "K8S_POD_NAMESPACE \"%.64s\" is not a namespace name (RFC 1123 "
+				   "label)",
+				   req->ns ? req->ns : "");
+	if (!hpn_k8s_dns_subdomain(req->name))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+				   "K8S_POD_NAME \"%.64s\" is not a pod name (RFC 1123 subdomain)",
+				   req->name ? req->name : "");
+	if (req->timeout_ms > HPN_KUBE_TIMEOUT_MS_MAX)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "kubernetes timeout %u ms is over %d ms", req->timeout_ms,
+				   HPN_KUBE_TIMEOUT_MS_MAX);
+	return 0;
+}
+
+int hpn_kube_get_pod(const struct hpn_kubeconfig *kc, const struct hpn_kube_req *req,
+		     struct hpn_pod *ret, struct hpn_kube_warn *warn, struct hpn_err *err)
+{
+	struct lookup l = { .kc = kc, .req = req, .err = err };
+	struct curl_slist *headers = NULL, *nh;
+	char *url = NULL, *auth = NULL, *token = NULL;
+	int r;
+
+	/* Names go into the URL: checked before anything else happens. */
+	r = validate(req, err);
+	if (r < 0)
+		return r;
+	r = -ENOMEM;
+	if (asprintf(&url, "%s/api/v1/namespaces/%s/pods/%s", kc->server, req->ns, req->name) < 0) {
+		url = NULL;
+		goto out;
+	}
+	r = hpn_kubeconfig_token(kc, &token, warn, err);
+	if (r < 0)
+		goto out;
+	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
+		auth = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	r = curl_lib(err);
+	if (r < 0)
+		goto out;
+	r = -ENOMEM;
+	headers = k.slist_append(NULL, "Accept: application/json");
+	if (!headers)
+		goto out;
+	if (auth) {
+		nh = k.slist_append(headers, auth);
+		if (!nh)
+			goto out;
+		headers = nh;
+	}
+	l.h = k.easy_init();
+	if (!l.h)
+		goto out;
+	r = lookup(&l, url, headers, ret);
+out:
+	if (l.h)
+		k.easy_cleanup(l.h);
+	free(l.body.buf);
+	headers_free(headers);
+	hpn_kube_token_free(auth);
+	hpn_kube_token_free(token);
+	free(url);
+	return r;
+}
