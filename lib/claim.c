@@ -99,16 +99,8 @@ static int select_pool(struct hpn_attach *a, const struct hpn_conf *conf,
 	return r;
 }
 
-/*
- * The kubelet's choice, when hpn-rdma-agent serves the pool as a device
- * plugin: the pod's devices of the agent's resource, asked of the agent by
- * pod namespace and name. 1 with *ret filled when the pod holds some, 0 to
- * take from the pool as without an agent (no agent listening and
- * agent.required false, the pod not a Kubernetes pod, none allocated).
- * Called before anything on the node changes.
- */
-static int lookup_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
-			     struct hpn_alloc *ret, struct hpn_err *err)
+int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
+			 struct hpn_alloc *ret, struct hpn_err *err)
 {
 	const char *ns = hpn_env_arg(env, "K8S_POD_NAMESPACE");
 	const char *name = hpn_env_arg(env, "K8S_POD_NAME");
@@ -372,12 +364,10 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 }
 
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-	      struct hpn_nic_plan *plans, struct hpn_err *err)
+	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err)
 {
 	struct hpn_holders h = { 0 };
-	struct hpn_alloc al = { 0 };
-	bool allocated = false;
-	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	size_t n = al ? al->n : conf->selector == HPN_SEL_MATCH ? conf->count : 1;
 	const char *base = pod_ifname(env, conf);
 	struct hpn_link clash;
 	int r;
@@ -390,19 +380,11 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 				   env->netns);
 	if (r != -ENODEV)
 		return r;
-	/* The kubelet's choice first: asking changes nothing on the node. */
-	r = conf->selector == HPN_SEL_MATCH ? lookup_allocation(env, conf, &al, err) : 0;
-	if (r < 0)
-		return r;
-	if (r == 1) {
-		allocated = true;
-		n = al.n;
-	}
 	r = hpn_holders_load(&a->st, a->key, &h, err);
 	if (r < 0)
 		goto out;
-	if (allocated) {
-		r = select_allocated(a, conf, &h, &al, plans, err);
+	if (al) {
+		r = select_allocated(a, conf, &h, al, plans, err);
 	} else if (conf->selector == HPN_SEL_MATCH) {
 		r = select_pool(a, conf, &h, plans, err);
 	} else {
