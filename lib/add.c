@@ -616,7 +616,9 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 {
 	struct hpn_attach a;
 	struct hpn_nic_plan *plans;
+	struct hpn_alloc al = { 0 };
 	unsigned long long start = 0;
+	bool allocated = false;
 	int r, pod_fd = -1;
 
 	/* The pod decides first: a lookup that fails has changed nothing on the node. */
@@ -631,6 +633,13 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	/* Before the store: a missing netns is bad input, and bad input creates nothing. */
 	if (r >= 0)
 		r = open_pod_netns(env, &pod_fd, err);
+	/* The kubelet's choice, asked of the agent without the store lock held. */
+	if (r >= 0 && conf->selector == HPN_SEL_MATCH) {
+		r = hpn_claim_allocation(env, conf, &al, err);
+		if (r < 0)
+			close(pod_fd);
+		allocated = r == 1;
+	}
 	if (r < 0)
 		return r;
 	plans = calloc(HPN_MAX_NICS, sizeof(*plans));
@@ -660,7 +669,7 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
 	if (r < 0)
 		goto out;
-	r = hpn_claim(&a, env, conf, plans, err);
+	r = hpn_claim(&a, env, conf, allocated ? &al : NULL, plans, err);
 	if (r < 0)
 		goto out;
 	a.j.container_id = strdup(env->container_id);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "alloc.h"
 #include "link.h"
 #include "log.h"
 #include "pool.h"
@@ -95,6 +96,152 @@ static int select_pool(struct hpn_attach *a, const struct hpn_conf *conf,
 		if (picks[i].has_rdma)
 			plans[i].rdma.dev = picks[i].rdma;
 	}
+	return r;
+}
+
+int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
+			 struct hpn_alloc *ret, struct hpn_err *err)
+{
+	const char *ns = hpn_env_arg(env, "K8S_POD_NAMESPACE");
+	const char *name = hpn_env_arg(env, "K8S_POD_NAME");
+	struct hpn_alloc_req req;
+	struct hpn_err lerr = { 0 };
+	int r;
+
+	if (!conf->agent.lookup)
+		return 0;
+	if (!ns || !name) {
+		if (conf->agent.required)
+			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
+					   "agent.required is true, but CNI_ARGS has no "
+					   "K8S_POD_NAMESPACE and K8S_POD_NAME to ask the agent "
+					   "about");
+		return 0;
+	}
+	r = hpn_alloc_req_set(&req, ns, name, hpn_env_arg(env, "K8S_POD_UID"), err);
+	if (r < 0)
+		return r;
+	r = hpn_alloc_lookup(conf->agent.socket, conf->agent.timeout_ms, &req, ret, &lerr);
+	if ((r == -ENOENT || r == -ECONNREFUSED) && !conf->agent.required) {
+		hpn_debug("no hpn-rdma-agent at %s: taking from the pool", conf->agent.socket);
+		return 0;
+	}
+	if (r < 0) {
+		*err = lerr;
+		if (r == -ENOENT || r == -ECONNREFUSED)
+			hpn_err_prefix(err, "agent.required is true");
+		return r;
+	}
+	if (ret->n == 0) {
+		hpn_info("pod %s/%s holds no %s devices%s: taking from the pool", ns, name,
+			 ret->resource, ret->pod_known ? "" : " (the kubelet does not list it)");
+		return 0;
+	}
+	if (ret->n > HPN_MAX_NICS)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				   "pod %s/%s holds %zu %s devices, over the %d NICs of one "
+				   "attachment",
+				   ns, name, ret->n, ret->resource, HPN_MAX_NICS);
+	return 1;
+}
+
+/* The attachment whose journal holds device ID id (moved away, so not on the host), into key. */
+static bool journal_holding(struct hpn_store *st, const char *self, const char *id,
+			    char key[HPN_KEY_MAX])
+{
+	char **keys = NULL;
+	struct hpn_err e = { 0 };
+	bool found = false;
+
+	if (hpn_store_keys(st, &keys, &e) < 0)
+		return false;
+	for (size_t k = 0; !found && keys[k]; k++) {
+		struct hpn_journal j = { 0 };
+
+		if (!strcmp(keys[k], self) || hpn_journal_read(st, keys[k], &j, &e) < 0)
+			continue;
+		for (size_t i = 0; !found && i < j.n_nics; i++) {
+			char jid[HPN_ALLOC_ID_MAX];
+
+			hpn_alloc_journal_id(&j.nics[i], jid);
+			if (!strcmp(jid, id)) {
+				snprintf(key, HPN_KEY_MAX, "%s", keys[k]);
+				found = true;
+			}
+		}
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	return found;
+}
+
+/*
+ * Exactly the allocated NICs, in the allocation's order: each must be a NIC
+ * of the pool that no other attachment holds. A held one is an error, never
+ * a silent other pick: the kubelet and the journals disagree about it.
+ */
+static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
+			    const struct hpn_holders *h, const struct hpn_alloc *al,
+			    struct hpn_nic_plan *plans, struct hpn_err *err)
+{
+	struct hpn_linkv lv = { 0 };
+	int r = hpn_pool_candidates(a->ns.host, conf, &lv, err);
+
+	for (size_t i = 0; r == 0 && i < al->n; i++) {
+		const struct hpn_holder *x;
+		size_t k;
+
+		for (k = 0; k < lv.n; k++) {
+			char id[HPN_ALLOC_ID_MAX];
+
+			hpn_alloc_nic_id(conf->sysfs_root, lv.v[k].name, id);
+			if (!strcmp(id, al->ids[i]))
+				break;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(al->ids[j], al->ids[i]))
+				r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+						"the kubelet allocated %s device %s twice",
+						al->resource, al->ids[i]);
+		if (r < 0)
+			break;
+		if (k == lv.n) {
+			char key[HPN_KEY_MAX];
+
+			if (journal_holding(&a->st, a->key, al->ids[i], key)) {
+				r = hpn_err_set(
+					err, HPN_E_DEVICE_NOT_FOUND, EBUSY,
+					"the kubelet allocated %s device %s to the pod, but "
+					"attachment %s holds it: the kubelet and the node "
+					"disagree (DEL or GC that attachment)",
+					al->resource, al->ids[i], key);
+				break;
+			}
+			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+					"the kubelet allocated %s device %s to the pod, but no "
+					"free-standing NIC of the pool has that ID on the host",
+					al->resource, al->ids[i]);
+			break;
+		}
+		x = hpn_held_by(h, &lv.v[k], conf->mode != HPN_MODE_MOVE);
+		if (x) {
+			r = hpn_err_set(err, x->live ? HPN_E_TRY_AGAIN : HPN_E_DEVICE_NOT_FOUND,
+					EBUSY,
+					"the kubelet allocated %s device %s (\"%s\") to the pod, "
+					"but attachment %s holds it%s",
+					al->resource, al->ids[i], lv.v[k].name, x->key,
+					x->live ? " (in flight; try again)"
+						: ": the kubelet and the node disagree (DEL or GC "
+						  "that attachment)");
+			break;
+		}
+		plans[i].dev = lv.v[k];
+		/* lv.rd holds RDMA devices only when match asked for them (else plan_rdma looks). */
+		plans[i].rdma.found = conf->match.n_rdma_devices > 0;
+		if (plans[i].rdma.found)
+			plans[i].rdma.dev = lv.rd[k];
+	}
+	hpn_linkv_free(&lv);
 	return r;
 }
 
@@ -222,10 +369,10 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 }
 
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-	      struct hpn_nic_plan *plans, struct hpn_err *err)
+	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err)
 {
 	struct hpn_holders h = { 0 };
-	size_t n = conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	size_t n = al ? al->n : conf->selector == HPN_SEL_MATCH ? conf->count : 1;
 	const char *base = pod_ifname(env, conf);
 	struct hpn_link clash;
 	int r;
@@ -241,7 +388,9 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 	r = hpn_holders_load(&a->st, a->key, &h, err);
 	if (r < 0)
 		goto out;
-	if (conf->selector == HPN_SEL_MATCH) {
+	if (al) {
+		r = select_allocated(a, conf, &h, al, plans, err);
+	} else if (conf->selector == HPN_SEL_MATCH) {
 		r = select_pool(a, conf, &h, plans, err);
 	} else {
 		r = select_device(a->ns.host, conf, &plans[0].dev, &plans[0].rdma.dev, err);

@@ -457,6 +457,35 @@ static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root, str
 static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMappings",
 						"bandwidth" };
 
+/* "agent": the lookup of the kubelet's allocation through hpn-rdma-agent (doc/agent.md). */
+static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "agent");
+	int r;
+
+	conf->agent.lookup = true;
+	conf->agent.timeout_ms = HPN_DEFAULT_AGENT_TIMEOUT;
+	if (a && !cJSON_IsNull(a) && !cJSON_IsObject(a))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "agent must be an object");
+	if (!cJSON_IsObject(a))
+		a = NULL;
+	r = hpn_conf_abs_path(a, "agent.", "socket", HPN_DEFAULT_AGENT_SOCKET, &conf->agent.socket,
+			      err);
+	if (r >= 0 && strlen(conf->agent.socket) >= 108) /* sun_path */
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"agent.socket is over 107 bytes (a unix socket path)");
+	if (r >= 0)
+		r = hpn_json_bool(a, "lookup", "agent.", HPN_E_INVALID_CONFIG, &conf->agent.lookup,
+				  err);
+	if (r >= 0)
+		r = hpn_json_bool(a, "required", "agent.", HPN_E_INVALID_CONFIG,
+				  &conf->agent.required, err);
+	if (r >= 0)
+		r = hpn_json_int(a, "timeoutMs", "agent.", HPN_E_INVALID_CONFIG, 10, 10000,
+				 &conf->agent.timeout_ms, NULL, err);
+	return r;
+}
+
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
@@ -537,6 +566,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		r = hpn_conf_parse_pod(conf, root, cJSON_IsObject(rc) ? rc : NULL, err);
 	if (r >= 0)
 		r = parse_prev_result(conf, root, err);
+	if (r >= 0)
+		r = parse_agent(conf, root, err);
 	if (r >= 0) {
 		struct hpn_err derr = { 0 };
 
@@ -602,6 +633,59 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 	return r;
 }
 
+static bool is_hpn(const cJSON *o)
+{
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
+
+	return cJSON_IsString(t) && !strcmp(t->valuestring, "hpn-rdma");
+}
+
+int hpn_conf_entry(const char *text, size_t len, void **ret_entry, int *ret_index)
+{
+	_cleanup_cjson_ cJSON *root = hpn_json_parse(text, len);
+	cJSON *plugins, *entry = NULL;
+	int index = -1;
+
+	if (!cJSON_IsObject(root))
+		return -EINVAL;
+	plugins = cJSON_GetObjectItemCaseSensitive(root, "plugins");
+	if (cJSON_IsArray(plugins)) {
+		cJSON *p;
+		int i = 0;
+
+		cJSON_ArrayForEach (p, plugins) {
+			if (is_hpn(p)) {
+				entry = cJSON_Duplicate(p, true);
+				index = i;
+				break;
+			}
+			i++;
+		}
+		if (index < 0)
+			return 0;
+		if (!entry)
+			return -ENOMEM;
+		/* libcni hands each plugin the list's name and cniVersion. */
+		for (const char *const *k = (const char *const[]){ "name", "cniVersion", NULL }; *k;
+		     k++) {
+			cJSON *v = cJSON_GetObjectItemCaseSensitive(root, *k);
+
+			cJSON_DeleteItemFromObjectCaseSensitive(entry, *k);
+			if (v)
+				cJSON_AddItemToObject(entry, *k, cJSON_Duplicate(v, true));
+		}
+	} else if (is_hpn(root)) {
+		entry = cJSON_Duplicate(root, true);
+		if (!entry)
+			return -ENOMEM;
+	} else {
+		return 0;
+	}
+	*ret_entry = entry;
+	*ret_index = index;
+	return 1;
+}
+
 static void free_list(char **l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -630,6 +714,7 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->sysfs_root);
 	free(conf->log_file);
 	free(conf->ipam_type);
+	free(conf->agent.socket);
 	hpn_nccl_conf_free(&conf->nccl);
 	free(conf->pod_selector);
 	free(conf->pod_annotation);

@@ -15,6 +15,9 @@
 #define HPN_DEFAULT_STATE_DIR	  "/var/lib/cni/hpn-rdma"
 #define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
 #define HPN_MAX_VALID_ATTACHMENTS 65536
+/* agent: where hpn-rdma-agent answers which NICs the kubelet gave a pod. */
+#define HPN_DEFAULT_AGENT_SOCKET  "/run/hpn-rdma/agent.sock"
+#define HPN_DEFAULT_AGENT_TIMEOUT 500 /* ms: connect, ask, answer */
 
 /* How the host device is chosen: exactly one selector. */
 enum hpn_selector {
@@ -128,6 +131,17 @@ struct hpn_conf {
 	bool gpu_count_annotated;   /* and the count */
 	struct hpn_kube_conf kube;
 
+	/*
+	 * "agent": with match, ADD first asks hpn-rdma-agent which NICs the
+	 * kubelet allocated to the pod (device plugin) and attaches exactly those.
+	 */
+	struct hpn_agent_conf {
+		bool lookup;	/* "lookup" (default true) */
+		bool required;	/* "required" (default false): no agent fails ADD */
+		char *socket;	/* "socket" (default HPN_DEFAULT_AGENT_SOCKET) */
+		int timeout_ms; /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
+	} agent;
+
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */
 	const char *raw;
 	size_t raw_len;
@@ -142,6 +156,14 @@ int hpn_conf_parse(const char *buf, size_t len, enum hpn_cmd cmd, struct hpn_con
 		   struct hpn_err *err);
 void hpn_conf_free(struct hpn_conf *conf);
 void hpn_match_free(struct hpn_match *m);
+/*
+ * The config a runtime would give hpn-rdma from a file's text: a .conf as
+ * is, or a conflist's hpn-rdma entry with the list's name and cniVersion.
+ * 1: found (*ret_entry a cJSON object to free with cJSON_Delete; *ret_index
+ * the entry's index in "plugins", -1 for a .conf), 0: no hpn-rdma config in
+ * the text, -EINVAL: not a JSON object, -ENOMEM.
+ */
+int hpn_conf_entry(const char *text, size_t len, void **ret_entry, int *ret_index);
 /* Just cniVersion, for answering VERSION or an early error in the right version. */
 char *hpn_conf_peek_version(const char *buf, size_t len);
 

@@ -23,20 +23,7 @@
 #define CONF_MAX		  (1u << 20) /* the plugin's stdin limit */
 #define DEVICE_PLUGIN_PLACEHOLDER "0000:00:00.0"
 
-static void cjson_deletep(cJSON **p)
-{
-	cJSON_Delete(*p);
-}
-#define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
-
 /* ---- the config --------------------------------------------------------------- */
-
-static bool is_hpn(const cJSON *o)
-{
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
-
-	return cJSON_IsString(t) && !strcmp(t->valuestring, "hpn-rdma");
-}
 
 /*
  * The config a runtime would give hpn-rdma from file text: a .conf as is, or a
@@ -47,42 +34,13 @@ static bool is_hpn(const cJSON *o)
  */
 static int hpn_entry(const char *text, size_t len, struct hpn_doctor *d, char **ret)
 {
-	_cleanup_cjson_ cJSON *root = hpn_json_parse(text, len);
-	cJSON *plugins, *entry = NULL, *caps, *rc;
-	int index = -1;
+	void *v = NULL;
+	cJSON *entry, *caps, *rc;
+	int index = -1, r = hpn_conf_entry(text, len, &v, &index);
 
-	if (!cJSON_IsObject(root))
-		return -EINVAL;
-	plugins = cJSON_GetObjectItemCaseSensitive(root, "plugins");
-	if (cJSON_IsArray(plugins)) {
-		cJSON *p;
-		int i = 0;
-
-		cJSON_ArrayForEach (p, plugins) {
-			if (is_hpn(p)) {
-				entry = cJSON_Duplicate(p, true);
-				index = i;
-				break;
-			}
-			i++;
-		}
-		if (!entry)
-			return 0;
-		for (const char *const *k = (const char *const[]){ "name", "cniVersion", NULL }; *k;
-		     k++) {
-			cJSON *v = cJSON_GetObjectItemCaseSensitive(root, *k);
-
-			cJSON_DeleteItemFromObjectCaseSensitive(entry, *k);
-			if (v)
-				cJSON_AddItemToObject(entry, *k, cJSON_Duplicate(v, true));
-		}
-	} else if (is_hpn(root)) {
-		entry = cJSON_Duplicate(root, true);
-	} else {
-		return 0;
-	}
-	if (!entry)
-		return -ENOMEM;
+	if (r <= 0)
+		return r;
+	entry = v;
 	caps = cJSON_GetObjectItemCaseSensitive(entry, "capabilities");
 	rc = cJSON_GetObjectItemCaseSensitive(entry, "runtimeConfig");
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(caps, "deviceID")) &&

@@ -31,6 +31,12 @@ void hpn_log_init(const char *command, const char *container_id)
 		logger.stderr_level = HPN_LOG_DEBUG;
 }
 
+void hpn_log_stderr(enum hpn_log_level level)
+{
+	if (!getenv("HPN_DEBUG"))
+		logger.stderr_level = level;
+}
+
 int hpn_log_level_parse(const char *s, enum hpn_log_level *ret)
 {
 	for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {

@@ -10,6 +10,8 @@ enum hpn_log_level { HPN_LOG_ERROR, HPN_LOG_WARN, HPN_LOG_INFO, HPN_LOG_DEBUG };
  * container ID. Never to stdout: that belongs to the CNI result.
  */
 void hpn_log_init(const char *command, const char *container_id);
+/* What reaches stderr (default warn; HPN_DEBUG=1 wins): a daemon shows info there. */
+void hpn_log_stderr(enum hpn_log_level level);
 int hpn_log_open(const char *path, enum hpn_log_level level);
 int hpn_log_level_parse(const char *s, enum hpn_log_level *ret);
 void hpn_log_close(void);

@@ -134,7 +134,7 @@ static int netdev_driver(const char *root, const char *name, char *out, size_t l
 }
 
 /* The NUMA node of netdev name's device (a virtio device asks its PCI parent). */
-static int netdev_numa(const char *root, const char *name, int *ret)
+int hpn_netdev_numa(const char *root, const char *name, int *ret)
 {
 	char v[32];
 
@@ -185,7 +185,7 @@ static bool match_link(const struct hpn_conf *conf, struct nl_sock *host, const 
 	if (ok && m->has_numa_node) {
 		int node = -1;
 
-		ok = netdev_numa(conf->sysfs_root, l->name, &node) == 0 && node == m->numa_node;
+		ok = hpn_netdev_numa(conf->sysfs_root, l->name, &node) == 0 && node == m->numa_node;
 	}
 	if (ok && m->n_rdma_devices) {
 		struct hpn_err e = { 0 };

@@ -55,6 +55,9 @@ int hpn_pool_candidates(struct nl_sock *host, const struct hpn_conf *conf, struc
 			struct hpn_err *err);
 void hpn_linkv_free(struct hpn_linkv *lv);
 
+/* The NUMA node of netdev name's device under root (a virtio device asks its PCI parent). */
+int hpn_netdev_numa(const char *root, const char *name, int *ret);
+
 /* One NIC the pool gives an ADD, with its RDMA device when match named RDMA devices. */
 struct hpn_pool_pick {
 	struct hpn_link dev;

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "alloc.h"
 #include "cni.h"
 #include "conf.h"
 #include "err.h"
@@ -169,11 +170,22 @@ int hpn_rail_remove(struct nl_sock *pod, const struct hpn_journal_nic *n, struct
 /* ---- claim.c: ADD's selection, journalled as the attachment's claim ---- */
 
 /*
- * Selection, under the store lock: the device(s), each one's pod-side name
- * and RDMA plan, filled into a->j for ADD to journal as this attachment's
- * claim. Nothing on the node is changed.
+ * The kubelet's choice, when hpn-rdma-agent serves a pool (match) as a device
+ * plugin: the pod's devices of the agent's resource, asked of the agent by
+ * pod namespace and name, before the store is even opened. 1 with *ret
+ * filled when the pod holds some, 0 to take from the pool as without an
+ * agent (no agent listening and agent.required false, the pod not a
+ * Kubernetes pod, none allocated, no match).
+ */
+int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
+			 struct hpn_alloc *ret, struct hpn_err *err);
+/*
+ * Selection, under the store lock: the device(s) (exactly al's, in its
+ * order, when the kubelet allocated some; else the selector's or the
+ * pool's), each one's pod-side name and RDMA plan, filled into a->j for ADD
+ * to journal as this attachment's claim. Nothing on the node is changed.
  */
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-	      struct hpn_nic_plan *plans, struct hpn_err *err);
+	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err);
 
 #endif

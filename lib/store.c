@@ -139,6 +139,8 @@ int hpn_store_keys(struct hpn_store *st, char ***ret, struct hpn_err *err)
 			close(dfd);
 		return hpn_err_set(err, HPN_E_IO, -r, "list state: %s", strerror(-r));
 	}
+	/* The dup shares net_fd's offset: a second listing would start at the end. */
+	rewinddir(d);
 	for (;;) {
 		const struct dirent *de;
 
@@ -525,7 +527,7 @@ static bool earlier_boot(int fd, const cJSON *boot_id)
 	struct stat sb;
 	long long btime;
 
-	if (cJSON_IsString(boot_id) && hpn_boot_id())
+	if (boot_id && cJSON_IsString(boot_id) && hpn_boot_id())
 		return strcmp(boot_id->valuestring, hpn_boot_id()) != 0;
 	return fstat(fd, &sb) == 0 && hpn_boot_time(&btime) == 0 && sb.st_mtime < btime;
 }

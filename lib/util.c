@@ -444,6 +444,7 @@ int hpn_boot_time(long long *ret)
 		_cleanup_close_ int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 		_cleanup_free_ char *buf = NULL;
 		const char *p;
+		char *end = NULL;
 		size_t len;
 		int r;
 
@@ -453,7 +454,9 @@ int hpn_boot_time(long long *ret)
 		if (r < 0)
 			return r;
 		p = strstr(buf, "\nbtime ");
-		if (!p || sscanf(p + 7, "%lld", &btime) != 1 || btime < 0) {
+		errno = 0;
+		btime = p ? strtoll(p + 7, &end, 10) : -1;
+		if (!p || errno || end == p + 7 || (*end != '\n' && *end) || btime < 0) {
 			btime = -1;
 			return -EINVAL;
 		}

@@ -28,6 +28,15 @@
 # waited-for children), VERSION latency, and N-parallel throughput (N pods
 # ADDed at once, then DELed at once; pods/s and the ratio to N = 1).
 #
+# Agent rows (hpn-rdma-agent, doc/agent.md): move.*.hpn-agent is hpn-rdma's
+# ADD+DEL with the allocation lookup: the pod (CNI_ARGS K8S_POD_NAMESPACE and
+# K8S_POD_NAME) holds nic<k> per the kubelet stand-in's PodResources, the
+# plugin asks the agent over its unix socket and attaches that NIC; set
+# against move.*.hpn-rdma, the pool path (no pod names: no lookup). And the
+# device plugin through the stand-in (hpn-kubelet bench): Allocate of one NIC
+# and a ListAndWatch stream to its first list, latency per call. Skipped,
+# saying why, without the agent or the stand-in.
+#
 # Runtime rows: a pod's RunPodSandbox -> StopPodSandbox -> RemovePodSandbox
 # wall time through a real containerd (Debian's 1.6.20 + runc, on a throwaway
 # node of its own: test/runtime/node.sh), with the network bridge alone
@@ -67,6 +76,9 @@
 #                    if missing): with two starts of /bin/true, the CPU floor
 #                    of any plugin; also the cost of one CPUID on this machine
 #   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
+#   HPN_AGENT        the agent (default build/agent/hpn-rdma-agent)
+#   HPN_KUBELET      the kubelet stand-in (default build/test/agent/hpn-kubelet)
+#   BENCH_AGENT_ITER calls per device plugin latency row (default 500; quick 20)
 #   HPN_PLUGIN_LINKED_YAML, HPN_PLUGIN_LINKED_KUBE  the plugin with libyaml,
 #                    and libcurl + libyaml, linked (default
 #                    build/bench/hpn-rdma-linked-{yaml,kube}; rows skipped if
@@ -155,6 +167,7 @@ if ((QUICK)); then
 	VM_RUNS=${BENCH_VM_RUNS:-1}
 	VM_ADDS=${BENCH_VM_ADDS:-1}
 	RT_ITER=${BENCH_RT_ITER:-3}
+	AG_ITER=${BENCH_AGENT_ITER:-20}
 else
 	ITER=${BENCH_ITER:-200}
 	ROUNDS=${BENCH_ROUNDS:-4}
@@ -164,10 +177,13 @@ else
 	VM_RUNS=${BENCH_VM_RUNS:-3}
 	VM_ADDS=${BENCH_VM_ADDS:-5}
 	RT_ITER=${BENCH_RT_ITER:-40}
+	AG_ITER=${BENCH_AGENT_ITER:-500}
 fi
+AGENT=${HPN_AGENT:-$SRC/build/agent/hpn-rdma-agent}
+KUBELET=${HPN_KUBELET:-$SRC/build/test/agent/hpn-kubelet}
 PAR=${BENCH_PAR:-1 8 32}
 MTU=${BENCH_MTU:-}
-for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS VM_ADDS; do
+for v in ITER ROUNDS PAR_REPS VITER RT_ITER VM_ITERS VM_RUNS VM_ADDS AG_ITER; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || {
 		echo "bench.sh: $v must be a positive number, not '${!v}'" >&2
 		exit 2
@@ -212,6 +228,10 @@ W=
 cleanup() {
 	local ns
 	set +e
+	for p in ${AGENT_PIDS:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
 	# The runtime rows' node first: its processes are found through its netns.
 	declare -F rtn_cleanup >/dev/null && rtn_cleanup
 	declare -F kube_stop >/dev/null && kube_stop
@@ -278,6 +298,9 @@ cni_job() {
 	printf '%s\n' "CNI_COMMAND=$cmd" "CNI_CONTAINERID=bench-$k" \
 		"CNI_NETNS=/run/netns/$(pod "$k")" CNI_IFNAME=hpn0 "CNI_PATH=$CNI_BIN" \
 		"PATH=/usr/sbin:/usr/bin:/sbin:/bin" ${6:+"CNI_ARGS=$6"} >"$d/env"
+	# The agent rows' pods are Kubernetes pods: the plugin asks the agent about them.
+	[[ -z ${6:-} && $bin == "$PLUGIN" && $conf == *'"agent":'* ]] &&
+		echo "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=bench-$k" >>"$d/env"
 	echo "$conf" >"$d/stdin"
 }
 
@@ -323,6 +346,12 @@ conf() {
 	hpn-rdma)
 		jq -c --arg st "$STATE" --arg hints "$HINTS" '. + {type: "hpn-rdma", rdmaRequired: false,
 			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints}} | '"$(hpn_pool "$k")" <<<"$base"
+		;;
+	hpn-agent)
+		# The pool path's config, asking the agent (its socket in the scratch dir).
+		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg a "$W/agent.sock" '. + {
+			type: "hpn-rdma", rdmaRequired: false, stateDir: $st, ifName: "hpn0",
+			nccl: {dir: $hints}, agent: {socket: $a, required: true}} | '"$(hpn_pool "$k")" <<<"$base"
 		;;
 	hpn-kanno | hpn-klabel)
 		# "kubernetes" in both; the annotations decide everything in kanno
@@ -495,7 +524,7 @@ verify() {
 
 ROWS=()
 for v in none static; do
-	for row in "move.$v.hpn-rdma" ${BASE:+"move.$v.hpn-base"} "move.$v.host-device" \
+	for row in "move.$v.hpn-rdma" "move.$v.hpn-agent" ${BASE:+"move.$v.hpn-base"} "move.$v.host-device" \
 		"move.$v.iproute2" \
 		"shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2"; do
 		[[ $row =~ ${BENCH_ROWS:-.} ]] && ROWS+=("$row")
@@ -575,6 +604,39 @@ if ! hpn_macvlan_ok; then
 	info_skip=$HPN_MACVLAN_WHY
 fi
 node_clean 1
+
+# The agent rows: hpn-rdma-agent and the kubelet stand-in in the node netns;
+# pod bench-<k> holds nic<k> (the NIC's ID: a veth has no PCI address).
+declare -A SKIP_WHY=()
+AGENT_WHY=
+if [[ ! -x $AGENT ]]; then
+	AGENT_WHY="hpn-rdma-agent not built ($AGENT)"
+elif [[ ! -x $KUBELET ]]; then
+	AGENT_WHY="the kubelet stand-in not built ($KUBELET)"
+else
+	KL=$W/kl
+	jq -cn --argjson n "$MAXPAR" '[range($n) | {namespace: "bench", name: "bench-\(.)",
+		containers: [{name: "c", devices: [{resource: "rdma/hpn", ids: ["nic\(.)"]}]}]}]' \
+		>"$W/pods.json"
+	jq -c --arg st "$STATE" '{cniVersion: "1.0.0", name: "bench", plugins: [{type: "hpn-rdma",
+		match: {devices: ["nic*"]}, rdmaRequired: false, stateDir: $st}]}' <<<'{}' >"$W/agent.conflist"
+	"$KUBELET" serve -dir "$KL" -out "$W/kubelet.events" -pods "$W/pods.json" 2>"$W/kubelet.log" &
+	AGENT_PIDS=$!
+	for ((i = 0; i < 100; i++)); do [[ -S $KL/device-plugins/kubelet.sock ]] && break; sleep 0.05; done
+	ip netns exec "$NODE" "$AGENT" --config "$W/agent.conflist" --kubelet-dir "$KL" \
+		--lookup-socket "$W/agent.sock" 2>"$W/agent.log" &
+	AGENT_PIDS+=" $!"
+	for ((i = 0; i < 200; i++)); do grep -q '"event":"list"' "$W/kubelet.events" 2>/dev/null && break; sleep 0.05; done
+	grep -q '"event":"list"' "$W/kubelet.events" ||
+		AGENT_WHY="the agent did not register with the stand-in: $(tail -n 3 "$W/agent.log")"
+fi
+if [[ -n $AGENT_WHY ]]; then
+	for v in none static; do
+		SKIPPED+=("move.$v.hpn-agent")
+		SKIP_WHY[move.$v.hpn-agent]=$AGENT_WHY
+	done
+	echo "# agent rows skipped: $AGENT_WHY"
+fi
 is_skipped() {
 	local s
 	for s in "${SKIPPED[@]}"; do [[ $s == "$1" ]] && return 0; done
@@ -660,6 +722,17 @@ if [[ -x $KERNEL ]]; then
 		--argjson id "$kcpuid" \
 		'{cycles: $n, wall_ms: ($w / 1e3), cpu_ms: ($c / 1e3),
 		  cpuid_us: (if $id < 0 then null else $id / 1e3 end)}')
+fi
+# The device plugin's latency through the stand-in: Allocate of nic0, and a
+# ListAndWatch stream to its first list, AG_ITER calls each, one client.
+agent_lat='{"skipped": "'"${AGENT_WHY//\"/}"'"}'
+if [[ -z $AGENT_WHY ]]; then
+	"$KUBELET" bench -socket "$KL/device-plugins/hpn-rdma.sock" -n "$AG_ITER" nic0 >"$W/agent.lat"
+	agent_lat=$(awk '{ print $1 "\t" $2 }' "$W/agent.lat" | jq -Rsc --argjson n "$AG_ITER" '
+		split("\n") | map(select(length > 0) | split("\t") | {k: .[0], v: (.[1] | tonumber)}) |
+		group_by(.k) | map({(.[0].k): (map(.v) | sort | {calls: length,
+			median_ms: (.[(length / 2 | floor)] / 1e6),
+			p99_ms: (.[((length * 0.99) | ceil) - 1] / 1e6)})}) | add')
 fi
 
 # The VM section: one boot of the current kernel, the by-hand RDMA floor and hpn-rdma.
@@ -849,7 +922,7 @@ machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-
 {
 	for row in "${ROWS[@]}"; do
 		if is_skipped "$row"; then
-			jq -cn --arg r "$row" --arg why "$info_skip" '{row: $r, skipped: $why}'
+			jq -cn --arg r "$row" --arg why "${SKIP_WHY[$row]:-$info_skip}" '{row: $r, skipped: $why}'
 			continue
 		fi
 		read -r n med p99 mean cpu rss user < <(stats "serial|$row")
@@ -903,6 +976,7 @@ fi
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
 	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
 	--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
+	--argjson aglat "$agent_lat" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
@@ -937,6 +1011,12 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  parallel: $p[0],
 	  rdma_discovery: $disc,
 	  kernel_floor: $kern,
+	  agent: (if $aglat.allocate then $aglat + {
+		lookup_added_ms: {none: (($r["move.none.hpn-agent"].wall_ms.median // null) as $a |
+			if $a then $a - $r["move.none.hpn-rdma"].wall_ms.median else null end),
+		  static: (($r["move.static.hpn-agent"].wall_ms.median // null) as $a |
+			if $a then $a - $r["move.static.hpn-rdma"].wall_ms.median else null end)}}
+		else $aglat end),
 	  kubernetes: (if $kube.rows then
 		(def d(a; b): if $r[a] and $r[b] and ($r[a].wall_ms | type) == "object" and
 			($r[b].wall_ms | type) == "object"
@@ -1048,6 +1128,13 @@ jq -r '
 	  "hpn-rdma passing a pod through (no move) adds \(f(.runtime.passthrough_added_ms)) ms: containerd running" +
 	  " one more plugin of the chain, three times" else empty end),
 	 "" end),
+	(if .agent.allocate then
+	 "hpn-rdma-agent through the kubelet stand-in (\(.agent.allocate.calls) calls each): Allocate of one NIC" +
+	 " \(f(.agent.allocate.median_ms)) ms median, \(f(.agent.allocate.p99_ms)) ms p99; ListAndWatch to its first" +
+	 " list \(f(.agent.listwatch.median_ms)) ms median, \(f(.agent.listwatch.p99_ms)) ms p99",
+	 "ADD+DEL with the allocation lookup (move.*.hpn-agent) minus the pool path (move.*.hpn-rdma):" +
+	 " \(f(.agent.lookup_added_ms.none)) ms without IPAM, \(f(.agent.lookup_added_ms.static)) ms with static", ""
+	 elif .agent.skipped then "Agent rows skipped: " + .agent.skipped, "" else empty end),
 	(if .rdma_discovery.us_per_add then
 	 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
 	 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
@@ -1105,6 +1192,7 @@ if ((CHECK)); then
 			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
+		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
 			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
 			.vm.hpn.add_ms.plain.median > 0)) and

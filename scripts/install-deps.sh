@@ -21,6 +21,9 @@ packages=(
 	# built offline in GOPATH mode against Debian's gRPC and protobuf sources
 	containerd runc protobuf-compiler protoc-gen-go protoc-gen-go-grpc
 	golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
+	# hpn-rdma-agent: gRPC's C core and protobuf-c (its messages generated from
+	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above
+	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
 	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
 	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
 	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,

@@ -194,6 +194,12 @@ if ((conflicts)); then
 	exit 1
 fi
 
+# A DESTDIR that does not exist yet is created, as make install DESTDIR= does;
+# it is not part of what is installed (not in the manifest).
+if [[ -n $destdir && ! -d $destdir ]] && ((!dry_run)); then
+	mkdir -p -m 0755 "$destdir"
+fi
+
 new_dirs=()
 mkdirs() { # creates the missing directories of $1, recording each
 	local d=$1 missing=()

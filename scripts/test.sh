@@ -16,7 +16,13 @@
 # Kubernetes API server): under ASan it checks the plugin's memory along containerd's own call
 # patterns (8 ADDs at once, DEL without netns or prevResult, DEL after a failed
 # ADD, DEL after a containerd restart); building its CRI client adds about
-# 30 s of Go per build directory. netns.kube (ADD reading the pod from the
+# 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
+# against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
+# about 15 s in each, and runtime.devices (its Allocate answer in a runc
+# container) about 7 s in each; memcheck.agent (the agent, and the plugin's
+# lookup, under valgrind: about 33 s) in the release pass only; building
+# hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
+# agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
 # stand-in API server) is 10-16 s in each pass; its memcheck run, release
 # only, about 150 s (valgrind under libcurl and OpenSSL). Run as root
 # (the netns and runtime tiers skip, saying why, without root). Extra

@@ -13,6 +13,8 @@
 #     ASCII punctuation but - and _ dropped, each space a -, a repeated slug
 #     gets -1, -2...; headings are kept to ASCII, where those rules are exact).
 # (c) Every page under doc/ is linked from the README's map.
+# (d) A block marked <!-- golden: PATH --> (a test's golden output, shown in a
+#     page) is a piece of that file, so a page never shows stale output.
 # No privileges; nothing outside a scratch directory is written.
 set -euo pipefail
 : "${HPN_PLUGIN:?run through ctest}"
@@ -118,7 +120,7 @@ scan() { # scan FILE: its records, cached
 
 bad() { echo "FAIL: $*"; problems=$((problems + 1)); }
 
-links=0 frags=0 others=0 problems=0
+links=0 goldens=0 frags=0 others=0 problems=0
 for doc in "${docs[@]}"; do
 	dir=$(dirname "$doc")
 	while IFS=$'\t' read -r kind a b c; do
@@ -172,6 +174,22 @@ for doc in "${docs[@]}"; do
 	done < <(scan "$doc")
 done
 
+# A block marked <!-- golden: PATH --> on the line before its fence is output
+# a test compares (the doctor's goldens): it must be a piece of that file.
+for doc in "${docs[@]}"; do
+	while IFS=$'\t' read -r line gold; do
+		awk -v from="$line" 'NR > from && /^```/ { if (on) exit; on = 1; next } on' "$doc" \
+			>"$T/golden.block"
+		if [[ ! -f $gold ]]; then
+			bad "$doc:$line: golden file $gold does not exist"
+		elif [[ ! -s $T/golden.block || $(<"$gold") != *"$(<"$T/golden.block")"* ]]; then
+			bad "$doc:$line: the block is not a piece of $gold (output changed: update the page)"
+		else
+			goldens=$((goldens + 1))
+		fi
+	done < <(awk '/^<!-- golden: [^ ]* -->$/ { print NR "\t" $3 }' "$doc")
+done
+
 # The README's map names every page.
 for p in doc/*.md; do
 	scan README.md | awk -F'\t' -v p="$p" '$1 == "L" { sub(/#.*/, "", $3); if ($3 == p) f = 1 }
@@ -179,6 +197,7 @@ for p in doc/*.md; do
 done
 
 ((links > 0 && checked > 0)) || bad "found no links or no configs in ${docs[*]}"
-echo "$links links and anchors checked, $problems problems; $((checked - failed)) configs" \
+echo "$links links and anchors checked, $goldens golden outputs, $problems problems;" \
+	"$((checked - failed)) configs" \
 	"valid, $failed invalid; $frags fragments skipped, $others other json blocks"
 ((failed == 0 && problems == 0))

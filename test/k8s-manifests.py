@@ -20,7 +20,12 @@ so:
     (hostPath = nccl.dir, subPathExpr $(POD_UID)/nccl.conf at /etc/nccl.conf,
     POD_UID from metadata.uid);
   - the RBAC gives the plugin's ServiceAccount get on pods and nothing else,
-    bound cluster-wide to a ServiceAccount defined in the same file.
+    bound cluster-wide to a ServiceAccount defined in the same file;
+  - the agent's DaemonSet holds together with the agent and the conflist it
+    names (host network; the kubelet's device-plugins and pod-resources, the
+    lookup socket's directory and the journals mounted at their host paths; a
+    pool; not privileged), and the Deployment asking for its resource does so
+    beside nvidia.com/gpu, requests equal to limits, unprivileged.
 Prints one "ok:" or "FAIL:" line per check and "N passed, N failed" last;
 exits 1 when any failed.
 usage: k8s-manifests.py CONF_DIR
@@ -37,6 +42,7 @@ NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 # kind -> (apiVersion, allowed top-level keys)
 KINDS = {
     "Deployment": ("apps/v1", {"apiVersion", "kind", "metadata", "spec"}),
+    "DaemonSet": ("apps/v1", {"apiVersion", "kind", "metadata", "spec"}),
     "ServiceAccount": ("v1", {"apiVersion", "kind", "metadata", "automountServiceAccountToken",
                               "imagePullSecrets", "secrets"}),
     "ClusterRole": ("rbac.authorization.k8s.io/v1", {"apiVersion", "kind", "metadata", "rules",
@@ -53,8 +59,10 @@ FIELDS = {
     "metadata": {"name", "namespace", "labels", "annotations"},
     "Deployment.spec": {"replicas", "selector", "template", "strategy", "minReadySeconds",
                         "revisionHistoryLimit", "progressDeadlineSeconds", "paused"},
-    "Deployment.spec.selector": {"matchLabels", "matchExpressions"},
-    "Deployment.spec.template": {"metadata", "spec"},
+    "DaemonSet.spec": {"selector", "template", "updateStrategy", "minReadySeconds",
+                       "revisionHistoryLimit"},
+    "selector": {"matchLabels", "matchExpressions"},
+    "template": {"metadata", "spec"},
     "pod": {"containers", "initContainers", "volumes", "nodeSelector", "tolerations",
             "affinity", "serviceAccountName", "restartPolicy", "hostNetwork", "dnsPolicy",
             "terminationGracePeriodSeconds", "securityContext", "priorityClassName"},
@@ -108,10 +116,10 @@ def labels_ok(m, where):
 
 def pod_template(doc, where):
     spec = doc.get("spec", {})
-    fields(spec, "Deployment.spec", f"{where}.spec")
-    fields(spec.get("selector"), "Deployment.spec.selector", f"{where}.spec.selector")
+    fields(spec, f"{doc['kind']}.spec", f"{where}.spec")
+    fields(spec.get("selector"), "selector", f"{where}.spec.selector")
     tmpl = spec.get("template", {})
-    fields(tmpl, "Deployment.spec.template", f"{where}.spec.template")
+    fields(tmpl, "template", f"{where}.spec.template")
     meta = tmpl.get("metadata", {})
     fields(meta, "metadata", f"{where}.spec.template.metadata")
     labels_ok(meta.get("labels", {}), f"{where}.spec.template.metadata.labels")
@@ -169,6 +177,56 @@ def seed_deployment(doc, where, plugin):
           f"{where}: mounts {hints}/$(POD_UID)/nccl.conf at /etc/nccl.conf")
 
 
+def conflist(conf, name):
+    with open(os.path.join(conf, name)) as f:
+        return next(p for p in json.load(f)["plugins"] if p["type"] == "hpn-rdma")
+
+
+def agent_daemonset(doc, where, conf):
+    """hpn-rdma-agent's DaemonSet holds together with the agent and the conflist it names."""
+    _, pod = pod_template(doc, where)
+    check(pod.get("hostNetwork") is True, f"{where}: hostNetwork (the pool's NICs are the host's)")
+    (ctr,) = pod["containers"]
+    sc = ctr.get("securityContext", {})
+    check(sc.get("privileged") is False and sc.get("runAsUser") == 0,
+          f"{where}: the agent runs as root, not privileged")
+    args = dict(a.split("=", 1) for a in ctr["args"])
+    kdir = args.get("--kubelet-dir", "/var/lib/kubelet")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: vols[m["name"]]["hostPath"]["path"] for m in ctr["volumeMounts"]}
+    for path in (kdir + "/device-plugins", kdir + "/pod-resources", "/run/hpn-rdma",
+                 "/var/lib/cni/hpn-rdma"):
+        check(mounts.get(path) == path, f"{where}: {path} is mounted from the host at that path")
+    conf_path = args["--config"]
+    check(os.path.dirname(conf_path) in mounts,
+          f"{where}: --config {conf_path} is under a mounted directory")
+    entry = conflist(conf, os.path.basename(conf_path))
+    check("match" in entry, f"{where}: {os.path.basename(conf_path)} selects a pool (match)")
+    sock = entry.get("agent", {}).get("socket", "/run/hpn-rdma/agent.sock")
+    check(os.path.dirname(sock) in mounts,
+          f"{where}: agent.socket {sock} is in a directory shared with the host")
+    check(entry.get("stateDir", "/var/lib/cni/hpn-rdma") in mounts,
+          f"{where}: the journals' stateDir is mounted")
+    return args.get("--resource", "rdma/hpn"), entry
+
+
+def rdma_deployment(doc, where, resource, entry):
+    """A workload that asks for the agent's resource beside its GPUs."""
+    meta, pod = pod_template(doc, where)
+    res = pod["containers"][0].get("resources", {})
+    lim, req = res.get("limits", {}), res.get("requests", {})
+    check(int(lim.get(resource, 0)) > 0 and "nvidia.com/gpu" in lim,
+          f"{where}: asks for {resource} beside nvidia.com/gpu")
+    check(lim == req, f"{where}: requests equal limits (Guaranteed QoS, for single-numa-node)")
+    check(not any(c.get("securityContext", {}).get("privileged") for c in pod["containers"]),
+          f"{where}: no privileged container (the devices come from Allocate)")
+    sel = entry.get("podSelector")
+    if sel:
+        ann = meta.get("annotations", {})
+        check(ann.get(sel.get("annotation", "alibabacloud.com/hpn-type")) ==
+              sel.get("value", "rdma"), f"{where}: the pod opts in as the conflist's podSelector wants")
+
+
 def rbac(docs, where):
     sas = {(d["metadata"]["name"], d["metadata"].get("namespace"))
            for d in docs if d.get("kind") == "ServiceAccount"}
@@ -198,9 +256,9 @@ def rbac(docs, where):
 
 def main():
     conf = sys.argv[1]
-    with open(os.path.join(conf, "20-hpn-rdma-gpu.conflist")) as f:
-        plugin = next(p for p in json.load(f)["plugins"] if p["type"] == "hpn-rdma")
+    plugin = conflist(conf, "20-hpn-rdma-gpu.conflist")
     k8s = os.path.join(conf, "k8s")
+    agent = None
     seen_rbac = seen_seed = False
     for name in sorted(os.listdir(k8s)):
         if not name.endswith(".yaml"):
@@ -232,9 +290,18 @@ def main():
             if d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu.yaml":
                 seed_deployment(d, dw, plugin)
                 seen_seed = True
+            elif d["kind"] == "DaemonSet" and name == "hpn-rdma-agent.yaml":
+                agent = agent_daemonset(d, dw, conf)
+            elif d["kind"] in ("Deployment", "DaemonSet"):
+                pod_template(d, dw)
         if any(d.get("kind") == "ClusterRoleBinding" for d in docs if isinstance(d, dict)):
             seen_rbac = rbac(docs, where)
     check(seen_seed, "k8s/dep-demo-hpn-gpu.yaml holds the seed's Deployment")
+    check(agent, "k8s/hpn-rdma-agent.yaml holds the agent's DaemonSet")
+    if agent:
+        with open(os.path.join(k8s, "dep-rdma-gpu.yaml")) as f:
+            (dep,) = [d for d in yaml.safe_load_all(f) if d]
+        rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", *agent)
     check(seen_rbac, "conf/k8s/ holds the plugin's RBAC (ServiceAccount, ClusterRole, binding)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0

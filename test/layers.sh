@@ -100,6 +100,7 @@ self_test() {
 	t=$(mktemp -d)
 	trap 'rm -rf "$t"' RETURN
 	mkdir -p "$t/doc" && cp -r "$src/lib" "$src/plugin" "$t/" &&
+		{ [[ ! -d $src/agent ]] || cp -r "$src/agent" "$t/"; } &&
 		cp "$src/doc/architecture.md" "$src/doc/layout.md" "$t/doc/"
 	check "$t" >/dev/null || { echo "FAIL: self-test: the unbroken copy fails"; return 1; }
 

@@ -125,5 +125,18 @@ run "$D" --conf /nonexistent.conf
 [[ $RC == 1 && -z $(find "$D" -mindepth 1) ]] && ok "a missing --conf: refused" ||
 	fail "missing conf: exit $RC: $OUT"
 
+# A DESTDIR that does not exist yet (two levels) is created, as make install
+# DESTDIR= does; a dry run creates nothing, not even it.
+N=$T/new/image-root
+run "$N" --dry-run
+[[ $RC == 0 && ! -e $T/new ]] && ok "--dry-run into a missing DESTDIR creates nothing" ||
+	fail "dry run into a missing DESTDIR: exit $RC: $OUT"
+run "$N"
+[[ $RC == 0 && -x $N/opt/cni/bin/hpn-rdma && -f $N/etc/cni/net.d/10-hpn-rdma.conflist ]] &&
+	ok "install into a DESTDIR that did not exist" || fail "missing DESTDIR: exit $RC: $OUT"
+run "$N" --uninstall
+[[ $RC == 0 && -z $(find "$N" -mindepth 1) ]] && ok "uninstall leaves the DESTDIR empty" ||
+	fail "uninstall from the created DESTDIR: exit $RC: $OUT $(find "$N" -mindepth 1)"
+
 ((failed == 0)) || { echo "$failed failed"; exit 1; }
 echo "all passed"

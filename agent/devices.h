@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_DEVICES_H
+#define HPN_AGENT_DEVICES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "alloc.h"
+#include "conf.h"
+#include "err.h"
+#include "types.h"
+
+struct nl_sock;
+
+/*
+ * The pool's NICs as the kubelet's devices: one per NIC that the config's
+ * match selects on the host, or that a journal of the network holds (moved
+ * into a pod). Built from lib/ alone: hpn_pool_candidates, the journals,
+ * hpn_rdma_of_netdev; the agent keeps nothing the node does not show.
+ */
+
+#define HPN_AGENT_MAX_DEVICES 256
+
+struct agent_dev {
+	char id[HPN_ALLOC_ID_MAX]; /* PCI address, else netdev name (hpn_alloc_nic_id) */
+	char ifname[HPN_IFNAMSIZ]; /* on the host (before ADD moved it) */
+	int numa;		   /* -1: unknown */
+	bool healthy;
+	bool held;		  /* a journal of the network holds it */
+	char rdma[HPN_IBDEV_MAX]; /* its RDMA device, as last seen; empty: none */
+	unsigned int port;
+	char why[192]; /* why Unhealthy, for the log */
+};
+
+struct agent_devs {
+	struct agent_dev v[HPN_AGENT_MAX_DEVICES];
+	size_t n;
+};
+
+/*
+ * Scans the node into devs, keeping the devices of the last scan (and their
+ * order; new ones after) so IDs stay put: a device no longer found is kept,
+ * Unhealthy. 1 when the list the kubelet sees (IDs, health, NUMA) changed,
+ * 0 when not, -errno.
+ */
+int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct nl_sock *host,
+		    struct hpn_err *err);
+const struct agent_dev *agent_devs_find(const struct agent_devs *devs, const char *id);
+
+/* Character devices of one RDMA device under sysfs_root: "uverbs0", "umad0", "issm0". */
+struct agent_chardevs {
+	char names[8][32];
+	size_t n;
+	bool rdma_cm; /* <root>/class/misc/rdma_cm: /dev/infiniband/rdma_cm exists */
+};
+void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent_chardevs *out);
+
+/*
+ * GetPreferredAllocation for one container: size IDs out of avail, every
+ * one of must first, then free NICs (held by no journal) on the NUMA nodes
+ * already chosen, then on the node with the most free NICs, fewest nodes in
+ * all; held NICs only when free ones run out. Names point into avail/must.
+ * -EINVAL (err says why) for a request that cannot be met.
+ */
+int agent_prefer(const struct agent_devs *devs, char **avail, size_t n_avail, char **must,
+		 size_t n_must, size_t size, const char **out, struct hpn_err *err);
+
+#endif

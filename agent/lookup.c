@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The CNI's question, on the agent's own unix socket (doc/agent.md, "The
+ * lookup protocol"): which devices of our resource does pod ns/name hold?
+ * One JSON request line in, one JSON reply out, then the agent closes. The
+ * answer comes from the kubelet's PodResources List, asked per request: the
+ * kubelet's word, never a cache of it. Root only: the socket is 0600 and the
+ * peer's credentials are checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+#define CONN_DEADLINE_MS 2000 /* to send the request line */
+#define LIST_TIMEOUT_MS	 400  /* PodResources List: within the CNI's default 500 ms */
+
+struct lookup_conn {
+	int type; /* first: main.c's epoll tag */
+	int fd;
+	size_t slot;
+	long long deadline;
+	bool asked; /* PodResources in flight: the conn waits for its answer */
+	size_t len;
+	char buf[HPN_ALLOC_REQ_MAX + 1];
+	struct hpn_alloc_req req;
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int lookup_listen(struct agent *a)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	char dir[PATH_MAX];
+	char *slash;
+
+	if (hpn_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", a->lookup_path) < 0)
+		return -ENAMETOOLONG;
+	/* Its directory is ours (/run/hpn-rdma): root only. */
+	snprintf(dir, sizeof(dir), "%s", a->lookup_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (hpn_mkdir_p(dir, 0700) < 0)
+			return -errno;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* A socket file left by a killed agent: nothing listens on it. */
+	if (unlink(a->lookup_path) < 0 && errno != ENOENT)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	if (chmod(a->lookup_path, 0600) < 0 || listen(fd, 64) < 0)
+		return -errno;
+	/* cppcheck-suppress unreadVariable ; TAKE_FD clears fd for its cleanup handler */
+	a->lookup_fd = TAKE_FD(fd);
+	hpn_info("CNI lookups on %s", a->lookup_path);
+	return 0;
+}
+
+static void conn_free(struct agent *a, struct lookup_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	a->conns[c->slot] = NULL;
+	free(c);
+}
+
+/*
+ * Sends the reply and closes. The socket turns blocking with a 200 ms send
+ * timeout: a reply (at most 64 KiB) fits a local socket's buffer, and a peer
+ * that stops reading costs the loop that long at most, never a spin.
+ */
+static void reply(struct lookup_conn *c, const char *json)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+	size_t len = json ? strlen(json) : 0, off = 0;
+	int fl;
+
+	if (c->fd < 0)
+		return;
+	fl = fcntl(c->fd, F_GETFL);
+	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		len = 0;
+	while (off < len) {
+		ssize_t n = send(c->fd, json + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	if (off < len)
+		hpn_warn("CNI lookup: the reply was not taken (%zu of %zu bytes)", off, len);
+	close(c->fd);
+	c->fd = -1;
+}
+
+static void refuse(struct agent *a, struct lookup_conn *c, const char *why)
+{
+	char *json = hpn_alloc_reply_render(NULL, why);
+
+	hpn_warn("CNI lookup refused: %s", why);
+	reply(c, json);
+	free(json);
+	conn_free(a, c);
+}
+
+static void answered(struct agent *a, void *ud, const struct hpn_alloc *al, const char *error)
+{
+	struct lookup_conn *c = ud;
+	char *json = hpn_alloc_reply_render(al, error);
+
+	if (error)
+		hpn_warn("CNI lookup for pod %s/%s: %s", c->req.namespace, c->req.name, error);
+	else
+		hpn_info("CNI lookup for pod %s/%s: %zu %s devices%s", c->req.namespace,
+			 c->req.name, al->n, al->resource,
+			 al->pod_known ? "" : " (pod not listed)");
+	reply(c, json);
+	free(json);
+	conn_free(a, c);
+}
+
+void lookup_accept(struct agent *a)
+{
+	for (;;) {
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		int fd = accept4(a->lookup_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct lookup_conn *c;
+		size_t slot;
+
+		if (fd < 0)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+		    (cred.uid != 0 && cred.uid != geteuid())) {
+			hpn_warn("CNI lookup from uid %u refused: root only", (unsigned)cred.uid);
+			close(fd);
+			continue;
+		}
+		for (slot = 0; slot < AGENT_MAX_CONNS && a->conns[slot]; slot++)
+			;
+		c = slot < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			hpn_warn("CNI lookup dropped: %d connections open", AGENT_MAX_CONNS);
+			close(fd);
+			continue;
+		}
+		c->type = 1;
+		c->fd = fd;
+		c->slot = slot;
+		c->deadline = now_ms() + CONN_DEADLINE_MS;
+		a->conns[slot] = c;
+		if (agent_watch_fd(a, fd, c) < 0)
+			conn_free(a, c);
+	}
+}
+
+void lookup_io(struct agent *a, struct lookup_conn *c)
+{
+	struct hpn_err err = { 0 };
+	char *nl;
+
+	if (c->asked || c->fd < 0)
+		return;
+	for (;;) {
+		ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return; /* more later */
+		if (n <= 0) {
+			if (c->len == 0) {
+				conn_free(a, c);
+				return;
+			}
+			break; /* EOF ends the request too */
+		}
+		c->len += (size_t)n;
+		c->buf[c->len] = '\0';
+		if (memchr(c->buf, '\n', c->len))
+			break;
+		if (c->len == sizeof(c->buf) - 1) {
+			refuse(a, c, "request over 4096 bytes");
+			return;
+		}
+	}
+	c->buf[c->len] = '\0';
+	nl = memchr(c->buf, '\n', c->len);
+	if (nl)
+		*nl = '\0';
+	if (hpn_alloc_req_parse(c->buf, strlen(c->buf), &c->req, &err) < 0) {
+		refuse(a, c, err.msg);
+		return;
+	}
+	/* No more input is read from it; the reply goes out when the kubelet answers. */
+	epoll_ctl(a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->asked = true;
+	if (kubelet_pod_devices(a, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
+		refuse(a, c, "out of memory");
+}
+
+bool lookup_sweep(struct agent *a)
+{
+	long long now = now_ms();
+	bool any = false;
+
+	for (size_t i = 0; i < AGENT_MAX_CONNS; i++) {
+		struct lookup_conn *c = a->conns[i];
+
+		if (!c)
+			continue;
+		if (!c->asked && now > c->deadline) {
+			hpn_warn("CNI lookup: no request within %d ms; closed", CONN_DEADLINE_MS);
+			conn_free(a, c);
+			continue;
+		}
+		any = true;
+	}
+	return any;
+}
+
+void lookup_close_all(struct agent *a)
+{
+	for (size_t i = 0; i < AGENT_MAX_CONNS; i++)
+		if (a->conns[i] && !a->conns[i]->asked)
+			conn_free(a, a->conns[i]);
+	if (a->lookup_fd >= 0) {
+		close(a->lookup_fd);
+		a->lookup_fd = -1;
+		unlink(a->lookup_path);
+	}
+}

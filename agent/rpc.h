@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_RPC_H
+#define HPN_AGENT_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * gRPC over unix sockets for the agent, on gRPC's C core: one completion
+ * queue, drained by one thread of ours (the pump) that does nothing but hand
+ * each completion to the event loop through an eventfd. Every batch is
+ * started, and every callback below runs, on the loop's thread: the agent's
+ * state has one owner. Messages are bytes here; protobuf-c packs them.
+ */
+
+struct rpc;
+struct rpc_server;
+struct rpc_call;
+
+/* grpc_init, the queue, the pump thread. *ret_efd: poll it for EPOLLIN, then rpc_dispatch. */
+int rpc_open(struct rpc **ret, int *ret_efd);
+/* Runs the callbacks of every completion the pump has handed over. */
+void rpc_dispatch(struct rpc *r);
+/* Client calls and server calls not yet finished; rpc_close needs both at 0. */
+size_t rpc_busy(const struct rpc *r);
+/* Shuts the queue down, joins the pump, grpc_shutdown. Servers must be stopped first. */
+void rpc_close(struct rpc *r);
+
+/*
+ * A server method. fn gets the request's bytes and must answer through
+ * rpc_reply or rpc_fail, now or later; a stream method keeps the call and
+ * sends with rpc_stream_send until the peer closes (on_close).
+ */
+struct rpc_method {
+	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
+	bool stream;
+	void (*fn)(struct rpc_call *c, const uint8_t *req, size_t len, void *ud);
+};
+
+/* Serves methods on a unix socket at path, created mode 0600. */
+int rpc_server_start(struct rpc *r, const char *path, const struct rpc_method *m, size_t n,
+		     void *ud, struct rpc_server **ret);
+/* Stops: cancels its calls, and calls done(ud) once everything of it is gone. */
+void rpc_server_stop(struct rpc_server *s, void (*done)(void *ud), void *ud);
+
+/* gRPC status codes this agent answers with. */
+enum {
+	RPC_OK = 0,
+	RPC_INVALID_ARGUMENT = 3,
+	RPC_NOT_FOUND = 5,
+	RPC_RESOURCE_EXHAUSTED = 8,
+	RPC_UNIMPLEMENTED = 12,
+	RPC_INTERNAL = 13,
+	RPC_UNAVAILABLE = 14,
+};
+
+/* Unary answers; the call is released after. buf is copied. */
+void rpc_reply(struct rpc_call *c, const uint8_t *buf, size_t len);
+void rpc_fail(struct rpc_call *c, int status, const char *msg);
+/* A stream's next message (copied); while one is in flight, only the latest waits. */
+void rpc_stream_send(struct rpc_call *c, const uint8_t *buf, size_t len);
+/* on_close(c, ud) when the peer is gone or the call is cancelled; c is invalid after. */
+void rpc_call_on_close(struct rpc_call *c, void (*fn)(struct rpc_call *c, void *ud), void *ud);
+
+/*
+ * A unary client call to the server at unix socket path: done(ud, status,
+ * message, reply bytes) within timeout_ms (status 4, DEADLINE_EXCEEDED, after).
+ */
+typedef void (*rpc_done_fn)(void *ud, int status, const char *msg, const uint8_t *buf, size_t len);
+int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t *req, size_t len,
+	      int timeout_ms, rpc_done_fn done, void *ud);
+
+#endif

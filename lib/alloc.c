@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "alloc.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sysfs.h"
+#include "util.h"
+
+static void cjson_deletep(cJSON **p)
+{
+	cJSON_Delete(*p);
+}
+#define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
+
+void hpn_alloc_nic_id(const char *sysfs_root, const char *ifname, char id[HPN_ALLOC_ID_MAX])
+{
+	char pci[HPN_PCI_STR];
+
+	if (hpn_sysfs_netdev_pci(sysfs_root, ifname, pci) == 0)
+		snprintf(id, HPN_ALLOC_ID_MAX, "%s", pci);
+	else
+		snprintf(id, HPN_ALLOC_ID_MAX, "%s", ifname);
+}
+
+void hpn_alloc_journal_id(const struct hpn_journal_nic *n, char id[HPN_ALLOC_ID_MAX])
+{
+	snprintf(id, HPN_ALLOC_ID_MAX, "%s", n->pci[0] ? n->pci : n->host.name);
+}
+
+static bool charset(const char *s, size_t max, const char *extra, bool upper)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > max)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		      (upper && *s >= 'A' && *s <= 'Z') || strchr(extra, *s)))
+			return false;
+	return true;
+}
+
+bool hpn_alloc_id_valid(const char *id)
+{
+	return charset(id, HPN_ALLOC_ID_MAX - 1, "_.:@-", true);
+}
+
+/* Kubernetes: a namespace is a DNS label, a pod name a DNS subdomain, a UID hex and dashes. */
+static int check_pod(const char *ns, const char *name, const char *uid, int code,
+		     struct hpn_err *err)
+{
+	if (!ns || !charset(ns, 63, "-", false))
+		return hpn_err_set(err, code, EINVAL,
+				   "pod namespace \"%.64s\" is not a DNS label (1-63 bytes of "
+				   "[a-z0-9-])",
+				   ns ? ns : "");
+	if (!name || !charset(name, 253, ".-", false))
+		return hpn_err_set(err, code, EINVAL,
+				   "pod name \"%.64s\" is not a DNS subdomain (1-253 bytes of "
+				   "[a-z0-9.-])",
+				   name ? name : "");
+	if (uid && uid[0] && !charset(uid, 64, "-", true))
+		return hpn_err_set(err, code, EINVAL,
+				   "pod UID \"%.64s\" is not 1-64 bytes of [0-9a-fA-F-]", uid);
+	return 0;
+}
+
+int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name, const char *uid,
+		      struct hpn_err *err)
+{
+	int r = check_pod(ns, name, uid, HPN_E_INVALID_ENV, err);
+
+	if (r < 0)
+		return r;
+	memset(req, 0, sizeof(*req));
+	snprintf(req->namespace, sizeof(req->namespace), "%s", ns);
+	snprintf(req->name, sizeof(req->name), "%s", name);
+	snprintf(req->uid, sizeof(req->uid), "%s", uid ? uid : "");
+	return 0;
+}
+
+char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s, *line;
+	size_t n;
+
+	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION) ||
+	    !cJSON_AddStringToObject(o, "namespace", req->namespace) ||
+	    !cJSON_AddStringToObject(o, "name", req->name) ||
+	    !cJSON_AddStringToObject(o, "uid", req->uid)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	s = hpn_json_print(o);
+	if (!s)
+		return NULL;
+	n = strlen(s);
+	line = realloc(s, n + 2);
+	if (!line) {
+		free(s);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	return line;
+}
+
+/* "version" must be the one this build speaks: a newer peer is refused, not guessed at. */
+static int check_version(const cJSON *o, const char *what, struct hpn_err *err)
+{
+	int v = 0;
+	bool present = false;
+	int r = hpn_json_int(o, "version", "", HPN_E_DECODE, 1, 1000, &v, &present, err);
+
+	if (r < 0)
+		return r;
+	if (!present || v != HPN_ALLOC_PROTO_VERSION)
+		return hpn_err_set(err, HPN_E_DECODE, EPROTO,
+				   "%s has version %d, this build speaks %d", what, present ? v : 0,
+				   HPN_ALLOC_PROTO_VERSION);
+	return 0;
+}
+
+int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, struct hpn_err *err)
+{
+	_cleanup_cjson_ cJSON *o = NULL;
+	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL;
+	int r;
+
+	if (len > HPN_ALLOC_REQ_MAX)
+		return hpn_err_set(err, HPN_E_DECODE, EMSGSIZE, "request over %d bytes",
+				   HPN_ALLOC_REQ_MAX);
+	o = hpn_json_parse(buf, len);
+	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "request is not a JSON object");
+	r = check_version(o, "request", err);
+	if (r >= 0)
+		r = hpn_json_str(o, "namespace", "", HPN_E_INVALID_CONFIG, 63, &ns, err);
+	if (r >= 0)
+		r = hpn_json_str(o, "name", "", HPN_E_INVALID_CONFIG, 253, &name, err);
+	if (r >= 0)
+		r = hpn_json_str(o, "uid", "", HPN_E_INVALID_CONFIG, 64, &uid, err);
+	if (r >= 0)
+		r = check_pod(ns, name, uid, HPN_E_INVALID_CONFIG, err);
+	if (r < 0)
+		return r;
+	memset(req, 0, sizeof(*req));
+	snprintf(req->namespace, sizeof(req->namespace), "%s", ns);
+	snprintf(req->name, sizeof(req->name), "%s", name);
+	snprintf(req->uid, sizeof(req->uid), "%s", uid ? uid : "");
+	return 0;
+}
+
+char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error)
+{
+	cJSON *o = cJSON_CreateObject(), *ids;
+
+	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION))
+		goto fail;
+	if (error) {
+		if (!cJSON_AddStringToObject(o, "error", error))
+			goto fail;
+		return hpn_json_print(o);
+	}
+	if (!cJSON_AddStringToObject(o, "resource", a->resource) ||
+	    !cJSON_AddBoolToObject(o, "podKnown", a->pod_known))
+		goto fail;
+	ids = cJSON_AddArrayToObject(o, "devices");
+	if (!ids)
+		goto fail;
+	for (size_t i = 0; i < a->n; i++) {
+		cJSON *s = cJSON_CreateString(a->ids[i]);
+
+		if (!s || !cJSON_AddItemToArray(ids, s)) {
+			cJSON_Delete(s);
+			goto fail;
+		}
+	}
+	return hpn_json_print(o);
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
+{
+	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
+	_cleanup_free_ char *error = NULL, *resource = NULL;
+	const cJSON *ids, *id;
+	struct hpn_alloc a = { 0 };
+	int r;
+
+	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's reply is not a JSON object");
+	r = check_version(o, "hpn-rdma-agent's reply", err);
+	if (r >= 0)
+		r = hpn_json_str(o, "error", "", HPN_E_DECODE, 1024, &error, err);
+	if (r < 0)
+		return r;
+	if (error)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
+	r = hpn_json_str(o, "resource", "", HPN_E_DECODE, HPN_ALLOC_RESOURCE_MAX - 1, &resource,
+			 err);
+	if (r >= 0)
+		r = hpn_json_bool(o, "podKnown", "", HPN_E_DECODE, &a.pod_known, err);
+	if (r < 0)
+		return r;
+	snprintf(a.resource, sizeof(a.resource), "%s", resource ? resource : "");
+	ids = cJSON_GetObjectItemCaseSensitive(o, "devices");
+	if (!cJSON_IsArray(ids))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's reply has no \"devices\" array");
+	cJSON_ArrayForEach (id, ids) {
+		if (a.n == HPN_ALLOC_MAX_DEVICES)
+			return hpn_err_set(err, HPN_E_DECODE, E2BIG,
+					   "hpn-rdma-agent's reply lists over %d devices",
+					   HPN_ALLOC_MAX_DEVICES);
+		if (!cJSON_IsString(id) || !hpn_alloc_id_valid(id->valuestring))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "hpn-rdma-agent's reply: device %zu is not a device ID",
+					   a.n + 1);
+		snprintf(a.ids[a.n++], HPN_ALLOC_ID_MAX, "%s", id->valuestring);
+	}
+	*ret = a;
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for events on fd until the deadline; -ETIMEDOUT after it. */
+static int wait_fd(int fd, short events, long long deadline)
+{
+	for (;;) {
+		long long left = deadline - now_ms();
+		struct pollfd p = { .fd = fd, .events = events };
+		int n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+static int no_agent(int r, const char *path, struct hpn_err *err)
+{
+	return hpn_err_set(err, HPN_E_TRY_AGAIN, -r, "hpn-rdma-agent is not answering at %s: %s",
+			   path, strerror(-r));
+}
+
+/* NOLINTBEGIN(clang-analyzer-unix.Malloc): line and buf are _cleanup_free_, unseen by it */
+int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		     struct hpn_alloc *ret, struct hpn_err *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	long long deadline = now_ms() + timeout_ms;
+	_cleanup_free_ char *line = hpn_alloc_req_render(req), *buf = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t off = 0, len, got = 0;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	if (hpn_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", socket_path) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "agent.socket \"%.64s\" is too long", socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EINPROGRESS && errno != EAGAIN)
+			return no_agent(-errno, socket_path, err);
+		r = wait_fd(fd, POLLOUT, deadline);
+		if (r < 0)
+			return no_agent(r, socket_path, err);
+	}
+	len = strlen(line);
+	while (off < len) {
+		ssize_t n = send(fd, line + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			r = wait_fd(fd, POLLOUT, deadline);
+			if (r < 0)
+				return no_agent(r, socket_path, err);
+			continue;
+		}
+		if (n < 0)
+			return no_agent(-errno, socket_path, err);
+		off += (size_t)n;
+	}
+	buf = malloc(HPN_ALLOC_REPLY_MAX + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = recv(fd, buf + got, HPN_ALLOC_REPLY_MAX + 1 - got, 0);
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			r = wait_fd(fd, POLLIN, deadline);
+			if (r < 0)
+				return hpn_err_set(err, HPN_E_TRY_AGAIN, -r,
+						   "hpn-rdma-agent at %s did not answer within "
+						   "%d ms (agent.timeoutMs)",
+						   socket_path, timeout_ms);
+			continue;
+		}
+		if (n < 0)
+			return no_agent(-errno, socket_path, err);
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > HPN_ALLOC_REPLY_MAX)
+			return hpn_err_set(err, HPN_E_DECODE, EMSGSIZE,
+					   "hpn-rdma-agent's reply is over %u bytes",
+					   HPN_ALLOC_REPLY_MAX);
+	}
+	buf[got] = '\0';
+	return hpn_alloc_reply_parse(buf, got, ret, err);
+}
+/* NOLINTEND(clang-analyzer-unix.Malloc) */

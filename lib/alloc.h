@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_ALLOC_H
+#define HPN_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "store.h"
+#include "types.h"
+
+/*
+ * The kubelet's allocation of pool NICs (hpn-rdma-agent's device plugin) and
+ * the CNI's question about it. One definition for both programs:
+ *  - the device ID of a pool NIC (what ListAndWatch lists, Allocate and
+ *    PodResources name): its PCI address, else its netdev name;
+ *  - the lookup protocol on the agent's unix socket (doc/agent.md): the CNI
+ *    connects, writes one JSON request line, reads one JSON reply to EOF;
+ *  - the CNI's client of it, with a bounded timeout.
+ */
+
+#define HPN_ALLOC_ID_MAX	64   /* device IDs: at most 63 bytes (device plugin API) */
+#define HPN_ALLOC_MAX_DEVICES	64   /* IDs in one reply */
+#define HPN_ALLOC_REQ_MAX	4096 /* request bytes, newline included */
+#define HPN_ALLOC_REPLY_MAX	65536u
+#define HPN_ALLOC_RESOURCE_MAX	254 /* "<domain>/<name>" */
+#define HPN_ALLOC_PROTO_VERSION 1
+
+/* The device ID of host netdev ifname: its PCI address under sysfs_root, else the name. */
+void hpn_alloc_nic_id(const char *sysfs_root, const char *ifname, char id[HPN_ALLOC_ID_MAX]);
+/* The same ID from a journal's NIC (what it was on the host before ADD). */
+void hpn_alloc_journal_id(const struct hpn_journal_nic *n, char id[HPN_ALLOC_ID_MAX]);
+/* A device ID the protocol accepts: 1-63 bytes of [A-Za-z0-9_.:@-]. */
+bool hpn_alloc_id_valid(const char *id);
+
+/* Which pod asks: CNI_ARGS K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID (may be empty). */
+struct hpn_alloc_req {
+	char namespace[64];
+	char name[254];
+	char uid[65];
+};
+
+/* What the agent answers: the pod's devices of the resource, in PodResources' order. */
+struct hpn_alloc {
+	char resource[HPN_ALLOC_RESOURCE_MAX];
+	char ids[HPN_ALLOC_MAX_DEVICES][HPN_ALLOC_ID_MAX];
+	size_t n;
+	bool pod_known; /* the kubelet lists the pod at all */
+};
+
+/* Fills req from the three values (NULL: absent); code 4 naming the bad one. */
+int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *name, const char *uid,
+		      struct hpn_err *err);
+/* The request line ("{...}\n"), malloc'd. */
+char *hpn_alloc_req_render(const struct hpn_alloc_req *req);
+/* Parses and validates one request (the agent's side); code 6 or 7 on bad input. */
+int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req,
+			struct hpn_err *err);
+/* The reply: the allocation, or error (not NULL) as the agent's refusal. malloc'd. */
+char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error);
+/*
+ * Parses a reply (the CNI's side). An "error" reply is code 11 with the
+ * agent's words; malformed replies are code 6.
+ */
+int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err);
+
+/*
+ * Asks the agent at socket_path which devices the pod holds, within
+ * timeout_ms for all of connect, write and read. 0 with *ret filled;
+ * -ENOENT or -ECONNREFUSED (err set, code 11) when no agent listens there;
+ * -ETIMEDOUT (code 11); other -errno.
+ */
+int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		     struct hpn_alloc *ret, struct hpn_err *err);
+
+#endif

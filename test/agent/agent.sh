@@ -1,0 +1,445 @@
+#!/usr/bin/env bash
+# hpn-rdma-agent against a kubelet stand-in (hpn-kubelet: real gRPC, see its
+# header), as root in throwaway namespaces (test/netns/lib.sh): veth NICs
+# behind a fake sysfs tree that gives them PCI addresses, NUMA nodes and RDMA
+# devices with character devices. The agent runs in the scenario's host
+# netns; the stand-in's sockets live under $T/kl (a kubelet dir of its own).
+#
+# Scenarios: registration and the devices with their NUMA nodes; Allocate's
+# specs; GetPreferredAllocation; a NIC removed and put back, an RDMA port
+# DOWN and up; the kubelet restarted (socket dir swept, re-registration);
+# the agent restarted (same IDs, sockets removed at SIGTERM); the CNI
+# attaching exactly the allocated NICs in their order; an allocated NIC
+# already held refused; no agent -> the pool (and agent.required).
+#
+# HPN_AGENT_VALGRIND=1 (ctest memcheck.agent) runs the agent under valgrind's
+# memcheck for the scenarios in HPN_AGENT_SCENARIOS (space-separated names
+# of the functions below; default: all).
+# shellcheck source=../netns/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
+
+t_init
+[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
+[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
+[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+
+KL=
+AGENT_PID=
+KUBELET_PID=
+EV=
+
+# ---- the fake node -------------------------------------------------------------
+
+# mk_pool N: veth NICs pool0..pool(N-1) in the host netns, and a decoy (as pool.sh).
+mk_pool() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		mk_nic "$HOST_NS" "pool$i" "peer$i"
+	done
+	mk_nic "$HOST_NS" other0 otherpeer0
+}
+
+# pool_conf [FILTER [jq args...]]: hpn0 from the pool "pool*", then FILTER.
+pool_conf() {
+	local extra=${1:-.}
+	shift || true
+	net_conf 1.0.0 '.match = {devices: ["pool*"]} | .ifName = "hpn0" | '"$extra" "$@"
+}
+
+# mk_rdma ROOT PCI IBDEV CHARDEV...: an RDMA device on PCI function PCI (made
+# by mk_fake_pci) with port 1 ACTIVE, and its character devices
+# (uverbsN, umadN, issmN) in the classes the kernel puts them in.
+mk_rdma() {
+	local root=$1 addr=$2 ib=$3 rel d
+	shift 3
+	rel="devices/pci0000:ae/0000:ae:00.0/$addr/infiniband/$ib"
+	mkdir -p "$root/$rel/ports/1" "$root/class/infiniband" "$root/class/misc/rdma_cm"
+	echo "4: ACTIVE" >"$root/$rel/ports/1/state"
+	echo "Ethernet" >"$root/$rel/ports/1/link_layer"
+	echo "1: CA" >"$root/$rel/node_type"
+	ln -sfn "../../../$addr" "$root/$rel/device"
+	ln -sfn "../../$rel" "$root/class/infiniband/$ib"
+	for d in "$@"; do
+		local cls=infiniband_mad
+		[[ $d == uverbs* ]] && cls=infiniband_verbs
+		mkdir -p "$root/class/$cls/$d"
+		echo "$ib" >"$root/class/$cls/$d/ibdev"
+	done
+}
+
+# A pool of four: pool0 on NUMA node 0 (mlx5_0: uverbs0 umad0 issm0), pool1
+# and pool2 on node 1 (mlx5_1: uverbs1; mlx5_2: uverbs2), pool3 a plain veth
+# (no PCI function: its name is its ID, no NUMA node, no RDMA device).
+mk_node() {
+	local s=$T/sysfs i
+	rm -rf "$s"
+	mk_pool 4
+	for i in 0 1 2; do
+		mk_fake_pci "$s" "0000:af:00.$i" "pool$i"
+	done
+	echo 0 >"$s/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0/numa_node"
+	echo 1 >"$s/devices/pci0000:ae/0000:ae:00.0/0000:af:00.1/numa_node"
+	echo 1 >"$s/devices/pci0000:ae/0000:ae:00.0/0000:af:00.2/numa_node"
+	if [[ ${1:-rdma} == rdma ]]; then
+		mk_rdma "$s" 0000:af:00.0 mlx5_0 uverbs0 umad0 issm0
+		mk_rdma "$s" 0000:af:00.1 mlx5_1 uverbs1
+		mk_rdma "$s" 0000:af:00.2 mlx5_2 uverbs2
+	fi
+}
+
+# The CNI config, and the agent's conflist around it.
+agent_net_conf() {
+	pool_conf '.sysfsRoot = $s | .agent = {socket: $a, timeoutMs: 2000} | '"${1:-.}" \
+		--arg s "$T/sysfs" --arg a "$T/agent.sock"
+}
+
+write_conflist() {
+	jq -c '{cniVersion, name, plugins: [del(.cniVersion, .name)]}' <<<"$(agent_net_conf "$@")" \
+		>"$T/net.conflist.tmp"
+	mv "$T/net.conflist.tmp" "$T/net.conflist"
+}
+
+# ---- the kubelet stand-in and the agent ------------------------------------------
+
+start_kubelet() {
+	"$HPN_KUBELET" serve -dir "$KL" -out "$EV" -pods "$T/pods.json" 2>>"$T/kubelet.log" &
+	KUBELET_PID=$!
+}
+
+stop_kubelet() {
+	if [[ -n $KUBELET_PID ]]; then
+		kill "$KUBELET_PID" 2>/dev/null || true
+		wait "$KUBELET_PID" 2>/dev/null || true
+	fi
+	KUBELET_PID=
+}
+
+start_agent() {
+	local -a wrap=()
+	if [[ ${HPN_AGENT_VALGRIND:-0} == 1 ]]; then
+		wrap=("${VALGRIND_CMD[@]}" "--log-file=$T/agent-vg.%p")
+	fi
+	ip netns exec "$HOST_NS" "${wrap[@]}" "$HPN_AGENT" --config "$T/net.conflist" \
+		--kubelet-dir "$KL" --poll-interval 1 "$@" 2>>"$T/agent.log" &
+	AGENT_PID=$!
+}
+
+# stop_agent: SIGTERM, and it must exit 0 within 10 s.
+stop_agent() {
+	local rc=0 i
+	[[ -n $AGENT_PID ]] || return 0
+	kill -TERM "$AGENT_PID" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$AGENT_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$AGENT_PID" 2>/dev/null; then
+		kill -KILL "$AGENT_PID"
+		AGENT_PID=
+		fail "the agent did not stop within 10 s of SIGTERM"
+	fi
+	wait "$AGENT_PID" || rc=$?
+	AGENT_PID=
+	# Under valgrind, exit 99 is a memcheck error or a definite/indirect leak.
+	((rc == 0)) || fail "the agent exited $rc after SIGTERM: $(tail -5 "$T/agent.log")
+$(cat "$T"/agent-vg.* 2>/dev/null)"
+	rm -f "$T"/agent-vg.*
+	return 0
+}
+
+# wait_event FILTER WHAT [SECONDS]: an event line after the first $SEEN lines matches.
+SEEN=0
+wait_event() {
+	local filter=$1 what=$2 secs=${3:-10} i hit
+	for ((i = 0; i < secs * 20; i++)); do
+		# [line number after SEEN, event] of the first match.
+		hit=$(tail -n +"$((SEEN + 1))" "$EV" 2>/dev/null |
+			jq -c "select($filter) | [input_line_number, .]" 2>/dev/null | head -n1)
+		if [[ -n $hit ]]; then
+			LAST_EVENT=$(jq -c '.[1]' <<<"$hit")
+			SEEN=$((SEEN + $(jq '.[0]' <<<"$hit")))
+			return 0
+		fi
+		sleep 0.05
+	done
+	fail "$what: no kubelet event matching '$filter' within ${secs}s; events: $(tail -n 5 "$EV")
+agent log: $(tail -n 15 "$T/agent.log")"
+}
+
+# last_list: the devices of the latest ListAndWatch response.
+last_list() {
+	jq -c 'select(.event == "list") | .devices' "$EV" | tail -n1
+}
+
+# kill_node: whatever a failed scenario left running.
+kill_node() {
+	[[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
+	[[ -n $KUBELET_PID ]] && kill -KILL "$KUBELET_PID" 2>/dev/null
+	return 0
+}
+
+node_up() {
+	trap kill_node EXIT
+	KL=$T/kl-$SCEN
+	EV=$T/events-$SCEN.jsonl
+	SEEN=0
+	: >"$EV"
+	: >"$T/agent.log"
+	echo '[]' >"$T/pods.json"
+	mk_node "${1:-rdma}"
+	write_conflist
+	start_kubelet
+	wait_event '.event == "kubelet-started"' "the kubelet stand-in starts"
+	start_agent
+	wait_event '.event == "list"' "the first ListAndWatch list" 20
+}
+
+node_down() {
+	stop_agent
+	stop_kubelet
+	[[ ! -e $KL/device-plugins/hpn-rdma.sock ]] || fail "the agent left its device plugin socket"
+	[[ ! -e $T/agent.sock ]] || fail "the agent left its lookup socket"
+}
+
+# lookup_raw LINE: LINE sent to the agent's lookup socket as a client would; the reply.
+lookup_raw() {
+	/usr/bin/python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+out = b""
+while True:
+	b = s.recv(65536)
+	if not b:
+		break
+	out += b
+print(out.decode())' "$T/agent.sock" "$1"
+}
+
+plugin_sock() {
+	echo "$KL/device-plugins/hpn-rdma.sock"
+}
+
+# run NAME FUNCTION: a scenario, unless HPN_AGENT_SCENARIOS leaves it out.
+run() {
+	if [[ -n ${HPN_AGENT_SCENARIOS:-} && " $HPN_AGENT_SCENARIOS " != *" $2 "* ]]; then
+		return 0
+	fi
+	scenario "$@"
+}
+
+ALL_IDS='["0000:af:00.0","0000:af:00.1","0000:af:00.2","pool3"]'
+
+# ---- scenarios --------------------------------------------------------------------
+
+registration() {
+	local mode
+	node_up
+	jq_ok '.version == "v1beta1" and .resource == "rdma/hpn" and .endpoint == "hpn-rdma.sock"
+		and .preferred' "RegisterRequest" "$(jq -c 'select(.event == "register")' "$EV")"
+	jq_ok '.preferred and (.preStart | not)' "GetDevicePluginOptions" \
+		"$(jq -c 'select(.event == "options")' "$EV")"
+	jq_ok '[.[].id] == $ids and all(.health == "Healthy")' \
+		"one device per pool NIC, PCI address or name" "$(last_list)" --argjson ids "$ALL_IDS"
+	jq_ok '[.[].numa] == [[0],[1],[1],[]]' "TopologyInfo: the NICs' NUMA nodes" "$(last_list)"
+	# Root only: the sockets are 0600, the agent's directory 0700.
+	mode=$(stat -c %a "$(plugin_sock)")
+	[[ $mode == 600 ]] || fail "device plugin socket mode $mode, not 600"
+	mode=$(stat -c %a "$T/agent.sock")
+	[[ $mode == 600 ]] || fail "lookup socket mode $mode, not 600"
+	# Requests are validated like stdin JSON: a path in a pod name, a stranger version.
+	for req in '{"version":1,"namespace":"../x","name":"p"}' '{"version":7,"namespace":"a","name":"p"}' \
+		'not json'; do
+		OUT=$(lookup_raw "$req")
+		jq_ok '.version == 1 and (.error | type == "string") and (has("devices") | not)' \
+			"the agent refuses the request $req" "$OUT"
+	done
+	OUT=$(lookup_raw '{"version":1,"namespace":"a","name":"p"}')
+	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: []}' \
+		"a pod the kubelet does not list holds nothing"
+	node_down
+}
+run "registration, devices, NUMA topology, socket modes" registration
+
+allocate_specs() {
+	node_up
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.0 0000:af:00.2,0000:af:00.1)
+	jq_ok '.[0].devices == [
+		{container: "/dev/infiniband/issm0", host: "/dev/infiniband/issm0", permissions: "rw"},
+		{container: "/dev/infiniband/umad0", host: "/dev/infiniband/umad0", permissions: "rw"},
+		{container: "/dev/infiniband/uverbs0", host: "/dev/infiniband/uverbs0", permissions: "rw"},
+		{container: "/dev/infiniband/rdma_cm", host: "/dev/infiniband/rdma_cm", permissions: "rw"}]' \
+		"container 1: exactly mlx5_0's character devices and rdma_cm"
+	jq_ok '[.[1].devices[].host] == ["/dev/infiniband/uverbs2", "/dev/infiniband/uverbs1",
+		"/dev/infiniband/rdma_cm"]' "container 2: exactly its two NICs' verbs devices, in order"
+	jq_ok '.[1].envs == {HPN_RDMA_DEVICE_IDS: "0000:af:00.2,0000:af:00.1",
+		HPN_RDMA_DEVICES: "mlx5_2,mlx5_1",
+		HPN_RDMA_UVERBS: "/dev/infiniband/uverbs2,/dev/infiniband/uverbs1"}' \
+		"envs name the devices"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" pool3)
+	jq_ok '.[0].devices == [] and .[0].envs.HPN_RDMA_DEVICE_IDS == "pool3"' \
+		"a NIC without an RDMA device: no device nodes"
+	if "$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.9 2>"$T/err"; then
+		fail "Allocate of an unknown device succeeded"
+	fi
+	grep -q 'unknown device 0000:af:00.9' "$T/err" || fail "Allocate's refusal: $(cat "$T/err")"
+	if "$HPN_KUBELET" allocate -socket "$(plugin_sock)" '../../x' 2>"$T/err"; then
+		fail "Allocate of a path-like ID succeeded"
+	fi
+	node_down
+}
+run "Allocate: the RDMA character devices of exactly the allocated NICs" allocate_specs
+
+preferred() {
+	local all=0000:af:00.0,0000:af:00.1,0000:af:00.2,pool3 conf
+	node_up plain	# an ADD holds a NIC below: no fake RDMA device for its proof
+	OUT=$("$HPN_KUBELET" prefer -socket "$(plugin_sock)" -available "$all" -size 2)
+	jq_ok '. == ["0000:af:00.1","0000:af:00.2"]' "two NICs: the NUMA node that has two"
+	OUT=$("$HPN_KUBELET" prefer -socket "$(plugin_sock)" -available "$all" \
+		-must 0000:af:00.2 -size 2)
+	jq_ok '. == ["0000:af:00.2","0000:af:00.1"]' "must_include first, then its NUMA node"
+	# A journal holds pool1 (0000:af:00.1): a CNI ADD from the pool took it.
+	conf=$(agent_net_conf '.agent.lookup = false')
+	run_plugin ADD "$(jq -c '.match.devices = ["pool1"]' <<<"$conf")"
+	expect_result "ADD holding pool1"
+	OUT=$("$HPN_KUBELET" prefer -socket "$(plugin_sock)" \
+		-available 0000:af:00.1,0000:af:00.2 -size 1)
+	jq_ok '. == ["0000:af:00.2"]' "a NIC a journal holds is not preferred"
+	run_plugin DEL "$(jq -c '.match.devices = ["pool1"]' <<<"$conf")"
+	expect_ok "DEL"
+	node_down
+}
+run "GetPreferredAllocation: fewest NUMA nodes, must_include first, held NICs last" preferred
+
+health() {
+	local state=$T/sysfs/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0/infiniband/mlx5_0/ports/1/state
+	node_up
+	ip -n "$HOST_NS" link del pool1
+	wait_event '.event == "list" and (.devices[1] | .id == "0000:af:00.1" and
+		.health == "Unhealthy")' "pool1 removed: Unhealthy"
+	jq_ok '[.[].id] == $ids' "the removed NIC keeps its place" "$(last_list)" \
+		--argjson ids "$ALL_IDS"
+	mk_nic "$HOST_NS" pool1 peer1
+	wait_event '.event == "list" and all(.devices[]; .health == "Healthy")' \
+		"pool1 back: Healthy"
+	echo "1: DOWN" >"$state"
+	wait_event '.event == "list" and (.devices[0].health == "Unhealthy")' \
+		"mlx5_0 port DOWN: Unhealthy"
+	echo "4: ACTIVE" >"$state"
+	wait_event '.event == "list" and all(.devices[]; .health == "Healthy")' \
+		"mlx5_0 port ACTIVE: Healthy"
+	node_down
+}
+run "a NIC removed and put back, an RDMA port down and up" health
+
+kubelet_restart() {
+	node_up
+	stop_kubelet
+	start_kubelet
+	wait_event '.event == "register"' "re-registration after the kubelet restarted" 15
+	wait_event '.event == "list"' "ListAndWatch again"
+	jq_ok '[.[].id] == $ids' "the same devices" "$(last_list)" --argjson ids "$ALL_IDS"
+	[[ -S $(plugin_sock) ]] || fail "no device plugin socket after the kubelet's sweep"
+	# A config change is a new pool: registered again, listed anew.
+	write_conflist '.match.devices = ["pool0", "pool3"]'
+	wait_event '.event == "register"' "re-registration after the pool changed" 15
+	wait_event '.event == "list"' "the new pool listed"
+	jq_ok '[.[].id] == ["0000:af:00.0","pool3"]' "the new pool's devices" "$(last_list)"
+	node_down
+}
+run "kubelet restart (socket swept, kubelet.sock new) and a pool change" kubelet_restart
+
+agent_restart() {
+	local before
+	node_up
+	before=$(last_list)
+	stop_agent
+	[[ ! -e $(plugin_sock) && ! -e $T/agent.sock ]] || fail "sockets left at SIGTERM"
+	wait_event '.event == "list-end"' "the stream ends with the agent"
+	start_agent
+	wait_event '.event == "register"' "the restarted agent registers"
+	wait_event '.event == "list"' "and lists"
+	[[ $(last_list) == "$before" ]] || fail "device list changed across an agent restart:
+before $before
+after  $(last_list)"
+	node_down
+}
+run "agent restart: same device IDs, sockets removed at SIGTERM" agent_restart
+
+# The kubelet gave pod ns1/trainer pool2 then pool0: the CNI attaches exactly
+# those, in that order, though the pool's own order would pick pool0 first.
+cni_allocated() {
+	local conf mac0 mac2
+	node_up plain
+	mac0=$(mac_of "$HOST_NS" pool0)
+	mac2=$(mac_of "$HOST_NS" pool2)
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"nvidia.com/gpu","ids":["GPU-7"]},
+		{"resource":"rdma/hpn","ids":["0000:af:00.2","0000:af:00.0"]}]}]}]' >"$T/pods.json"
+	snap_save "$HOST_NS" "$T/host.before"
+	conf=$(agent_net_conf)
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer;K8S_POD_UID=ab-12"
+	expect_result "ADD of a pod holding two rdma/hpn devices"
+	[[ $(mac_of "$POD_NS" hpn0) == "$mac2" ]] || fail "hpn0 is not pool2, the first allocated"
+	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the second allocated"
+	jq_ok '[.interfaces[] | select(.sandbox) | .name] == ["hpn0","hpn1"]' "two pod interfaces"
+	grep -q 'CNI lookup for pod ns1/trainer: 2 rdma/hpn devices' "$T/agent.log" ||
+		fail "the agent did not answer the lookup: $(tail -5 "$T/agent.log")"
+
+	# Another pod allocated pool0, which the first one holds: refused, nothing taken.
+	echo '[{"namespace":"ns1","name":"second","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.0"]}]}]}]' >"$T/pods.json"
+	ip netns add "${HPNT_PREFIX}p$SCEN-b"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")" \
+		CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=second"
+	expect_err 100 "ADD of a pod allocated a held NIC" \
+		'allocated rdma/hpn device 0000:af:00.0 to the pod, but attachment .* holds it'
+	[[ $(state_count) == 1 ]] || fail "the refused ADD left state"
+	has_link "$HOST_NS" pool1 || fail "the refused ADD took another NIC"
+
+	# An allocation naming a NIC the pool does not have: refused too.
+	echo '[{"namespace":"ns1","name":"second","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.7"]}]}]}]' >"$T/pods.json"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")" \
+		CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=second"
+	expect_err 100 "ADD of a pod allocated an unknown NIC" 'no free-standing NIC of the pool'
+
+	# A pod without devices of the resource: the pool as today (pool1, name order).
+	echo '[]' >"$T/pods.json"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")" \
+		CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=second"
+	expect_result "ADD of a pod without an allocation"
+	has_link "$HOST_NS" pool1 && fail "the pool pick was not pool1, the first free NIC"
+	run_plugin DEL "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")"
+	expect_ok "DEL of the second pod"
+	ip netns del "${HPNT_PREFIX}p$SCEN-b"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	snap_same "$HOST_NS" "$T/host.before" "host after both DELs"
+	expect_no_state "after both DELs"
+	node_down
+}
+run "the CNI attaches exactly the allocated NICs in order; a held NIC refused" cni_allocated
+
+no_agent() {
+	local conf
+	KL=$T/kl-$SCEN
+	EV=$T/events-$SCEN.jsonl
+	mk_node plain
+	conf=$(agent_net_conf)
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer"
+	expect_result "ADD without an agent: from the pool"
+	has_link "$HOST_NS" pool0 && fail "the pool's first NIC was not taken"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	run_plugin ADD "$(jq -c '.agent.required = true' <<<"$conf")" \
+		CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer"
+	expect_err 11 "ADD without an agent, agent.required" \
+		'agent.required is true: hpn-rdma-agent is not answering'
+	pod_empty "pod after the refused ADD"
+	expect_no_state "after the refused ADD"
+}
+run "no agent: the pool; agent.required makes it an error" no_agent
+
+t_done

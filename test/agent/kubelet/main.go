@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// hpn-kubelet: a stand-in for the kubelet's side of the device plugin and
+// PodResources APIs, for the agent's tests and the benchmark. Real gRPC
+// (Debian's grpc-go), messages generated from the agent's own protos
+// (agent/proto). It stands for what kubelet 1.26-1.31 does with a device
+// plugin: serves Registration on <dir>/device-plugins/kubelet.sock (sweeping
+// that directory first, as a starting kubelet does); on Register dials the
+// plugin's endpoint, asks GetDevicePluginOptions and consumes ListAndWatch;
+// serves PodResources List on <dir>/pod-resources/kubelet.sock from a JSON
+// file the test writes; and, as separate commands, calls Allocate and
+// GetPreferredAllocation the way its device manager does at pod admission.
+// What it does not do: scheduling, the Topology Manager, checkpoints.
+//
+// serve writes one JSON line per event to -out: {"event":"register",...},
+// {"event":"options",...}, {"event":"list","devices":[...]}, {"event":"list-end"}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	dp "hpnkubelet/deviceplugin"
+	pr "hpnkubelet/podresources"
+)
+
+const usage = `usage: hpn-kubelet COMMAND [FLAGS]
+
+  serve -dir DIR -out FILE [-pods FILE]   the kubelet's servers (until SIGTERM)
+  allocate -socket SOCK IDS [IDS...]      Allocate, one container per IDS (a,b,c);
+                                          prints the response as JSON
+  prefer -socket SOCK -available a,b -must c -size N
+                                          GetPreferredAllocation; prints the IDs
+  bench -socket SOCK -n N IDS             N Allocate calls, then N ListAndWatch
+                                          streams to their first list; one line
+                                          per call: "allocate NS" / "listwatch NS"
+  podres -dir DIR                          PodResources List (JSON)
+`
+
+// ---- serve -------------------------------------------------------------------
+
+type events struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (e *events) put(v map[string]interface{}) {
+	b, _ := json.Marshal(v)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.f.Write(append(b, '\n'))
+}
+
+type registration struct {
+	dp.UnimplementedRegistrationServer
+	dir string
+	ev  *events
+}
+
+func devicesJSON(ds []*dp.Device) []interface{} {
+	out := []interface{}{}
+	for _, d := range ds {
+		numa := []int64{}
+		if d.Topology != nil {
+			for _, n := range d.Topology.Nodes {
+				numa = append(numa, n.ID)
+			}
+		}
+		out = append(out, map[string]interface{}{"id": d.ID, "health": d.Health, "numa": numa})
+	}
+	return out
+}
+
+// watch is what the kubelet's endpoint manager does after a Register.
+func (r *registration) watch(endpoint string) {
+	sock, _ := filepath.Abs(filepath.Join(r.dir, "device-plugins", endpoint))
+	conn, err := grpc.Dial("unix://"+sock, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithTimeout(5*time.Second))
+	if err != nil {
+		r.ev.put(map[string]interface{}{"event": "dial-error", "error": err.Error()})
+		return
+	}
+	defer conn.Close()
+	c := dp.NewDevicePluginClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	o, err := c.GetDevicePluginOptions(ctx, &dp.Empty{})
+	cancel()
+	if err != nil {
+		r.ev.put(map[string]interface{}{"event": "options-error", "error": err.Error()})
+		return
+	}
+	r.ev.put(map[string]interface{}{"event": "options",
+		"preferred": o.GetPreferredAllocationAvailable, "preStart": o.PreStartRequired})
+	s, err := c.ListAndWatch(context.Background(), &dp.Empty{})
+	if err != nil {
+		r.ev.put(map[string]interface{}{"event": "list-error", "error": err.Error()})
+		return
+	}
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			r.ev.put(map[string]interface{}{"event": "list-end", "error": err.Error()})
+			return
+		}
+		r.ev.put(map[string]interface{}{"event": "list", "devices": devicesJSON(m.Devices)})
+	}
+}
+
+func (r *registration) Register(ctx context.Context, req *dp.RegisterRequest) (*dp.Empty, error) {
+	pref := false
+	if req.Options != nil {
+		pref = req.Options.GetPreferredAllocationAvailable
+	}
+	r.ev.put(map[string]interface{}{"event": "register", "version": req.Version,
+		"endpoint": req.Endpoint, "resource": req.ResourceName, "preferred": pref})
+	if req.Version != "v1beta1" {
+		return nil, fmt.Errorf("version %q is not v1beta1", req.Version)
+	}
+	go r.watch(req.Endpoint)
+	return &dp.Empty{}, nil
+}
+
+// The pods file: [{"namespace","name","containers":[{"name","devices":[{"resource","ids":[...]}]}]}]
+type podFile []struct {
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Containers []struct {
+		Name    string `json:"name"`
+		Devices []struct {
+			Resource string   `json:"resource"`
+			IDs      []string `json:"ids"`
+		} `json:"devices"`
+	} `json:"containers"`
+}
+
+type podResources struct {
+	pr.UnimplementedPodResourcesListerServer
+	file string
+	ev   *events
+}
+
+func (p *podResources) List(ctx context.Context, req *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
+	resp := &pr.ListPodResourcesResponse{}
+	var pods podFile
+	if b, err := os.ReadFile(p.file); err == nil {
+		if err := json.Unmarshal(b, &pods); err != nil {
+			return nil, err
+		}
+	}
+	for _, pod := range pods {
+		x := &pr.PodResources{Name: pod.Name, Namespace: pod.Namespace}
+		for _, c := range pod.Containers {
+			cr := &pr.ContainerResources{Name: c.Name}
+			for _, d := range c.Devices {
+				cr.Devices = append(cr.Devices, &pr.ContainerDevices{ResourceName: d.Resource, DeviceIds: d.IDs})
+			}
+			x.Containers = append(x.Containers, cr)
+		}
+		resp.PodResources = append(resp.PodResources, x)
+	}
+	p.ev.put(map[string]interface{}{"event": "podresources-list", "pods": len(resp.PodResources)})
+	return resp, nil
+}
+
+func listen(path string) (net.Listener, error) {
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err == nil {
+		os.Chmod(path, 0600)
+	}
+	return l, err
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dir := fs.String("dir", "", "kubelet dir")
+	out := fs.String("out", "", "events file")
+	pods := fs.String("pods", "", "pods file")
+	fs.Parse(args)
+	if *dir == "" || *out == "" {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ev := &events{f: f}
+	dpDir := filepath.Join(*dir, "device-plugins")
+	prDir := filepath.Join(*dir, "pod-resources")
+	os.MkdirAll(dpDir, 0750)
+	os.MkdirAll(prDir, 0750)
+	// A starting kubelet removes every socket in device-plugins/.
+	if ents, err := os.ReadDir(dpDir); err == nil {
+		for _, e := range ents {
+			os.Remove(filepath.Join(dpDir, e.Name()))
+		}
+	}
+	reg := grpc.NewServer()
+	dp.RegisterRegistrationServer(reg, &registration{dir: *dir, ev: ev})
+	podres := grpc.NewServer()
+	pr.RegisterPodResourcesListerServer(podres, &podResources{file: *pods, ev: ev})
+	l1, err := listen(filepath.Join(prDir, "kubelet.sock"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go podres.Serve(l1)
+	l2, err := listen(filepath.Join(dpDir, "kubelet.sock"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go reg.Serve(l2)
+	ev.put(map[string]interface{}{"event": "kubelet-started"})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	reg.Stop()
+	podres.Stop()
+	os.Remove(filepath.Join(dpDir, "kubelet.sock"))
+	os.Remove(filepath.Join(prDir, "kubelet.sock"))
+	return 0
+}
+
+// ---- calls as the device manager makes them -------------------------------------
+
+func dial(sock string) (dp.DevicePluginClient, *grpc.ClientConn, error) {
+	sock, _ = filepath.Abs(sock)
+	conn, err := grpc.Dial("unix://"+sock, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithTimeout(5*time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	return dp.NewDevicePluginClient(conn), conn, nil
+}
+
+func splitIDs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func allocReq(args []string) *dp.AllocateRequest {
+	req := &dp.AllocateRequest{}
+	for _, a := range args {
+		req.ContainerRequests = append(req.ContainerRequests, &dp.ContainerAllocateRequest{DevicesIds: splitIDs(a)})
+	}
+	return req
+}
+
+func allocate(args []string) int {
+	fs := flag.NewFlagSet("allocate", flag.ExitOnError)
+	sock := fs.String("socket", "", "plugin socket")
+	fs.Parse(args)
+	c, conn, err := dial(*sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Allocate(ctx, allocReq(fs.Args()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	out := []interface{}{}
+	for _, cr := range resp.ContainerResponses {
+		devs := []interface{}{}
+		for _, d := range cr.Devices {
+			devs = append(devs, map[string]string{"container": d.ContainerPath,
+				"host": d.HostPath, "permissions": d.Permissions})
+		}
+		mounts := len(cr.Mounts)
+		out = append(out, map[string]interface{}{"envs": cr.Envs, "devices": devs,
+			"mounts": mounts, "annotations": cr.Annotations})
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return 0
+}
+
+func prefer(args []string) int {
+	fs := flag.NewFlagSet("prefer", flag.ExitOnError)
+	sock := fs.String("socket", "", "plugin socket")
+	avail := fs.String("available", "", "available IDs")
+	must := fs.String("must", "", "IDs that must be in")
+	size := fs.Int("size", 1, "allocation size")
+	fs.Parse(args)
+	c, conn, err := dial(*sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.GetPreferredAllocation(ctx, &dp.PreferredAllocationRequest{
+		ContainerRequests: []*dp.ContainerPreferredAllocationRequest{{
+			AvailableDeviceIDs: splitIDs(*avail), MustIncludeDeviceIDs: splitIDs(*must),
+			AllocationSize: int32(*size)}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b, _ := json.Marshal(resp.ContainerResponses[0].DeviceIDs)
+	fmt.Println(string(b))
+	return 0
+}
+
+func bench(args []string) int {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	sock := fs.String("socket", "", "plugin socket")
+	n := fs.Int("n", 200, "calls of each")
+	fs.Parse(args)
+	c, conn, err := dial(*sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	req := allocReq(fs.Args())
+	var a, l []int64
+	for i := 0; i < *n; i++ {
+		t := time.Now()
+		if _, err := c.Allocate(context.Background(), req); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		a = append(a, time.Since(t).Nanoseconds())
+	}
+	for i := 0; i < *n; i++ {
+		t := time.Now()
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := c.ListAndWatch(ctx, &dp.Empty{})
+		if err == nil {
+			_, err = s.Recv()
+		}
+		l = append(l, time.Since(t).Nanoseconds())
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	sort.Slice(a, func(i, j int) bool { return a[i] < a[j] })
+	for _, v := range a {
+		fmt.Println("allocate", v)
+	}
+	for _, v := range l {
+		fmt.Println("listwatch", v)
+	}
+	return 0
+}
+
+func podresList(args []string) int {
+	fs := flag.NewFlagSet("podres", flag.ExitOnError)
+	dir := fs.String("dir", "", "kubelet dir")
+	fs.Parse(args)
+	sock, _ := filepath.Abs(filepath.Join(*dir, "pod-resources", "kubelet.sock"))
+	conn, err := grpc.Dial("unix://"+sock,
+		grpc.WithInsecure(), grpc.WithBlock(), grpc.WithTimeout(5*time.Second))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	resp, err := pr.NewPodResourcesListerClient(conn).List(context.Background(), &pr.ListPodResourcesRequest{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b, _ := json.Marshal(resp)
+	fmt.Println(string(b))
+	return 0
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmds := map[string]func([]string) int{"serve": serve, "allocate": allocate,
+		"prefer": prefer, "bench": bench, "podres": podresList}
+	f, ok := cmds[os.Args[1]]
+	if !ok {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	os.Exit(f(os.Args[2:]))
+}

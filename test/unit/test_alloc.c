@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for lib/alloc.c: device IDs, the agent lookup protocol (request
+ * and reply, their validation) and its client against small servers in a
+ * forked child (an answer, a refusal, silence, no socket); the config's
+ * "agent" section (lib/conf.c).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "check.h"
+#include "conf.h"
+#include "tmpdir.h"
+
+static char tmp[64];
+
+static void test_ids(void)
+{
+	char id[HPN_ALLOC_ID_MAX];
+	struct hpn_journal_nic n = { 0 };
+
+	hpn_alloc_nic_id(HPN_FIXTURES "/sysfs", "ens1f0np0", id);
+	CHECK_STR_EQ(id, "0000:af:00.0");
+	hpn_alloc_nic_id(HPN_FIXTURES "/sysfs", "eth1", id); /* virtio: its PCI parent */
+	CHECK_STR_EQ(id, "0000:00:04.0");
+	hpn_alloc_nic_id(HPN_FIXTURES "/sysfs", "veth0", id);
+	CHECK_STR_EQ(id, "veth0");
+	snprintf(n.host.name, sizeof(n.host.name), "pool3");
+	hpn_alloc_journal_id(&n, id);
+	CHECK_STR_EQ(id, "pool3");
+	snprintf(n.pci, sizeof(n.pci), "0000:3b:00.0");
+	hpn_alloc_journal_id(&n, id);
+	CHECK_STR_EQ(id, "0000:3b:00.0");
+	CHECK(hpn_alloc_id_valid("0000:af:00.0"));
+	CHECK(hpn_alloc_id_valid("pool_1.x@y-z"));
+	CHECK(!hpn_alloc_id_valid(""));
+	CHECK(!hpn_alloc_id_valid("../x"));
+	CHECK(!hpn_alloc_id_valid("a b"));
+	CHECK(!hpn_alloc_id_valid(
+		"0123456789012345678901234567890123456789012345678901234567890123"));
+}
+
+static void test_request(void)
+{
+	struct hpn_alloc_req req, back;
+	struct hpn_err err = { 0 };
+	char *line;
+
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "team-a", "trainer-0.x", "0f1e-22", &err), 0);
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_EQ(line, "{\"version\":1,\"namespace\":\"team-a\",\"name\":\"trainer-0.x\","
+			   "\"uid\":\"0f1e-22\"}\n");
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK_STR_EQ(back.namespace, "team-a");
+	CHECK_STR_EQ(back.name, "trainer-0.x");
+	CHECK_STR_EQ(back.uid, "0f1e-22");
+	free(line);
+
+	/* The CNI side refuses what CNI_ARGS may hold but Kubernetes never names. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "Team", "p", NULL, &err), -EINVAL);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	CHECK_STR_HAS(err.msg, "namespace");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns", "../etc", NULL, &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "pod name");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns", "p", "x/y", &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "UID");
+
+	/* The agent side: every field checked, the version exact. */
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ "", "not a JSON object" },
+		{ "[1]", "not a JSON object" },
+		{ "{\"namespace\":\"a\",\"name\":\"b\"}", "version 0" },
+		{ "{\"version\":2,\"namespace\":\"a\",\"name\":\"b\"}", "version 2" },
+		{ "{\"version\":1,\"name\":\"b\"}", "namespace" },
+		{ "{\"version\":1,\"namespace\":\"a\"}", "pod name" },
+		{ "{\"version\":1,\"namespace\":7,\"name\":\"b\"}", "namespace" },
+		{ "{\"version\":1,\"namespace\":\"a\\u0000b\",\"name\":\"b\"}",
+		  "not a JSON object" },
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\"} x", "not a JSON object" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(hpn_alloc_req_parse(bad[i].json, strlen(bad[i].json), &back, &err) < 0);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+}
+
+static void test_reply(void)
+{
+	struct hpn_alloc a = { .n = 2, .pod_known = true }, back;
+	struct hpn_err err = { 0 };
+	char *json;
+
+	snprintf(a.resource, sizeof(a.resource), "rdma/hpn");
+	snprintf(a.ids[0], HPN_ALLOC_ID_MAX, "0000:af:00.1");
+	snprintf(a.ids[1], HPN_ALLOC_ID_MAX, "pool0");
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK_STR_EQ(json, "{\"version\":1,\"resource\":\"rdma/hpn\",\"podKnown\":true,"
+			   "\"devices\":[\"0000:af:00.1\",\"pool0\"]}");
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_INT_EQ(back.n, 2);
+	CHECK_STR_EQ(back.ids[0], "0000:af:00.1"); /* the order is the kubelet's */
+	CHECK_STR_EQ(back.ids[1], "pool0");
+	CHECK(back.pod_known);
+	free(json);
+
+	json = hpn_alloc_reply_render(NULL, "PodResources List: status 14 connection refused");
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), -EAGAIN);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK_STR_HAS(err.msg, "hpn-rdma-agent: PodResources List");
+	free(json);
+
+	static const char *const bad[] = {
+		"{\"version\":1}",
+		"{\"version\":1,\"devices\":[\"../x\"]}",
+		"{\"version\":1,\"devices\":[3]}",
+		"{\"version\":1,\"devices\":{}}",
+		"{\"version\":9,\"devices\":[]}",
+		"nope",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK_INT_NE(hpn_alloc_reply_parse(bad[i], strlen(bad[i]), &back, &err), 0);
+		CHECK_INT_EQ(err.code, HPN_E_DECODE);
+	}
+}
+
+/* A one-connection server in a child: answers reply (NULL: stays silent). */
+static pid_t serve_once(const char *path, const char *reply)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 4) == 0);
+	pid = fork();
+	if (pid == 0) {
+		char buf[4096];
+		int c = accept(fd, NULL, NULL);
+		ssize_t n = c >= 0 ? read(c, buf, sizeof(buf) - 1) : -1;
+
+		/* The request arrived whole, one line. */
+		close(fd);
+		if (n <= 0 || buf[n - 1] != '\n')
+			_exit(3);
+		if (!reply) {
+			pause();
+			_exit(0);
+		}
+		n = write(c, reply, strlen(reply));
+		close(c);
+		_exit(n < 0 ? 4 : 0);
+	}
+	close(fd);
+	return pid;
+}
+
+static long long ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void test_lookup(void)
+{
+	char path[128];
+	struct hpn_alloc_req req;
+	struct hpn_alloc a;
+	struct hpn_err err = { 0 };
+	long long t;
+	int status = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/agent.sock", tmp);
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns", "pod", "", &err), 0);
+
+	/* No agent: ENOENT, then a socket file nobody listens on: ECONNREFUSED. */
+	CHECK_INT_EQ(hpn_alloc_lookup(path, 500, &req, &a, &err), -ENOENT);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	pid = serve_once(path, "{\"version\":1,\"resource\":\"rdma/hpn\",\"podKnown\":true,"
+			       "\"devices\":[\"pool1\",\"pool0\"]}");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_lookup(path, 500, &req, &a, &err), 0);
+	CHECK_INT_EQ(a.n, 2);
+	CHECK_STR_EQ(a.ids[0], "pool1");
+	CHECK_STR_EQ(a.resource, "rdma/hpn");
+	CHECK_INT_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_lookup(path, 500, &req, &a, &err), -ECONNREFUSED);
+
+	/* An agent that never answers: the bound holds. */
+	pid = serve_once(path, NULL);
+	memset(&err, 0, sizeof(err));
+	t = ms();
+	CHECK_INT_EQ(hpn_alloc_lookup(path, 150, &req, &a, &err), -ETIMEDOUT);
+	t = ms() - t;
+	CHECK(t >= 140 && t < 1000);
+	CHECK_STR_HAS(err.msg, "did not answer within 150 ms");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+}
+
+static void test_conf(void)
+{
+	static const char base[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"hpn-rdma\","
+				   "\"match\":{\"devices\":[\"p*\"]}%s}";
+	struct {
+		const char *extra;
+		int r;
+		const char *msg;
+	} cases[] = {
+		{ "", 0, NULL },
+		{ ",\"agent\":{\"socket\":\"/run/x.sock\",\"required\":true,\"timeoutMs\":50}", 0,
+		  NULL },
+		{ ",\"agent\":{\"lookup\":false}", 0, NULL },
+		{ ",\"agent\":[]", -EINVAL, "agent must be an object" },
+		{ ",\"agent\":{\"socket\":\"rel.sock\"}", -EINVAL, "agent.socket" },
+		{ ",\"agent\":{\"timeoutMs\":5}", -EINVAL, "agent.timeoutMs" },
+		{ ",\"agent\":{\"required\":\"yes\"}", -EINVAL, "agent.required" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char json[512];
+		struct hpn_conf conf;
+		struct hpn_err err = { 0 };
+		int r;
+
+		snprintf(json, sizeof(json), base, cases[i].extra);
+		r = hpn_conf_parse(json, strlen(json), HPN_CMD_ADD, &conf, &err);
+		CHECK_INT_EQ(r, cases[i].r);
+		if (cases[i].msg)
+			CHECK_STR_HAS(err.msg, cases[i].msg);
+		if (r == 0 && i == 0) {
+			CHECK_STR_EQ(conf.agent.socket, HPN_DEFAULT_AGENT_SOCKET);
+			CHECK(conf.agent.lookup && !conf.agent.required);
+			CHECK_INT_EQ(conf.agent.timeout_ms, HPN_DEFAULT_AGENT_TIMEOUT);
+		}
+		if (r == 0 && i == 1) {
+			CHECK_STR_EQ(conf.agent.socket, "/run/x.sock");
+			CHECK(conf.agent.required);
+			CHECK_INT_EQ(conf.agent.timeout_ms, 50);
+		}
+		if (r == 0 && i == 2)
+			CHECK(!conf.agent.lookup);
+		hpn_conf_free(&conf);
+	}
+}
+
+int main(void)
+{
+	tmpdir_make(tmp, sizeof(tmp), "alloc");
+	test_ids();
+	test_request();
+	test_reply();
+	test_lookup();
+	test_conf();
+	tmpdir_rm(tmp);
+	return check_done();
+}
