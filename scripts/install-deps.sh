@@ -24,6 +24,9 @@ packages=(
 	# hpn-rdma-agent: gRPC's C core and protobuf-c (its messages generated from
 	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+	# its Prometheus metrics over HTTP (libmicrohttpd); the tests scrape them with
+	# curl and a real Prometheus server, and check the exposition with promtool
+	libmicrohttpd-dev curl prometheus
 	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
 	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
 	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,
