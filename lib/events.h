@@ -7,7 +7,7 @@
 
 /*
  * The plugin's record of what it did: <stateDir>/events.log, one JSON line
- * per CNI command (ADD, DEL, CHECK, STATUS, GC) that got as far as its
+ * per CNI command (ADD, DEL, CHECK, GC; not STATUS, a poll) that got as far as its
  * config, appended with O_APPEND in one write() when the command ends, so
  * concurrent runs never interleave. hpn-rdma-agent tails it (inotify) for
  * its command counts and latency histograms (doc/metrics.md). Bounded: an
@@ -27,7 +27,7 @@
 #define HPN_EVENT_FIELD_MAX 256	       /* network and container ID: longer ones are cut */
 
 struct hpn_event {
-	char command[8];		   /* "ADD", "DEL", "CHECK", "STATUS", "GC" */
+	char command[8];		   /* "ADD", "DEL", "CHECK", "GC" */
 	char network[HPN_EVENT_FIELD_MAX]; /* the config's name */
 	char container_id[HPN_EVENT_FIELD_MAX];
 	char ifname[16];

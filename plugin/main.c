@@ -152,12 +152,17 @@ static double now_s(clockid_t clock)
  * The command's line in <stateDir>/events.log (lib/events.h), for the agent's
  * metrics: what it was, how it ended, how long it took from here. Best
  * effort: a record that cannot be written changes nothing of the answer.
+ * STATUS is not recorded: containerd >= 2.1 calls it every few seconds, which
+ * would fill the log with polls, and it must leave the state dir untouched
+ * (the doctor's promise).
  */
 static void record(const struct hpn_env *env, const struct hpn_conf *conf, int code, double t0)
 {
 	struct hpn_event ev = { .code = code, .pid = (int)getpid() };
 	int r;
 
+	if (env->cmd == HPN_CMD_STATUS)
+		return;
 	ev.seconds = now_s(CLOCK_MONOTONIC) - t0;
 	ev.time = now_s(CLOCK_REALTIME);
 	snprintf(ev.command, sizeof(ev.command), "%s", env->command);
