@@ -14,7 +14,9 @@
 #              state and counters under their names, the plugin's ADD count
 #              and latency histogram, build info, the health verdicts (the
 #              fake RDMA device cannot be proven: broken, reason rdma);
-#              promtool check metrics passes on the exposition.
+#              promtool check metrics passes on the exposition; every
+#              expression of conf/grafana-dashboard.json runs there, with
+#              series (but GC's: no runtime here).
 #  health      the pod's hpn0 set down: its device Unhealthy in ListAndWatch,
 #              hpn_rdma_attachment_healthy 0 with reason interface, the log
 #              says what broke; up again: Healthy and 1.
@@ -152,6 +154,14 @@ pod_b() {
 	echo 10 >"$port/hw_counters/lifespan"
 	echo 100 >"$port/counters/port_xmit_data"
 	echo 7 >"$port/counters/port_xmit_discards"
+	# The rest of what the dashboard shows, so that each of its panels has a series.
+	echo 2 >"$port/hw_counters/rp_cnp_handled"
+	echo 4 >"$port/hw_counters/np_ecn_marked_roce_packets"
+	echo 1 >"$port/hw_counters/out_of_buffer"
+	echo 50 >"$port/counters/port_rcv_data"
+	echo 6 >"$port/counters/port_xmit_packets"
+	echo 8 >"$port/counters/port_rcv_packets"
+	echo 0 >"$port/counters/port_rcv_errors"
 	jq -cn --arg boot "$(</proc/sys/kernel/random/boot_id)" --arg cid "$CID-b" \
 		--arg netns "$(ns_path "$ns")" --arg mac "$mac" --argjson idx "$idx" --arg uid "$UID_B" '{
 		version: 2, bootId: $boot, phase: 4, containerId: $cid, cniIfName: "eth0",
@@ -246,6 +256,21 @@ prometheus_scrapes() {
 		.health == "Unhealthy")' "ListAndWatch: the broken pod's device Unhealthy"
 	wait_prom 'hpn_rdma_health_checks_total{result="healthy"}' '(.[0].value[1] | tonumber) >= 1' \
 		"health checks counted"
+	# Every expression of the Grafana dashboard (conf/grafana-dashboard.json, its
+	# variables as "all"): Prometheus takes it, and it has series here, but GC's
+	# (no runtime in this scenario) and the failed commands' (none failed).
+	local e n=0
+	while IFS= read -r e; do
+		n=$((n + 1))
+		if [[ $e =~ hpn_rdma_(gc|runtime)_|code!=\"0\" ]]; then
+			promq "$e" | jq -e '.status == "success"' >/dev/null ||
+				fail "Prometheus refuses the dashboard's $e: $(promq "$e" 2>&1)"
+		else
+			wait_prom "$e" 'length > 0' "the dashboard's expression $e" 10
+		fi
+	done < <(bash "$HPN_SRC/test/dashboard.sh" --exprs)
+	((n > 20)) || fail "only $n expressions from the dashboard"
+	echo "# the dashboard's $n expressions run by Prometheus"
 	# The exposition itself passes promtool's lint (names, units, types, HELP).
 	scrape >"$T/exposition" || fail "no exposition"
 	promtool check metrics <"$T/exposition" >"$T/promtool.out" 2>&1 ||
