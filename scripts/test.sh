@@ -5,7 +5,10 @@
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
 # would mean nothing. So does the vm7 tier (test/vm/CMakeLists.txt registers
-# it in non-sanitizer builds only): its scenarios run no binary of ours yet.
+# it in non-sanitizer builds only): its scenarios run no binary of ours but
+# the agent (vm7.shared's agent scenario, about 20 s of its boot: its
+# counters on a real rxe rising with ib_write_bw), which the ASan pass checks
+# elsewhere.
 # The runtime label (test/runtime: the plugin under a real
 # containerd 1.6, driven through the CRI) runs in both passes, about 50 s in
 # each (4 s of it the seed's Deployment opted in by label through a stand-in
