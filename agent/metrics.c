@@ -534,7 +534,7 @@ static void attachments(struct sbuf *b, const struct agent *a, struct att_rec *v
 	for (size_t i = 0; i < n; i++) {
 		const char *lab[17];
 
-		memcpy(lab, v[i].lab, 12 * sizeof(char *));
+		memcpy(lab, v[i].lab, 12 * sizeof(lab[0]));
 		lab[12] = "phase";
 		lab[13] = phase_name(v[i].j.phase);
 		lab[14] = "stale";
@@ -556,7 +556,7 @@ static void attachments(struct sbuf *b, const struct agent *a, struct att_rec *v
 
 			if (strcmp(h->v[k].key, v[i].key) || h->v[k].state != 0)
 				continue;
-			memcpy(lab, v[i].lab, 12 * sizeof(char *));
+			memcpy(lab, v[i].lab, 12 * sizeof(lab[0]));
 			lab[12] = "reason";
 			lab[13] = h->v[k].reason ? h->v[k].reason : "check";
 			lab[14] = NULL;

@@ -207,11 +207,12 @@ void work_stop(struct agent *a, int grace_ms)
 {
 	struct work *w = a->ext.work;
 	struct timespec until;
-	bool idle;
 
 	if (!w)
 		return;
 	if (w->started) {
+		bool idle;
+
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += grace_ms / 1000;
 		until.tv_nsec += (grace_ms % 1000) * 1000000L;

@@ -16,9 +16,9 @@
 static const char *const commands[] = { "ADD", "DEL", "CHECK", "STATUS", "GC" };
 
 /* s as the inside of a JSON string, cut to max bytes of input; false when out of room. */
-static bool put_str(char **p, char *end, const char *s, size_t max)
+static bool put_str(char **p, const char *end, const char *s, size_t max)
 {
-	for (size_t i = 0; s[i] && i < max; i++) {
+	for (size_t i = 0; i < max && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 		int n;
 
@@ -35,10 +35,10 @@ static bool put_str(char **p, char *end, const char *s, size_t max)
 	return true;
 }
 
-static bool put_fmt(char **p, char *end, const char *fmt, ...)
+static bool put_fmt(char **p, const char *end, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static bool put_fmt(char **p, char *end, const char *fmt, ...)
+static bool put_fmt(char **p, const char *end, const char *fmt, ...)
 {
 	va_list ap;
 	int n;

@@ -12,6 +12,7 @@
 #   dashboard.sh --exprs       print every expression, one a line, with the
 #                              variables replaced by values a plain Prometheus
 #                              takes (netns.agent-metrics runs them against one)
+# shellcheck disable=SC2016 # PromQL and sed programs with $ are single-quoted on purpose
 set -euo pipefail
 src=${HPN_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dash=${HPN_DASHBOARD:-$src/conf/grafana-dashboard.json}
