@@ -19,9 +19,10 @@
 # against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
 # about 15 s in each, and runtime.devices (its Allocate answer in a runc
 # container) about 7 s in each; netns.agent-metrics (a real Prometheus
-# scraping it, promtool, the health loop) about 25 s in each, and
-# runtime.agent-gc (its GC against containerd's sandboxes) about 20 s in
-# each (under ASan it checks the agent's in-process GC); memcheck.agent (the
+# scraping it, promtool, the dashboard's expressions, the health loop)
+# 25-40 s in each, and runtime.agent-gc (its GC against containerd's
+# sandboxes) about 20 s in each (under ASan it checks the agent's in-process
+# GC); memcheck.agent (the
 # agent, and the plugin's lookup, under valgrind: about 33 s) in the release pass only; building
 # hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
 # agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
