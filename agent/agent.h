@@ -8,6 +8,7 @@
 #include "alloc.h"
 #include "conf.h"
 #include "devices.h"
+#include "ext.h"
 #include "rpc.h"
 
 /*
@@ -51,6 +52,9 @@ struct agent {
 	char sock_path[PATH_MAX];    /* dp_dir/<endpoint> */
 	char kubelet_sock[PATH_MAX]; /* dp_dir/kubelet.sock */
 	char podres_sock[PATH_MAX];  /* <kubelet-dir>/pod-resources/kubelet.sock */
+
+	/* metrics, the health loop, GC (ext.h) */
+	struct agent_ext ext;
 };
 
 /* kubelet.c */

@@ -156,6 +156,10 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 
 		if (now) {
 			d = *now;
+			/* Broken stays until the health loop says otherwise, while a journal holds it. */
+			d.broken = old->broken && d.held;
+			if (d.broken)
+				snprintf(d.why, sizeof(d.why), "%s", old->why);
 			/* An RDMA device seen before and gone now is a fault of the NIC. */
 			if (!d.rdma[0] && old->rdma[0] && !d.held) {
 				snprintf(d.rdma, sizeof(d.rdma), "%s", old->rdma);
@@ -170,9 +174,12 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 			d = *old;
 			d.healthy = false;
 			d.held = false;
+			d.broken = false;
 			snprintf(d.why, sizeof(d.why), "\"%s\" vanished from the host",
 				 old->ifname);
 		}
+		d.base_healthy = d.healthy;
+		d.healthy = d.base_healthy && !d.broken;
 		if (d.healthy != old->healthy || d.numa != old->numa) {
 			changed = 1;
 			if (d.healthy)
@@ -186,6 +193,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 	for (size_t i = 0; i < n && out->n < HPN_AGENT_MAX_DEVICES; i++) {
 		if (find(out->v, out->n, fresh[i].id))
 			continue;
+		fresh[i].base_healthy = fresh[i].healthy;
 		out->v[out->n++] = fresh[i];
 		changed = 1;
 		hpn_info("device %s: \"%s\"%s%s, NUMA node %d, %s%s%s", fresh[i].id,
@@ -200,6 +208,28 @@ done:
 	free(fresh);
 	free(out);
 	return r;
+}
+
+int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *why)
+{
+	struct agent_dev *d = find(devs->v, devs->n, id);
+	bool was;
+
+	if (!d || (!d->held && why))
+		return 0;
+	was = d->healthy;
+	d->broken = why != NULL;
+	if (why)
+		snprintf(d->why, sizeof(d->why), "its attachment is broken: %s", why);
+	d->healthy = d->base_healthy && !d->broken;
+	if (d->healthy == was)
+		return 0;
+	if (d->healthy)
+		hpn_info("device %s (\"%s\") is Healthy again: its attachment is whole", d->id,
+			 d->ifname);
+	else
+		hpn_warn("device %s (\"%s\") is Unhealthy: %s", d->id, d->ifname, d->why);
+	return 1;
 }
 
 void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent_chardevs *out)

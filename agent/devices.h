@@ -30,6 +30,13 @@ struct agent_dev {
 	char rdma[HPN_IBDEV_MAX]; /* its RDMA device, as last seen; empty: none */
 	unsigned int port;
 	char why[192]; /* why Unhealthy, for the log */
+	/*
+	 * The health loop found the attachment that holds it broken (health.c,
+	 * agent_devs_set_broken): Unhealthy whatever the host shows, until the
+	 * loop finds it whole again or no journal holds the NIC any more.
+	 */
+	bool broken;
+	bool base_healthy; /* the health the node shows, before broken */
 };
 
 struct agent_devs {
@@ -46,6 +53,12 @@ struct agent_devs {
 int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct nl_sock *host,
 		    struct hpn_err *err);
 const struct agent_dev *agent_devs_find(const struct agent_devs *devs, const char *id);
+/*
+ * Marks the held device id broken (why: what the health loop found) or whole
+ * again (why NULL). 1 when its health as the kubelet sees it changed, 0 when
+ * not (also for an ID not listed or not held).
+ */
+int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *why);
 
 /* Character devices of one RDMA device under sysfs_root: "uverbs0", "umad0", "issm0". */
 struct agent_chardevs {

@@ -56,11 +56,27 @@ static const char usage[] =
 	"  --poll-interval SEC  health re-check besides link events (default 10)\n"
 	"  --dev-root DIR       where Allocate's host device paths are (default /dev;\n"
 	"                       the container path is always /dev/infiniband/NAME)\n"
+	"\n"
+	"Metrics, health and GC (doc/metrics.md):\n"
+	"  --metrics-address ADDR:PORT  Prometheus metrics at http://ADDR:PORT/metrics\n"
+	"                       (default 127.0.0.1:9467: loopback only; none: off)\n"
+	"  --health-interval SEC  CHECK every journal's attachment, a batch per\n"
+	"                       period (default 10; 0: off); a broken one makes its\n"
+	"                       devices Unhealthy\n"
+	"  --health-batch N     attachments checked per period at most (default 8)\n"
+	"  --cri-socket PATH    the runtime's CRI socket GC asks for the live pod\n"
+	"                       sandboxes (default /run/containerd/containerd.sock;\n"
+	"                       none: no GC)\n"
+	"  --gc-interval SEC    undo attachments of pods the runtime no longer has\n"
+	"                       (default 60; 0: off)\n"
+	"  --gc-grace SEC       never GC a journal younger than this (default 300)\n"
+	"  --cni-path DIRS      where GC finds the IPAM plugin (default /opt/cni/bin)\n"
 	"  --help, --version\n"
 	"\n"
 	"Logs go to stderr, and to the entry's logFile when it has one. SIGTERM or\n"
-	"SIGINT stop it cleanly (its sockets removed). See hpn-rdma-agent(8) and\n"
-	"doc/agent.md.\n";
+	"SIGINT stop it cleanly (its sockets removed). GC moves NICs back to the\n"
+	"host: it needs CAP_NET_ADMIN and CAP_SYS_ADMIN. See hpn-rdma-agent(8),\n"
+	"doc/agent.md and doc/metrics.md.\n";
 
 /* epoll tags: the first int of what data.ptr points at. */
 enum { TAG_CONN = 1, TAG_SIGNAL, TAG_TIMER, TAG_SWEEP, TAG_INOTIFY, TAG_LINK, TAG_RPC, TAG_LISTEN };
@@ -250,19 +266,32 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 		{ "lookup-socket", required_argument, NULL, 'l' },
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "dev-root", required_argument, NULL, 'd' },
+		/* ext.c's: metrics, health, GC */
+		{ "metrics-address", required_argument, NULL, 'X' },
+		{ "health-interval", required_argument, NULL, 'X' },
+		{ "health-batch", required_argument, NULL, 'X' },
+		{ "cri-socket", required_argument, NULL, 'X' },
+		{ "gc-interval", required_argument, NULL, 'X' },
+		{ "gc-grace", required_argument, NULL, 'X' },
+		{ "cni-path", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	int c;
+	int c, li = 0;
 
+	ext_defaults(&a->ext.opts);
 	a->kubelet_dir = DEFAULT_KUBELET;
 	a->resource = DEFAULT_RESOURCE;
 	a->endpoint = DEFAULT_ENDPOINT;
 	a->poll_s = DEFAULT_POLL_S;
 	a->dev_root = "/dev";
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", opts, &li)) != -1) {
 		switch (c) {
+		case 'X':
+			if (ext_option(&a->ext.opts, opts[li].name, optarg))
+				return 2;
+			break;
 		case 'c':
 			a->config_path = optarg;
 			break;
@@ -389,6 +418,21 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	{
+		/* lib/store.c times the state lock with SIGALRM: for the worker thread alone. */
+		sigset_t alarm;
+
+		sigemptyset(&alarm);
+		sigaddset(&alarm, SIGALRM);
+		sigprocmask(SIG_BLOCK, &alarm, NULL);
+	}
+	/* Read once, before any thread: lib caches both. */
+	hpn_boot_id();
+	{
+		long long btime;
+
+		hpn_boot_time(&btime);
+	}
 	a.epfd = epoll_create1(EPOLL_CLOEXEC);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -432,6 +476,8 @@ int main(int argc, char **argv)
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,
 		 a.conf.name, a.devs.n, a.resource);
 	if (kubelet_start(&a) < 0)
+		goto out;
+	if (ext_start(&a) < 0)
 		goto out;
 
 	for (;;) {
@@ -486,6 +532,9 @@ int main(int argc, char **argv)
 			case TAG_INOTIFY:
 				on_inotify(&a, ifd, dp_wd, conf_wd, conf_name);
 				break;
+			case AGENT_TAG_EXT:
+				((struct agent_fd *)t)->fn(&a, (struct agent_fd *)t);
+				break;
 			case TAG_SIGNAL:
 				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 					if (si.ssi_signo == SIGPIPE || a.quitting)
@@ -495,6 +544,7 @@ int main(int argc, char **argv)
 					stop_at = time(NULL) + STOP_GRACE_S;
 					kubelet_stop(&a);
 					lookup_close_all(&a);
+					ext_stop(&a);
 				}
 				break;
 			}
@@ -505,6 +555,7 @@ int main(int argc, char **argv)
 	rc = a.srv ? 1 : 0;
 	hpn_info("stopped");
 out:
+	ext_free(&a);
 	lookup_close_all(&a);
 	if (a.rpc && !a.srv && rpc_busy(a.rpc) == 0) {
 		rpc_close(a.rpc);

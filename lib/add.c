@@ -679,6 +679,9 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 		goto out;
 	}
 	snprintf(a.j.cni_ifname, sizeof(a.j.cni_ifname), "%s", env->ifname);
+	/* Whose it is, for the agent's metrics and logs (optional: never needed to undo). */
+	hpn_journal_set_pod(&a.j, hpn_env_arg(env, "K8S_POD_NAMESPACE"),
+			    hpn_env_arg(env, "K8S_POD_NAME"), hpn_env_arg(env, "K8S_POD_UID"));
 	/* Who holds the claim while ADD runs: GC and other ADDs leave a live one alone. */
 	a.j.owner_pid = getpid();
 	if (hpn_proc_start(a.j.owner_pid, &start) == 0)

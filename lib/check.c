@@ -70,6 +70,7 @@ static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const stru
 		if (r < 0) {
 			if (err->code == HPN_E_RDMA)
 				err->code = HPN_E_CHECK;
+			a->check_reason = "rdma";
 			return r;
 		}
 	}
@@ -184,9 +185,45 @@ static int check_own(struct hpn_attach *a, const struct hpn_env *env, const stru
 	return r;
 }
 
-int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+/*
+ * What CHECK verifies from ADD's own record, the journal: every interface in
+ * the netns env names as the result says, each RDMA device proven again, the
+ * hints file. The CNI's CHECK runs it after IPAM CHECK; the agent's health
+ * loop (hpn_check_journal) runs it alone. a->check_reason names the part that
+ * failed.
+ */
+static int check_recorded(struct hpn_attach *a, const struct hpn_env *env,
+			  const struct hpn_conf *conf, struct hpn_err *err)
 {
 	struct hpn_result *own = NULL;
+	int r;
+
+	a->check_reason = "netns";
+	r = hpn_netns_open(env->netns, &a->ns.pod_fd, err);
+	if (r >= 0)
+		r = hpn_nsctx_open_pod(&a->ns, env->netns, err);
+	if (r >= 0) {
+		a->check_reason = "state";
+		r = hpn_result_parse(a->j.result, strlen(a->j.result), &own, err);
+	}
+	if (r >= 0 && own->n_ifaces != a->j.n_nics)
+		r = hpn_err_set(err, HPN_E_IO, EINVAL, "state %s is corrupt", a->key);
+	if (r >= 0) {
+		a->check_reason = "interface";
+		r = check_own(a, env, conf, own, err);
+	}
+	if (r >= 0 && a->j.hints_key[0]) {
+		a->check_reason = "hints";
+		r = check_hints(a, conf, own, err);
+	}
+	if (r >= 0)
+		a->check_reason = NULL;
+	hpn_result_free(own);
+	return r;
+}
+
+int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
 	struct hpn_attach a;
 	int r;
 
@@ -215,19 +252,71 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 		if (r < 0)
 			goto out;
 	}
-	r = hpn_netns_open(env->netns, &a.ns.pod_fd, err);
-	if (r >= 0)
-		r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
-	if (r >= 0)
-		r = hpn_result_parse(a.j.result, strlen(a.j.result), &own, err);
-	if (r >= 0 && own->n_ifaces != a.j.n_nics)
-		r = hpn_err_set(err, HPN_E_IO, EINVAL, "state %s is corrupt", a.key);
-	if (r >= 0)
-		r = check_own(&a, env, conf, own, err);
-	if (r >= 0 && a.j.hints_key[0])
-		r = check_hints(&a, conf, own, err);
+	r = check_recorded(&a, env, conf, err);
 out:
-	hpn_result_free(own);
+	hpn_attach_close(&a);
+	return r;
+}
+
+/* A completed attachment of this boot that no other run is working on. */
+static bool checkable(const struct hpn_journal *j)
+{
+	return j->phase == HPN_PHASE_ATTACHED && j->result && j->netns && !j->stale &&
+	       !hpn_journal_busy(j);
+}
+
+int hpn_check_journal(const struct hpn_conf *conf, const char *key, struct hpn_check_report *rep,
+		      struct hpn_err *err)
+{
+	struct hpn_attach a = { .st = HPN_STORE_INIT, .ns = { .host_fd = -1, .pod_fd = -1 } };
+	struct hpn_env env = { .cmd = HPN_CMD_CHECK, .command = "CHECK" };
+	struct hpn_journal again = { 0 };
+	struct hpn_err rerr = { 0 };
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	if (hpn_snprintf(a.key, sizeof(a.key), "%s", key) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, ENAMETOOLONG,
+				   "state key %.64s is too long", key);
+	/* No store lock: a journal is replaced by rename, so each read sees a whole one. */
+	r = hpn_store_open(conf->state_dir, conf->name, &a.st, err);
+	if (r >= 0)
+		r = hpn_journal_read(&a.st, key, &a.j, err);
+	if (r == -ENOENT || r == -ESTALE) {
+		memset(err, 0, sizeof(*err));
+		r = 1;
+		goto out;
+	}
+	if (r < 0) {
+		rep->reason = "state";
+		goto out;
+	}
+	a.have_journal = true;
+	if (!checkable(&a.j)) {
+		r = 1;
+		goto out;
+	}
+	env.container_id = a.j.container_id;
+	env.ifname = a.j.cni_ifname;
+	env.netns = a.j.netns;
+	r = hpn_nsctx_open_host(&a.ns, err);
+	if (r >= 0)
+		r = check_recorded(&a, &env, conf, err);
+	rep->reason = a.check_reason;
+	if (r >= 0)
+		goto out;
+	/*
+	 * A DEL (or a new ADD of the attachment) may have begun meanwhile and
+	 * taken the interface away: then what failed was theirs to change.
+	 */
+	if (hpn_journal_read(&a.st, key, &again, &rerr) < 0 || !checkable(&again) ||
+	    strcmp(again.container_id, a.j.container_id)) {
+		memset(err, 0, sizeof(*err));
+		rep->reason = NULL;
+		r = 1;
+	}
+	hpn_journal_free(&again);
+out:
 	hpn_attach_close(&a);
 	return r;
 }

@@ -6,18 +6,43 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "session.h"
 #include "util.h"
 
-static bool still_valid(const struct hpn_conf *conf, const struct hpn_journal *j)
+/*
+ * What keeps a journal from GC, besides an ADD or a DEL working on it: the
+ * CNI's GC keeps what cni.dev/valid-attachments lists; the agent's keeps the
+ * attachments of every sandbox the runtime still lists, and journals written
+ * less than min_age_s ago (an ADD that has just finished, whose sandbox the
+ * runtime lists only once RunPodSandbox returns).
+ */
+struct gc_keep {
+	const struct hpn_conf *valid; /* by container ID and CNI_IFNAME, or NULL */
+	const char *const *live;      /* by container ID */
+	size_t n_live;
+	int min_age_s;
+	struct hpn_gc_live *counts; /* or NULL */
+};
+
+static bool kept(const struct gc_keep *k, const struct hpn_journal *j, time_t mtime)
 {
-	for (size_t i = 0; i < conf->n_valid; i++)
-		if (!strcmp(conf->valid[i].container_id, j->container_id) &&
-		    !strcmp(conf->valid[i].ifname, j->cni_ifname))
+	for (size_t i = 0; k->valid && i < k->valid->n_valid; i++)
+		if (!strcmp(k->valid->valid[i].container_id, j->container_id) &&
+		    !strcmp(k->valid->valid[i].ifname, j->cni_ifname))
 			return true;
+	for (size_t i = 0; i < k->n_live; i++)
+		if (!strcmp(k->live[i], j->container_id))
+			return true;
+	if (k->min_age_s > 0 && time(NULL) - mtime < k->min_age_s) {
+		if (k->counts)
+			k->counts->young++;
+		return true;
+	}
 	return false;
 }
 
@@ -32,7 +57,11 @@ static int gc_one(struct hpn_nsctx *ns, struct hpn_store *st, const struct hpn_e
 {
 	struct hpn_env genv = *env;
 
-	hpn_info("gc: undoing stale attachment %s", key);
+	if (j->pod.name[0])
+		hpn_info("gc: undoing stale attachment %s (pod %s/%s)", key, j->pod.namespace,
+			 j->pod.name);
+	else
+		hpn_info("gc: undoing stale attachment %s", key);
 	genv.container_id = j->container_id;
 	genv.ifname = j->cni_ifname;
 	genv.netns = j->netns;
@@ -49,7 +78,8 @@ static bool tmp_in_use(const char *name)
 	return pid > 0 && pid != getpid() && !*end && hpn_proc_alive((int)pid, 0);
 }
 
-int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+static int gc_run(const struct hpn_env *env, const struct hpn_conf *conf, const struct gc_keep *k,
+		  struct hpn_err *err)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_nsctx ns = { .host_fd = -1, .pod_fd = -1 };
@@ -70,6 +100,7 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 	for (;;) {
 		struct hpn_journal j = { 0 };
 		struct hpn_err jerr = { 0 };
+		struct stat sb;
 
 		errno = 0;
 		de = readdir(d);
@@ -89,6 +120,8 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 		}
 		if (de->d_name[0] == '.' || de->d_type == DT_DIR)
 			continue;
+		if (fstatat(st.net_fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			sb.st_mtime = time(NULL); /* gone meanwhile: the read below says so */
 		r = hpn_journal_read(&st, de->d_name, &j, &jerr);
 		if (r == -ESTALE) {
 			/* Unreadable, of an earlier boot: nothing to undo, no lease it names. */
@@ -106,7 +139,9 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 		}
 
 		/* Listed, or an ADD still running: the runtime may not list it yet. */
-		if (still_valid(conf, &j) || hpn_journal_busy(&j)) {
+		if (hpn_journal_busy(&j) || kept(k, &j, sb.st_mtime)) {
+			if (k->counts)
+				k->counts->kept++;
 			hpn_journal_free(&j);
 			continue;
 		}
@@ -115,6 +150,8 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 			hpn_warn("gc: %s: %s", de->d_name, jerr.msg);
 			if (!failed++)
 				*err = jerr;
+		} else if (k->counts) {
+			k->counts->undone++;
 		}
 		hpn_journal_free(&j);
 		/* The lock went for the undo; without it, the others must wait for the next GC. */
@@ -122,10 +159,31 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
 			break;
 	}
 	r = failed ? -EIO : 0;
+	if (k->counts)
+		k->counts->failed = (size_t)failed;
 out:
 	if (d)
 		closedir(d);
 	hpn_nsctx_close(&ns);
 	hpn_store_close(&st);
 	return r;
+}
+
+int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
+	const struct gc_keep k = { .valid = conf };
+
+	return gc_run(env, conf, &k, err);
+}
+
+int hpn_gc_sandboxes(const struct hpn_conf *conf, struct hpn_gc_live *live, struct hpn_err *err)
+{
+	const struct gc_keep k = { .live = live->sandboxes,
+				   .n_live = live->n_sandboxes,
+				   .min_age_s = live->min_age_s,
+				   .counts = live };
+	const struct hpn_env env = { .cmd = HPN_CMD_GC, .command = "GC", .path = live->cni_path };
+
+	live->undone = live->kept = live->young = live->failed = 0;
+	return gc_run(&env, conf, &k, err);
 }

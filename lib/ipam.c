@@ -38,23 +38,27 @@ int hpn_ipam_find(const char *type, const char *cni_path, char out[PATH_MAX])
 
 /*
  * environ with the per-call CNI_* variables set from env (the same values the
- * runtime gave us, except for GC, which releases other attachments' leases).
- * The strings are owned by environ or by bufs.
+ * runtime gave us, except for GC, which releases other attachments' leases;
+ * and CNI_PATH, which hpn-rdma-agent's GC has only in env). The strings are
+ * owned by environ or by bufs.
  */
-static char **child_env(const struct hpn_env *env, const char *command, char bufs[4][4200])
+#define OWN_VARS 5
+static char **child_env(const struct hpn_env *env, const char *command, char bufs[OWN_VARS][4200])
 {
-	static const char *const own[] = { "CNI_COMMAND=", "CNI_CONTAINERID=", "CNI_IFNAME=",
-					   "CNI_NETNS=" };
-	const char *vals[] = { command, env->container_id, env->ifname, env->netns };
+	static const char *const own[OWN_VARS] = { "CNI_COMMAND=", "CNI_CONTAINERID=",
+						   "CNI_IFNAME=", "CNI_NETNS=", "CNI_PATH=" };
+	/* A CNI_PATH too long for its buffer stays as environ has it. */
+	const char *vals[OWN_VARS] = { command, env->container_id, env->ifname, env->netns,
+				       env->path && strlen(env->path) < 4100 ? env->path : NULL };
 	size_t n = 0, k = 0;
 	char **envp;
 
 	while (environ[n])
 		n++;
-	envp = calloc(n + 5, sizeof(*envp));
+	envp = calloc(n + OWN_VARS + 1, sizeof(*envp));
 	if (!envp)
 		return NULL;
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < OWN_VARS; i++) {
 		if (!vals[i])
 			continue;
 		snprintf(bufs[i], 4200, "%s%s", own[i], vals[i]);
@@ -63,8 +67,8 @@ static char **child_env(const struct hpn_env *env, const char *command, char buf
 	for (size_t i = 0; i < n; i++) {
 		bool skip = false;
 
-		for (size_t o = 0; o < 4; o++)
-			skip |= !strncmp(environ[i], own[o], strlen(own[o]));
+		for (size_t o = 0; o < OWN_VARS; o++)
+			skip |= (o < 4 || vals[o]) && !strncmp(environ[i], own[o], strlen(own[o]));
 		if (!skip)
 			envp[k++] = environ[i];
 	}
@@ -179,7 +183,7 @@ static int delegate_error(const char *type, const char *command, const char *out
 int hpn_ipam_exec(const struct hpn_conf *conf, const struct hpn_env *env, const char *command,
 		  char **ret_out, size_t *ret_len, struct hpn_err *err)
 {
-	char path[PATH_MAX], bufs[4][4200];
+	char path[PATH_MAX], bufs[OWN_VARS][4200];
 	_cleanup_free_ char **envp = NULL;
 	_cleanup_free_ char *out = NULL;
 	posix_spawn_file_actions_t fa;

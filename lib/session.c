@@ -28,7 +28,7 @@ int hpn_nsctx_open_pod(struct hpn_nsctx *ns, const char *netns, struct hpn_err *
 	return hpn_nl_open_in(ns->pod_fd, ns->host_fd, netns, &ns->pod, err);
 }
 
-static int nsctx_open_host(struct hpn_nsctx *ns, struct hpn_err *err)
+int hpn_nsctx_open_host(struct hpn_nsctx *ns, struct hpn_err *err)
 {
 	int r = hpn_netns_current(&ns->host_fd);
 
@@ -48,7 +48,7 @@ int hpn_session_open(struct hpn_store *st, struct hpn_nsctx *ns, const struct hp
 	if (r >= 0)
 		r = hpn_store_lock(st, HPN_LOCK_TIMEOUT_MS, err);
 	if (r >= 0)
-		r = nsctx_open_host(ns, err);
+		r = hpn_nsctx_open_host(ns, err);
 	return r;
 }
 

@@ -44,6 +44,8 @@ struct hpn_attach {
 	bool have_journal;
 	bool stale_file; /* an unreadable journal of an earlier boot: to remove, nothing to undo */
 	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
+	/* CHECK: which part of the attachment failed (hpn_check_report), NULL when none did. */
+	const char *check_reason;
 };
 
 /* What ADD decided about RDMA before changing anything. */
@@ -66,6 +68,8 @@ struct hpn_nic_plan {
 void hpn_nsctx_close(struct hpn_nsctx *ns);
 /* Opens a netlink socket inside netns_fd and comes back to the host netns. */
 int hpn_nsctx_open_pod(struct hpn_nsctx *ns, const char *netns, struct hpn_err *err);
+/* The calling thread's netns as the host's, and a netlink socket in it. */
+int hpn_nsctx_open_host(struct hpn_nsctx *ns, struct hpn_err *err);
 /* The state store, locked, and the host netns with its netlink socket. */
 int hpn_session_open(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_conf *conf,
 		     struct hpn_err *err);

@@ -193,6 +193,39 @@ int hpn_store_key(const char *container_id, const char *ifname, char key[HPN_KEY
 			    (unsigned long long)hpn_hash64(container_id), ifname);
 }
 
+/* 1-max bytes of [a-z0-9] and extra (lower case), or of hex digits and extra (hex). */
+static bool pod_value_ok(const char *s, size_t max, const char *extra, bool hex)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool ok = hex ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+				 (c >= 'A' && c <= 'F'))
+			      : ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
+
+		if (!ok && !strchr(extra, c))
+			return false;
+	}
+	return true;
+}
+
+void hpn_journal_set_pod(struct hpn_journal *j, const char *ns, const char *name, const char *uid)
+{
+	struct hpn_journal_pod *p = &j->pod;
+
+	memset(p, 0, sizeof(*p));
+	/* A namespace is a DNS label, a pod name a DNS subdomain, a UID hex and dashes. */
+	if (ns && pod_value_ok(ns, sizeof(p->namespace) - 1, "-", false))
+		memcpy(p->namespace, ns, strlen(ns) + 1);
+	if (name && pod_value_ok(name, sizeof(p->name) - 1, ".-", false))
+		memcpy(p->name, name, strlen(name) + 1);
+	if (uid && pod_value_ok(uid, sizeof(p->uid) - 1, "-", true))
+		memcpy(p->uid, uid, strlen(uid) + 1);
+}
+
 void hpn_journal_free(struct hpn_journal *j)
 {
 	free(j->container_id);
@@ -306,6 +339,17 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	}
 	if (j->result)
 		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
+	/* Optional: journals before it read as a pod with no names. */
+	if (j->pod.namespace[0] || j->pod.name[0] || j->pod.uid[0]) {
+		cJSON *o = cJSON_AddObjectToObject(root, "pod");
+
+		if (j->pod.namespace[0])
+			cJSON_AddStringToObject(o, "namespace", j->pod.namespace);
+		if (j->pod.name[0])
+			cJSON_AddStringToObject(o, "name", j->pod.name);
+		if (j->pod.uid[0])
+			cJSON_AddStringToObject(o, "uid", j->pod.uid);
+	}
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	if (!text)
@@ -513,6 +557,17 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 	v = cJSON_GetObjectItemCaseSensitive(root, "result");
 	if (cJSON_IsObject(v) && !(j->result = cJSON_PrintUnformatted(v)))
 		return -ENOMEM;
+	/* The pod names nothing DEL needs: a bad one is dropped, never fatal. */
+	v = cJSON_GetObjectItemCaseSensitive(root, "pod");
+	if (cJSON_IsObject(v)) {
+		const cJSON *ns = cJSON_GetObjectItemCaseSensitive(v, "namespace");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(v, "uid");
+
+		hpn_journal_set_pod(j, cJSON_IsString(ns) ? ns->valuestring : NULL,
+				    cJSON_IsString(name) ? name->valuestring : NULL,
+				    cJSON_IsString(uid) ? uid->valuestring : NULL);
+	}
 	return 0;
 }
 

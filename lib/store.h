@@ -92,6 +92,18 @@ struct hpn_journal {
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
 	char *result;			  /* JSON of this attachment's own result, once attached */
+	/*
+	 * The Kubernetes pod, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME,
+	 * K8S_POD_UID) when the runtime passed them: what the agent's metrics
+	 * and logs name an attachment by. Optional: empty in journals of
+	 * binaries before these fields, and for values that are not a DNS
+	 * label, a DNS subdomain and hex-and-dashes (hpn_journal_set_pod).
+	 */
+	struct hpn_journal_pod {
+		char namespace[64];
+		char name[254];
+		char uid[65];
+	} pod;
 	/* Read only, never written: a DEL or GC is undoing it now (see hpn_journal_hold). */
 	bool releasing;
 	/*
@@ -103,6 +115,13 @@ struct hpn_journal {
 };
 
 void hpn_journal_free(struct hpn_journal *j);
+/*
+ * Sets j->pod from the three values (NULL: absent); each one that is not of
+ * Kubernetes' syntax for it is left empty, so a journal never holds what a
+ * label or a log line could not carry. Never fails: the pod is not needed
+ * to undo anything.
+ */
+void hpn_journal_set_pod(struct hpn_journal *j, const char *ns, const char *name, const char *uid);
 
 /* Creates stateDir (0700) and stateDir/<network> as needed and opens them. */
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,

@@ -7,12 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
 #include "cni.h"
 #include "conf.h"
 #include "doctor.h"
+#include "events.h"
 #include "log.h"
 #include "result.h"
 #include "util.h"
@@ -138,8 +140,44 @@ static int fail(const struct hpn_err *err, const char *version)
 	return 1;
 }
 
+static double now_s(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The command's line in <stateDir>/events.log (lib/events.h), for the agent's
+ * metrics: what it was, how it ended, how long it took from here. Best
+ * effort: a record that cannot be written changes nothing of the answer.
+ * STATUS is not recorded: containerd >= 2.1 calls it every few seconds, which
+ * would fill the log with polls, and it must leave the state dir untouched
+ * (the doctor's promise).
+ */
+static void record(const struct hpn_env *env, const struct hpn_conf *conf, int code, double t0)
+{
+	struct hpn_event ev = { .code = code, .pid = (int)getpid() };
+	int r;
+
+	if (env->cmd == HPN_CMD_STATUS)
+		return;
+	ev.seconds = now_s(CLOCK_MONOTONIC) - t0;
+	ev.time = now_s(CLOCK_REALTIME);
+	snprintf(ev.command, sizeof(ev.command), "%s", env->command);
+	snprintf(ev.network, sizeof(ev.network), "%s", conf->name ? conf->name : "");
+	snprintf(ev.container_id, sizeof(ev.container_id), "%s",
+		 env->container_id ? env->container_id : "");
+	snprintf(ev.ifname, sizeof(ev.ifname), "%s", env->ifname ? env->ifname : "");
+	r = hpn_event_append(conf->state_dir, &ev);
+	if (r < 0 && r != -ENOENT)
+		hpn_debug("event log in %s: %s", conf->state_dir, strerror(-r));
+}
+
 int main(int argc, char **argv)
 {
+	double t0 = now_s(CLOCK_MONOTONIC);
 	struct hpn_err err = { 0 };
 	struct hpn_env env = { 0 };
 	struct hpn_conf conf = { 0 };
@@ -196,6 +234,7 @@ int main(int argc, char **argv)
 			hpn_err_set(&err, HPN_E_INTERNAL, r, "%s failed: %s", env.command,
 				    strerror(-r));
 		rc = fail(&err, conf.cni_version);
+		record(&env, &conf, err.code, t0);
 		goto out;
 	}
 	rc = res ? emit(hpn_result_render(res, conf.cni_version)) : 0;
@@ -206,8 +245,10 @@ int main(int argc, char **argv)
 		hpn_error("ADD: the result could not be written to stdout; undoing the attachment");
 		if (hpn_del(&env, &conf, &derr) < 0)
 			hpn_error("undo after the lost result: %s", derr.msg);
+		record(&env, &conf, HPN_E_IO, t0);
 		goto out;
 	}
+	record(&env, &conf, 0, t0);
 	hpn_info("%s done", env.command);
 out:
 	hpn_result_free(res);

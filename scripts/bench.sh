@@ -491,7 +491,7 @@ node_clean() {
 			return 1
 		}
 	done
-	[[ -z $(find "$STATE" "$HINTS" -type f ! -name lock) ]] || {
+	[[ -z $(find "$STATE" "$HINTS" -type f ! -name lock ! -name 'events.log*') ]] || {
 		echo "bench.sh: hpn-rdma state left: $(find "$STATE" "$HINTS" -type f)" >&2
 		return 1
 	}

@@ -24,6 +24,9 @@ packages=(
 	# hpn-rdma-agent: gRPC's C core and protobuf-c (its messages generated from
 	# agent/proto at build time); the kubelet stand-in uses the Go gRPC above
 	libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+	# its Prometheus metrics over HTTP (libmicrohttpd); the tests scrape them with
+	# curl and a real Prometheus server, and check the exposition with promtool
+	libmicrohttpd-dev curl prometheus
 	# vm tier: QEMU booting Debian's 6.1 kernel and trixie-backports' 7.x
 	# (fetched by test/vm/prepare.sh; the 7.x through a private apt trusting
 	# Debian's keyring) with a busybox initramfs; ibv_devinfo, rping,
@@ -50,5 +53,15 @@ done
 if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
+	# No package may start a service here (prometheus' postinst would start a
+	# server on the machine's network): a policy-rc.d refusing every start,
+	# as container images have, for the length of the install when the
+	# machine has none of its own.
+	rc=/usr/sbin/policy-rc.d
+	if [[ ! -e $rc ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$rc"
+		chmod 755 "$rc"
+		trap 'rm -f "$rc"' EXIT
+	fi
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

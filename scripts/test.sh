@@ -5,11 +5,14 @@
 # label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
 # are not asserted) runs in the release pass only: an ASan plugin's figures
 # would mean nothing. So do the vm7 tier's floor boots (vm7.shared,
-# vm7.exclusive: no binary of ours) and vm7.hpn-shared (the plugin with
-# softRoce in shared mode, about 6 minutes: its rails code runs under the
-# sanitizers in netns.rails); vm7.hpn-exclusive (the plugin in exclusive mode,
-# about 2 minutes) runs in both passes, the only sanitizer run of softroce.c,
-# which needs a kernel with RDMA (test/vm/CMakeLists.txt).
+# vm7.exclusive: no binary of ours but the agent, in vm7.shared's agent
+# scenario, about 20 s of its boot: its counters on a real rxe rising with
+# ib_write_bw; its memory the ASan pass checks in netns.agent-metrics and
+# runtime.agent-gc) and vm7.hpn-shared (the plugin with softRoce in shared
+# mode, about 4-6 minutes: its rails code runs under the sanitizers in
+# netns.rails); vm7.hpn-exclusive (the plugin in exclusive mode, about 1-2
+# minutes) runs in both passes, the only sanitizer run of softroce.c, which
+# needs a kernel with RDMA (test/vm/CMakeLists.txt).
 # The runtime label (test/runtime: the plugin under a real
 # containerd 1.6, driven through the CRI) runs in both passes, about 50 s in
 # each (4 s of it the seed's Deployment opted in by label through a stand-in
@@ -19,8 +22,12 @@
 # 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
 # against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
 # about 15 s in each, and runtime.devices (its Allocate answer in a runc
-# container) about 7 s in each; memcheck.agent (the agent, and the plugin's
-# lookup, under valgrind: about 33 s) in the release pass only; building
+# container) about 7 s in each; netns.agent-metrics (a real Prometheus
+# scraping it, promtool, the dashboard's expressions, the health loop)
+# 25-40 s in each, and runtime.agent-gc (its GC against containerd's
+# sandboxes) about 20 s in each (under ASan it checks the agent's in-process
+# GC); memcheck.agent (the
+# agent, and the plugin's lookup, under valgrind: about 33 s) in the release pass only; building
 # hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
 # agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
 # stand-in API server) is 10-16 s in each pass; its memcheck run, release

@@ -207,6 +207,23 @@ def agent_daemonset(doc, where, conf):
           f"{where}: agent.socket {sock} is in a directory shared with the host")
     check(entry.get("stateDir", "/var/lib/cni/hpn-rdma") in mounts,
           f"{where}: the journals' stateDir is mounted")
+    # GC (on unless --cri-socket=none or --gc-interval=0) undoes attachments as DEL would.
+    if args.get("--cri-socket") != "none" and args.get("--gc-interval") != "0":
+        cri = args.get("--cri-socket", "/run/containerd/containerd.sock")
+        check(mounts.get(cri) == cri, f"{where}: GC's CRI socket {cri} is mounted from the host")
+        caps = set(sc.get("capabilities", {}).get("add", []))
+        check({"NET_ADMIN", "SYS_ADMIN"} <= caps,
+              f"{where}: GC has CAP_NET_ADMIN and CAP_SYS_ADMIN (it has {sorted(caps)})")
+        for path in args.get("--cni-path", "/opt/cni/bin").split(":") + ["/var/run/netns"]:
+            check(mounts.get(path) == path, f"{where}: {path} (GC) is mounted from the host")
+        netns = [m for m in ctr["volumeMounts"] if m["mountPath"] == "/var/run/netns"]
+        check(bool(netns) and netns[0].get("mountPropagation") == "HostToContainer",
+              f"{where}: pods' netns mounts made after the agent starts reach it")
+    addr = args.get("--metrics-address", "127.0.0.1:9467")
+    if addr != "none":
+        port = int(addr.rsplit(":", 1)[1])
+        check(any(p.get("containerPort") == port for p in ctr.get("ports", [])),
+              f"{where}: the metrics port {port} is declared")
     return args.get("--resource", "rdma/hpn"), entry
 
 

@@ -299,9 +299,11 @@ has_link() {
 }
 
 # state_files: the files of this test's stateDir that belong to attachments
-# (anything but the plugin's lock file <stateDir>/lock, which may stay).
+# (anything but the plugin's lock file <stateDir>/lock, which may stay, and its
+# event log <stateDir>/events.log[.1], which every command appends to).
 state_files() {
-	find "$STATE" -type f ! -path "$STATE/lock" 2>/dev/null || true
+	find "$STATE" -type f ! -path "$STATE/lock" ! -path "$STATE/events.log" \
+		! -path "$STATE/events.log.1" 2>/dev/null || true
 }
 
 state_count() {
@@ -345,11 +347,12 @@ ipam_log_balanced() {
 
 # state_tree: every entry under $STATE, lock and directories included: type,
 # mode, size of files, symlink target. To prove a run created, removed or
-# changed nothing there, where state_files looks at journals only.
+# changed nothing there, where state_files looks at journals only. The event
+# log is left out: a refused command is recorded there too, by design.
 state_tree() {
 	[[ -d $STATE ]] || return 0
-	find "$STATE" -mindepth 1 \( -type d -printf '%y %m %P\n' \) -o \
-		-printf '%y %m %s %P -> %l\n' | sort
+	find "$STATE" -mindepth 1 \( -path "$STATE/events.log" -o -path "$STATE/events.log.1" \) \
+		-prune -o \( -type d -printf '%y %m %P\n' \) -o -printf '%y %m %s %P -> %l\n' | sort
 }
 
 # Fault injection with strace, in the plugin process only: without -f, since

@@ -6,8 +6,8 @@
 # fixture in test/fixtures/journals/ is one journal format the plugin has
 # written: version 1 (the one moved NIC at the top level), completed and
 # mid-ADD; version 2 (a NIC list) with the NCCL hints, a macvlan child, two
-# NICs with an owner pid from another process; and the current format with
-# this boot's bootId. For each, the scenario puts the node in the state the
+# NICs with an owner pid from another process; with this boot's bootId; and
+# the current format with the pod's namespace, name and UID. For each, the scenario puts the node in the state the
 # older ADD left (the NIC moved into the pod and renamed, or a child created
 # there; the hints file with its owner line), writes the journal, and expects
 # DEL to give everything back (host exactly as before, pod empty, journal and
@@ -113,6 +113,7 @@ scenario "a version 1 journal of an ADD that died after its move" each v1-moving
 scenario "a version 2 journal with the NCCL hints" each v2-attached.json 1 moved hints
 scenario "a version 2 journal of a macvlan child" each v2-child.json 1 child
 scenario "a version 2 journal of two NICs, owner pid of another process" each v2-multi.json 2 moved
-scenario "the current journal (this boot's bootId) with the hints" each v2-boot.json 1 moved hints
+scenario "a journal with this boot's bootId and the hints" each v2-boot.json 1 moved hints
+scenario "the current journal (the pod's namespace, name and UID) with the hints" each v2-pod.json 1 moved hints
 
 t_done

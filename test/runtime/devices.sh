@@ -51,9 +51,12 @@ mk_fake_rdma() {
 }
 
 agent_exit() {
+	local rc=$?
 	[[ -n $AGENT_PID ]] && kill "$AGENT_PID" 2>/dev/null
 	[[ -n $KUBELET_PID ]] && kill "$KUBELET_PID" 2>/dev/null
-	rt_exit
+	# rt_exit exits with $?: the test's status, not the last kill's.
+	rtn_cleanup
+	exit $rc
 }
 trap agent_exit EXIT
 

@@ -152,7 +152,7 @@ rt_node_state() {
 	jq -n --argjson l "$links" --argjson a "$addrs" --argjson pods "$pods" \
 		--argjson ctrs "$ctrs" --argjson netns "$netns" --argjson mounts "$mounts" \
 		--argjson procs "$procs" \
-		--arg journals "$(find "$STATE" -type f ! -name lock | sort)" \
+		--arg journals "$(find "$STATE" -type f ! -name lock ! -name 'events.log*' | sort)" \
 		--arg hints "$(find "$HINTS" -mindepth 1 | sort)" \
 		--arg leases "$(find "$IPAM" -type f ! -name lock ! -name 'last_reserved_ip*' | sort)" \
 		--arg hostns "$(ip netns list | awk '{print $1}' | grep '^cni-' || true)" '

@@ -97,6 +97,7 @@ static void full_journal(struct hpn_journal *j)
 	strcpy(j->nics[0].rdma.soft_type, "rxe");
 	j->nics[0].rdma.moved = true;
 	j->result = strdup(result_json);
+	hpn_journal_set_pod(j, "team-a", "trainer-0.x", "6f1c2d9e-0b7a-4c3e-9d55-2a61f0c4b1aa");
 }
 
 static void test_open_close(void)
@@ -211,6 +212,9 @@ static void test_journal_roundtrip(void)
 	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "rxe");
 	CHECK(got.nics[0].rdma.moved);
 	CHECK_STR_EQ(got.result, result_json);
+	CHECK_STR_EQ(got.pod.namespace, "team-a");
+	CHECK_STR_EQ(got.pod.name, "trainer-0.x");
+	CHECK_STR_EQ(got.pod.uid, "6f1c2d9e-0b7a-4c3e-9d55-2a61f0c4b1aa");
 	hpn_journal_free(&got);
 	CHECK(got.container_id == NULL); /* freed and cleared */
 
@@ -241,6 +245,9 @@ static void test_journal_roundtrip(void)
 	CHECK_STR_EQ(got.nics[0].rdma.soft_type, "");
 	CHECK(!got.nics[0].rdma.moved);
 	CHECK(got.result == NULL);
+	CHECK_STR_EQ(got.pod.namespace, "");
+	CHECK_STR_EQ(got.pod.name, "");
+	CHECK_STR_EQ(got.pod.uid, "");
 	hpn_journal_free(&got);
 
 	/* Each phase survives the trip. */
@@ -305,6 +312,81 @@ static void put_journal(const char *dir, const char *key, const char *content)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, key);
 	write_file(path, content, strlen(content));
+}
+
+/*
+ * The pod's names (optional, from CNI_ARGS): only Kubernetes' syntax is kept,
+ * when set and when read back; a bad one never makes the journal unreadable.
+ */
+static void test_journal_pod(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j = { 0 }, got;
+	char state[PATH_MAX], dir[PATH_MAX + 16], path[PATH_MAX + 300], *text;
+	const char *key = "pod.eth0";
+	char long_name[300];
+	const char *end;
+
+	hpn_journal_set_pod(&j, "ns-1", "web.0", "ABCdef-0123");
+	CHECK_STR_EQ(j.pod.namespace, "ns-1");
+	CHECK_STR_EQ(j.pod.name, "web.0");
+	CHECK_STR_EQ(j.pod.uid, "ABCdef-0123");
+	/* Each value is checked on its own: upper case, a slash, a dot in a namespace, a non-hex UID. */
+	hpn_journal_set_pod(&j, "Team", "a/b", "xyz");
+	CHECK_STR_EQ(j.pod.namespace, "");
+	CHECK_STR_EQ(j.pod.name, "");
+	CHECK_STR_EQ(j.pod.uid, "");
+	hpn_journal_set_pod(&j, "a.b", "ok", NULL);
+	CHECK_STR_EQ(j.pod.namespace, "");
+	CHECK_STR_EQ(j.pod.name, "ok");
+	CHECK_STR_EQ(j.pod.uid, "");
+	memset(long_name, 'a', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	end = long_name + strlen(long_name);
+	hpn_journal_set_pod(&j, end - 64, end - 254, "");
+	CHECK_STR_EQ(j.pod.namespace, ""); /* 63 bytes at most */
+	CHECK_STR_EQ(j.pod.name, "");	   /* 253 */
+	hpn_journal_set_pod(&j, end - 63, end - 253, "");
+	CHECK_INT_EQ(strlen(j.pod.namespace), 63);
+	CHECK_INT_EQ(strlen(j.pod.name), 253);
+
+	snprintf(state, sizeof(state), "%s/pod", tmp);
+	snprintf(dir, sizeof(dir), "%s/net1", state);
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+
+	/* No pod: no "pod" member written (a journal an older binary can read as before). */
+	full_journal(&j);
+	memset(&j.pod, 0, sizeof(j.pod));
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	text = read_file(path);
+	CHECK(text && !strstr(text, "\"pod\""));
+	free(text);
+	hpn_journal_free(&j);
+
+	/* Read back from disk: bad values dropped, the rest of the journal intact. */
+	put_journal(dir, key,
+		    "{\"phase\":4,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":"
+		    "[{\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}],"
+		    "\"pod\":{\"namespace\":\"ns\\n1\",\"name\":7,\"uid\":\"00ff-aa\"}}");
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK_STR_EQ(got.pod.namespace, "");
+	CHECK_STR_EQ(got.pod.name, "");
+	CHECK_STR_EQ(got.pod.uid, "00ff-aa");
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1");
+	hpn_journal_free(&got);
+	put_journal(dir, key,
+		    "{\"phase\":4,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":"
+		    "[{\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}],\"pod\":[]}");
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, key, &got, &err), 0);
+	CHECK_STR_EQ(got.pod.name, "");
+	hpn_journal_free(&got);
+
+	hpn_store_close(&st);
 }
 
 static void test_journal_corrupt(void)
@@ -912,6 +994,7 @@ int main(void)
 	test_open_close();
 	test_journal_roundtrip();
 	test_journal_corrupt();
+	test_journal_pod();
 	test_journal_boot();
 	test_journal_nics();
 	test_journal_symlinks();

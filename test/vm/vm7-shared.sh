@@ -28,6 +28,13 @@
 #            routing table and `ip rule from <addr>`, arp_ignore=1 and
 #            arp_announce=2; rping and ib_write_bw on each rail move bytes on
 #            that rail's devices only.
+#  agent     hpn-rdma-agent's metrics on a real rxe: the two pods of `pods`,
+#            each attachment journalled as ADD writes it (rxa/rxb bound, GID
+#            1), the agent on the node with a health loop every second; its
+#            /metrics says both ports ACTIVE and both attachments healthy
+#            (CHECK's RDMA proof on the real device), and after ib_write_bw
+#            the RDMA byte counters (rdma statistic's sent_bytes/rcvd_bytes)
+#            and hpn0's link counters rose by at least what was written.
 # Run one: test/vm/run.sh test/vm/vm7-shared.sh NAME...
 # shellcheck disable=SC2034 # counter arrays are used through namerefs
 set -euo pipefail
@@ -434,4 +441,115 @@ scen_rails() {
 	nics_as_booted
 }
 
-run_scenarios pods macvlan parent gone lifetime names rails
+# agent_journal POD NIC IFINDEX MAC RXE: the journal ADD writes for NIC moved
+# into POD as hpn0, RXE bound on port 1 with GID index 1, pod hpnv/POD.
+agent_journal() {
+	jq -cn --arg boot "$(</proc/sys/kernel/random/boot_id)" --arg cid "$CID-$1" \
+		--arg netns "/run/netns/$1" --arg nic "$2" --argjson idx "$3" --arg mac "$4" \
+		--arg rxe "$5" --arg pod "$1" '{
+		version: 2, bootId: $boot, phase: 4, containerId: $cid, cniIfName: "eth0",
+		netns: $netns,
+		nics: [{kind: "moved", podIfName: "hpn0",
+			host: {name: $nic, ifindex: $idx, mtu: 1500, up: false, mac: $mac, altnames: []},
+			rdma: {name: $rxe, netdev: "hpn0", moved: false}}],
+		result: {cniVersion: "1.0.0", interfaces: [{name: "hpn0", mac: $mac, sandbox: $netns}],
+			ips: [], dns: {},
+			rdma: [{interface: 0, bound: true, device: $rxe, port: 1, gidIndex: 1}]},
+		pod: {namespace: "hpnv", name: $pod, uid: ""}}' >"$T/state/hpnv-agent/.$CID-$1.eth0"
+	mv "$T/state/hpnv-agent/.$CID-$1.eth0" "$T/state/hpnv-agent/$CID-$1.eth0"
+}
+
+# agent_metric NAME POD: the value of metric NAME for pod POD, from a scrape
+# at least a second after the last (the agent answers within a second from
+# its last collection).
+agent_metric() {
+	awk -v n="$1" -v p="pod=\"$2\"" '$1 ~ "^" n "[{]" && index($1, p) { print $2 }' "$T/scrape"
+}
+
+agent_scrape() {
+	local i
+	nap 1.1
+	for ((i = 0; i < 20; i++)); do
+		curl -sf "http://127.0.0.1:$AGENT_PORT/metrics" >"$T/scrape" 2>"$T/curl.err" && return 0
+		nap 0.5
+	done
+	fail "no answer from the agent's /metrics: $(<"$T/curl.err"); lo: $(ip -o addr show lo); $(tail -n 5 "$T/agent.log")"
+}
+
+scen_agent() {
+	local n0=${VM_NICS[0]} n1=${VM_NICS[1]} agent=${HPN_BUILD:-}/agent/hpn-rdma-agent
+	local i0 i1 lo_up=true pid v tx0 rx0 ltx0 tx1 rx1 ltx1 min=$((ITERS * 65536))
+	[[ -x $agent ]] || skip "hpn-rdma-agent was not built ($agent)"
+	info "agent: the pods of 'pods' journalled; the agent's metrics on rxa and rxb, before and after ib_write_bw"
+	AGENT_PORT=19470
+	mkdir -p "$T/state/hpnv-agent" "$T/kl"
+	chmod 0700 "$T/state" "$T/state/hpnv-agent"
+	jq -cn --arg s "$T/state" --arg a "$n0" --arg b "$n1" '{cniVersion: "1.0.0",
+		name: "hpnv-agent", type: "hpn-rdma", stateDir: $s, rdmaRequired: false,
+		match: {devices: [$a, $b]}}' >"$T/agent.conf"
+	i0=$(ip -j link show "$n0" | jq '.[0].ifindex')
+	i1=$(ip -j link show "$n1" | jq '.[0].ifindex')
+	pod_add "$A"
+	pod_add "$B"
+	agent_journal "$A" "$n0" "$i0" "${VM_MACS[0]}" rxa
+	agent_journal "$B" "$n1" "$i1" "${VM_MACS[1]}" rxb
+	nic_to_pod "$n0" "$A" hpn0 10.76.0.1/24
+	nic_to_pod "$n1" "$B" hpn0 10.76.0.2/24
+	rxe_in "$A" hpn0 rxa
+	rxe_in "$B" hpn0 rxb
+	port_gid "$A" rxa 10.76.0.1
+	port_gid "$B" rxb 10.76.0.2
+	[[ $(ip -o link show lo) == *"state UNKNOWN"* || $(ip -o link show lo) == *"<LOOPBACK,UP"* ]] ||
+		lo_up=false
+	$lo_up || fx ip link set lo up
+	"$agent" --config "$T/agent.conf" --kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" \
+		--cri-socket none --health-interval 1 --metrics-address "127.0.0.1:$AGENT_PORT" \
+		2>"$T/agent.log" &
+	pid=$!
+	# shellcheck disable=SC2064 # the pid now
+	trap "kill $pid 2>/dev/null || true" EXIT
+	for ((v = 0; v < 60; v++)); do
+		agent_scrape
+		[[ $(agent_metric hpn_rdma_attachment_healthy "$A") == 1 &&
+			$(agent_metric hpn_rdma_attachment_healthy "$B") == 1 ]] && break
+	done
+	[[ $(agent_metric hpn_rdma_attachment_healthy "$A") == 1 ]] ||
+		fail "the health loop does not find $A's attachment whole: $(grep -E 'attachment_(healthy|broken)' "$T/scrape"; tail -n 5 "$T/agent.log")"
+	[[ $(agent_metric hpn_rdma_attachment_healthy "$B") == 1 ]] ||
+		fail "the health loop does not find $B's attachment whole: $(tail -n 5 "$T/agent.log")"
+	for v in "$A" "$B"; do
+		[[ $(agent_metric hpn_rdma_port_state "$v") == 4 && $(agent_metric hpn_rdma_port_active "$v") == 1 ]] ||
+			fail "$v's port is not ACTIVE in the metrics: $(grep -E "^hpn_rdma_port_(state|active)" "$T/scrape")"
+	done
+	grep -q "^hpn_rdma_port_statistic_total{.*pod=\"$B\".*statistic=\"sent_bytes\"" "$T/scrape" ||
+		fail "no rdma statistic counters of rxb: $(grep -c '^hpn_rdma_port' "$T/scrape") port lines"
+	tx0=$(agent_metric hpn_rdma_port_transmit_bytes_total "$B")
+	rx0=$(agent_metric hpn_rdma_port_receive_bytes_total "$A")
+	ltx0=$(agent_metric hpn_rdma_interface_transmit_bytes_total "$B")
+	[[ $tx0 =~ ^[0-9]+$ && $rx0 =~ ^[0-9]+$ && $ltx0 =~ ^[0-9]+$ ]] ||
+		fail "no byte counters: rxb sent '$tx0', rxa received '$rx0', $B's hpn0 sent '$ltx0'"
+	write_bw_pods "$A" rxa "$B" rxb 10.76.0.1 "$ITERS"
+	agent_scrape
+	tx1=$(agent_metric hpn_rdma_port_transmit_bytes_total "$B")
+	rx1=$(agent_metric hpn_rdma_port_receive_bytes_total "$A")
+	ltx1=$(agent_metric hpn_rdma_interface_transmit_bytes_total "$B")
+	((tx1 - tx0 >= min)) || fail "rxb's hpn_rdma_port_transmit_bytes_total rose by $((tx1 - tx0)), expected >= $min"
+	((rx1 - rx0 >= min)) || fail "rxa's hpn_rdma_port_receive_bytes_total rose by $((rx1 - rx0)), expected >= $min"
+	((ltx1 - ltx0 >= min)) || fail "$B's hpn0 transmit bytes rose by $((ltx1 - ltx0)), expected >= $min"
+	echo "  # agent: rxb sent +$((tx1 - tx0)), rxa received +$((rx1 - rx0)), $B's hpn0 sent +$((ltx1 - ltx0)) bytes"
+	kill "$pid"
+	wait "$pid" || fail "the agent exited $? after SIGTERM: $(tail -n 5 "$T/agent.log")"
+	trap - EXIT
+	$lo_up || fx ip link set lo down
+	rxe_del "$A" rxa
+	rxe_del "$B" rxb
+	no_rdma
+	nic_home "$A" hpn0 "$n0"
+	nic_home "$B" hpn0 "$n1"
+	fx ip netns del "$A"
+	fx ip netns del "$B"
+	rm -rf "$T/state" "$T/kl"
+	nics_as_booted
+}
+
+run_scenarios pods macvlan parent gone lifetime names rails agent
