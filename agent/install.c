@@ -366,7 +366,7 @@ struct opts {
 	bool uninstall;
 	const char *plugin, *bin_dir, *conf, *conf_dir, *kubeconfig, *sa_dir, *state_dir;
 	const char *bundle_dir; /* where the bundle root is seen here; NULL: at its own path */
-	bool wait, check, force;
+	bool wait, check, force, no_conf;
 };
 
 static const char install_usage[] =
@@ -385,6 +385,8 @@ static const char install_usage[] =
 	"  --cni-bin-dir DIR      where the plugin goes (default /opt/cni/bin)\n"
 	"  --conf FILE            the conflist to install (its file name kept); it must\n"
 	"                         hold a valid hpn-rdma entry. uninstall: the one to remove\n"
+	"  --no-conf              install: check --conf but leave it out of the CNI conf\n"
+	"                         dir (Multus: a NetworkAttachmentDefinition holds it)\n"
 	"  --cni-conf-dir DIR     where the conflist goes (default /etc/cni/net.d)\n"
 	"  --kubeconfig PATH      write the plugin's kubeconfig there from the service\n"
 	"                         account (must be the conflist's kubernetes.kubeconfig)\n"
@@ -407,6 +409,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "service-account", required_argument, NULL, 's' },
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "bundle-dir", required_argument, NULL, 'B' },
+		{ "no-conf", no_argument, NULL, 'n' },
 		{ "wait", no_argument, NULL, 'w' },
 		{ "check", no_argument, NULL, 'x' },
 		{ "force", no_argument, NULL, 'f' },
@@ -447,6 +450,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'B':
 			o->bundle_dir = optarg;
 			break;
+		case 'n':
+			o->no_conf = true;
+			break;
 		case 'w':
 			o->wait = true;
 			break;
@@ -472,6 +478,10 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (!o->uninstall && (o->wait || o->check || o->force || o->state_dir)) {
 		fprintf(stderr, "hpn-rdma-agent install: --wait, --check, --force and --state-dir "
 				"are uninstall's\n");
+		return 2;
+	}
+	if (o->uninstall && o->no_conf) {
+		fprintf(stderr, "hpn-rdma-agent uninstall: --no-conf is install's\n");
 		return 2;
 	}
 	if (o->wait && o->check) {
@@ -690,7 +700,7 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 		changed += r;
 	}
 	/* 4. The conflist, last: what it names is in place. */
-	if (o->conf) {
+	if (o->conf && !o->no_conf) {
 		_cleanup_close_ int cfd = open_dir(o->conf_dir, true, err);
 		const char *name = strrchr(o->conf, '/') ? strrchr(o->conf, '/') + 1 : o->conf;
 
