@@ -264,23 +264,25 @@ int inst_elf_interp(int fd, char *buf, size_t len)
 	return 0;
 }
 
-/*
- * A bundle's interpreter: "<root>/<id>/lib/<loader>" into root and id.
- * 0 when interp is not one (a plugin built for the host's own libraries).
- */
-static int bundle_of(const char *interp, char root[PATH_MAX], char id[NAME_MAX + 1])
+int inst_bundle_of(const char *interp, char root[], size_t root_len, char id[], size_t id_len)
 {
 	const char *lib = strstr(interp, "/lib/"), *p;
 
-	if (interp[0] != '/' || !lib || strchr(lib + 5, '/'))
+	if (interp[0] != '/' || !lib || strchr(lib + 5, '/') || !lib[5])
 		return 0;
 	for (p = lib - 1; p > interp && *p != '/'; p--)
 		;
-	if (p == interp || lib - p - 1 > NAME_MAX || lib - p - 1 < 1 || p - interp >= PATH_MAX)
+	if (p == interp || lib - p - 1 < 1 || (size_t)(lib - p - 1) >= id_len ||
+	    (size_t)(p - interp) >= root_len)
 		return 0;
-	snprintf(id, NAME_MAX + 1, "%.*s", (int)(lib - p - 1), p + 1);
-	snprintf(root, PATH_MAX, "%.*s", (int)(p - interp), interp);
+	snprintf(id, id_len, "%.*s", (int)(lib - p - 1), p + 1);
+	snprintf(root, root_len, "%.*s", (int)(p - interp), interp);
 	return hpn_valid_path_component(id) && id[0] != '.';
+}
+
+static int bundle_of(const char *interp, char root[PATH_MAX], char id[NAME_MAX + 1])
+{
+	return inst_bundle_of(interp, root, PATH_MAX, id, NAME_MAX + 1);
 }
 
 /* The bundle (root and id) the executable at dfd/name uses; 0 when none. */

@@ -52,6 +52,12 @@ int inst_rm_tree(int dfd, const char *name);
 int inst_elf_interp(int fd, char *buf, size_t len);
 
 /*
+ * A bundle's loader path "<root>/<id>/lib/<loader>" into root and id: 1, or
+ * 0 when interp is not one (a plugin built for the host's own libraries).
+ */
+int inst_bundle_of(const char *interp, char root[], size_t root_len, char id[], size_t id_len);
+
+/*
  * Attachments whose journals under state_dir (every network) may hold NICs:
  * any journal not written in an earlier boot. Returns how many (0 when
  * state_dir does not exist), and their names ("<network>/<key>", container
