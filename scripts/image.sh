@@ -117,16 +117,17 @@ dl_sonames=$(grep -ho '"lib[a-z0-9_.+-]*\.so\.[0-9]*"' "$src"/lib/*.c | tr -d '"
 [[ -n $dl_sonames ]] || { echo "image.sh: found no dlopen()ed soname in lib/*.c" >&2; exit 1; }
 dl_paths=()
 for so in $dl_sonames; do
-	p=$(ldconfig -p | awk -v so="$so" '$1 == so && /x86-64|x32|AArch64|64bit/ { print $NF; exit }')
-	[[ -n $p ]] || p=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+	# awk reads to the end: an early exit would kill ldconfig with SIGPIPE (pipefail: 141).
+	p=$(ldconfig -p | awk -v so="$so" '!p && $1 == so && /x86-64|x32|AArch64|64bit/ { p = $NF } END { print p }')
+	[[ -n $p ]] || p=$(ldconfig -p | awk -v so="$so" '!p && $1 == so { p = $NF } END { print p }')
 	[[ -n $p ]] || { echo "image.sh: $so is not installed (see scripts/install-deps.sh)" >&2; exit 1; }
 	dl_paths+=("$p")
 done
 # The providers: the files of the package that owns libibverbs' provider
 # directory (<libdir>/libibverbs/), lib<driver>-rdmav<N>.so.
-ibv=$(printf '%s\n' "${dl_paths[@]}" | grep '/libibverbs\.so' | head -n 1)
+ibv=$(printf '%s\n' "${dl_paths[@]}" | awk '!p && /\/libibverbs\.so/ { p = $0 } END { print p }')
 prov_dir=$(dirname "$(readlink -f "$ibv")")/libibverbs
-prov_pkg=$(dpkg-query -S "$prov_dir" | cut -d: -f1 | head -n 1)
+prov_pkg=$(dpkg-query -S "$prov_dir" | awk -F: 'NR == 1 { print $1 }')
 mapfile -t providers < <(dpkg-query -L "$prov_pkg" | grep -E "^$prov_dir/lib[^/]*-rdmav[0-9]+\.so$" | LC_ALL=C sort)
 ((${#providers[@]})) || { echo "image.sh: $prov_pkg ships no provider under $prov_dir" >&2; exit 1; }
 
