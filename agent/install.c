@@ -105,6 +105,13 @@ int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mo
 	/* The runtime must never exec or load a torn file, not even after a power loss. */
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
+	/*
+	 * Closed before the rename: a file open for writing cannot be exec()ed
+	 * (ETXTBSY), and the runtime may exec the plugin as soon as it has its name.
+	 */
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	fd = -1;
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
