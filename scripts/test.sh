@@ -15,7 +15,10 @@
 # 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
 # against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
 # about 15 s in each, and runtime.devices (its Allocate answer in a runc
-# container) about 7 s in each; memcheck.agent (the agent, and the plugin's
+# container) about 7 s in each; runtime.install (the cluster install from
+# hpn-rdma's OCI image: the DaemonSet's containers under containerd, the image
+# built twice for its digest, podman load) about 35 s, release pass only
+# (test/runtime/CMakeLists.txt says why); memcheck.agent (the agent, and the plugin's
 # lookup, under valgrind: about 33 s) in the release pass only; building
 # hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
 # agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
