@@ -2,7 +2,7 @@
 /*
  * hpn-rdma-agent install / uninstall: what the DaemonSet's init container
  * (and the uninstall DaemonSet) do on the node, through hostPath mounts at
- * the host's own paths (doc/cluster.md).
+ * the host's own paths (doc/install.md).
  *
  * install puts, in this order, each file atomically and only when it differs:
  * the plugin's bundle (<bundle-root>/<id>/lib: its loader and libraries, see
@@ -81,7 +81,7 @@ int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mo
 	      struct hpn_err *err)
 {
 	char tmp[NAME_MAX + 1];
-	_cleanup_close_ int fd = -1;
+	int fd = -1;
 	int r;
 
 	if (!hpn_valid_path_component(name) || strlen(name) > NAME_MAX - 12)
@@ -111,7 +111,6 @@ int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mo
 	 */
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
-	fd = -1;
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -122,7 +121,8 @@ int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mo
 	return 1;
 }
 
-int inst_rm_tree(int dfd, const char *name)
+/* Recursive: a bundle's tree is <id>/lib/<file>, symlinks not followed (O_NOFOLLOW). */
+int inst_rm_tree(int dfd, const char *name) /* NOLINT(misc-no-recursion) */
 {
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d;
@@ -156,7 +156,7 @@ int inst_rm_tree(int dfd, const char *name)
 }
 
 /* Copies the contents of directory sfd into directory dfd; files are fsync()ed. */
-static int copy_dir(int sfd, int dfd, int depth)
+static int copy_dir(int sfd, int dfd, int depth) /* NOLINT(misc-no-recursion): depth <= 8 */
 {
 	DIR *d;
 	struct dirent *de;
@@ -178,9 +178,9 @@ static int copy_dir(int sfd, int dfd, int depth)
 			char target[PATH_MAX];
 			ssize_t n = readlinkat(sfd, de->d_name, target, sizeof(target) - 1);
 
-			if (n < 0)
-				r = -errno;
-			else if ((target[n] = '\0', symlinkat(target, dfd, de->d_name)) < 0)
+			if (n >= 0)
+				target[n] = '\0';
+			if (n < 0 || symlinkat(target, dfd, de->d_name) < 0)
 				r = -errno;
 		} else if (S_ISDIR(st.st_mode)) {
 			_cleanup_close_ int s = -1, t = -1;
@@ -189,8 +189,9 @@ static int copy_dir(int sfd, int dfd, int depth)
 			    (s = openat(sfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 			    (t = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 				r = -errno;
-			else if ((r = copy_dir(s, t, depth + 1)) == 0 &&
-				 fchmod(t, st.st_mode & 07777) < 0)
+			else
+				r = copy_dir(s, t, depth + 1);
+			if (r == 0 && fchmod(t, st.st_mode & 07777) < 0)
 				r = -errno;
 		} else if (S_ISREG(st.st_mode)) {
 			_cleanup_close_ int s = openat(sfd, de->d_name, O_RDONLY | O_CLOEXEC);
@@ -315,11 +316,14 @@ static void append(char *buf, size_t len, const char *s)
 
 int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struct hpn_err *err)
 {
-	_cleanup_close_ int fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd =
+		state_dir ? open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	struct dirent *de;
 	int held = 0;
 	DIR *d;
 
+	if (!state_dir)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "no state directory");
 	if (desc_len)
 		desc[0] = '\0';
 	if (fd < 0 && errno == ENOENT)
@@ -534,7 +538,7 @@ static int conf_read(const char *path, char **ret_text, size_t *ret_len, char **
 	_cleanup_free_ char *text = NULL, *entry_text = NULL;
 	struct hpn_conf conf;
 	void *entry = NULL;
-	size_t len;
+	size_t len = 0;
 	int index, r;
 
 	r = read_path(path, CONF_MAX, &text, &len, err);
@@ -728,28 +732,37 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 	return 0;
 }
 
+/* 1 when PATH exists (and, say_it, one line saying so), else 0. */
+static int left(const char *path, const char *name, bool say_it)
+{
+	char p[PATH_MAX];
+
+	if (hpn_snprintf(p, sizeof(p), "%s%s%s", path, name ? "/" : "", name ? name : "") < 0 ||
+	    access(p, F_OK) < 0)
+		return 0;
+	if (say_it)
+		say("left", path, name, NULL);
+	return 1;
+}
+
 /* What is left of an install; its count. say_it: one line each. */
 static int leftovers(const struct opts *o, const char *conf_name, const char *kc_path, bool say_it)
 {
-	char path[PATH_MAX], root[PATH_MAX], id[NAME_MAX + 1];
 	_cleanup_close_ int bfd = open(o->bin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int n = 0;
+	int n = left(o->conf_dir, conf_name, say_it);
 
-	snprintf(path, sizeof(path), "%s/%s", o->conf_dir, conf_name);
-	if (access(path, F_OK) == 0 && ++n && say_it)
-		say("left", path, NULL, NULL);
-	if (kc_path && access(kc_path, F_OK) == 0 && ++n && say_it)
-		say("left", kc_path, NULL, NULL);
+	if (kc_path)
+		n += left(kc_path, NULL, say_it);
 	if (bfd >= 0 && faccessat(bfd, PLUGIN_NAME, F_OK, 0) == 0) {
+		char root[PATH_MAX], id[NAME_MAX + 1];
+
 		n++;
 		if (say_it)
 			say("left", o->bin_dir, PLUGIN_NAME, NULL);
 		if (bundle_of_file(bfd, PLUGIN_NAME, root, id)) {
 			if (o->bundle_dir)
 				snprintf(root, sizeof(root), "%s", o->bundle_dir);
-			if (hpn_snprintf(path, sizeof(path), "%s/%s", root, id) == 0 &&
-			    access(path, F_OK) == 0 && ++n && say_it)
-				say("left", path, NULL, NULL);
+			n += left(root, id, say_it);
 		}
 	}
 	return n;
@@ -783,10 +796,10 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 	_cleanup_close_ int cfd = -1, bfd = -1, sfd = -1;
 	const char *name = strrchr(o->conf, '/') ? strrchr(o->conf, '/') + 1 : o->conf;
 	const char *kc_path, *state_dir;
-	char root[PATH_MAX], id[NAME_MAX + 1], held_desc[1024];
-	size_t conf_len, cur_len;
+	char held_desc[1024];
+	size_t conf_len = 0, cur_len = 0;
 	bool conf_kept = false, announced = false;
-	int r, held;
+	int r;
 	sigset_t mask;
 
 	r = conf_read(o->conf, &conf, &conf_len, &state, &kc_conf, err);
@@ -816,7 +829,8 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 		snprintf(path, sizeof(path), "%s/%s", o->conf_dir, name);
 		if (read_path(path, CONF_MAX, &cur, &cur_len, err) < 0)
 			return -EIO;
-		if (!o->force && (cur_len != conf_len || memcmp(cur, conf, conf_len))) {
+		if (!o->force &&
+		    (!cur || !conf || cur_len != conf_len || memcmp(cur, conf, conf_len))) {
 			say("kept", o->conf_dir, name,
 			    "changed since it was installed (--force removes it); the plugin stays "
 			    "for it");
@@ -834,7 +848,7 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 	/* 2. The kubeconfig: a credential, needed by ADD only. */
 	if (kc_path) {
 		if (unlink(kc_path) == 0) {
-			_cleanup_free_ char *dir = strdup(kc_path);
+			char *dir = strdup(kc_path);
 
 			say("removed", kc_path, NULL, NULL);
 			/* Its directory, when that held only it (install made it). */
@@ -843,6 +857,7 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 				if (rmdir(dir) == 0)
 					say("removed", dir, NULL, NULL);
 			}
+			free(dir);
 		} else if (errno == ENOENT)
 			say("gone", kc_path, NULL, NULL);
 		else
@@ -851,7 +866,8 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 	}
 	/* 3. The plugin, once no journal may hold a NIC: their DEL needs it. */
 	for (;;) {
-		held = inst_journals_held(state_dir, held_desc, sizeof(held_desc), err);
+		int held = inst_journals_held(state_dir, held_desc, sizeof(held_desc), err);
+
 		if (held < 0)
 			return held;
 		if (!held && !conf_kept)
@@ -861,8 +877,8 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 				say("kept", o->bin_dir, PLUGIN_NAME, NULL);
 				printf("             %d attachment(s) in %s may still hold NICs "
 				       "(%s): "
-				       "DEL of their pods needs the plugin. Delete those pods; "
-				       "%s\n",
+				       "DEL of their pods needs the plugin, and the conflist back "
+				       "(doc/install.md#uninstall); %s\n",
 				       held, state_dir, held_desc,
 				       o->wait ? "waiting" : "then run uninstall again");
 			} else {
@@ -878,6 +894,7 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 	}
 	bfd = open(o->bin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (bfd >= 0) {
+		char root[PATH_MAX], id[NAME_MAX + 1];
 		bool bundled = bundle_of_file(bfd, PLUGIN_NAME, root, id);
 
 		if (unlinkat(bfd, PLUGIN_NAME, 0) == 0) {

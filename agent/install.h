@@ -9,7 +9,7 @@
 #include "err.h"
 
 /*
- * The installer of hpn-rdma's DaemonSet (doc/cluster.md): the agent's
+ * The installer of hpn-rdma's DaemonSet (doc/install.md): the agent's
  * `install` and `uninstall` subcommands (install.c), and the plugin's
  * kubeconfig made from the pod's service account, which the agent keeps
  * current while the kubelet rotates the token (kubeconfig.c). No gRPC here:
@@ -68,8 +68,8 @@ int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struc
 
 /* kubeconfig.c */
 
-#define KC_TOKEN_MAX (16 * 1024)
-#define KC_CA_MAX    (256 * 1024)
+#define KC_TOKEN_MAX ((size_t)16 * 1024)
+#define KC_CA_MAX    ((size_t)256 * 1024)
 
 /*
  * The plugin's kubeconfig: server https://host:port (an IPv6 host in

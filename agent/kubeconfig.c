@@ -105,8 +105,10 @@ int kc_render(const char *host, const char *port, const char *token, size_t toke
 				   "the service account's ca.crt is not a PEM certificate bundle");
 	tok = strndup(token + b, e - b);
 	ca64 = base64(ca, ca_len);
+	/* NOLINTBEGIN(clang-analyzer-unix.Malloc): tok and ca64 are _cleanup_free_ */
 	if (!tok || !ca64)
 		return -ENOMEM;
+	/* NOLINTEND(clang-analyzer-unix.Malloc) */
 	v6 = strchr(host, ':') != NULL;
 	if (asprintf(&out,
 		     "# Written by hpn-rdma-agent from its pod's service account (hpn-rdma), for\n"
@@ -174,7 +176,8 @@ int kc_from_service_account(const char *sa_dir, char **ret, struct hpn_err *err)
 	r = read_file(sa_dir, "ca.crt", KC_CA_MAX, &ca, &ca_len, err);
 	if (r >= 0)
 		r = kc_render(host, port, token, token_len, ca, ca_len, ret, err);
-	explicit_bzero(token, token_len);
+	if (token)
+		explicit_bzero(token, token_len);
 	if (r < 0)
 		hpn_err_prefix(err, "service account %s", sa_dir);
 	return r;
@@ -193,6 +196,8 @@ int kc_write(const char *sa_dir, const char *path, struct hpn_err *err)
 	r = kc_from_service_account(sa_dir, &text, err);
 	if (r < 0)
 		return r;
+	if (!text)
+		return -ENOMEM;
 	dir = slash == path ? strdup("/") : strndup(path, slash - path);
 	if (!dir)
 		return -ENOMEM;
@@ -203,6 +208,7 @@ int kc_write(const char *sa_dir, const char *path, struct hpn_err *err)
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", dir, strerror(errno));
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): dir is _cleanup_free_ */
 	r = inst_file(dfd, slash + 1, text, strlen(text), 0600, err);
 	explicit_bzero(text, strlen(text));
 	return r;
