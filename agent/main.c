@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "install.h"
 #include "log.h"
 #include "nl.h"
 #include "util.h"
@@ -71,7 +72,14 @@ static const char usage[] =
 	"                       (default 60; 0: off)\n"
 	"  --gc-grace SEC       never GC a journal younger than this (default 300)\n"
 	"  --cni-path DIRS      where GC finds the IPAM plugin (default /opt/cni/bin)\n"
+	"  --kubeconfig PATH    keep the plugin's kubeconfig there, from the pod's\n"
+	"                       service account, rewritten when its token rotates\n"
+	"  --service-account DIR  its token and ca.crt (default\n"
+	"                       /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"  --help, --version\n"
+	"\n"
+	"hpn-rdma-agent install|uninstall [OPTIONS]: put hpn-rdma on the node, or take\n"
+	"it off (hpn-rdma-agent install --help).\n"
 	"\n"
 	"Logs go to stderr, and to the entry's logFile when it has one. SIGTERM or\n"
 	"SIGINT stop it cleanly (its sockets removed). GC moves NICs back to the\n"
@@ -88,6 +96,9 @@ static struct tag tags[] = {
 	[TAG_INOTIFY] = { TAG_INOTIFY }, [TAG_LINK] = { TAG_LINK },   [TAG_RPC] = { TAG_RPC },
 	[TAG_LISTEN] = { TAG_LISTEN }
 };
+/* The kubeconfig watch (install.h), numbered apart from the tags above. */
+enum { TAG_KUBECONFIG = 100 };
+static struct tag kc_tag = { TAG_KUBECONFIG };
 
 int agent_watch_fd(struct agent *a, int fd, void *ptr)
 {
@@ -256,7 +267,8 @@ static int arm(int tfd, int first_ms, int every_ms)
 	return timerfd_settime(tfd, 0, &it, NULL);
 }
 
-static int parse_args(int argc, char **argv, struct agent *a, const char **lookup)
+static int parse_args(int argc, char **argv, struct agent *a, const char **lookup,
+		      struct kc_watch *kc)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -274,6 +286,8 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 		{ "gc-interval", required_argument, NULL, 'X' },
 		{ "gc-grace", required_argument, NULL, 'X' },
 		{ "cni-path", required_argument, NULL, 'X' },
+		{ "kubeconfig", required_argument, NULL, 'K' },
+		{ "service-account", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -309,6 +323,12 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 			break;
 		case 'd':
 			a->dev_root = optarg;
+			break;
+		case 'K':
+			kc->path = optarg;
+			break;
+		case 'S':
+			kc->sa_dir = optarg;
 			break;
 		case 'p': {
 			char *end;
@@ -365,6 +385,8 @@ static int parse_args(int argc, char **argv, struct agent *a, const char **looku
 int main(int argc, char **argv)
 {
 	struct agent a = { .lookup_fd = -1, .epfd = -1 };
+	struct kc_watch kc = { .sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount",
+			       .fd = -1 };
 	struct hpn_err err = { 0 };
 	const char *lookup = NULL, *conf_name;
 	char conf_dir[PATH_MAX];
@@ -373,7 +395,9 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	time_t stop_at = 0;
 
-	r = parse_args(argc, argv, &a, &lookup);
+	if (argc > 1 && (!strcmp(argv[1], "install") || !strcmp(argv[1], "uninstall")))
+		return agent_install_main(argc - 1, argv + 1);
+	r = parse_args(argc, argv, &a, &lookup, &kc);
 	if (r >= 0)
 		return r;
 	hpn_log_init("agent", NULL);
@@ -471,6 +495,10 @@ int main(int argc, char **argv)
 		hpn_error("epoll: %s", strerror(errno));
 		goto out;
 	}
+	if (kc.path && (kc_watch_start(&kc, &err) < 0 || agent_watch_fd(&a, kc.fd, &kc_tag) < 0)) {
+		hpn_error("kubeconfig %s: %s", kc.path, err.msg[0] ? err.msg : strerror(errno));
+		goto out;
+	}
 	arm(tfd, a.poll_s * 1000, a.poll_s * 1000);
 	rescan(&a);
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,
@@ -526,8 +554,12 @@ int main(int argc, char **argv)
 				if (read(tfd, &ticks, sizeof(ticks)) < 0)
 					break;
 				links = true;
+				kc_watch_event(&kc); /* besides inotify: a watch can miss a swap */
 				if (!a.registered)
 					kubelet_register(&a);
+				break;
+			case TAG_KUBECONFIG:
+				kc_watch_event(&kc);
 				break;
 			case TAG_INOTIFY:
 				on_inotify(&a, ifd, dp_wd, conf_wd, conf_name);
@@ -566,6 +598,7 @@ out:
 	for (int *fd = (int[]){ sfd, tfd, swfd, ifd, lfd, a.epfd }, i = 0; i < 6; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);
+	kc_watch_stop(&kc);
 	hpn_nl_close(a.host);
 	hpn_conf_free(&a.conf);
 	free(a.conf_buf);

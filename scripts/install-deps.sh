@@ -39,6 +39,10 @@ packages=(
 	libcurl4-openssl-dev libyaml-dev openssl python3
 	# test/k8s-manifests.py: the manifests under conf/k8s/ parsed offline
 	python3-yaml
+	# hpn-rdma's OCI image (scripts/image.sh: patchelf, binutils' strip) and its
+	# runtime test (test/runtime/install.sh: inotifywait, readelf, objcopy,
+	# podman load into a scratch store)
+	patchelf binutils inotify-tools podman
 )
 # kubectl reads the stand-in API server's pods in the tests: Debian's
 # kubernetes-client, unless the machine already has a kubectl (another

@@ -26,8 +26,11 @@
 # scraping it, promtool, the dashboard's expressions, the health loop)
 # 25-40 s in each, and runtime.agent-gc (its GC against containerd's
 # sandboxes) about 20 s in each (under ASan it checks the agent's in-process
-# GC); memcheck.agent (the
-# agent, and the plugin's lookup, under valgrind: about 33 s) in the release pass only; building
+# GC); runtime.install (the cluster install from
+# hpn-rdma's OCI image: the DaemonSet's containers under containerd, the image
+# built twice for its digest, podman load) about 35 s, release pass only
+# (test/runtime/CMakeLists.txt says why); memcheck.agent (the agent, and the plugin's
+# lookup, under valgrind: about 33 s) in the release pass only; building
 # hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
 # agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
 # stand-in API server) is 10-16 s in each pass; its memcheck run, release

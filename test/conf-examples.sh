@@ -26,9 +26,25 @@ for f in "$conf_dir"/k8s/*.yaml; do
 		else . end | del(.capabilities)' <<<"$c")
 	conf_check "k8s/$(basename "$f")" "$c"
 done
+# ConfigMaps (conf/k8s/hpn-rdma.yaml: the conflist the installer puts on
+# every node): each .conflist / .conf key, validated like the files above.
+for f in "$conf_dir"/k8s/*.yaml; do
+	grep -q '^kind: ConfigMap' "$f" || continue
+	while IFS=$'\t' read -r key c; do
+		case $key in
+		*.conflist) conf_check_list "k8s/$(basename "$f") $key" "$c" ;;
+		*.conf) conf_check_conf "k8s/$(basename "$f") $key" "$c" ;;
+		esac
+	done < <(/usr/bin/python3 -c 'import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+	if d and d.get("kind") == "ConfigMap":
+		for k, v in sorted(d.get("data", {}).items()):
+			print(k + "\t" + json.dumps(json.loads(v)))' "$f")
+done
 # The manifests under conf/k8s/ (the seed's Deployment as the GPU conflist
-# selects and hints it, the plugin's RBAC), checked offline by
-# k8s-manifests.py: kubectl validates only against a server, and none is here.
+# selects and hints it, the cluster install's objects and paths, its RBAC),
+# checked offline by k8s-manifests.py: kubectl validates only against a
+# server, and none is here.
 if compgen -G "$conf_dir/k8s/*.yaml" >/dev/null; then
 	checked=$((checked + 1))
 	if out=$(/usr/bin/python3 "$(dirname "$0")/k8s-manifests.py" "$conf_dir" 2>&1); then

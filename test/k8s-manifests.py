@@ -21,11 +21,25 @@ so:
     POD_UID from metadata.uid);
   - the RBAC gives the plugin's ServiceAccount get on pods and nothing else,
     bound cluster-wide to a ServiceAccount defined in the same file;
-  - the agent's DaemonSet holds together with the agent and the conflist it
-    names (host network; the kubelet's device-plugins and pod-resources, the
-    lookup socket's directory and the journals mounted at their host paths; a
-    pool; not privileged), and the Deployment asking for its resource does so
-    beside nvidia.com/gpu, requests equal to limits, unprivileged.
+  - hpn-rdma.yaml, the one manifest a cluster operator applies, holds
+    together: every namespaced object in its Namespace; its ConfigMap's
+    conflist is conf/<key> itself (one source of truth; conf-examples.sh
+    validates it with the plugin like every example); the DaemonSet's init
+    container runs the image's installer with that ConfigMap key, and writes
+    where the runtime and the plugin read: the CNI bin and conf dirs and the
+    bundle root scripts/image.sh bakes in, each a hostPath mounted at its own
+    path, the kubeconfig at the conflist's kubernetes.kubeconfig; its agent
+    container reads the same key, keeps that kubeconfig (mounted writable),
+    and has the kubelet's device-plugins and pod-resources, the lookup
+    socket's directory and the journals mounted at their host paths; the pod
+    runs as the file's ServiceAccount, in the host network, not privileged,
+    on GPU nodes (affinity or nodeSelector) with tolerations, rolling update;
+    the image is the one the build makes (CMakeLists.txt's version);
+  - hpn-rdma-uninstall.yaml's DaemonSet removes exactly what the installer
+    wrote (the same flags, mounts and image; its readiness probe is
+    uninstall --check with the same flags), the NetworkAttachmentDefinition
+    names the agent's resource, and the Deployment asking for that resource
+    does so beside nvidia.com/gpu, requests equal to limits, unprivileged.
 Prints one "ok:" or "FAIL:" line per check and "N passed, N failed" last;
 exits 1 when any failed.
 usage: k8s-manifests.py CONF_DIR
@@ -41,6 +55,8 @@ NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 # kind -> (apiVersion, allowed top-level keys)
 KINDS = {
+    "Namespace": ("v1", {"apiVersion", "kind", "metadata", "spec"}),
+    "ConfigMap": ("v1", {"apiVersion", "kind", "metadata", "data", "binaryData", "immutable"}),
     "Deployment": ("apps/v1", {"apiVersion", "kind", "metadata", "spec"}),
     "DaemonSet": ("apps/v1", {"apiVersion", "kind", "metadata", "spec"}),
     "ServiceAccount": ("v1", {"apiVersion", "kind", "metadata", "automountServiceAccountToken",
@@ -53,21 +69,44 @@ KINDS = {
                                                             "spec"}),
 }
 # Field names by path (from the API reference: ObjectMeta, DeploymentSpec,
-# PodTemplateSpec, PodSpec, Container, EnvVar, ResourceRequirements,
-# VolumeMount, Volume, PolicyRule, RoleRef, Subject), for the paths used here.
+# DaemonSetSpec, DaemonSetUpdateStrategy, PodTemplateSpec, PodSpec, Affinity,
+# NodeAffinity, NodeSelector(Term, Requirement), Toleration, Container,
+# SecurityContext, Capabilities, Probe, ExecAction, EnvVar,
+# ResourceRequirements, VolumeMount, Volume, ConfigMapVolumeSource,
+# PolicyRule, RoleRef, Subject), for the paths used here.
 FIELDS = {
     "metadata": {"name", "namespace", "labels", "annotations"},
     "Deployment.spec": {"replicas", "selector", "template", "strategy", "minReadySeconds",
                         "revisionHistoryLimit", "progressDeadlineSeconds", "paused"},
     "DaemonSet.spec": {"selector", "template", "updateStrategy", "minReadySeconds",
                        "revisionHistoryLimit"},
+    "updateStrategy": {"type", "rollingUpdate"},
+    "rollingUpdate": {"maxUnavailable", "maxSurge"},
+    "affinity": {"nodeAffinity", "podAffinity", "podAntiAffinity"},
+    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution",
+                     "preferredDuringSchedulingIgnoredDuringExecution"},
+    "nodeSelector": {"nodeSelectorTerms"},
+    "nodeSelectorTerm": {"matchExpressions", "matchFields"},
+    "nodeSelectorRequirement": {"key", "operator", "values"},
+    "toleration": {"key", "operator", "value", "effect", "tolerationSeconds"},
+    "securityContext": {"runAsUser", "runAsGroup", "runAsNonRoot", "privileged",
+                        "allowPrivilegeEscalation", "readOnlyRootFilesystem", "capabilities",
+                        "seLinuxOptions", "seccompProfile", "procMount"},
+    "capabilities": {"add", "drop"},
+    "probe": {"exec", "httpGet", "tcpSocket", "grpc", "initialDelaySeconds", "periodSeconds",
+              "timeoutSeconds", "successThreshold", "failureThreshold",
+              "terminationGracePeriodSeconds"},
+    "exec": {"command"},
+    "configMap": {"name", "items", "defaultMode", "optional"},
     "selector": {"matchLabels", "matchExpressions"},
     "template": {"metadata", "spec"},
     "pod": {"containers", "initContainers", "volumes", "nodeSelector", "tolerations",
             "affinity", "serviceAccountName", "restartPolicy", "hostNetwork", "dnsPolicy",
-            "terminationGracePeriodSeconds", "securityContext", "priorityClassName"},
+            "terminationGracePeriodSeconds", "securityContext", "priorityClassName",
+            "automountServiceAccountToken"},
     "container": {"name", "image", "command", "args", "env", "envFrom", "resources",
-                  "volumeMounts", "ports", "workingDir", "securityContext", "imagePullPolicy"},
+                  "volumeMounts", "ports", "workingDir", "securityContext", "imagePullPolicy",
+                  "readinessProbe", "livenessProbe", "startupProbe"},
     "env": {"name", "value", "valueFrom"},
     "valueFrom": {"fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef"},
     "fieldRef": {"fieldPath", "apiVersion"},
@@ -128,9 +167,43 @@ def pod_template(doc, where):
           f"{where}: spec.selector.matchLabels are labels of the template")
     pod = tmpl.get("spec", {})
     fields(pod, "pod", f"{where}.spec.template.spec")
-    for i, c in enumerate(pod.get("containers", [])):
-        cw = f"{where}.spec.template.spec.containers[{i}]"
+    if "updateStrategy" in spec:
+        fields(spec["updateStrategy"], "updateStrategy", f"{where}.spec.updateStrategy")
+        if "rollingUpdate" in spec["updateStrategy"]:
+            fields(spec["updateStrategy"]["rollingUpdate"], "rollingUpdate",
+                   f"{where}.spec.updateStrategy.rollingUpdate")
+    aff = pod.get("affinity")
+    if aff is not None:
+        pw = f"{where}.spec.template.spec.affinity"
+        fields(aff, "affinity", pw)
+        na = aff.get("nodeAffinity", {})
+        fields(na, "nodeAffinity", f"{pw}.nodeAffinity")
+        req = na.get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        fields(req, "nodeSelector", f"{pw}.nodeAffinity.required...")
+        for i, t in enumerate(req.get("nodeSelectorTerms", [])):
+            fields(t, "nodeSelectorTerm", f"{pw}...nodeSelectorTerms[{i}]")
+            for j, e in enumerate(t.get("matchExpressions", [])):
+                fields(e, "nodeSelectorRequirement", f"{pw}...nodeSelectorTerms[{i}][{j}]")
+                check(e.get("operator") in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+                      and (("values" in e) == (e.get("operator") in ("In", "NotIn", "Gt", "Lt"))),
+                      f"{pw}...nodeSelectorTerms[{i}][{j}]: an operator with values as it needs")
+    for i, t in enumerate(pod.get("tolerations", [])):
+        fields(t, "toleration", f"{where}.spec.template.spec.tolerations[{i}]")
+    ctrs = [(f"containers[{i}]", c) for i, c in enumerate(pod.get("containers", []))]
+    ctrs += [(f"initContainers[{i}]", c) for i, c in enumerate(pod.get("initContainers", []))]
+    for name, c in ctrs:
+        cw = f"{where}.spec.template.spec.{name}"
         fields(c, "container", cw)
+        if "securityContext" in c:
+            fields(c["securityContext"], "securityContext", f"{cw}.securityContext")
+            if "capabilities" in c["securityContext"]:
+                fields(c["securityContext"]["capabilities"], "capabilities",
+                       f"{cw}.securityContext.capabilities")
+        for pk in ("readinessProbe", "livenessProbe", "startupProbe"):
+            if pk in c:
+                fields(c[pk], "probe", f"{cw}.{pk}")
+                if "exec" in c[pk]:
+                    fields(c[pk]["exec"], "exec", f"{cw}.{pk}.exec")
         for j, e in enumerate(c.get("env", [])):
             fields(e, "env", f"{cw}.env[{j}]")
             if "valueFrom" in e:
@@ -143,7 +216,7 @@ def pod_template(doc, where):
     for i, v in enumerate(pod.get("volumes", [])):
         vw = f"{where}.spec.template.spec.volumes[{i}]"
         fields(v, "volume", vw)
-        for k in ("hostPath", "emptyDir"):
+        for k in ("hostPath", "emptyDir", "configMap"):
             if k in v:
                 fields(v[k], k, f"{vw}.{k}")
     return meta, pod
@@ -182,49 +255,192 @@ def conflist(conf, name):
         return next(p for p in json.load(f)["plugins"] if p["type"] == "hpn-rdma")
 
 
-def agent_daemonset(doc, where, conf):
-    """hpn-rdma-agent's DaemonSet holds together with the agent and the conflist it names."""
-    _, pod = pod_template(doc, where)
-    check(pod.get("hostNetwork") is True, f"{where}: hostNetwork (the pool's NICs are the host's)")
-    (ctr,) = pod["containers"]
-    sc = ctr.get("securityContext", {})
-    check(sc.get("privileged") is False and sc.get("runAsUser") == 0,
-          f"{where}: the agent runs as root, not privileged")
-    args = dict(a.split("=", 1) for a in ctr["args"])
-    kdir = args.get("--kubelet-dir", "/var/lib/kubelet")
-    vols = {v["name"]: v for v in pod["volumes"]}
-    mounts = {m["mountPath"]: vols[m["name"]]["hostPath"]["path"] for m in ctr["volumeMounts"]}
-    for path in (kdir + "/device-plugins", kdir + "/pod-resources", "/run/hpn-rdma",
-                 "/var/lib/cni/hpn-rdma"):
-        check(mounts.get(path) == path, f"{where}: {path} is mounted from the host at that path")
-    conf_path = args["--config"]
-    check(os.path.dirname(conf_path) in mounts,
-          f"{where}: --config {conf_path} is under a mounted directory")
-    entry = conflist(conf, os.path.basename(conf_path))
-    check("match" in entry, f"{where}: {os.path.basename(conf_path)} selects a pool (match)")
+def flags(args):
+    """--name=value arguments as a dict (a bare --flag is True)."""
+    out = {}
+    for a in args:
+        k, eq, v = a.partition("=")
+        out[k] = v if eq else True
+    return out
+
+
+def host_paths(ctr, vols):
+    """mountPath -> (hostPath path or None, readOnly) of a container's mounts."""
+    out = {}
+    for m in ctr.get("volumeMounts", []):
+        v = vols.get(m["name"], {})
+        out[m["mountPath"]] = (v.get("hostPath", {}).get("path"), bool(m.get("readOnly")))
+    return out
+
+
+def at_host_path(ctr, vols, path, where, what, writable):
+    """path lies under a hostPath mounted at its own path (so a path the
+    container writes is the path the host's runtime and plugin read)."""
+    mounts = host_paths(ctr, vols)
+    best = max((m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")),
+               key=len, default=None)
+    ok = best is not None and mounts[best][0] == best and (not writable or not mounts[best][1])
+    check(ok, f"{where}: {what} {path} is under a hostPath mounted at its own path" +
+          (" (writable)" if writable else ""))
+
+
+def tree_facts(src):
+    """What the build bakes in: the image's name, entrypoint and bundle root."""
+    with open(os.path.join(src, "CMakeLists.txt")) as f:
+        version = re.search(r"project\(hpn-rdma VERSION (\S+)", f.read()).group(1)
+    with open(os.path.join(src, "agent", "CMakeLists.txt")) as f:
+        name = re.search(r'set\(HPN_IMAGE_NAME "([^"]+)"\)', f.read()).group(1)
+    with open(os.path.join(src, "scripts", "image.sh")) as f:
+        text = f.read()
+    root = re.search(r"bundle_root=(\S+)", text).group(1)
+    entry = re.search(r'"\$out" (/\S+)\s*$', text, re.M).group(1)
+    return name.replace("${PROJECT_VERSION}", version), entry, root
+
+
+def cluster(docs, where, conf, src):
+    """hpn-rdma.yaml: namespace, ConfigMap, RBAC identity and the DaemonSet hold together."""
+    image, entry_point, bundle_root = tree_facts(src)
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d["kind"], []).append(d)
+    for k in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
+              "DaemonSet"):
+        check(len(by_kind.get(k, [])) == 1, f"{where}: one {k}")
+    ns = by_kind["Namespace"][0]["metadata"]["name"]
+    for d in docs:
+        if d["kind"] in ("ServiceAccount", "ConfigMap", "DaemonSet"):
+            check(d["metadata"].get("namespace") == ns,
+                  f"{where}: {d['kind']} {d['metadata']['name']} is in the namespace {ns}")
+    cm = by_kind["ConfigMap"][0]
+    data = cm.get("data", {})
+    for key, text in data.items():
+        try:
+            got = json.loads(text)
+        except ValueError as e:
+            check(False, f"{where}: ConfigMap key {key} is JSON: {e}")
+            continue
+        path = os.path.join(conf, key)
+        same = os.path.isfile(path) and got == json.load(open(path))
+        check(same, f"{where}: ConfigMap key {key} is conf/{key} itself (one source of truth)")
+    ds = by_kind["DaemonSet"][0]
+    dw = f"{where}: DaemonSet {ds['metadata']['name']}"
+    pod = ds["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    sa = by_kind["ServiceAccount"][0]["metadata"]["name"]
+    check(pod.get("serviceAccountName") == sa,
+          f"{dw} runs as the ServiceAccount {sa} (the plugin's kubeconfig is its token)")
+    check(pod.get("hostNetwork") is True, f"{dw}: hostNetwork (the pool's NICs are the host's)")
+    check(ds["spec"].get("updateStrategy", {}).get("type") == "RollingUpdate",
+          f"{dw}: updateStrategy RollingUpdate")
+    terms = (pod.get("affinity", {}).get("nodeAffinity", {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms"))
+    check(bool(terms) or bool(pod.get("nodeSelector")), f"{dw}: chooses its nodes (GPU nodes)")
+    check(bool(pod.get("tolerations")), f"{dw}: tolerates the GPU nodes' taints")
+    inits, ctrs = pod.get("initContainers", []), pod.get("containers", [])
+    check(len(inits) == 1 and len(ctrs) == 1, f"{dw}: one init container, one container")
+    for c in inits + ctrs:
+        sc = c.get("securityContext", {})
+        check(c.get("image") == image, f"{dw} {c['name']}: the image the build makes ({image})")
+        check(sc.get("privileged") is False and sc.get("runAsUser") == 0,
+              f"{dw} {c['name']}: root, not privileged")
+    init, agent = inits[0], ctrs[0]
+    check(init.get("args", [""])[0] == "install" and "command" not in init,
+          f"{dw}: the init container runs the image's installer ({entry_point} install)")
+    f = flags(init["args"][1:])
+    conf_path = f.get("--conf", "")
+    cm_mounts = [m["mountPath"] for m in init.get("volumeMounts", [])
+                 if vols.get(m["name"], {}).get("configMap", {}).get("name") ==
+                 cm["metadata"]["name"]]
+    key = os.path.basename(conf_path)
+    check(os.path.dirname(conf_path) in cm_mounts and key in data,
+          f"{dw}: install --conf {conf_path} is the ConfigMap's key {key}")
+    if key not in data:
+        return None
+    entry = next(p for p in json.loads(data[key])["plugins"] if p["type"] == "hpn-rdma")
+    bin_dir = f.get("--cni-bin-dir", "/opt/cni/bin")
+    conf_dir = f.get("--cni-conf-dir", "/etc/cni/net.d")
+    at_host_path(init, vols, bin_dir, dw, "install's CNI bin dir", True)
+    at_host_path(init, vols, conf_dir, dw, "install's CNI conf dir", True)
+    at_host_path(init, vols, bundle_root, dw, "the plugin's bundle root (scripts/image.sh)", True)
+    kc = entry.get("kubernetes", {}).get("kubeconfig")
+    check(kc and f.get("--kubeconfig") == kc,
+          f"{dw}: install writes the kubeconfig the conflist reads ({kc})")
+    if kc:
+        at_host_path(init, vols, os.path.dirname(kc), dw, "the kubeconfig's directory", True)
+    # The agent: the same conflist, the same kubeconfig, the kubelet's and the plugin's dirs.
+    check(not agent.get("args", ["-"])[0] in ("install", "uninstall"),
+          f"{dw}: the container runs the agent itself")
+    a = flags(agent.get("args", []))
+    check(a.get("--config") == conf_path and os.path.dirname(conf_path) in
+          [m["mountPath"] for m in agent.get("volumeMounts", [])
+           if vols.get(m["name"], {}).get("configMap")],
+          f"{dw}: the agent reads the conflist install installs ({conf_path})")
+    check("match" in entry, f"{dw}: {key} selects a pool (match), which the agent lists")
+    check(kc and a.get("--kubeconfig") == kc, f"{dw}: the agent keeps the kubeconfig {kc}")
+    if kc:
+        at_host_path(agent, vols, os.path.dirname(kc), dw, "the agent's kubeconfig directory",
+                     True)
+    kdir = a.get("--kubelet-dir", "/var/lib/kubelet")
+    for path in (kdir + "/device-plugins", kdir + "/pod-resources"):
+        at_host_path(agent, vols, path, dw, "the kubelet's", True)
     sock = entry.get("agent", {}).get("socket", "/run/hpn-rdma/agent.sock")
-    check(os.path.dirname(sock) in mounts,
-          f"{where}: agent.socket {sock} is in a directory shared with the host")
-    check(entry.get("stateDir", "/var/lib/cni/hpn-rdma") in mounts,
-          f"{where}: the journals' stateDir is mounted")
+    at_host_path(agent, vols, os.path.dirname(sock), dw, "agent.socket's directory", True)
+    state = entry.get("stateDir", "/var/lib/cni/hpn-rdma")
+    at_host_path(agent, vols, state, dw, "the journals' stateDir", True)
     # GC (on unless --cri-socket=none or --gc-interval=0) undoes attachments as DEL would.
-    if args.get("--cri-socket") != "none" and args.get("--gc-interval") != "0":
-        cri = args.get("--cri-socket", "/run/containerd/containerd.sock")
-        check(mounts.get(cri) == cri, f"{where}: GC's CRI socket {cri} is mounted from the host")
-        caps = set(sc.get("capabilities", {}).get("add", []))
+    if a.get("--cri-socket") != "none" and a.get("--gc-interval") != "0":
+        cri = a.get("--cri-socket", "/run/containerd/containerd.sock")
+        at_host_path(agent, vols, cri, dw, "GC's CRI socket", True)
+        caps = set(agent.get("securityContext", {}).get("capabilities", {}).get("add", []))
         check({"NET_ADMIN", "SYS_ADMIN"} <= caps,
-              f"{where}: GC has CAP_NET_ADMIN and CAP_SYS_ADMIN (it has {sorted(caps)})")
-        for path in args.get("--cni-path", "/opt/cni/bin").split(":") + ["/var/run/netns"]:
-            check(mounts.get(path) == path, f"{where}: {path} (GC) is mounted from the host")
-        netns = [m for m in ctr["volumeMounts"] if m["mountPath"] == "/var/run/netns"]
+              f"{dw}: GC has CAP_NET_ADMIN and CAP_SYS_ADMIN (it has {sorted(caps)})")
+        for path in a.get("--cni-path", "/opt/cni/bin").split(":"):
+            at_host_path(agent, vols, path, dw, "GC's IPAM plugins", False)
+        for path in ("/var/run/netns", "/var/lib/cni/networks"):
+            at_host_path(agent, vols, path, dw, "GC's", path != "/var/run/netns")
+        netns = [m for m in agent["volumeMounts"] if m["mountPath"] == "/var/run/netns"]
         check(bool(netns) and netns[0].get("mountPropagation") == "HostToContainer",
-              f"{where}: pods' netns mounts made after the agent starts reach it")
-    addr = args.get("--metrics-address", "127.0.0.1:9467")
+              f"{dw}: pods' netns mounts made after the agent starts reach it")
+    addr = a.get("--metrics-address", "127.0.0.1:9467")
     if addr != "none":
         port = int(addr.rsplit(":", 1)[1])
-        check(any(p.get("containerPort") == port for p in ctr.get("ports", [])),
-              f"{where}: the metrics port {port} is declared")
-    return args.get("--resource", "rdma/hpn"), entry
+        check(any(p.get("containerPort") == port for p in agent.get("ports", [])),
+              f"{dw}: the metrics port {port} is declared")
+    return {"resource": a.get("--resource", "rdma/hpn"), "entry": entry, "ns": ns,
+            "cm": cm["metadata"]["name"], "image": image, "entry_point": entry_point,
+            "bundle_root": bundle_root, "state": state,
+            "flags": {k: f[k] for k in ("--conf", "--cni-bin-dir", "--cni-conf-dir",
+                                        "--kubeconfig") if k in f}}
+
+
+def uninstall(d, where, inst):
+    """The uninstall DaemonSet removes what install wrote, from the same places."""
+    pod = d["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    check(d["metadata"].get("namespace") == inst["ns"], f"{where}: in the namespace {inst['ns']}")
+    (c,) = pod["containers"]
+    args = c.get("args", [])
+    check(args[:2] == ["uninstall", "--wait"] and c.get("image") == inst["image"],
+          f"{where}: runs {inst['image']}'s uninstall --wait")
+    f = flags(args[2:])
+    check(f == inst["flags"], f"{where}: the installer's own flags ({inst['flags']})")
+    probe = c.get("readinessProbe", {}).get("exec", {}).get("command")
+    check(probe == [inst["entry_point"], "uninstall", "--check"] + args[2:],
+          f"{where}: Ready when uninstall --check (same flags) finds nothing left")
+    conf = inst["flags"].get("--conf", "")
+    check(any(m["mountPath"] == os.path.dirname(conf) and
+              vols.get(m["name"], {}).get("configMap", {}).get("name") == inst["cm"]
+              for m in c.get("volumeMounts", [])), f"{where}: {conf} from the same ConfigMap")
+    at_host_path(c, vols, inst["flags"].get("--cni-bin-dir", "/opt/cni/bin"), where,
+                 "the CNI bin dir", True)
+    at_host_path(c, vols, inst["flags"].get("--cni-conf-dir", "/etc/cni/net.d"), where,
+                 "the CNI conf dir", True)
+    at_host_path(c, vols, inst["bundle_root"], where, "the bundle root", True)
+    if "--kubeconfig" in inst["flags"]:
+        at_host_path(c, vols, os.path.dirname(inst["flags"]["--kubeconfig"]), where,
+                     "the kubeconfig's directory", True)
+    at_host_path(c, vols, inst["state"], where, "the journals' stateDir", False)
+    check(not c.get("securityContext", {}).get("privileged"), f"{where}: not privileged")
 
 
 def rdma_deployment(doc, where, resource, entry):
@@ -273,10 +489,10 @@ def rbac(docs, where):
 
 def main():
     conf = sys.argv[1]
+    src = os.path.dirname(os.path.abspath(conf))
     plugin = conflist(conf, "20-hpn-rdma-gpu.conflist")
     k8s = os.path.join(conf, "k8s")
-    agent = None
-    seen_rbac = seen_seed = False
+    files = {}
     for name in sorted(os.listdir(k8s)):
         if not name.endswith(".yaml"):
             continue
@@ -288,11 +504,13 @@ def main():
             check(False, f"{where} is YAML: {e}")
             continue
         check(docs, f"{where} is YAML with at least one object")
+        good = []
         for i, d in enumerate(docs):
             dw = f"{where}[{i}]"
             if not check(isinstance(d, dict) and d.get("kind") in KINDS,
                          f"{dw} is an object of a kind shipped here ({', '.join(KINDS)})"):
                 continue
+            good.append(d)
             api, top = KINDS[d["kind"]]
             check(d.get("apiVersion") == api, f"{dw}: {d['kind']} is apiVersion {api}")
             fields(d, top, f"{dw} ({d['kind']})")
@@ -304,22 +522,44 @@ def main():
                 labels_ok(meta["labels"], f"{dw}.metadata.labels")
             if d["kind"] == "NetworkAttachmentDefinition":
                 fields(d.get("spec"), "NetworkAttachmentDefinition.spec", f"{dw}.spec")
+            if d["kind"] == "ConfigMap":
+                check(all(isinstance(v, str) for v in d.get("data", {}).values()),
+                      f"{dw}: ConfigMap data values are strings")
             if d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu.yaml":
                 seed_deployment(d, dw, plugin)
-                seen_seed = True
-            elif d["kind"] == "DaemonSet" and name == "hpn-rdma-agent.yaml":
-                agent = agent_daemonset(d, dw, conf)
             elif d["kind"] in ("Deployment", "DaemonSet"):
                 pod_template(d, dw)
-        if any(d.get("kind") == "ClusterRoleBinding" for d in docs if isinstance(d, dict)):
-            seen_rbac = rbac(docs, where)
-    check(seen_seed, "k8s/dep-demo-hpn-gpu.yaml holds the seed's Deployment")
-    check(agent, "k8s/hpn-rdma-agent.yaml holds the agent's DaemonSet")
-    if agent:
+        files[name] = good
+    check("dep-demo-hpn-gpu.yaml" in files, "k8s/dep-demo-hpn-gpu.yaml holds the seed's Deployment")
+    inst = None
+    if check("hpn-rdma.yaml" in files, "k8s/hpn-rdma.yaml: the one manifest of the cluster install"):
+        docs = files["hpn-rdma.yaml"]
+        check(rbac(docs, "k8s/hpn-rdma.yaml"),
+              "k8s/hpn-rdma.yaml holds the plugin's RBAC (ServiceAccount, ClusterRole, binding)")
+        inst = cluster(docs, "k8s/hpn-rdma.yaml", conf, src)
+    others = [n for n, docs in files.items() if n != "hpn-rdma.yaml" and
+              any(d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                                "Namespace", "ConfigMap") for d in docs)]
+    check(not others, "no other file repeats the install's objects" +
+          (f" (found in {', '.join(others)})" if others else ""))
+    if inst:
+        un = [d for d in files.get("hpn-rdma-uninstall.yaml", []) if d["kind"] == "DaemonSet"]
+        if check(len(un) == 1, "k8s/hpn-rdma-uninstall.yaml holds the uninstall DaemonSet"):
+            uninstall(un[0], "k8s/hpn-rdma-uninstall.yaml[0]", inst)
+        for d in files.get("hpn-rdma-nad.yaml", []):
+            if d["kind"] == "NetworkAttachmentDefinition":
+                nw = "k8s/hpn-rdma-nad.yaml"
+                check(d["metadata"].get("namespace") == inst["ns"] and
+                      d["metadata"].get("annotations", {})
+                      .get("k8s.v1.cni.cncf.io/resourceName") == inst["resource"],
+                      f"{nw}: in {inst['ns']}, taking its NIC from {inst['resource']}")
+                cfg = json.loads(d["spec"]["config"])
+                kc = cfg.get("kubernetes", {}).get("kubeconfig")
+                check(kc is None or kc == inst["flags"].get("--kubeconfig"),
+                      f"{nw}: its kubeconfig, if any, is the one the DaemonSet keeps")
         with open(os.path.join(k8s, "dep-rdma-gpu.yaml")) as f:
             (dep,) = [d for d in yaml.safe_load_all(f) if d]
-        rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", *agent)
-    check(seen_rbac, "conf/k8s/ holds the plugin's RBAC (ServiceAccount, ClusterRole, binding)")
+        rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", inst["resource"], inst["entry"])
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -46,6 +46,7 @@ const usage = `usage: hpn-cri [-a SOCKET] [-timeout SECONDS] COMMAND [ARGS]
   stop [-t SECONDS] ID...      StopContainer (default 0: kill at once)
   rm ID...                     RemoveContainer
   ps [-p POD_ID]               ListContainers (JSON)
+  inspect ID                   ContainerStatus (JSON: state, exitCode, reason...)
   exec [-t SECONDS] ID CMD...  ExecSync: the command's stdout and stderr, its exit status
   cycle [-n N] [-w W] POD.json RunPodSandbox, StopPodSandbox, RemovePodSandbox of the
                                pod, W times unmeasured then N times, one process (no
@@ -252,6 +253,15 @@ func main() {
 				Filter: &pb.ContainerFilter{PodSandboxId: pod}})
 			if err == nil {
 				printMessage(r)
+			}
+			return err
+		})
+	case "inspect":
+		a := subFlags(cmd, args, nil, 1)
+		c.call("ContainerStatus", func(ctx context.Context) error {
+			r, err := c.rt.ContainerStatus(ctx, &pb.ContainerStatusRequest{ContainerId: a[0]})
+			if err == nil {
+				printMessage(r.Status)
 			}
 			return err
 		})

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A container of a DaemonSet in conf/k8s/, as the kubelet would hand it to
+the runtime: a CRI ContainerConfig (proto3 JSON, test/runtime/cri/api.proto)
+for hpn-cri, on a throwaway "host".
+
+The kubelet turns a hostPath volume mounted at MOUNTPATH into a bind mount
+of the host's PATH. Here the host is a scratch directory: every host path
+is remapped by the longest matching prefix of the map (HOST=SCRATCH pairs),
+and, because the manifests mount host paths at their own paths, the mount
+path and every argument naming such a path are remapped the same way, so
+the container sees the paths the plugin, running on the host, reads. Paths
+given with --keep stay as they are inside the container (the bundle root
+/opt/hpn-rdma, which the plugin's loader names and the node mounts there).
+A configMap volume is the directory --configmap; the service account's
+projected volume is --service-account at its in-cluster path (unless
+automountServiceAccountToken is false). The container's env gets
+KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them.
+
+usage: daemonset.py MANIFEST DAEMONSET init|main CONTAINER_NAME LOG_PATH
+         --map HOST=SCRATCH ... [--keep PATH ...] --configmap DIR
+         --service-account DIR --image NAME [--args-only | --probe]
+Prints the ContainerConfig JSON (or, with --args-only, the args one a line;
+with --probe, the readiness probe's exec command, remapped, one a line).
+"""
+import argparse
+import json
+import sys
+
+import yaml
+
+SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("manifest")
+    ap.add_argument("daemonset")
+    ap.add_argument("which", choices=["init", "main"])
+    ap.add_argument("name")
+    ap.add_argument("log_path")
+    ap.add_argument("--map", action="append", default=[])
+    ap.add_argument("--keep", action="append", default=[])
+    ap.add_argument("--configmap", required=True)
+    ap.add_argument("--service-account", required=True)
+    ap.add_argument("--image", required=True)
+    ap.add_argument("--args-only", action="store_true")
+    ap.add_argument("--probe", action="store_true")
+    o = ap.parse_args()
+    pairs = sorted((tuple(m.split("=", 1)) for m in o.map), key=lambda p: -len(p[0]))
+
+    def remap(path):
+        for host, scratch in pairs:
+            if path == host or path.startswith(host.rstrip("/") + "/"):
+                return scratch + path[len(host):]
+        sys.exit(f"daemonset.py: no --map for the host path {path}")
+
+    def kept(path):
+        return any(path == k or path.startswith(k.rstrip("/") + "/") for k in o.keep)
+
+    docs = [d for d in yaml.safe_load_all(open(o.manifest)) if d]
+    (ds,) = [d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"] == o.daemonset]
+    pod = ds["spec"]["template"]["spec"]
+    ctrs = pod.get("initContainers" if o.which == "init" else "containers", [])
+    (c,) = [c for c in ctrs if c["name"] == o.name]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts, cm_dirs = [], []
+    for m in c.get("volumeMounts", []):
+        v = vols[m["name"]]
+        if "configMap" in v:
+            mounts.append({"containerPath": m["mountPath"], "hostPath": o.configmap,
+                           "readonly": True})
+            cm_dirs.append(m["mountPath"])
+            continue
+        host = v["hostPath"]["path"]
+        inside = m["mountPath"]
+        if not kept(inside):
+            if inside != host:
+                sys.exit(f"daemonset.py: {o.name} mounts {host} at {inside}, not at its own path")
+            inside = remap(host)
+        mounts.append({"containerPath": inside, "hostPath": remap(host),
+                       "readonly": bool(m.get("readOnly"))})
+    if pod.get("automountServiceAccountToken", True):
+        mounts.append({"containerPath": SA_PATH, "hostPath": o.service_account, "readonly": True})
+
+    def arg(a):
+        k, eq, v = a.partition("=")
+        if eq and v.startswith("/") and not kept(v) and not any(
+                v.startswith(d.rstrip("/") + "/") for d in cm_dirs):
+            return f"{k}={remap(v)}"
+        return a
+
+    args = [arg(a) for a in c.get("args", [])]
+    if o.probe:
+        print("\n".join(arg(a) for a in c["readinessProbe"]["exec"]["command"]))
+        return 0
+    if o.args_only:
+        print("\n".join(args))
+        return 0
+    sc = c.get("securityContext", {})
+    cfg = {
+        "metadata": {"name": o.name, "attempt": 0},
+        "image": {"image": o.image},
+        "args": args,
+        "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"},
+                 {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}],
+        "mounts": mounts,
+        "logPath": o.log_path,
+        "linux": {"securityContext": {
+            "privileged": bool(sc.get("privileged")),
+            "readonlyRootfs": bool(sc.get("readOnlyRootFilesystem")),
+            "runAsUser": {"value": sc.get("runAsUser", 0)},
+            "capabilities": {"dropCapabilities": sc.get("capabilities", {}).get("drop", []),
+                             "addCapabilities": sc.get("capabilities", {}).get("add", [])},
+            "namespaceOptions": {"network": "NODE" if pod.get("hostNetwork") else "POD",
+                                 "pid": "CONTAINER", "ipc": "POD"}}},
+    }
+    if "command" in c:
+        cfg["command"] = c["command"]
+    print(json.dumps(cfg))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
