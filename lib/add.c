@@ -47,7 +47,7 @@ static int fault(const char *step, struct hpn_err *err)
 }
 
 /* NIC i's routes, at most: each of its IPAM result's in the main table and in its rail's. */
-#define NIC_ROUTES (2 * HPN_MAX_ROUTES)
+#define NIC_ROUTES ((size_t)2 * HPN_MAX_ROUTES)
 
 /*
  * Addresses of NIC i's IPAM result on its pod interface, still down; then

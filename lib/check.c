@@ -175,7 +175,7 @@ static int check_hints(struct hpn_attach *a, const struct hpn_conf *conf,
 static int check_own(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_result *own, struct hpn_err *err)
 {
-	struct hpn_link l[HPN_MAX_NICS];
+	struct hpn_link l[HPN_MAX_NICS] = { 0 };
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < a->j.n_nics; i++)

@@ -248,7 +248,7 @@ static int port_dump(struct port_dump *d, struct hpn_err *err)
 
 int hpn_rdma_present(const char *name, struct hpn_err *err)
 {
-	uint32_t index;
+	uint32_t index = 0;
 
 	return dev_index(name, &index, err);
 }
@@ -322,7 +322,7 @@ int hpn_rdma_link_add(const char *name, const char *type, const char *netdev, st
 int hpn_rdma_link_del(const char *name, struct hpn_err *err)
 {
 	char extack[HPN_EXTACK_LEN];
-	uint32_t index;
+	uint32_t index = 0;
 	int r = dev_index(name, &index, err);
 
 	if (r == -EPROTONOSUPPORT || r == 0)
@@ -356,7 +356,7 @@ static int on_qp(struct nl_msg *msg, void *arg)
 	if (nldev_parse(msg, &a) < 0 || !a.tb[RDMA_NLDEV_ATTR_RES_QP])
 		return 0;
 	nla_for_each_nested (e, a.tb[RDMA_NLDEV_ATTR_RES_QP], rem) {
-		struct nldev t;
+		struct nldev t = { 0 };
 
 		if (nla_type(e) != RDMA_NLDEV_ATTR_RES_QP_ENTRY ||
 		    nla_parse_nested(t.tb, RDMA_NLDEV_ATTR_MAX - 1, e, NULL) < 0)
@@ -373,7 +373,7 @@ int hpn_rdma_has_gsi(const char *name, uint32_t port, struct hpn_err *err)
 {
 	struct qp_scan q = { .port = port };
 	char extack[HPN_EXTACK_LEN];
-	uint32_t index;
+	uint32_t index = 0;
 	int r = dev_index(name, &index, err);
 
 	if (r == 0)

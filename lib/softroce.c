@@ -134,12 +134,14 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
 int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
 		    const struct hpn_journal_nic *n, struct hpn_err *err)
 {
-	int r, rh, present = 0;
 	bool home = false;
+	int r;
 
 	if (!n->rdma.created)
 		return 0;
 	if (pod_fd >= 0) {
+		int rh, present;
+
 		r = hpn_netns_enter(pod_fd);
 		if (r < 0)
 			return hpn_err_set(err, HPN_E_NETNS, -r, "enter netns \"%s\": %s", j->netns,

@@ -27,20 +27,20 @@
 /* What the kernel says about one netdev (RTM_NEWLINK). */
 struct hpn_link {
 	int ifindex;
-	char name[HPN_IFNAMSIZ];
-	char altnames[HPN_MAX_ALTNAMES][HPN_ALTNAMSIZ];
-	size_t n_altnames;
 	unsigned int mtu;
-	uint8_t mac[HPN_MAC_LEN];
-	bool has_mac;
-	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
-	bool has_perm_mac;
-	bool up;	   /* administratively up (IFF_UP) */
-	char kind[16];	   /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
 	int lower_ifindex; /* IFLA_LINK in the same netns (a veth's peer, a macvlan's parent); 0 */
 	/* Its IPv4 settings (net.ipv4.conf.<name>), when the kernel sent them. */
-	bool has_inet_conf;
 	unsigned int arp_ignore, arp_announce;
+	bool has_inet_conf;
+	bool has_mac;
+	bool has_perm_mac;
+	bool up; /* administratively up (IFF_UP) */
+	size_t n_altnames;
+	char name[HPN_IFNAMSIZ];
+	char altnames[HPN_MAX_ALTNAMES][HPN_ALTNAMSIZ];
+	char kind[16]; /* IFLA_INFO_KIND: "veth", "macvlan"; empty for hardware */
+	uint8_t mac[HPN_MAC_LEN];
+	uint8_t perm_mac[HPN_MAC_LEN]; /* IFLA_PERM_ADDRESS: burned-in, survives renames */
 };
 
 /* The node's RDMA netns mode (rdma system), and what config rdmaNetns asks of it. */
