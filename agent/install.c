@@ -537,29 +537,15 @@ static int conf_read(const char *path, char **ret_text, size_t *ret_len, char **
 {
 	_cleanup_free_ char *text = NULL, *entry_text = NULL;
 	struct hpn_conf conf;
-	void *entry = NULL;
 	size_t len = 0;
-	int index, r;
+	int r;
 
 	r = read_path(path, CONF_MAX, &text, &len, err);
 	if (r < 0)
 		return r;
-	r = hpn_conf_entry(text, len, &entry, &index);
-	if (r == -EINVAL)
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s is not a JSON object", path);
-	if (r == 0)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENOENT,
-				   "%s has no plugin of type hpn-rdma", path);
+	r = hpn_conf_parse_text(path, text, len, HPN_CMD_ADD, &conf, &entry_text, err);
 	if (r < 0)
 		return r;
-	entry_text = hpn_json_print(entry);
-	if (!entry_text)
-		return -ENOMEM;
-	r = hpn_conf_parse(entry_text, strlen(entry_text), HPN_CMD_ADD, &conf, err);
-	if (r < 0) {
-		hpn_err_prefix(err, "%s", path);
-		return r;
-	}
 	*ret_state = hpn_strdup(conf.state_dir ? conf.state_dir : DEFAULT_STATE);
 	*ret_kubeconfig = hpn_strdup(conf.kube.kubeconfig);
 	hpn_conf_free(&conf);

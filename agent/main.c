@@ -113,33 +113,17 @@ static int load_conf(const char *path, struct hpn_conf *conf, char **ret_buf, st
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char *entry_text;
-	void *entry = NULL;
-	int index, r;
 	size_t len;
+	int r;
 
 	if (fd < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
 	r = hpn_read_all(fd, CONF_MAX, &text, &len);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, -r, "read %s: %s", path, strerror(-r));
-	r = hpn_conf_entry(text, len, &entry, &index);
-	if (r == -EINVAL)
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s is not a JSON object", path);
-	if (r == 0)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENOENT,
-				   "%s has no plugin of type hpn-rdma", path);
+	r = hpn_conf_parse_text(path, text, len, HPN_CMD_ADD, conf, &entry_text, err);
 	if (r < 0)
 		return r;
-	entry_text = hpn_json_print(entry);
-	if (!entry_text)
-		return -ENOMEM;
-	r = hpn_conf_parse(entry_text, strlen(entry_text), HPN_CMD_ADD, conf, err);
-	if (r < 0) {
-		hpn_err_prefix(err, "%s", path);
-		hpn_conf_free(conf);
-		free(entry_text);
-		return r;
-	}
 	if (conf->selector != HPN_SEL_MATCH) {
 		hpn_conf_free(conf);
 		free(entry_text);

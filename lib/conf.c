@@ -686,6 +686,34 @@ int hpn_conf_entry(const char *text, size_t len, void **ret_entry, int *ret_inde
 	return 1;
 }
 
+int hpn_conf_parse_text(const char *path, const char *text, size_t len, enum hpn_cmd cmd,
+			struct hpn_conf *conf, char **ret_entry, struct hpn_err *err)
+{
+	void *entry = NULL;
+	char *entry_text;
+	int index, r = hpn_conf_entry(text, len, &entry, &index);
+
+	if (r == -EINVAL)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s is not a JSON object", path);
+	if (r == 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENOENT,
+				   "%s has no plugin of type hpn-rdma", path);
+	if (r < 0)
+		return r;
+	entry_text = hpn_json_print(entry);
+	if (!entry_text)
+		return -ENOMEM;
+	r = hpn_conf_parse(entry_text, strlen(entry_text), cmd, conf, err);
+	if (r < 0) {
+		hpn_err_prefix(err, "%s", path);
+		hpn_conf_free(conf);
+		free(entry_text);
+		return r;
+	}
+	*ret_entry = entry_text;
+	return 0;
+}
+
 static void free_list(char **l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

@@ -164,6 +164,14 @@ void hpn_match_free(struct hpn_match *m);
  * the text, -EINVAL: not a JSON object, -ENOMEM.
  */
 int hpn_conf_entry(const char *text, size_t len, void **ret_entry, int *ret_index);
+/*
+ * A file's text (path names it in errors) parsed for cmd as the runtime would
+ * hand it over (hpn_conf_entry): 6 not a JSON object, 7 no hpn-rdma config or
+ * an invalid one. *ret_entry is the entry's text, which conf points into: free
+ * it after hpn_conf_free. On an error nothing is left to free.
+ */
+int hpn_conf_parse_text(const char *path, const char *text, size_t len, enum hpn_cmd cmd,
+			struct hpn_conf *conf, char **ret_entry, struct hpn_err *err);
 /* Just cniVersion, for answering VERSION or an early error in the right version. */
 char *hpn_conf_peek_version(const char *buf, size_t len);
 
