@@ -43,8 +43,8 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
 done
 # The manifests under conf/k8s/ (the seed's Deployment as the GPU conflist
 # selects and hints it, the cluster install's objects and paths, its RBAC),
-# checked offline by k8s-manifests.py: kubectl validates only against a
-# server, and none is here.
+# checked offline by k8s-manifests.py: kubectl validates fields only against
+# a server, and none is here.
 if compgen -G "$conf_dir/k8s/*.yaml" >/dev/null; then
 	checked=$((checked + 1))
 	if out=$(/usr/bin/python3 "$(dirname "$0")/k8s-manifests.py" "$conf_dir" 2>&1); then
@@ -52,6 +52,28 @@ if compgen -G "$conf_dir/k8s/*.yaml" >/dev/null; then
 	else
 		grep -v '^ok: ' <<<"$out"
 		failed=$((failed + 1))
+	fi
+	# And kubectl's own client-side reading of them, which needs no server:
+	# kustomize (built into kubectl) parses every document and refuses one
+	# without apiVersion, kind or metadata.name. Every object must come out.
+	if command -v kubectl >/dev/null; then
+		checked=$((checked + 1))
+		kz=$(mktemp -d)
+		{
+			echo "resources:"
+			for f in "$conf_dir"/k8s/*.yaml; do
+				cp "$f" "$kz/" && echo "  - $(basename "$f")"
+			done
+		} >"$kz/kustomization.yaml"
+		want=$(cat "$conf_dir"/k8s/*.yaml | grep -c '^kind:')
+		if out=$(HOME=$kz timeout 60 kubectl kustomize "$kz" 2>&1) &&
+			[[ $(grep -c '^kind:' <<<"$out") == "$want" ]]; then
+			echo "ok: kubectl kustomize reads k8s/*.yaml: $want objects"
+		else
+			echo "FAIL: kubectl kustomize k8s/*.yaml (want $want objects): $out" | head -n 5
+			failed=$((failed + 1))
+		fi
+		rm -rf "$kz"
 	fi
 fi
 # The containerd conflist as doc/runtime.md shows it is the file itself.
