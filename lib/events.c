@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,27 +71,30 @@ int hpn_event_format(const struct hpn_event *ev, char *buf, size_t len)
 	return ok ? (int)(p - buf) : -ENOSPC;
 }
 
-static int open_log(int dfd)
+static int open_log(const char *path)
 {
 	/* O_NONBLOCK: a FIFO planted as the log fails (ENXIO) instead of hanging the plugin. */
-	return openat(dfd, HPN_EVENTS_FILE,
-		      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		    0600);
 }
 
 int hpn_event_append(const char *state_dir, const struct hpn_event *ev)
 {
-	_cleanup_close_ int dfd = -1, fd = -1;
-	char line[HPN_EVENT_LINE_MAX];
+	_cleanup_close_ int fd = -1;
+	char line[HPN_EVENT_LINE_MAX], path[PATH_MAX], old[PATH_MAX];
 	struct stat sb, now;
 	int n = hpn_event_format(ev, line, sizeof(line));
 
 	if (n < 0)
 		return n;
-	/* Never created here: STATUS creates nothing, and ADD made stateDir already. */
-	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	fd = open_log(dfd);
+	/*
+	 * By its own path, the one open of the log (no descriptor of stateDir):
+	 * never created here, as STATUS creates nothing and ADD made stateDir.
+	 */
+	if (hpn_snprintf(path, sizeof(path), "%s/" HPN_EVENTS_FILE, state_dir) < 0 ||
+	    hpn_snprintf(old, sizeof(old), "%s/" HPN_EVENTS_ROTATED, state_dir) < 0)
+		return -ENAMETOOLONG;
+	fd = open_log(path);
 	if (fd < 0 || fstat(fd, &sb) < 0)
 		return -errno;
 	if (!S_ISREG(sb.st_mode))
@@ -101,11 +105,10 @@ int hpn_event_append(const char *state_dir, const struct hpn_event *ev)
 		 * newer file then): each run that finds it full renames only the
 		 * file it found, so two of them never rotate twice.
 		 */
-		if (fstatat(dfd, HPN_EVENTS_FILE, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    now.st_ino == sb.st_ino && now.st_dev == sb.st_dev)
-			renameat(dfd, HPN_EVENTS_FILE, dfd, HPN_EVENTS_ROTATED);
+		if (lstat(path, &now) == 0 && now.st_ino == sb.st_ino && now.st_dev == sb.st_dev)
+			rename(path, old);
 		close(fd);
-		fd = open_log(dfd);
+		fd = open_log(path);
 		if (fd < 0 || fstat(fd, &sb) < 0)
 			return -errno;
 		if (!S_ISREG(sb.st_mode))

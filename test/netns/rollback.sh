@@ -217,8 +217,8 @@ fi
 # way nothing is left: host as before, pod empty, no journal and no temp file,
 # host-local's lease released; then a clean ADD/DEL cycle works.
 # What may and may not fail ADD, by what the failed call worked on:
-#   the log file (and /etc/localtime, read for its timestamps): best effort,
-#     ADD must succeed;
+#   the log file and the event log (and /etc/localtime, read for its
+#     timestamps): best effort, ADD must succeed;
 #   the journal (its temp file, the rename over it, the state dir, the lock):
 #     ADD must fail, with code 5, since no undo could be trusted otherwise;
 #   stdout (the result itself): ADD cannot succeed, and as the runtime gets no
@@ -239,7 +239,7 @@ fs_class() {
 		return
 	fi
 	case $1 in
-	"$T/plugin.log" | /etc/localtime) echo log ;;
+	"$T/plugin.log" | /etc/localtime | "$STATE/events.log"*) echo log ;;
 	"fd 1") echo stdout ;;
 	.tmp.* | "$STATE" | "$STATE/"* | "$NET" | lock | "$CID.$IFNAME" | /tmp | "$T") echo journal ;;
 	*) [[ $2 == renameat* || $2 == flock ]] && echo journal || echo other ;;
