@@ -65,7 +65,8 @@ struct sbuf {
 	bool oom;
 };
 
-static void sb_vadd(struct sbuf *b, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void sb_vadd(struct sbuf *b, const char *fmt,
+							  va_list ap)
 {
 	va_list cp;
 	int n;
@@ -843,7 +844,7 @@ static void on_timer(struct agent *a, struct agent_fd *f)
 	rearm(m);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
 
