@@ -23,7 +23,7 @@ int agent_install_main(int argc, char **argv);
 /*
  * dfd/name holds exactly data[0..len) with exactly mode afterwards. When it
  * already does, nothing is written (its mtime stays): returns 0. Else a temp
- * file in the same directory (".<name>.hpn-XXXXXX": no .conf/.conflist/.json
+ * file in the same directory (".<name>.hpn-" and a random suffix: no .conf/.conflist/.json
  * ending, so a runtime watching the directory never loads it), written,
  * fsync()ed, renamed over name, and the directory fsync()ed: returns 1. A
  * reader (the runtime, an exec) sees the old file or the new one, never a
