@@ -9,11 +9,8 @@
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netlink/addr.h>
-#include <netlink/cache.h>
-#include <netlink/route/addr.h>
-#include <netlink/route/nexthop.h>
-#include <netlink/route/route.h>
-#include <netlink/route/rule.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +19,13 @@
 #include "nl.h"
 #include "util.h"
 
+/*
+ * Addresses, routes and rules as rtnetlink messages built and read here with
+ * libnl-3's core (messages, attributes, nl_addr): libnl-route's object model
+ * would cost every start of the plugin its constructors and its tables'
+ * relocations, for three message types.
+ */
+
 static void nl_addr_putp(struct nl_addr **a)
 {
 	if (*a)
@@ -29,48 +33,80 @@ static void nl_addr_putp(struct nl_addr **a)
 }
 #define _cleanup_nl_addr_ __attribute__((cleanup(nl_addr_putp)))
 
-static void rtnl_addr_putp(struct rtnl_addr **a)
-{
-	if (*a)
-		rtnl_addr_put(*a);
-}
-
-static void rtnl_route_putp(struct rtnl_route **r)
-{
-	if (*r)
-		rtnl_route_put(*r);
-}
-
-static void nl_cache_freep(struct nl_cache **c)
-{
-	if (*c)
-		nl_cache_free(*c);
-}
-
 static int parse_cidr(const char *cidr, struct nl_addr **ret)
 {
 	return nl_addr_parse(cidr, AF_UNSPEC, ret) < 0 ? -EINVAL : 0;
 }
 
+/* A request of type with its fixed header hdr (len bytes). NULL: out of memory. */
+static struct nl_msg *rt_msg(int type, int flags, const void *hdr, size_t len)
+{
+	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
+
+	if (msg && nlmsg_append(msg, (void *)hdr, len, NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+/* Does the attribute hold exactly the bytes of want (same family assumed)? */
+static bool attr_is(const struct nlattr *a, struct nl_addr *want)
+{
+	unsigned int n = nl_addr_get_len(want);
+
+	return a && (unsigned int)nla_len(a) == n && !memcmp(nla_data(a), nl_addr_get_binary_addr(want), n);
+}
+
+/*
+ * Are the first plen bits of the attribute's address (absent: all zero, as
+ * the kernel sends a default route) those of want?
+ */
+static bool attr_prefix_is(const struct nlattr *a, unsigned int plen, struct nl_addr *want)
+{
+	const uint8_t *w = nl_addr_get_binary_addr(want), *g;
+	unsigned int n = nl_addr_get_len(want);
+
+	if (plen != (unsigned int)nl_addr_get_prefixlen(want) || plen > n * 8)
+		return false;
+	if (plen == 0)
+		return true;
+	if (!a || (unsigned int)nla_len(a) != n)
+		return false;
+	g = nla_data(a);
+	for (unsigned int i = 0; i < plen; i++) {
+		uint8_t bit = (uint8_t)(0x80u >> (i % 8));
+
+		if ((g[i / 8] & bit) != (w[i / 8] & bit))
+			return false;
+	}
+	return true;
+}
+
 int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
 		 struct hpn_err *err)
 {
-	__attribute__((cleanup(rtnl_addr_putp))) struct rtnl_addr *addr = rtnl_addr_alloc();
 	_cleanup_nl_addr_ struct nl_addr *local = NULL;
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
 	char extack[HPN_EXTACK_LEN];
+	struct ifaddrmsg ifa = { .ifa_index = (unsigned int)ifindex };
 	int r;
 
-	if (!addr)
-		return -ENOMEM;
 	if (parse_cidr(cidr, &local) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "address \"%s\" is not a CIDR", cidr);
-	rtnl_addr_set_ifindex(addr, ifindex);
-	rtnl_addr_set_local(addr, local);
-	if (nl_addr_get_family(local) == AF_INET6)
-		rtnl_addr_set_flags(addr, IFA_F_NODAD);
-	if (rtnl_addr_build_add_request(addr, NLM_F_EXCL, &msg) < 0)
+	ifa.ifa_family = (uint8_t)nl_addr_get_family(local);
+	ifa.ifa_prefixlen = (uint8_t)nl_addr_get_prefixlen(local);
+	if (ifa.ifa_family == AF_INET6)
+		ifa.ifa_flags = IFA_F_NODAD;
+	/* As ip(8) does: 127/8 is the host's, everything else the world's. */
+	ifa.ifa_scope = ifa.ifa_family == AF_INET &&
+				*(const uint8_t *)nl_addr_get_binary_addr(local) == 127
+			? RT_SCOPE_HOST
+			: RT_SCOPE_UNIVERSE;
+	msg = rt_msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+	if (!msg || nla_put_addr(msg, IFA_LOCAL, local) < 0 ||
+	    nla_put_addr(msg, IFA_ADDRESS, local) < 0)
 		return -ENOMEM;
 	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
 	if (r < 0)
@@ -78,140 +114,215 @@ int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char
 	return 0;
 }
 
-static int build_route(int ifindex, const struct hpn_route *rt, const char *gw,
-		       struct rtnl_route **ret)
-{
-	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = rtnl_route_alloc();
-	_cleanup_nl_addr_ struct nl_addr *dst = NULL, *via = NULL;
-	struct rtnl_nexthop *nh;
+/* What a route request says: its header, table and attributes. */
+struct route_req {
+	struct rtmsg rtm;
+	unsigned int table;
+	struct nl_addr *dst, *gw, *src; /* src: RTA_PREFSRC */
+	int ifindex;
+	const struct hpn_route *rt;	/* priority and metrics, when given */
+};
 
-	if (!route)
-		return -ENOMEM;
-	if (parse_cidr(rt->dst, &dst) < 0 || (gw && nl_addr_parse(gw, AF_UNSPEC, &via) < 0))
+static struct nl_msg *route_msg(const struct route_req *q)
+{
+	struct rtmsg rtm = q->rtm;
+	struct nl_msg *msg;
+	struct nlattr *mx;
+
+	rtm.rtm_table = q->table < 256 ? (uint8_t)q->table : RT_TABLE_UNSPEC;
+	msg = rt_msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rtm, sizeof(rtm));
+	if (!msg)
+		return NULL;
+	if (nla_put_u32(msg, RTA_TABLE, q->table) < 0 ||
+	    (rtm.rtm_dst_len && nla_put_addr(msg, RTA_DST, q->dst) < 0) ||
+	    nla_put_u32(msg, RTA_OIF, (uint32_t)q->ifindex) < 0 ||
+	    (q->gw && nla_put_addr(msg, RTA_GATEWAY, q->gw) < 0) ||
+	    (q->src && nla_put_addr(msg, RTA_PREFSRC, q->src) < 0))
+		goto fail;
+	if (q->rt && (q->rt->has & HPN_ROUTE_HAS_PRIORITY) &&
+	    nla_put_u32(msg, RTA_PRIORITY, (uint32_t)q->rt->priority) < 0)
+		goto fail;
+	if (q->rt && (q->rt->has & (HPN_ROUTE_HAS_MTU | HPN_ROUTE_HAS_ADVMSS))) {
+		mx = nla_nest_start(msg, RTA_METRICS);
+		if (!mx ||
+		    ((q->rt->has & HPN_ROUTE_HAS_MTU) &&
+		     nla_put_u32(msg, RTAX_MTU, (uint32_t)q->rt->mtu) < 0) ||
+		    ((q->rt->has & HPN_ROUTE_HAS_ADVMSS) &&
+		     nla_put_u32(msg, RTAX_ADVMSS, (uint32_t)q->rt->advmss) < 0))
+			goto fail;
+		nla_nest_end(msg, mx);
+	}
+	return msg;
+fail:
+	nlmsg_free(msg);
+	return NULL;
+}
+
+/* rt (via gw, or on the link) as a request; the caller puts q->dst and q->gw. */
+static int route_of(int ifindex, const struct hpn_route *rt, const char *gw, struct route_req *q)
+{
+	*q = (struct route_req){ .ifindex = ifindex, .rt = rt };
+	if (parse_cidr(rt->dst, &q->dst) < 0 || (gw && nl_addr_parse(gw, AF_UNSPEC, &q->gw) < 0))
 		return -EINVAL;
-	if (via && nl_addr_get_family(via) != nl_addr_get_family(dst))
+	if (q->gw && nl_addr_get_family(q->gw) != nl_addr_get_family(q->dst))
 		return -EAFNOSUPPORT;
-	rtnl_route_set_family(route, (uint8_t)nl_addr_get_family(dst));
-	if (rtnl_route_set_dst(route, dst) < 0)
-		return -EINVAL;
-	rtnl_route_set_table(route,
-			     rt->has & HPN_ROUTE_HAS_TABLE ? (uint32_t)rt->table : RT_TABLE_MAIN);
-	rtnl_route_set_protocol(route, RTPROT_BOOT);
-	rtnl_route_set_type(route, RTN_UNICAST);
-	rtnl_route_set_scope(route, rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
-				    : via			  ? RT_SCOPE_UNIVERSE
-								  : RT_SCOPE_LINK);
-	if (rt->has & HPN_ROUTE_HAS_PRIORITY)
-		rtnl_route_set_priority(route, (uint32_t)rt->priority);
-	if (rt->has & HPN_ROUTE_HAS_MTU)
-		rtnl_route_set_metric(route, RTAX_MTU, (unsigned int)rt->mtu);
-	if (rt->has & HPN_ROUTE_HAS_ADVMSS)
-		rtnl_route_set_metric(route, RTAX_ADVMSS, (unsigned int)rt->advmss);
-	nh = rtnl_route_nh_alloc();
-	if (!nh)
-		return -ENOMEM;
-	rtnl_route_nh_set_ifindex(nh, ifindex);
-	if (via)
-		rtnl_route_nh_set_gateway(nh, via);
-	rtnl_route_add_nexthop(route, nh);
-	*ret = TAKE_PTR(route);
+	q->rtm = (struct rtmsg){
+		.rtm_family = (uint8_t)nl_addr_get_family(q->dst),
+		.rtm_dst_len = (uint8_t)nl_addr_get_prefixlen(q->dst),
+		.rtm_protocol = RTPROT_BOOT,
+		.rtm_type = RTN_UNICAST,
+		.rtm_scope = rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
+			     : q->gw			 ? RT_SCOPE_UNIVERSE
+							 : RT_SCOPE_LINK,
+	};
+	q->table = rt->has & HPN_ROUTE_HAS_TABLE ? (unsigned int)rt->table : RT_TABLE_MAIN;
 	return 0;
+}
+
+static void route_req_free(struct route_req *q)
+{
+	if (q->dst)
+		nl_addr_put(q->dst);
+	if (q->gw)
+		nl_addr_put(q->gw);
+	if (q->src)
+		nl_addr_put(q->src);
+}
+#define _cleanup_route_req_ __attribute__((cleanup(route_req_free)))
+
+static int route_send(struct nl_sock *sk, const struct route_req *q, char extack[HPN_EXTACK_LEN])
+{
+	_cleanup_nl_msg_ struct nl_msg *msg = route_msg(q);
+
+	return msg ? hpn_nl_talk(sk, msg, NULL, NULL, extack) : -ENOMEM;
 }
 
 int hpn_route_add(struct nl_sock *sk, int ifindex, const char *ifname, const struct hpn_route *rt,
 		  const char *gw, struct hpn_err *err)
 {
-	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = NULL;
-	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	_cleanup_route_req_ struct route_req q = { 0 };
 	char extack[HPN_EXTACK_LEN];
 	int r;
 
-	r = build_route(ifindex, rt, gw, &route);
+	r = route_of(ifindex, rt, gw, &q);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, r, "route to %s via %s: %s", rt->dst,
 				   gw ? gw : "link", strerror(-r));
-	if (rtnl_route_build_add_request(route, NLM_F_EXCL, &msg) < 0)
-		return -ENOMEM;
-	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	r = route_send(sk, &q, extack);
 	if (r < 0)
 		return hpn_nl_err(err, r, extack, "add route to %s via %s on \"%s\"", rt->dst,
 				  gw ? gw : "link", ifname);
 	return 0;
 }
 
+/* A dump of one family (AF_UNSPEC: all) of RTM_GET<what>; cb sees each reply. */
+static int dump(struct nl_sock *sk, int type, int family, hpn_nl_cb cb, void *arg)
+{
+	/* rtgenmsg's one byte is the family in every RTM_GET* header. */
+	struct rtmsg hdr = { .rtm_family = (uint8_t)family };
+	_cleanup_nl_msg_ struct nl_msg *msg = rt_msg(type, NLM_F_DUMP, &hdr, sizeof(hdr));
+
+	return msg ? hpn_nl_talk(sk, msg, cb, arg, NULL) : -ENOMEM;
+}
+
+/* A search over a dump: want describes it, found is set by the callback. */
+struct find {
+	int ifindex;
+	unsigned int table, prio;
+	struct nl_addr *addr, *gw;
+	bool found;
+};
+
+static int addr_cb(struct nl_msg *msg, void *arg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	const struct ifaddrmsg *ifa = nlmsg_data(nlh);
+	struct nlattr *tb[IFA_MAX + 1];
+	struct find *f = arg;
+	struct nlattr *local;
+
+	if (nlh->nlmsg_type != RTM_NEWADDR || nlmsg_parse(nlh, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
+		return 0;
+	/* IPv6 sends IFA_ADDRESS alone; IFA_LOCAL is the local end when both are. */
+	local = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
+	if ((int)ifa->ifa_index == f->ifindex && ifa->ifa_family == nl_addr_get_family(f->addr) &&
+	    ifa->ifa_prefixlen == nl_addr_get_prefixlen(f->addr) && attr_is(local, f->addr))
+		f->found = true;
+	return 0;
+}
+
 int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_err *err)
 {
-	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
 	_cleanup_nl_addr_ struct nl_addr *want = NULL;
-	struct nl_object *o;
+	struct find f = { .ifindex = ifindex };
+	int r;
 
 	if (parse_cidr(cidr, &want) < 0)
 		return -EINVAL;
-	if (rtnl_addr_alloc_cache(sk, &cache) < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list addresses");
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		struct rtnl_addr *a = (struct rtnl_addr *)o;
-		struct nl_addr *local = rtnl_addr_get_local(a);
-
-		if (rtnl_addr_get_ifindex(a) == ifindex && local && !nl_addr_cmp(local, want) &&
-		    nl_addr_get_prefixlen(local) == nl_addr_get_prefixlen(want))
-			return 0;
-	}
-	return -ENOENT;
+	f.addr = want;
+	r = dump(sk, RTM_GETADDR, AF_UNSPEC, addr_cb, &f);
+	if (r < 0)
+		return hpn_nl_err(err, r, NULL, "list addresses");
+	return f.found ? 0 : -ENOENT;
 }
 
 /*
- * Same network: family, prefix length and the prefix bits. A default route
- * comes back from the kernel with an empty RTA_DST, while "0.0.0.0/0" parses
- * to four zero bytes, so whole-address comparison would never match it.
+ * A route in f's table to f's prefix whose first next hop is f's ifindex
+ * (and gateway, when f has one, or no gateway when it has none).
  */
-static bool same_prefix(struct nl_addr *a, struct nl_addr *b)
+static int route_cb(struct nl_msg *msg, void *arg)
 {
-	if (!a || !b || nl_addr_get_family(a) != nl_addr_get_family(b) ||
-	    nl_addr_get_prefixlen(a) != nl_addr_get_prefixlen(b))
-		return false;
-	return nl_addr_get_prefixlen(a) == 0 || nl_addr_cmp_prefix(a, b) == 0;
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	const struct rtmsg *rtm = nlmsg_data(nlh);
+	struct nlattr *tb[RTA_MAX + 1], *gw;
+	struct find *f = arg;
+	unsigned int table;
+	int oif;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE || nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+		return 0;
+	table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
+	if (table != f->table || rtm->rtm_family != nl_addr_get_family(f->addr) ||
+	    !attr_prefix_is(tb[RTA_DST], rtm->rtm_dst_len, f->addr))
+		return 0;
+	oif = tb[RTA_OIF] ? (int)nla_get_u32(tb[RTA_OIF]) : 0;
+	gw = tb[RTA_GATEWAY];
+	if (tb[RTA_MULTIPATH] && nla_len(tb[RTA_MULTIPATH]) >= (int)sizeof(struct rtnexthop)) {
+		/* The first next hop, with its own attributes after it. */
+		const struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
+		struct nlattr *ntb[RTA_MAX + 1];
+		int len = (int)nh->rtnh_len - (int)RTNH_LENGTH(0);
+
+		if (len < 0 || len > nla_len(tb[RTA_MULTIPATH]) - (int)RTNH_LENGTH(0) ||
+		    nla_parse(ntb, RTA_MAX, (struct nlattr *)RTNH_DATA(nh), len, NULL) < 0)
+			return 0;
+		oif = nh->rtnh_ifindex;
+		gw = ntb[RTA_GATEWAY];
+	}
+	if (oif == f->ifindex && (!gw) == (!f->gw) && (!gw || attr_is(gw, f->gw)))
+		f->found = true;
+	return 0;
 }
 
 int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, const char *gw,
 		   struct hpn_err *err)
 {
-	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *want = NULL;
-	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
-	struct nl_object *o;
-	int r = build_route(ifindex, rt, gw, &want);
+	_cleanup_route_req_ struct route_req q = { 0 };
+	struct find f = { .ifindex = ifindex };
+	int r = route_of(ifindex, rt, gw, &q);
 
 	if (r < 0)
 		return r;
-	if (rtnl_route_alloc_cache(sk, rtnl_route_get_family(want), 0, &cache) < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list routes");
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		struct rtnl_route *got = (struct rtnl_route *)o;
-		struct rtnl_nexthop *nh, *wnh = rtnl_route_nexthop_n(want, 0);
-		struct nl_addr *ngw, *wgw = rtnl_route_nh_get_gateway(wnh);
-
-		if (rtnl_route_get_table(got) != rtnl_route_get_table(want) ||
-		    !same_prefix(rtnl_route_get_dst(got), rtnl_route_get_dst(want)) ||
-		    rtnl_route_get_nnexthops(got) < 1)
-			continue;
-		nh = rtnl_route_nexthop_n(got, 0);
-		ngw = rtnl_route_nh_get_gateway(nh);
-		if (rtnl_route_nh_get_ifindex(nh) != ifindex)
-			continue;
-		if ((!ngw) != (!wgw) || (ngw && nl_addr_cmp_prefix(ngw, wgw)))
-			continue;
-		return 0;
-	}
-	return -ENOENT;
+	f.table = q.table;
+	f.addr = q.dst;
+	f.gw = q.gw;
+	r = dump(sk, RTM_GETROUTE, q.rtm.rtm_family, route_cb, &f);
+	if (r < 0)
+		return hpn_nl_err(err, r, NULL, "list routes");
+	return f.found ? 0 : -ENOENT;
 }
 
 /* ---- a rail's routes and rules ------------------------------------------------ */
-
-static void rtnl_rule_putp(struct rtnl_rule **r)
-{
-	if (*r)
-		rtnl_rule_put(*r);
-}
 
 /* The address of cidr alone (prefix /32 or /128), and its network (the prefix). */
 static int host_and_net(const char *cidr, struct nl_addr **host, struct nl_addr **net)
@@ -236,33 +347,21 @@ static int host_and_net(const char *cidr, struct nl_addr **host, struct nl_addr 
 int hpn_route_add_connected(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
 			    unsigned int table, struct hpn_err *err)
 {
-	__attribute__((cleanup(rtnl_route_putp))) struct rtnl_route *route = rtnl_route_alloc();
-	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
-	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+	_cleanup_route_req_ struct route_req q = { .ifindex = ifindex, .table = table };
 	char extack[HPN_EXTACK_LEN];
-	struct rtnl_nexthop *nh;
 	int r;
 
-	if (!route)
-		return -ENOMEM;
-	if (host_and_net(cidr, &host, &net) < 0)
+	if (host_and_net(cidr, &q.src, &q.dst) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "address \"%s\" is not a CIDR", cidr);
-	rtnl_route_set_family(route, (uint8_t)nl_addr_get_family(net));
-	if (rtnl_route_set_dst(route, net) < 0 || rtnl_route_set_pref_src(route, host) < 0)
-		return -EINVAL;
-	rtnl_route_set_table(route, table);
-	rtnl_route_set_protocol(route, RTPROT_BOOT);
-	rtnl_route_set_type(route, RTN_UNICAST);
-	rtnl_route_set_scope(route, RT_SCOPE_LINK);
-	nh = rtnl_route_nh_alloc();
-	if (!nh)
-		return -ENOMEM;
-	rtnl_route_nh_set_ifindex(nh, ifindex);
-	rtnl_route_add_nexthop(route, nh);
-	if (rtnl_route_build_add_request(route, NLM_F_EXCL, &msg) < 0)
-		return -ENOMEM;
-	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
+	q.rtm = (struct rtmsg){
+		.rtm_family = (uint8_t)nl_addr_get_family(q.dst),
+		.rtm_dst_len = (uint8_t)nl_addr_get_prefixlen(q.dst),
+		.rtm_protocol = RTPROT_BOOT,
+		.rtm_type = RTN_UNICAST,
+		.rtm_scope = RT_SCOPE_LINK,
+	};
+	r = route_send(sk, &q, extack);
 	if (r < 0)
 		return hpn_nl_err(err, r, extack, "add the route of %s to table %u on \"%s\"", cidr,
 				  table, ifname);
@@ -273,49 +372,47 @@ int hpn_route_find_connected(struct nl_sock *sk, int ifindex, const char *cidr, 
 			     struct hpn_err *err)
 {
 	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
-	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
-	struct nl_object *o;
+	struct find f = { .ifindex = ifindex, .table = table };
+	int r;
 
 	if (host_and_net(cidr, &host, &net) < 0)
 		return -EINVAL;
-	if (rtnl_route_alloc_cache(sk, nl_addr_get_family(net), 0, &cache) < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list routes");
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		struct rtnl_route *got = (struct rtnl_route *)o;
-
-		if (rtnl_route_get_table(got) == table &&
-		    same_prefix(rtnl_route_get_dst(got), net) &&
-		    rtnl_route_get_nnexthops(got) >= 1 &&
-		    rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(got, 0)) == ifindex)
-			return 0;
-	}
-	return -ENOENT;
+	f.addr = net;
+	/* A connected route has no gateway: f.gw NULL asks for none. */
+	r = dump(sk, RTM_GETROUTE, nl_addr_get_family(net), route_cb, &f);
+	if (r < 0)
+		return hpn_nl_err(err, r, NULL, "list routes");
+	return f.found ? 0 : -ENOENT;
 }
 
-/* A rule "from <address> lookup table" at priority prio (ip rule's FR_ACT_TO_TBL). */
-static struct rtnl_rule *rule_of(int family, struct nl_addr *src, unsigned int table,
-				 unsigned int prio)
+/*
+ * A rule "from <address> lookup table" at priority prio (ip rule's
+ * FR_ACT_TO_TBL); src NULL: any source (the delete by table and priority).
+ */
+static struct nl_msg *rule_msg(int type, int flags, int family, struct nl_addr *src,
+			       unsigned int table, unsigned int prio)
 {
-	struct rtnl_rule *rule = rtnl_rule_alloc();
+	struct fib_rule_hdr frh = {
+		.family = (uint8_t)family,
+		.src_len = src ? (uint8_t)nl_addr_get_prefixlen(src) : 0,
+		.table = table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC,
+		.action = FR_ACT_TO_TBL,
+	};
+	struct nl_msg *msg = rt_msg(type, flags, &frh, sizeof(frh));
 
-	if (!rule)
-		return NULL;
-	rtnl_rule_set_family(rule, family);
-	rtnl_rule_set_prio(rule, prio);
-	rtnl_rule_set_table(rule, table);
-	rtnl_rule_set_action(rule, FR_ACT_TO_TBL);
-	if (src && rtnl_rule_set_src(rule, src) < 0) {
-		rtnl_rule_put(rule);
+	if (msg && (nla_put_u32(msg, FRA_PRIORITY, prio) < 0 ||
+		    nla_put_u32(msg, FRA_TABLE, table) < 0 ||
+		    (src && nla_put_addr(msg, FRA_SRC, src) < 0))) {
+		nlmsg_free(msg);
 		return NULL;
 	}
-	return rule;
+	return msg;
 }
 
 int hpn_rule_add(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
 		 struct hpn_err *err)
 {
 	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
-	__attribute__((cleanup(rtnl_rule_putp))) struct rtnl_rule *rule = NULL;
 	_cleanup_nl_msg_ struct nl_msg *msg = NULL;
 	char extack[HPN_EXTACK_LEN];
 	int r;
@@ -323,8 +420,9 @@ int hpn_rule_add(struct nl_sock *sk, const char *cidr, unsigned int table, unsig
 	if (host_and_net(cidr, &host, &net) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "address \"%s\" is not a CIDR", cidr);
-	rule = rule_of(nl_addr_get_family(host), host, table, prio);
-	if (!rule || rtnl_rule_build_add_request(rule, NLM_F_EXCL, &msg) < 0)
+	msg = rule_msg(RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, nl_addr_get_family(host), host,
+		       table, prio);
+	if (!msg)
 		return -ENOMEM;
 	r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
 	if (r < 0)
@@ -332,28 +430,38 @@ int hpn_rule_add(struct nl_sock *sk, const char *cidr, unsigned int table, unsig
 	return 0;
 }
 
+static int rule_cb(struct nl_msg *msg, void *arg)
+{
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	const struct fib_rule_hdr *frh = nlmsg_data(nlh);
+	struct nlattr *tb[FRA_MAX + 1];
+	struct find *f = arg;
+	unsigned int table;
+
+	if (nlh->nlmsg_type != RTM_NEWRULE || nlmsg_parse(nlh, sizeof(*frh), tb, FRA_MAX, NULL) < 0)
+		return 0;
+	table = tb[FRA_TABLE] ? nla_get_u32(tb[FRA_TABLE]) : frh->table;
+	if (table == f->table && frh->action == FR_ACT_TO_TBL &&
+	    (tb[FRA_PRIORITY] ? nla_get_u32(tb[FRA_PRIORITY]) : 0) == f->prio &&
+	    frh->src_len == nl_addr_get_prefixlen(f->addr) && attr_is(tb[FRA_SRC], f->addr))
+		f->found = true;
+	return 0;
+}
+
 int hpn_rule_find(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
 		  struct hpn_err *err)
 {
 	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
-	__attribute__((cleanup(nl_cache_freep))) struct nl_cache *cache = NULL;
-	struct nl_object *o;
+	struct find f = { .table = table, .prio = prio };
+	int r;
 
 	if (host_and_net(cidr, &host, &net) < 0)
 		return -EINVAL;
-	if (rtnl_rule_alloc_cache(sk, nl_addr_get_family(host), &cache) < 0)
-		return hpn_err_set(err, HPN_E_NETLINK, EIO, "list rules");
-	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
-		struct rtnl_rule *got = (struct rtnl_rule *)o;
-		struct nl_addr *src = rtnl_rule_get_src(got);
-
-		if (rtnl_rule_get_table(got) == table && rtnl_rule_get_prio(got) == prio &&
-		    rtnl_rule_get_action(got) == FR_ACT_TO_TBL && src &&
-		    nl_addr_get_prefixlen(src) == nl_addr_get_prefixlen(host) &&
-		    !nl_addr_cmp_prefix(src, host))
-			return 0;
-	}
-	return -ENOENT;
+	f.addr = host;
+	r = dump(sk, RTM_GETRULE, nl_addr_get_family(host), rule_cb, &f);
+	if (r < 0)
+		return hpn_nl_err(err, r, NULL, "list rules");
+	return f.found ? 0 : -ENOENT;
 }
 
 int hpn_rule_del_table(struct nl_sock *sk, unsigned int table, unsigned int prio,
@@ -365,13 +473,12 @@ int hpn_rule_del_table(struct nl_sock *sk, unsigned int table, unsigned int prio
 	for (size_t f = 0; f < HPN_ARRAY_SIZE(families); f++) {
 		/* The kernel deletes the first rule that matches: until none does. */
 		for (int k = 0; k < 1024; k++) {
-			__attribute__((cleanup(rtnl_rule_putp))) struct rtnl_rule *rule =
-				rule_of(families[f], NULL, table, prio);
-			_cleanup_nl_msg_ struct nl_msg *msg = NULL;
+			_cleanup_nl_msg_ struct nl_msg *msg =
+				rule_msg(RTM_DELRULE, 0, families[f], NULL, table, prio);
 			char extack[HPN_EXTACK_LEN];
 			int r;
 
-			if (!rule || rtnl_rule_build_delete_request(rule, 0, &msg) < 0)
+			if (!msg)
 				return -ENOMEM;
 			r = hpn_nl_talk(sk, msg, NULL, NULL, extack);
 			if (r == -ENOENT)
