@@ -55,7 +55,8 @@ static bool attr_is(const struct nlattr *a, struct nl_addr *want)
 {
 	unsigned int n = nl_addr_get_len(want);
 
-	return a && (unsigned int)nla_len(a) == n && !memcmp(nla_data(a), nl_addr_get_binary_addr(want), n);
+	return a && (unsigned int)nla_len(a) == n &&
+	       !memcmp(nla_data(a), nl_addr_get_binary_addr(want), n);
 }
 
 /*
@@ -100,8 +101,8 @@ int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char
 	if (ifa.ifa_family == AF_INET6)
 		ifa.ifa_flags = IFA_F_NODAD;
 	/* As ip(8) does: 127/8 is the host's, everything else the world's. */
-	ifa.ifa_scope = ifa.ifa_family == AF_INET &&
-				*(const uint8_t *)nl_addr_get_binary_addr(local) == 127
+	ifa.ifa_scope =
+		ifa.ifa_family == AF_INET && *(const uint8_t *)nl_addr_get_binary_addr(local) == 127
 			? RT_SCOPE_HOST
 			: RT_SCOPE_UNIVERSE;
 	msg = rt_msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
@@ -120,7 +121,7 @@ struct route_req {
 	unsigned int table;
 	struct nl_addr *dst, *gw, *src; /* src: RTA_PREFSRC */
 	int ifindex;
-	const struct hpn_route *rt;	/* priority and metrics, when given */
+	const struct hpn_route *rt; /* priority and metrics, when given */
 };
 
 static struct nl_msg *route_msg(const struct route_req *q)
@@ -172,8 +173,8 @@ static int route_of(int ifindex, const struct hpn_route *rt, const char *gw, str
 		.rtm_protocol = RTPROT_BOOT,
 		.rtm_type = RTN_UNICAST,
 		.rtm_scope = rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
-			     : q->gw			 ? RT_SCOPE_UNIVERSE
-							 : RT_SCOPE_LINK,
+			     : q->gw			   ? RT_SCOPE_UNIVERSE
+							   : RT_SCOPE_LINK,
 	};
 	q->table = rt->has & HPN_ROUTE_HAS_TABLE ? (unsigned int)rt->table : RT_TABLE_MAIN;
 	return 0;
@@ -279,7 +280,8 @@ static int route_cb(struct nl_msg *msg, void *arg)
 	unsigned int table;
 	int oif;
 
-	if (nlh->nlmsg_type != RTM_NEWROUTE || nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+	if (nlh->nlmsg_type != RTM_NEWROUTE ||
+	    nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
 		return 0;
 	table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
 	if (table != f->table || rtm->rtm_family != nl_addr_get_family(f->addr) ||
@@ -400,9 +402,9 @@ static struct nl_msg *rule_msg(int type, int flags, int family, struct nl_addr *
 	};
 	struct nl_msg *msg = rt_msg(type, flags, &frh, sizeof(frh));
 
-	if (msg && (nla_put_u32(msg, FRA_PRIORITY, prio) < 0 ||
-		    nla_put_u32(msg, FRA_TABLE, table) < 0 ||
-		    (src && nla_put_addr(msg, FRA_SRC, src) < 0))) {
+	if (msg &&
+	    (nla_put_u32(msg, FRA_PRIORITY, prio) < 0 || nla_put_u32(msg, FRA_TABLE, table) < 0 ||
+	     (src && nla_put_addr(msg, FRA_SRC, src) < 0))) {
 		nlmsg_free(msg);
 		return NULL;
 	}

@@ -9,7 +9,7 @@ packages=(
 	# fuzz tier: clang with libFuzzer (libclang_rt.fuzzer is in libclang-rt-14-dev);
 	# memcheck tests and the stress test's fd checks: valgrind
 	clang libclang-rt-14-dev valgrind
-	libnl-3-dev libnl-route-3-dev libibverbs-dev librdmacm-dev libcjson-dev
+	libnl-3-dev libibverbs-dev librdmacm-dev libcjson-dev
 	# package tier: cpack's Depends (dpkg-shlibdeps), the man page check (groff)
 	dpkg-dev groff-base
 	# netns tier and the demo: namespaces, veth, JSON checks, fault injection

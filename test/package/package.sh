@@ -66,7 +66,7 @@ for so in libcurl libyaml; do
 		fail "the plugin links $so: it should dlopen() it (lib/dl.h)"
 done
 readelf -d "$build/plugin/hpn-rdma" | grep -q 'NEEDED.*libnl-3' &&
-	libs+=(libnl-3-200 libnl-route-3-200)
+	libs+=(libnl-3-200)
 for lib in "${libs[@]}"; do
 	# Each entry is "name" or "name (>= version)".
 	[[ ", $dep," == *", $lib ("* || ", $dep," == *", $lib,"* ]] && ok "Depends: $lib" ||
