@@ -169,6 +169,11 @@ int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *vroot, struct hpn_err
 	if (cJSON_GetArraySize(profiles) > HPN_NCCL_MAX_PROFILES)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
 				   "nccl.profiles has more than %d entries", HPN_NCCL_MAX_PROFILES);
+	if (cJSON_GetArraySize(profiles) > 0) {
+		nc->profiles = calloc((size_t)cJSON_GetArraySize(profiles), sizeof(*nc->profiles));
+		if (!nc->profiles)
+			return -ENOMEM;
+	}
 	cJSON_ArrayForEach (v, profiles) {
 		r = parse_profile(v, &nc->profiles[nc->n_profiles++], err);
 		if (r < 0)

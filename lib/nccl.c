@@ -586,5 +586,7 @@ void hpn_nccl_conf_free(struct hpn_nccl_conf *nc)
 		free(nc->profiles[i].name);
 		hpn_vars_free(&nc->profiles[i].env);
 	}
+	free(nc->profiles);
+	nc->profiles = NULL;
 	nc->n_profiles = 0;
 }

@@ -50,7 +50,8 @@ struct hpn_nccl_conf {
 	char *socket_ifname;
 	struct hpn_vars env; /* extra keys for every pod of the network */
 	/* The config's own profiles, looked up before the built-in ones. */
-	struct hpn_nccl_profile profiles[HPN_NCCL_MAX_PROFILES];
+	/* Allocated for as many as the config has (each is 1 KB: not in every conf). */
+	struct hpn_nccl_profile *profiles;
 	size_t n_profiles;
 };
 

@@ -180,12 +180,7 @@ int main(int argc, char **argv)
 	double t0 = now_s(CLOCK_MONOTONIC);
 	struct hpn_err err = { 0 };
 	struct hpn_env env = { 0 };
-	/*
-	 * Static, not on the stack: it is 70 KB, and zeroing it there (or in
-	 * hpn_conf_free) cost every start, VERSION too, 17 page faults; in .bss
-	 * only the pages written are faulted in.
-	 */
-	static struct hpn_conf conf;
+	struct hpn_conf conf = { 0 };
 	struct hpn_result *res = NULL;
 	char *buf = NULL, *version = NULL;
 	size_t len = 0;
@@ -216,12 +211,12 @@ int main(int argc, char **argv)
 	version = len ? hpn_conf_peek_version(buf, len) : NULL;
 	if (hpn_env_parse(&env, &err) < 0) {
 		rc = fail(&err, version);
-		goto out_env;
+		goto out;
 	}
 	if (env.cmd == HPN_CMD_VERSION) {
 		/* Answer in the caller's version when it is one we speak. */
 		rc = emit(hpn_version_render(version));
-		goto out_env;
+		goto out;
 	}
 	if (hpn_conf_parse(buf, len, env.cmd, &conf, &err) < 0) {
 		rc = fail(&err, version);
@@ -258,7 +253,6 @@ int main(int argc, char **argv)
 out:
 	hpn_result_free(res);
 	hpn_conf_free(&conf);
-out_env: /* conf untouched: freeing it would zero all of it */
 	hpn_env_free(&env);
 	hpn_log_close();
 	free(version);

@@ -221,6 +221,7 @@ static void test_profiles(void)
 	CHECK_INT_EQ(hpn_nccl_check_driver(hpn_nccl_profile(nc, "x"), NULL, &err), 0);
 
 	/* A config profile is found before the built-in one of the same name. */
+	nc->profiles = calloc(1, sizeof(*nc->profiles));
 	nc->profiles[0] =
 		(struct hpn_nccl_profile){ .name = strdup("gu8tf"), .ib = HPN_NCCL_IB_OFF };
 	nc->n_profiles = 1;
@@ -300,6 +301,7 @@ static void test_render(void)
 	nc->socket_ifname = strdup("=eth0");
 	hpn_vars_set(&nc->env, "NCCL_DEBUG", "INFO");
 	hpn_vars_set(&nc->env, "NCCL_NET_GDR_LEVEL", "PHB");
+	nc->profiles = calloc(1, sizeof(*nc->profiles));
 	nc->profiles[0] = (struct hpn_nccl_profile){ .name = strdup("H800"), .ib = HPN_NCCL_IB_ON };
 	hpn_vars_set(&nc->profiles[0].env, "NCCL_DEBUG", "WARN");
 	hpn_vars_set(&nc->profiles[0].env, "NCCL_IB_QPS_PER_CONNECTION", "4");
