@@ -38,18 +38,6 @@ static int parse_cidr(const char *cidr, struct nl_addr **ret)
 	return nl_addr_parse(cidr, AF_UNSPEC, ret) < 0 ? -EINVAL : 0;
 }
 
-/* A request of type with its fixed header hdr (len bytes). NULL: out of memory. */
-static struct nl_msg *rt_msg(int type, int flags, const void *hdr, size_t len)
-{
-	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
-
-	if (msg && nlmsg_append(msg, (void *)hdr, len, NLMSG_ALIGNTO) < 0) {
-		nlmsg_free(msg);
-		return NULL;
-	}
-	return msg;
-}
-
 /* Does the attribute hold exactly the bytes of want (same family assumed)? */
 static bool attr_is(const struct nlattr *a, struct nl_addr *want)
 {
@@ -105,7 +93,7 @@ int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char
 		ifa.ifa_family == AF_INET && *(const uint8_t *)nl_addr_get_binary_addr(local) == 127
 			? RT_SCOPE_HOST
 			: RT_SCOPE_UNIVERSE;
-	msg = rt_msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+	msg = hpn_nl_msg(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
 	if (!msg || nla_put_addr(msg, IFA_LOCAL, local) < 0 ||
 	    nla_put_addr(msg, IFA_ADDRESS, local) < 0)
 		return -ENOMEM;
@@ -115,9 +103,9 @@ int hpn_addr_add(struct nl_sock *sk, int ifindex, const char *ifname, const char
 	return 0;
 }
 
-/* What a route request says: its header, table and attributes. */
+/* What a route request says: its scope, table and attributes. */
 struct route_req {
-	struct rtmsg rtm;
+	uint8_t scope;
 	unsigned int table;
 	struct nl_addr *dst, *gw, *src; /* src: RTA_PREFSRC */
 	int ifindex;
@@ -126,12 +114,18 @@ struct route_req {
 
 static struct nl_msg *route_msg(const struct route_req *q)
 {
-	struct rtmsg rtm = q->rtm;
+	struct rtmsg rtm = {
+		.rtm_family = (uint8_t)nl_addr_get_family(q->dst),
+		.rtm_dst_len = (uint8_t)nl_addr_get_prefixlen(q->dst),
+		.rtm_table = q->table < 256 ? (uint8_t)q->table : RT_TABLE_UNSPEC,
+		.rtm_protocol = RTPROT_BOOT,
+		.rtm_scope = q->scope,
+		.rtm_type = RTN_UNICAST,
+	};
 	struct nl_msg *msg;
 	struct nlattr *mx;
 
-	rtm.rtm_table = q->table < 256 ? (uint8_t)q->table : RT_TABLE_UNSPEC;
-	msg = rt_msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rtm, sizeof(rtm));
+	msg = hpn_nl_msg(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rtm, sizeof(rtm));
 	if (!msg)
 		return NULL;
 	if (nla_put_u32(msg, RTA_TABLE, q->table) < 0 ||
@@ -167,15 +161,9 @@ static int route_of(int ifindex, const struct hpn_route *rt, const char *gw, str
 		return -EINVAL;
 	if (q->gw && nl_addr_get_family(q->gw) != nl_addr_get_family(q->dst))
 		return -EAFNOSUPPORT;
-	q->rtm = (struct rtmsg){
-		.rtm_family = (uint8_t)nl_addr_get_family(q->dst),
-		.rtm_dst_len = (uint8_t)nl_addr_get_prefixlen(q->dst),
-		.rtm_protocol = RTPROT_BOOT,
-		.rtm_type = RTN_UNICAST,
-		.rtm_scope = rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
-			     : q->gw			   ? RT_SCOPE_UNIVERSE
-							   : RT_SCOPE_LINK,
-	};
+	q->scope = rt->has & HPN_ROUTE_HAS_SCOPE ? (uint8_t)rt->scope
+		   : q->gw			 ? RT_SCOPE_UNIVERSE
+						 : RT_SCOPE_LINK;
 	q->table = rt->has & HPN_ROUTE_HAS_TABLE ? (unsigned int)rt->table : RT_TABLE_MAIN;
 	return 0;
 }
@@ -221,7 +209,7 @@ static int dump(struct nl_sock *sk, int type, int family, hpn_nl_cb cb, void *ar
 {
 	/* rtgenmsg's one byte is the family in every RTM_GET* header. */
 	struct rtmsg hdr = { .rtm_family = (uint8_t)family };
-	_cleanup_nl_msg_ struct nl_msg *msg = rt_msg(type, NLM_F_DUMP, &hdr, sizeof(hdr));
+	_cleanup_nl_msg_ struct nl_msg *msg = hpn_nl_msg(type, NLM_F_DUMP, &hdr, sizeof(hdr));
 
 	return msg ? hpn_nl_talk(sk, msg, cb, arg, NULL) : -ENOMEM;
 }
@@ -318,7 +306,7 @@ int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, 
 	f.table = q.table;
 	f.addr = q.dst;
 	f.gw = q.gw;
-	r = dump(sk, RTM_GETROUTE, q.rtm.rtm_family, route_cb, &f);
+	r = dump(sk, RTM_GETROUTE, nl_addr_get_family(q.dst), route_cb, &f);
 	if (r < 0)
 		return hpn_nl_err(err, r, NULL, "list routes");
 	return f.found ? 0 : -ENOENT;
@@ -349,20 +337,15 @@ static int host_and_net(const char *cidr, struct nl_addr **host, struct nl_addr 
 int hpn_route_add_connected(struct nl_sock *sk, int ifindex, const char *ifname, const char *cidr,
 			    unsigned int table, struct hpn_err *err)
 {
-	_cleanup_route_req_ struct route_req q = { .ifindex = ifindex, .table = table };
+	_cleanup_route_req_ struct route_req q = { .scope = RT_SCOPE_LINK,
+						   .ifindex = ifindex,
+						   .table = table };
 	char extack[HPN_EXTACK_LEN];
 	int r;
 
 	if (host_and_net(cidr, &q.src, &q.dst) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "address \"%s\" is not a CIDR", cidr);
-	q.rtm = (struct rtmsg){
-		.rtm_family = (uint8_t)nl_addr_get_family(q.dst),
-		.rtm_dst_len = (uint8_t)nl_addr_get_prefixlen(q.dst),
-		.rtm_protocol = RTPROT_BOOT,
-		.rtm_type = RTN_UNICAST,
-		.rtm_scope = RT_SCOPE_LINK,
-	};
 	r = route_send(sk, &q, extack);
 	if (r < 0)
 		return hpn_nl_err(err, r, extack, "add the route of %s to table %u on \"%s\"", cidr,
@@ -400,7 +383,7 @@ static struct nl_msg *rule_msg(int type, int flags, int family, struct nl_addr *
 		.table = table < 256 ? (uint8_t)table : RT_TABLE_UNSPEC,
 		.action = FR_ACT_TO_TBL,
 	};
-	struct nl_msg *msg = rt_msg(type, flags, &frh, sizeof(frh));
+	struct nl_msg *msg = hpn_nl_msg(type, flags, &frh, sizeof(frh));
 
 	if (msg &&
 	    (nla_put_u32(msg, FRA_PRIORITY, prio) < 0 || nla_put_u32(msg, FRA_TABLE, table) < 0 ||

@@ -89,13 +89,8 @@ static int parse_link(struct nl_msg *msg, struct hpn_link *l)
 static struct nl_msg *link_msg(int type, int flags, int ifindex)
 {
 	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
-	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
 
-	if (msg && nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0) {
-		nlmsg_free(msg);
-		return NULL;
-	}
-	return msg;
+	return hpn_nl_msg(type, flags, &ifi, sizeof(ifi));
 }
 
 struct get_ctx {

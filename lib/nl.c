@@ -222,6 +222,17 @@ void hpn_nl_close(struct nl_sock *sk)
 		nl_socket_free(sk);
 }
 
+struct nl_msg *hpn_nl_msg(int type, int flags, const void *hdr, size_t len)
+{
+	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
+
+	if (msg && nlmsg_append(msg, (void *)hdr, len, NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
 void hpn_nl_msg_freep(struct nl_msg **msg)
 {
 	if (*msg)

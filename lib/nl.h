@@ -39,6 +39,9 @@ static inline void hpn_nl_closep(struct nl_sock **sk)
 }
 #define _cleanup_nl_sock_ __attribute__((cleanup(hpn_nl_closep)))
 
+/* A request of type with its fixed header hdr (len bytes); NULL: out of memory. */
+struct nl_msg *hpn_nl_msg(int type, int flags, const void *hdr, size_t len);
+
 void hpn_nl_msg_freep(struct nl_msg **msg);
 #define _cleanup_nl_msg_ __attribute__((cleanup(hpn_nl_msg_freep)))
 
