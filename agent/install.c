@@ -43,7 +43,7 @@
 #define CONF_MAX      (1u << 20)
 #define WAIT_RECHECK  10000 /* ms: journals are re-read this often besides inotify */
 #define DEFAULT_SA    "/var/run/secrets/kubernetes.io/serviceaccount"
-#define DEFAULT_STATE "/var/lib/cni/hpn-rdma"
+#define DEFAULT_STATE HPN_DEFAULT_STATE_DIR
 
 /* ---- files ------------------------------------------------------------------ */
 
@@ -326,6 +326,11 @@ int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struc
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "no state directory");
 	if (desc_len)
 		desc[0] = '\0';
+	/* An older binary's journals are held too: adopted first, as any run does. */
+	if (hpn_store_adopt_old(state_dir, err) < 0)
+		return -EIO;
+	if (fd < 0)
+		fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0 || !(d = fdopendir(TAKE_FD(fd))))

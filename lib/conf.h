@@ -12,7 +12,6 @@
 #include "result.h"
 #include "types.h"
 
-#define HPN_DEFAULT_STATE_DIR	  "/var/lib/cni/hpn-rdma"
 #define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
 #define HPN_MAX_VALID_ATTACHMENTS 65536
 /* agent: where hpn-rdma-agent answers which NICs the kubelet gave a pod. */

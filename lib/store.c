@@ -20,11 +20,141 @@
 
 #define JOURNAL_MAX (256u << 10)
 
+/* One state file into the new network dir, its mtime kept (stale journals are told by it). */
+static int adopt_file(int old_net, int new_net, const char *name)
+{
+	_cleanup_close_ int fd =
+		openat(old_net, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	_cleanup_free_ char *data = NULL;
+	char tmp[HPN_KEY_MAX + 32];
+	struct timespec times[2];
+	struct stat sb;
+	size_t len;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if (!S_ISREG(sb.st_mode))
+		return -EINVAL;
+	r = hpn_read_all(fd, JOURNAL_MAX, &data, &len);
+	if (r < 0)
+		return r;
+	snprintf(tmp, sizeof(tmp), ".tmp.%s.%d", name, (int)getpid());
+	r = hpn_write_atomic(new_net, tmp, name, data, len, 0600);
+	times[0] = sb.st_atim;
+	times[1] = sb.st_mtim;
+	if (r == 0 && utimensat(new_net, name, times, AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	if (r == 0 && unlinkat(old_net, name, 0) < 0)
+		r = -errno;
+	return r;
+}
+
+/* Every journal of one network; the network's old directory goes last. */
+static int adopt_network(int old_root, int new_root, const char *network)
+{
+	_cleanup_close_ int old_net = -1, new_net = -1;
+	DIR *d;
+	int r = 0;
+
+	if (mkdirat(new_root, network, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	new_net = openat(new_root, network, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	old_net = openat(old_root, network, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (new_net < 0 || old_net < 0)
+		return -errno;
+	d = fdopendir(fcntl(old_net, F_DUPFD_CLOEXEC, 0));
+	if (!d)
+		return -errno;
+	for (const struct dirent *de; r == 0 && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* A temp file is a write that never landed: nothing to keep. */
+		if (de->d_name[0] == '.')
+			r = unlinkat(old_net, de->d_name, 0) < 0 ? -errno : 0;
+		else
+			r = adopt_file(old_net, new_net, de->d_name);
+	}
+	closedir(d);
+	if (r == 0 && unlinkat(old_root, network, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+int hpn_store_adopt(const char *old_dir, const char *state_dir, int timeout_ms, struct hpn_err *err)
+{
+	struct hpn_store old = HPN_STORE_INIT, cur = HPN_STORE_INIT;
+	DIR *d = NULL;
+	int r;
+
+	old.root_fd = open(old_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (old.root_fd < 0)
+		return errno == ENOENT
+			       ? 0
+			       : hpn_err_set(err, HPN_E_IO, errno, "open old stateDir \"%s\": %s",
+					     old_dir, strerror(errno));
+	r = hpn_mkdir_p(state_dir, 0700);
+	cur.root_fd = r < 0 ? -1 : open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cur.root_fd < 0) {
+		if (r < 0)
+			errno = -r;
+		r = hpn_err_set(err, HPN_E_IO, errno, "open stateDir \"%s\": %s", state_dir,
+				strerror(errno));
+		goto out;
+	}
+	/* An older binary's run in flight ends first; always the old lock, then the new. */
+	r = hpn_store_lock(&old, timeout_ms, err);
+	if (r == 0)
+		r = hpn_store_lock(&cur, timeout_ms, err);
+	if (r < 0)
+		goto out;
+	d = fdopendir(fcntl(old.root_fd, F_DUPFD_CLOEXEC, 0));
+	if (!d) {
+		r = -errno;
+		goto fail;
+	}
+	for (const struct dirent *de; r == 0 && (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "lock"))
+			continue;
+		if (de->d_type == DT_DIR)
+			r = adopt_network(old.root_fd, cur.root_fd, de->d_name);
+		else /* events.log and its rotation: the history of an older binary */
+			r = unlinkat(old.root_fd, de->d_name, 0) < 0 ? -errno : 0;
+	}
+	if (r == 0 && unlinkat(old.root_fd, "lock", 0) < 0 && errno != ENOENT)
+		r = -errno;
+	if (r == 0 && rmdir(old_dir) < 0)
+		r = -errno;
+fail:
+	if (r < 0)
+		r = hpn_err_set(err, HPN_E_IO, -r, "move the state in \"%s\" to \"%s\": %s",
+				old_dir, state_dir, strerror(-r));
+out:
+	if (d)
+		closedir(d);
+	hpn_store_close(&cur);
+	hpn_store_close(&old);
+	return r;
+}
+
+int hpn_store_adopt_old(const char *state_dir, struct hpn_err *err)
+{
+	/* The default moved to tmpfs: journals an older binary left on disk come along once. */
+	return strcmp(state_dir, HPN_DEFAULT_STATE_DIR)
+		       ? 0
+		       : hpn_store_adopt(HPN_OLD_STATE_DIR, state_dir, HPN_ADOPT_LOCK_MS, err);
+}
+
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,
 		   struct hpn_err *err)
 {
-	int r;
+	int r = hpn_store_adopt_old(state_dir, err);
 
+	if (r < 0)
+		return r;
 	r = hpn_mkdir_p(state_dir, 0700);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "create stateDir \"%s\": %s", state_dir,
@@ -600,7 +730,6 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
-	struct hpn_journal tmp = { 0 };
 	cJSON *root;
 	size_t len;
 	int r;
@@ -615,19 +744,20 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "read state %s: %s", key, strerror(-r));
 	root = hpn_json_parse(buf, len);
-	r = root ? journal_from_json(root, &tmp) : -EINVAL;
+	/* Zeroed only now, in place: no 20 KB copy, and a missing journal costs nothing. */
+	memset(j, 0, sizeof(*j));
+	r = root ? journal_from_json(root, j) : -EINVAL;
 	if (r == 0)
-		tmp.stale = earlier_boot(fd, cJSON_GetObjectItemCaseSensitive(root, "bootId"));
+		j->stale = earlier_boot(fd, cJSON_GetObjectItemCaseSensitive(root, "bootId"));
 	cJSON_Delete(root);
 	if (r < 0) {
-		hpn_journal_free(&tmp);
+		hpn_journal_free(j);
 		if (earlier_boot(fd, NULL))
 			return hpn_err_set(err, HPN_E_IO, ESTALE,
 					   "state %s is unreadable and from an earlier boot", key);
 		return hpn_err_set(err, HPN_E_IO, r, "state %s is corrupt", key);
 	}
-	tmp.releasing = held(fd);
-	*j = tmp;
+	j->releasing = held(fd);
 	return 0;
 }
 

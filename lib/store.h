@@ -13,6 +13,14 @@
  * atomically (temp file, rename) before every step that changes the host, with
  * the boot it was written in.
  */
+/*
+ * The default stateDir, on tmpfs: a journal lives as long as the boot whose
+ * NICs and netns it describes. Earlier versions kept it on disk, in
+ * HPN_OLD_STATE_DIR.
+ */
+#define HPN_DEFAULT_STATE_DIR "/run/hpn-rdma/state"
+#define HPN_OLD_STATE_DIR     "/var/lib/cni/hpn-rdma"
+
 struct hpn_store {
 	int root_fd; /* stateDir */
 	int net_fd;  /* stateDir/<network> */
@@ -123,10 +131,26 @@ void hpn_journal_free(struct hpn_journal *j);
  */
 void hpn_journal_set_pod(struct hpn_journal *j, const char *ns, const char *name, const char *uid);
 
-/* Creates stateDir (0700) and stateDir/<network> as needed and opens them. */
+/*
+ * Creates stateDir (0700) and stateDir/<network> as needed and opens them.
+ * With the default stateDir it first adopts what older binaries kept in
+ * HPN_OLD_STATE_DIR (hpn_store_adopt).
+ */
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,
 		   struct hpn_err *err);
 void hpn_store_close(struct hpn_store *st);
+/*
+ * Moves every network's journals from old_dir (an earlier default stateDir)
+ * into state_dir (created if need be), each with its mtime, under both locks (the
+ * old one first, so a run of an older binary in flight ends first), drops
+ * the rest (temp files, the event log) and removes old_dir. 0 when there is
+ * no old_dir; code 11 when a lock stays held for timeout_ms, nothing moved.
+ */
+int hpn_store_adopt(const char *old_dir, const char *state_dir, int timeout_ms,
+		    struct hpn_err *err);
+/* hpn_store_adopt of HPN_OLD_STATE_DIR (waiting up to 10 s) if state_dir is the default; else 0. */
+#define HPN_ADOPT_LOCK_MS 10000
+int hpn_store_adopt_old(const char *state_dir, struct hpn_err *err);
 /* Exclusive lock on stateDir/lock; -EAGAIN with code 11 after timeout_ms. */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err);
 /* Drops the lock (ADD, once its claim is journalled); idempotent. */
@@ -146,7 +170,8 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 /*
  * -ENOENT when there is no journal for key; -ESTALE (err set) when it cannot
  * be parsed and its mtime predates this boot: a write a power loss cut short,
- * which nothing can undo and nothing needs to (remove it).
+ * which nothing can undo and nothing needs to (remove it). j is untouched
+ * when there is no file, zeroed (nothing to free) on any other error.
  */
 int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *j,
 		     struct hpn_err *err);

@@ -52,6 +52,9 @@ import sys
 import yaml
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+# lib/conf.h: HPN_DEFAULT_STATE_DIR, and HPN_OLD_STATE_DIR it adopts at the first run.
+STATE_DIR = "/run/hpn-rdma/state"
+OLD_STATE_DIR = "/var/lib/cni/hpn-rdma"
 
 # kind -> (apiVersion, allowed top-level keys)
 KINDS = {
@@ -385,8 +388,11 @@ def cluster(docs, where, conf, src):
         at_host_path(agent, vols, path, dw, "the kubelet's", True)
     sock = entry.get("agent", {}).get("socket", "/run/hpn-rdma/agent.sock")
     at_host_path(agent, vols, os.path.dirname(sock), dw, "agent.socket's directory", True)
-    state = entry.get("stateDir", "/var/lib/cni/hpn-rdma")
+    state = entry.get("stateDir", STATE_DIR)
     at_host_path(agent, vols, state, dw, "the journals' stateDir", True)
+    if "stateDir" not in entry:
+        # The default moved from disk: whoever opens it first adopts the old one's journals.
+        at_host_path(agent, vols, OLD_STATE_DIR, dw, "the earlier default stateDir", True)
     # GC (on unless --cri-socket=none or --gc-interval=0) undoes attachments as DEL would.
     if a.get("--cri-socket") != "none" and a.get("--gc-interval") != "0":
         cri = a.get("--cri-socket", "/run/containerd/containerd.sock")
@@ -439,7 +445,10 @@ def uninstall(d, where, inst):
     if "--kubeconfig" in inst["flags"]:
         at_host_path(c, vols, os.path.dirname(inst["flags"]["--kubeconfig"]), where,
                      "the kubeconfig's directory", True)
-    at_host_path(c, vols, inst["state"], where, "the journals' stateDir", False)
+    # Writable: uninstall adopts an earlier version's journals, as any run does.
+    at_host_path(c, vols, inst["state"], where, "the journals' stateDir", True)
+    if inst["state"] == STATE_DIR:
+        at_host_path(c, vols, OLD_STATE_DIR, where, "the earlier default stateDir", True)
     check(not c.get("securityContext", {}).get("privileged"), f"{where}: not privileged")
 
 

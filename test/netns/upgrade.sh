@@ -7,7 +7,9 @@
 # written: version 1 (the one moved NIC at the top level), completed and
 # mid-ADD; version 2 (a NIC list) with the NCCL hints, a macvlan child, two
 # NICs with an owner pid from another process; with this boot's bootId; and
-# the current format with the pod's namespace, name and UID. For each, the scenario puts the node in the state the
+# the current format with the pod's namespace, name and UID, also left in the
+# earlier default stateDir (/var/lib/cni/hpn-rdma, on disk), which the first
+# run adopts into today's. For each, the scenario puts the node in the state the
 # older ADD left (the NIC moved into the pod and renamed, or a child created
 # there; the hints file with its owner line), writes the journal, and expects
 # DEL to give everything back (host exactly as before, pod empty, journal and
@@ -15,6 +17,16 @@
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
 set -euo pipefail
+# Private mounts, tmpfs over /run and /var/lib: the scenario of the default
+# stateDir's move (an older binary's /var/lib/cni/hpn-rdma, adopted into
+# /run/hpn-rdma/state) uses the plugin's real default paths, and the node's
+# own stay untouched. The netns of this test live in the private /run too.
+if [[ -z ${HPNT_PRIVATE_MOUNTS:-} ]]; then
+	command -v unshare >/dev/null || { echo "SKIP: unshare (util-linux) is missing"; exit 77; }
+	HPNT_PRIVATE_MOUNTS=1 exec unshare -m --propagation private "$BASH" "$0" "$@"
+fi
+mount -t tmpfs -o mode=0755,size=16m hpnt-run /run
+mount -t tmpfs -o mode=0755,size=16m hpnt-var-lib /var/lib
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 t_init
@@ -108,6 +120,27 @@ each() {
 	done
 }
 
+# old_default: the config names no stateDir, and an older binary kept the
+# attachment's journal in the default of its time, on disk: DEL (then GC)
+# adopts it into today's default, undoes it, and the old directory is gone.
+old_default() {
+	local cmd key=hpnt-key-$SCEN old=/var/lib/cni/hpn-rdma
+	setup 1
+	CONF=$(jq -c 'del(.stateDir)' <<<"$CONF")
+	STATE=/run/hpn-rdma/state
+	for cmd in DEL GC; do
+		STATE=$old journal v2-pod.json "$key"
+		echo '{"v":1}' >"$old/events.log"
+		hints "$key"
+		old_move 0
+		[[ ! -e $STATE ]] || fail "$STATE exists before the $cmd"
+		undone "$cmd" 1
+		[[ ! -e $old ]] || fail "$cmd left $old: $(find "$old")"
+		[[ -d $STATE/$NET ]] || fail "$cmd did not adopt into $STATE/$NET"
+		rm -rf "$STATE"
+	done
+}
+
 scenario "a version 1 journal of a completed ADD" each v1-attached.json 1 moved
 scenario "a version 1 journal of an ADD that died after its move" each v1-moving.json 1 moved
 scenario "a version 2 journal with the NCCL hints" each v2-attached.json 1 moved hints
@@ -115,5 +148,6 @@ scenario "a version 2 journal of a macvlan child" each v2-child.json 1 child
 scenario "a version 2 journal of two NICs, owner pid of another process" each v2-multi.json 2 moved
 scenario "a journal with this boot's bootId and the hints" each v2-boot.json 1 moved hints
 scenario "the current journal (the pod's namespace, name and UID) with the hints" each v2-pod.json 1 moved hints
+scenario "a journal in the earlier default stateDir, on disk, the config naming none" old_default
 
 t_done

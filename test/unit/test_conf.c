@@ -11,6 +11,7 @@
 #include "check.h"
 #include "conf.h"
 #include "pod.h"
+#include "store.h"
 #include "util.h"
 
 /* A valid config is BASE plus one selector; tests add or swap one member. */
@@ -522,7 +523,7 @@ static void test_members(void)
 	CHECK_STR_EQ(conf.cni_version, "1.0.0");
 	CHECK_STR_EQ(conf.name, "rdma-net");
 	CHECK_STR_EQ(conf.type, "hpn-rdma");
-	CHECK_STR_EQ(conf.state_dir, "/var/lib/cni/hpn-rdma");
+	CHECK_STR_EQ(conf.state_dir, "/run/hpn-rdma/state");
 	CHECK_STR_EQ(conf.state_dir, HPN_DEFAULT_STATE_DIR);
 	CHECK_STR_EQ(conf.sysfs_root, "/sys");
 	CHECK(conf.log_file == NULL);

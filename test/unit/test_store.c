@@ -988,6 +988,109 @@ static void test_journal_boot(void)
 	hpn_store_close(&st);
 }
 
+/*
+ * The default stateDir moved (to tmpfs): hpn_store_adopt moves an older
+ * binary's journals, every network's, into the new one, mtimes kept (a torn
+ * journal's boot is told by it), drops temp files and the event log, and
+ * removes the old directory, under both locks; without an old one, nothing.
+ */
+static void test_adopt(void)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j, got;
+	char old[PATH_MAX], cur[PATH_MAX], path[PATH_MAX + 300], lock[PATH_MAX + 16];
+	char *before, *after;
+	struct stat sb;
+	long long btime = 0;
+	int fd;
+
+	snprintf(old, sizeof(old), "%s/adopt-old", tmp);
+	snprintf(cur, sizeof(cur), "%s/adopt-new/state", tmp);
+	CHECK_INT_EQ(hpn_boot_time(&btime), 0);
+	/* What an older binary left: two networks, a temp file, a torn journal, its log. */
+	CHECK_INT_EQ(hpn_store_open(old, "net1", &st, &err), 0);
+	full_journal(&j);
+	CHECK_INT_EQ(hpn_journal_write(&st, "c1.eth0", &j, &err), 0);
+	hpn_journal_free(&j);
+	hpn_store_close(&st);
+	CHECK_INT_EQ(hpn_store_open(old, "net2", &st, &err), 0);
+	hpn_store_close(&st);
+	snprintf(path, sizeof(path), "%s/net2/torn.eth0", old);
+	write_file(path, "{\"phase\":", 10);
+	set_mtime(path, btime - 60);
+	snprintf(path, sizeof(path), "%s/net1/.tmp.c2.eth0.99", old);
+	write_file(path, "{", 1);
+	snprintf(path, sizeof(path), "%s/events.log", old);
+	write_file(path, "{}\n", 3);
+	snprintf(lock, sizeof(lock), "%s/lock", old);
+	write_file(lock, "", 0);
+	snprintf(path, sizeof(path), "%s/net1/c1.eth0", old);
+	before = read_file(path);
+
+	/* An older binary's run holds its lock: code 11 after the wait, nothing moved. */
+	fd = open(lock, O_RDWR | O_CLOEXEC);
+	CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0);
+	CHECK_INT_EQ(hpn_store_adopt(old, cur, 50, &err), -EAGAIN);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK(is_regular(path));
+	close(fd);
+
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_adopt(old, cur, 50, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK(lstat(old, &sb) < 0 && errno == ENOENT);
+	snprintf(path, sizeof(path), "%s/net1/c1.eth0", cur);
+	after = read_file(path);
+	CHECK(before && after && !strcmp(before, after));
+	free(before);
+	free(after);
+	CHECK_INT_EQ(stat(cur, &sb), 0);
+	CHECK_INT_EQ(sb.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/net1/.tmp.c2.eth0.99", cur);
+	CHECK(lstat(path, &sb) < 0);
+	snprintf(path, sizeof(path), "%s/events.log", cur);
+	CHECK(lstat(path, &sb) < 0);
+	/* The torn one kept its mtime, so it still reads as an earlier boot's. */
+	snprintf(path, sizeof(path), "%s/net2/torn.eth0", cur);
+	CHECK_INT_EQ(stat(path, &sb), 0);
+	CHECK_INT_EQ((long long)sb.st_mtime, btime - 60);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_open(cur, "net2", &st, &err), 0);
+	memset(&got, 0, sizeof(got));
+	CHECK_INT_EQ(hpn_journal_read(&st, "torn.eth0", &got, &err), -ESTALE);
+	hpn_store_close(&st);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_open(cur, "net1", &st, &err), 0);
+	CHECK_INT_EQ(hpn_journal_read(&st, "c1.eth0", &got, &err), 0);
+	CHECK_STR_EQ(got.nics[0].host.name, "ens1f0np0");
+	CHECK_INT_EQ(got.phase, HPN_PHASE_ATTACHED);
+	hpn_journal_free(&got);
+	hpn_store_close(&st);
+
+	/* Done once: no old directory is nothing to do, and changes nothing. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_store_adopt(old, cur, 50, &err), 0);
+	CHECK(lstat(old, &sb) < 0);
+	/* Not the default stateDir: the old default is not looked at. */
+	CHECK_INT_EQ(hpn_store_adopt_old(cur, &err), 0);
+
+	/* What cannot be moved (an unreadable old dir) is an error naming both. */
+	CHECK_INT_EQ(mkdir(old, 0700), 0);
+	snprintf(path, sizeof(path), "%s/net3", old);
+	CHECK_INT_EQ(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/net3/fifo.eth0", old);
+	CHECK_INT_EQ(mkfifo(path, 0600), 0);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_store_adopt(old, cur, 50, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_IO);
+	CHECK_STR_HAS(err.msg, old);
+	CHECK_STR_HAS(err.msg, cur);
+	CHECK_INT_EQ(unlink(path), 0);
+	CHECK_INT_EQ(hpn_store_adopt(old, cur, 50, &err), 0);
+	CHECK(lstat(old, &sb) < 0);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "store");
@@ -1000,6 +1103,7 @@ int main(void)
 	test_journal_symlinks();
 	test_key();
 	test_lock();
+	test_adopt();
 	if (tmpdir_rm(tmp) < 0)
 		perror("remove scratch directory");
 	return check_done();
