@@ -164,6 +164,11 @@ int hpn_mkdir_p(const char *path, mode_t mode)
 
 	if (r < 0)
 		return r;
+	/* Mostly it is there: one syscall, not one per component. */
+	if (mkdir(buf, mode) == 0)
+		return chmod(buf, mode) < 0 ? -errno : 0;
+	if (errno != ENOENT)
+		return errno == EEXIST ? 0 : -errno;
 	for (char *p = buf + 1;; p++) {
 		bool last = !*p;
 		mode_t m = last ? mode : 0755;
