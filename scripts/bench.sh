@@ -97,8 +97,9 @@
 #                    --check then fails, as rows are missing
 #   BENCH_HINTS_DIR  parent of the NCCL hints dir (default: /run if it is a
 #                    tmpfs, as on a node, else /dev/shm)
-#   BENCH_STATE_DIR  parent of hpn-rdma's stateDir (default: the scratch dir
-#                    under /tmp; a real node keeps /var/lib/cni on disk too)
+#   BENCH_STATE_DIR  parent of hpn-rdma's stateDir (default: /run if it is a
+#                    tmpfs, as a node's default /run/hpn-rdma/state, else
+#                    /dev/shm; BENCH_STATE_DIR=/tmp measures it on disk)
 #   BENCH_MTU        if set, every row also sets this MTU in ADD (and the
 #                    device's MTU is restored on DEL); host-device has no MTU
 #                    option, so its rows then do less work than the others
@@ -240,24 +241,26 @@ cleanup() {
 	done
 	[[ -n $W && -d $W ]] && rm -rf "$W"
 	[[ -n ${HINTS:-} && -d $HINTS ]] && rm -rf "$HINTS"
+	[[ -n ${STATE:-} && -d $STATE ]] && rm -rf "$STATE"
+	[[ -n ${JOBS:-} && -d $JOBS ]] && rm -rf "$JOBS"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 W=$(mktemp -d /tmp/hpnb.XXXXXX)
-STATE=${BENCH_STATE_DIR:-$W}/hpnb-state-$$
-mkdir -p "$STATE"
-[[ -n ${BENCH_STATE_DIR:-} ]] && trap 'cleanup; rm -rf "$STATE"' EXIT
-# The NCCL hints live where a node keeps them by default, /run/hpn-rdma/pods:
-# on tmpfs. /dev/shm stands in for /run when /run is not a tmpfs here.
-if [[ -n ${BENCH_HINTS_DIR:-} ]]; then
-	HINTS=$BENCH_HINTS_DIR/hpnb-hints-$$
-elif [[ $(stat -f -c %T /run) == tmpfs ]]; then
-	HINTS=/run/hpnb-hints-$$
-else
-	HINTS=/dev/shm/hpnb-hints-$$
-fi
-mkdir -p "$HINTS"
+# The journals and the NCCL hints live where a node keeps them by default,
+# /run/hpn-rdma/state and /run/hpn-rdma/pods: on tmpfs. /dev/shm stands in
+# for /run when /run is not a tmpfs here.
+RUNTMP=/dev/shm
+[[ $(stat -f -c %T /run) == tmpfs ]] && RUNTMP=/run
+STATE=${BENCH_STATE_DIR:-$RUNTMP}/hpnb-state-$$
+HINTS=${BENCH_HINTS_DIR:-$RUNTMP}/hpnb-hints-$$
+# The runner's job files too: each start truncates and rewrites a job's
+# stdout and stderr files, which stand in for the pipes a runtime reads
+# (libcni); on ext4 that costs the writer a block writeback at close, which
+# the plugin would pay and /bin/true, writing nothing, would not.
+JOBS=$RUNTMP/hpnb-jobs-$$
+mkdir -p "$STATE" "$HINTS" "$JOBS"
 
 ip netns add "$NODE" 2>/dev/null || skip "cannot create network namespaces here"
 ip -n "$NODE" link set lo up
@@ -433,12 +436,12 @@ floor_macvlan() {
 	job "$dir/del-pod/$k" "$IP" -n "$p" -batch "$dir/del-pod/$k/batch"
 }
 
-# prepare ROW WIDTH: step dirs $W/jobs/ROW/WIDTH/<step>/<k> for pods 0..WIDTH-1.
+# prepare ROW WIDTH: step dirs $JOBS/ROW/WIDTH/<step>/<k> for pods 0..WIDTH-1.
 # ROW is MODE.VARIANT.PLUGIN; prints the step dirs in order.
 prepare() {
 	local row=$1 n=$2 mode variant plugin bin dir k c
 	IFS=. read -r mode variant plugin <<<"$row"
-	dir=$W/jobs/$row/$n
+	dir=$JOBS/$row/$n
 	if [[ ! -d $dir ]]; then
 		for ((k = 0; k < n; k++)); do
 			case $plugin in
@@ -667,7 +670,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 
 # VERSION: each plugin, plus the cost of starting any process (/bin/true).
-vdir=$W/jobs/version
+vdir=$JOBS/version
 VPLUGINS=(hpn-rdma ${BASE:+hpn-base} host-device macvlan true)
 [[ -x $LINKED_YAML ]] && VPLUGINS+=(hpn-rdma-linked-yaml)
 [[ -x $LINKED_KUBE ]] && VPLUGINS+=(hpn-rdma-linked-curl-yaml)
