@@ -316,8 +316,7 @@ static void append(char *buf, size_t len, const char *s)
 
 int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struct hpn_err *err)
 {
-	_cleanup_close_ int fd =
-		state_dir ? open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	_cleanup_close_ int fd = -1;
 	struct dirent *de;
 	int held = 0;
 	DIR *d;
@@ -329,8 +328,7 @@ int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struc
 	/* An older binary's journals are held too: adopted first, as any run does. */
 	if (hpn_store_adopt_old(state_dir, err) < 0)
 		return -EIO;
-	if (fd < 0)
-		fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
 		return 0;
 	if (fd < 0 || !(d = fdopendir(TAKE_FD(fd))))

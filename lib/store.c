@@ -96,12 +96,11 @@ int hpn_store_adopt(const char *old_dir, const char *state_dir, int timeout_ms, 
 			       : hpn_err_set(err, HPN_E_IO, errno, "open old stateDir \"%s\": %s",
 					     old_dir, strerror(errno));
 	r = hpn_mkdir_p(state_dir, 0700);
-	cur.root_fd = r < 0 ? -1 : open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cur.root_fd < 0) {
-		if (r < 0)
-			errno = -r;
-		r = hpn_err_set(err, HPN_E_IO, errno, "open stateDir \"%s\": %s", state_dir,
-				strerror(errno));
+	if (r == 0 && (cur.root_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = -errno;
+	if (r < 0) {
+		r = hpn_err_set(err, HPN_E_IO, -r, "open stateDir \"%s\": %s", state_dir,
+				strerror(-r));
 		goto out;
 	}
 	/* An older binary's run in flight ends first; always the old lock, then the new. */

@@ -8,12 +8,6 @@
 #include "types.h"
 
 /*
- * The on-disk state: <stateDir>/lock serialises plugin runs that change the
- * node, and <stateDir>/<network>/<key> holds one attachment's journal, written
- * atomically (temp file, rename) before every step that changes the host, with
- * the boot it was written in.
- */
-/*
  * The default stateDir, on tmpfs: a journal lives as long as the boot whose
  * NICs and netns it describes. Earlier versions kept it on disk, in
  * HPN_OLD_STATE_DIR.
@@ -21,6 +15,12 @@
 #define HPN_DEFAULT_STATE_DIR "/run/hpn-rdma/state"
 #define HPN_OLD_STATE_DIR     "/var/lib/cni/hpn-rdma"
 
+/*
+ * The on-disk state: <stateDir>/lock serialises plugin runs that change the
+ * node, and <stateDir>/<network>/<key> holds one attachment's journal, written
+ * atomically (temp file, rename) before every step that changes the host, with
+ * the boot it was written in.
+ */
 struct hpn_store {
 	int root_fd; /* stateDir */
 	int net_fd;  /* stateDir/<network> */
@@ -148,8 +148,8 @@ void hpn_store_close(struct hpn_store *st);
  */
 int hpn_store_adopt(const char *old_dir, const char *state_dir, int timeout_ms,
 		    struct hpn_err *err);
-/* hpn_store_adopt of HPN_OLD_STATE_DIR (waiting up to 10 s) if state_dir is the default; else 0. */
 #define HPN_ADOPT_LOCK_MS 10000
+/* hpn_store_adopt of HPN_OLD_STATE_DIR (HPN_ADOPT_LOCK_MS) if state_dir is the default; else 0. */
 int hpn_store_adopt_old(const char *state_dir, struct hpn_err *err);
 /* Exclusive lock on stateDir/lock; -EAGAIN with code 11 after timeout_ms. */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err);
