@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "devices.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,40 +229,6 @@ int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *w
 	else
 		hpn_warn("device %s (\"%s\") is Unhealthy: %s", d->id, d->ifname, d->why);
 	return 1;
-}
-
-void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent_chardevs *out)
-{
-	static const char *const classes[] = { "infiniband_verbs", "infiniband_mad" };
-
-	memset(out, 0, sizeof(*out));
-	for (size_t c = 0; c < HPN_ARRAY_SIZE(classes); c++) {
-		char path[4096];
-		struct dirent *de;
-		DIR *d;
-
-		if (hpn_snprintf(path, sizeof(path), "%s/class/%s", sysfs_root, classes[c]) < 0 ||
-		    !(d = opendir(path)))
-			continue;
-		while ((de = readdir(d)) && out->n < HPN_ARRAY_SIZE(out->names)) {
-			char v[HPN_IBDEV_MAX];
-
-			/* uverbsN, umadN, issmN: nothing else may become a /dev path. */
-			if ((strncmp(de->d_name, "uverbs", 6) && strncmp(de->d_name, "umad", 4) &&
-			     strncmp(de->d_name, "issm", 4)) ||
-			    strlen(de->d_name) >= sizeof(out->names[0]) ||
-			    !hpn_valid_path_component(de->d_name))
-				continue;
-			if (hpn_sysfs_read(v, sizeof(v), "%s/%s/ibdev", path, de->d_name) == 0 &&
-			    !strcmp(v, ibdev))
-				memcpy(out->names[out->n++], de->d_name, strlen(de->d_name) + 1);
-		}
-		closedir(d);
-	}
-	/* Sorted, so that the specs come out the same on every call. */
-	qsort(out->names, out->n, sizeof(out->names[0]),
-	      (int (*)(const void *, const void *))strcmp);
-	out->rdma_cm = hpn_sysfs_exists("%s/class/misc/rdma_cm", sysfs_root);
 }
 
 /* ---- GetPreferredAllocation ------------------------------------------------------ */

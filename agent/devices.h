@@ -60,14 +60,6 @@ const struct agent_dev *agent_devs_find(const struct agent_devs *devs, const cha
  */
 int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *why);
 
-/* Character devices of one RDMA device under sysfs_root: "uverbs0", "umad0", "issm0". */
-struct agent_chardevs {
-	char names[8][32];
-	size_t n;
-	bool rdma_cm; /* <root>/class/misc/rdma_cm: /dev/infiniband/rdma_cm exists */
-};
-void agent_rdma_chardevs(const char *sysfs_root, const char *ibdev, struct agent_chardevs *out);
-
 /*
  * GetPreferredAllocation for one container: size IDs out of avail, every
  * one of must first, then free NICs (held by no journal) on the NUMA nodes

@@ -5,16 +5,20 @@
  * List client the CNI lookup answers from. Messages are packed and checked
  * here with protobuf-c; rpc.c carries the bytes.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "deviceplugin.pb-c.h"
 #include "log.h"
 #include "podresources.pb-c.h"
+#include "rdma.h"
+#include "sysfs.h"
 #include "util.h"
 
 #define DP_VERSION	       "v1beta1"
@@ -261,35 +265,44 @@ out:
 }
 
 /* One container's answer: the RDMA character devices of its NICs, and envs naming them. */
-#define MAX_SPECS (HPN_AGENT_MAX_DEVICES * 2 + 1)
+#define MAX_SPECS (HPN_AGENT_MAX_DEVICES * 2 + 2)
 struct container_answer {
 	V1beta1__ContainerAllocateResponse resp;
 	V1beta1__DeviceSpec specs[MAX_SPECS];
 	V1beta1__DeviceSpec *specp[MAX_SPECS];
-	char paths[MAX_SPECS][64];	 /* in the container: /dev/infiniband/<name> */
-	char host_paths[MAX_SPECS][256]; /* on the host: <dev-root>/infiniband/<name> */
+	char paths[MAX_SPECS][64];	 /* in the container: /dev/infiniband[/<name>] */
+	char host_paths[MAX_SPECS][512]; /* on the host: <dev-root>/infiniband/<name>, a directory */
 	V1beta1__ContainerAllocateResponse__EnvsEntry env[3];
 	V1beta1__ContainerAllocateResponse__EnvsEntry *envp[3];
 	char ids[4096], ibdevs[4096], uverbs[8192];
 };
 
-static void add_spec(struct container_answer *ca, const char *dev_root, const char *name)
+static void add_spec(struct container_answer *ca, const char *host, const char *container)
 {
 	size_t i = ca->resp.n_devices;
 
 	if (i == MAX_SPECS)
 		return;
 	for (size_t k = 0; k < i; k++)
-		if (!strcmp(ca->paths[k] + strlen("/dev/infiniband/"), name))
+		if (!strcmp(ca->paths[k], container))
 			return;
-	snprintf(ca->paths[i], sizeof(ca->paths[i]), "/dev/infiniband/%s", name);
-	snprintf(ca->host_paths[i], sizeof(ca->host_paths[i]), "%s/infiniband/%s", dev_root, name);
+	snprintf(ca->paths[i], sizeof(ca->paths[i]), "%s", container);
+	snprintf(ca->host_paths[i], sizeof(ca->host_paths[i]), "%s", host);
 	v1beta1__device_spec__init(&ca->specs[i]);
 	ca->specs[i].container_path = ca->paths[i];
 	ca->specs[i].host_path = ca->host_paths[i];
 	ca->specs[i].permissions = "rw";
 	ca->specp[i] = &ca->specs[i];
 	ca->resp.n_devices = i + 1;
+}
+
+static void add_node(struct container_answer *ca, const char *dev_root, const char *name)
+{
+	char host[512], container[64];
+
+	snprintf(host, sizeof(host), "%s/infiniband/%s", dev_root, name);
+	snprintf(container, sizeof(container), "/dev/infiniband/%s", name);
+	add_spec(ca, host, container);
 }
 
 static void append(char *list, size_t len, const char *item)
@@ -299,35 +312,118 @@ static void append(char *list, size_t len, const char *item)
 	snprintf(list + n, len - n, "%s%s", n ? "," : "", item);
 }
 
-static void answer_container(const struct agent *a, char **ids, size_t n,
-			     struct container_answer *ca)
+/* Empties <root>/<id>: a link, or a directory of the nodes an earlier ADD made. */
+static int clear_entry(const char *root, const char *id)
 {
+	char path[512];
+	struct dirent *de;
+	DIR *d;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/%s", root, id) < 0)
+		return -ENAMETOOLONG;
+	if (unlink(path) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (!(d = opendir(path)))
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
+			int r = -errno;
+
+			closedir(d);
+			return r;
+		}
+	closedir(d);
+	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/*
+ * The container's directory for NICs whose RDMA device ADD makes (softRoce):
+ * its character devices are born after this answer, so it names a directory
+ * that containerd and CRI-O resolve at CreateContainer, after the sandbox's
+ * ADD put the nodes in it. <root>/<key> made empty; each other ID a link to
+ * it, so ADD finds it by any NIC (softroce.c). One spec for all: the kubelet
+ * keeps one device per container path.
+ */
+static int soft_dir(const char *root, char **ids, size_t n, const char *key, char *host, size_t len)
+{
+	char path[512];
+	int r = hpn_mkdir_p(root, 0755) < 0 ? -errno : 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = clear_entry(root, ids[i]);
+	if (r == 0 && hpn_snprintf(path, sizeof(path), "%s/%s", root, key) < 0)
+		r = -ENAMETOOLONG;
+	if (r == 0 && mkdir(path, 0755) < 0)
+		r = -errno;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		char link[512];
+
+		if (!strcmp(ids[i], key))
+			continue;
+		if (hpn_snprintf(link, sizeof(link), "%s/%s", root, ids[i]) < 0)
+			r = -ENAMETOOLONG;
+		else if (symlink(key, link) < 0)
+			r = -errno;
+	}
+	if (r == 0)
+		snprintf(host, len, "%s", path);
+	return r;
+}
+
+static int answer_container(const struct agent *a, char **ids, size_t n,
+			    struct container_answer *ca, char *msg, size_t len)
+{
+	char *soft[HPN_AGENT_MAX_DEVICES];
+	const char *key = NULL;
+	size_t n_soft = 0;
 	bool cm = false;
 
 	v1beta1__container_allocate_response__init(&ca->resp);
 	ca->resp.devices = ca->specp;
 	for (size_t i = 0; i < n; i++) {
 		const struct agent_dev *d = agent_devs_find(&a->devs, ids[i]);
-		struct agent_chardevs cd;
+		struct hpn_rdma_cdevs cd;
 
 		append(ca->ids, sizeof(ca->ids), d->id);
-		if (!d->rdma[0])
+		if (!d->rdma[0]) {
+			/* Made by ADD, in the pod: named by the directory below. */
+			if (a->conf.soft_roce && n_soft < HPN_AGENT_MAX_DEVICES) {
+				soft[n_soft++] = ids[i];
+				if (!key || strcmp(ids[i], key) < 0)
+					key = ids[i];
+			}
 			continue;
+		}
 		append(ca->ibdevs, sizeof(ca->ibdevs), d->rdma);
-		agent_rdma_chardevs(a->conf.sysfs_root, d->rdma, &cd);
+		hpn_rdma_cdevs(a->conf.sysfs_root, d->rdma, &cd);
 		for (size_t k = 0; k < cd.n; k++) {
-			add_spec(ca, a->dev_root, cd.names[k]);
-			if (!strncmp(cd.names[k], "uverbs", 6)) {
+			add_node(ca, a->dev_root, cd.v[k].name);
+			if (!strncmp(cd.v[k].name, "uverbs", 6)) {
 				char p[64];
 
-				snprintf(p, sizeof(p), "/dev/infiniband/%s", cd.names[k]);
+				snprintf(p, sizeof(p), "/dev/infiniband/%s", cd.v[k].name);
 				append(ca->uverbs, sizeof(ca->uverbs), p);
 			}
 		}
 		cm |= cd.rdma_cm;
 	}
+	if (n_soft) {
+		char host[512];
+		int r = soft_dir(a->conf.agent.device_dir, soft, n_soft, key, host, sizeof(host));
+
+		if (r < 0) {
+			snprintf(msg, len, "prepare the device directory %s/%s: %s",
+				 a->conf.agent.device_dir, key, strerror(-r));
+			return r;
+		}
+		add_spec(ca, host, "/dev/infiniband");
+		cm |= hpn_sysfs_exists("%s/class/misc/rdma_cm", a->conf.sysfs_root);
+	}
 	if (cm)
-		add_spec(ca, a->dev_root, "rdma_cm");
+		add_node(ca, a->dev_root, "rdma_cm");
 	{
 		static const char *const keys[] = { "HPN_RDMA_DEVICE_IDS", "HPN_RDMA_DEVICES",
 						    "HPN_RDMA_UVERBS" };
@@ -342,6 +438,7 @@ static void answer_container(const struct agent *a, char **ids, size_t n,
 		ca->resp.n_envs = 3;
 		ca->resp.envs = ca->envp;
 	}
+	return 0;
 }
 
 static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
@@ -378,7 +475,12 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 			goto out;
 		}
-		answer_container(a, q->devices_ids, q->n_devices_ids, &ca[i]);
+		if (answer_container(a, q->devices_ids, q->n_devices_ids, &ca[i], msg,
+				     sizeof(msg)) < 0) {
+			hpn_warn("Allocate failed: %s", msg);
+			rpc_fail(c, RPC_INTERNAL, msg);
+			goto out;
+		}
 		crp[i] = &ca[i].resp;
 		hpn_info("Allocate: container %zu gets %s (RDMA %s; %zu device nodes)", i + 1,
 			 ca[i].ids, ca[i].ibdevs[0] ? ca[i].ibdevs : "none", ca[i].resp.n_devices);

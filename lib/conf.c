@@ -476,6 +476,12 @@ static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err 
 		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				"agent.socket is over 107 bytes (a unix socket path)");
 	if (r >= 0)
+		r = hpn_conf_abs_path(a, "agent.", "deviceDir", HPN_DEFAULT_AGENT_DEVICE_DIR,
+				      &conf->agent.device_dir, err);
+	if (r >= 0 && strlen(conf->agent.device_dir) > HPN_AGENT_DEVICE_DIR_MAX)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"agent.deviceDir is over %d bytes", HPN_AGENT_DEVICE_DIR_MAX);
+	if (r >= 0)
 		r = hpn_json_bool(a, "lookup", "agent.", HPN_E_INVALID_CONFIG, &conf->agent.lookup,
 				  err);
 	if (r >= 0)
@@ -744,6 +750,7 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->log_file);
 	free(conf->ipam_type);
 	free(conf->agent.socket);
+	free(conf->agent.device_dir);
 	hpn_nccl_conf_free(&conf->nccl);
 	free(conf->pod_selector);
 	free(conf->pod_annotation);

@@ -17,6 +17,12 @@
 /* agent: where hpn-rdma-agent answers which NICs the kubelet gave a pod. */
 #define HPN_DEFAULT_AGENT_SOCKET  "/run/hpn-rdma/agent.sock"
 #define HPN_DEFAULT_AGENT_TIMEOUT 500 /* ms: connect, ask, answer */
+/*
+ * agent: where Allocate names a directory per container for devices ADD
+ * makes (softRoce), <dir>/<NIC ID>; ADD puts their nodes in it (doc/agent.md).
+ */
+#define HPN_DEFAULT_AGENT_DEVICE_DIR "/run/hpn-rdma/dev"
+#define HPN_AGENT_DEVICE_DIR_MAX     200
 
 /* How the host device is chosen: exactly one selector. */
 enum hpn_selector {
@@ -135,10 +141,11 @@ struct hpn_conf {
 	 * kubelet allocated to the pod (device plugin) and attaches exactly those.
 	 */
 	struct hpn_agent_conf {
-		bool lookup;	/* "lookup" (default true) */
-		bool required;	/* "required" (default false): no agent fails ADD */
-		char *socket;	/* "socket" (default HPN_DEFAULT_AGENT_SOCKET) */
-		int timeout_ms; /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
+		bool lookup;	  /* "lookup" (default true) */
+		bool required;	  /* "required" (default false): no agent fails ADD */
+		char *socket;	  /* "socket" (default HPN_DEFAULT_AGENT_SOCKET) */
+		char *device_dir; /* "deviceDir" (default HPN_DEFAULT_AGENT_DEVICE_DIR) */
+		int timeout_ms;	  /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
 	} agent;
 
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */

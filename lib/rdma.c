@@ -11,6 +11,7 @@
 #include <rdma/rdma_netlink.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -19,6 +20,7 @@
 #include "link.h"
 #include "nl.h"
 #include "sysfs.h"
+#include "util.h"
 
 #ifndef NETLINK_RDMA
 #define NETLINK_RDMA 20
@@ -889,4 +891,63 @@ int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode, 
 	*mode = r == 0 && (v[0] == 'N' || v[0] == '0') ? HPN_RDMA_NETNS_EXCLUSIVE
 						       : HPN_RDMA_NETNS_SHARED;
 	return 0;
+}
+
+/* "231:192": the numbers of a character device, as its sysfs "dev" file says; else 0:0. */
+static void dev_numbers(const char *v, struct hpn_rdma_cdev *cd)
+{
+	char *end;
+	unsigned long ma = strtoul(v, &end, 10), mi;
+
+	if (end == v || *end != ':' || ma > 4095)
+		return;
+	v = end + 1;
+	mi = strtoul(v, &end, 10);
+	if (end == v || *end || mi > 1048575)
+		return;
+	cd->major = (unsigned int)ma;
+	cd->minor = (unsigned int)mi;
+}
+
+static int cdev_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct hpn_rdma_cdev *)a)->name,
+		      ((const struct hpn_rdma_cdev *)b)->name);
+}
+
+void hpn_rdma_cdevs(const char *sysfs_root, const char *ibdev, struct hpn_rdma_cdevs *out)
+{
+	static const char *const classes[] = { "infiniband_verbs", "infiniband_mad" };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t c = 0; c < HPN_ARRAY_SIZE(classes); c++) {
+		char path[4096];
+		struct dirent *de;
+		DIR *d;
+
+		if (hpn_snprintf(path, sizeof(path), "%s/class/%s", sysfs_root, classes[c]) < 0 ||
+		    !(d = opendir(path)))
+			continue;
+		while ((de = readdir(d)) && out->n < HPN_RDMA_CDEVS_MAX) {
+			struct hpn_rdma_cdev *cd = &out->v[out->n];
+			char v[HPN_IBDEV_MAX];
+
+			/* uverbsN, umadN, issmN: nothing else may become a /dev path. */
+			if ((strncmp(de->d_name, "uverbs", 6) && strncmp(de->d_name, "umad", 4) &&
+			     strncmp(de->d_name, "issm", 4)) ||
+			    strlen(de->d_name) >= sizeof(cd->name) ||
+			    !hpn_valid_path_component(de->d_name) ||
+			    hpn_sysfs_read(v, sizeof(v), "%s/%s/ibdev", path, de->d_name) < 0 ||
+			    strcmp(v, ibdev))
+				continue;
+			memcpy(cd->name, de->d_name, strlen(de->d_name) + 1);
+			if (hpn_sysfs_read(v, sizeof(v), "%s/%s/dev", path, de->d_name) == 0)
+				dev_numbers(v, cd);
+			out->n++;
+		}
+		closedir(d);
+	}
+	/* Sorted, so that every caller sees them in the same order. */
+	qsort(out->v, out->n, sizeof(out->v[0]), cdev_cmp);
+	out->rdma_cm = hpn_sysfs_exists("%s/class/misc/rdma_cm", sysfs_root);
 }

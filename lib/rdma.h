@@ -117,4 +117,22 @@ int hpn_rdma_soft_ready(const char *sysfs_root, char *why, size_t len);
 /* Classifies RDMA device name from <root>/class/infiniband/<name> (kind, driver, PCI). */
 void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);
 
+/*
+ * The character devices of RDMA device ibdev under sysfs_root, what a
+ * container needs in /dev/infiniband to use it: uverbsN (class
+ * infiniband_verbs), umadN and issmN (infiniband_mad, where the port has
+ * them), each with the kernel's numbers from its "dev" file (0:0 when it has
+ * none), sorted by name; and whether rdma_cm is there (class misc).
+ */
+#define HPN_RDMA_CDEVS_MAX 8
+struct hpn_rdma_cdevs {
+	struct hpn_rdma_cdev {
+		char name[32];
+		unsigned int major, minor;
+	} v[HPN_RDMA_CDEVS_MAX];
+	size_t n;
+	bool rdma_cm; /* <root>/class/misc/rdma_cm: /dev/infiniband/rdma_cm exists */
+};
+void hpn_rdma_cdevs(const char *sysfs_root, const char *ibdev, struct hpn_rdma_cdevs *out);
+
 #endif

@@ -136,9 +136,20 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
 		  const struct hpn_rdma_plan *p,
 		  int (*fault)(const char *step, struct hpn_err *err), struct hpn_err *err);
 /*
- * Undo: deletes n's created device (RDMA netlink DELLINK) in the pod netns
- * pod_fd (-1: gone), then in the host netns, wherever it still is; before
- * the NIC leaves the pod. Gone already is success.
+ * ADD, after the proof of NIC i (its made device's character devices cd, as
+ * the pod sees them): when the agent's Allocate made <root>/<NIC ID> (the
+ * container's device directory, or a link to it), plans their nodes there in
+ * the journal and returns 1 (the caller journals, then makes them); 0 when
+ * there is nothing to make; -ENOMEM.
+ */
+int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
+			const struct hpn_rdma_cdevs *cd);
+int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *err);
+/*
+ * Undo: removes n's device nodes that still have their numbers, then
+ * deletes n's created device (RDMA netlink DELLINK) in the pod netns pod_fd
+ * (-1: gone), then in the host netns, wherever it still is; before the NIC
+ * leaves the pod. Gone already is success.
  */
 int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
 		    const struct hpn_journal_nic *n, struct hpn_err *err);

@@ -22,15 +22,25 @@
  *    a pod netns, and while it exists rdma_cm resolves them to it. An rxe on
  *    an ipvlan child carries nothing between pods (every packet sent, none
  *    received): the config refuses softRoce with ipvlan.
+ * Its character devices are born at ADD, after the kubelet's Allocate: their
+ * nodes go into the directory Allocate named for the container (doc/agent.md).
  */
 #include "session.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include "alloc.h"
 #include "log.h"
 #include "netns.h"
+#include "util.h"
 
 int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
 		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
@@ -131,6 +141,105 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
 	return r;
 }
 
+/* <devices dir>/<NIC ID>: the directory, or Allocate's link to the container's. */
+static int nodes_dir(const char *root, const struct hpn_journal_nic *n, char *path, size_t len)
+{
+	char id[HPN_ALLOC_ID_MAX];
+
+	hpn_alloc_journal_id(n, id);
+	return hpn_valid_path_component(id) ? hpn_snprintf(path, len, "%s/%s", root, id) : -EINVAL;
+}
+
+int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
+			const struct hpn_rdma_cdevs *cd)
+{
+	struct hpn_journal_rdma *r = &j->nics[i].rdma;
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!r->created || nodes_dir(root, &j->nics[i], path, sizeof(path)) < 0 ||
+	    lstat(path, &st) < 0)
+		return 0;
+	r->n_nodes = 0;
+	for (size_t k = 0; k < cd->n && r->n_nodes < HPN_JOURNAL_NODES_MAX; k++) {
+		struct hpn_journal_node *d = &r->nodes[r->n_nodes];
+
+		if (!cd->v[k].major)
+			continue;
+		memcpy(d->name, cd->v[k].name, sizeof(d->name));
+		d->major = cd->v[k].major;
+		d->minor = cd->v[k].minor;
+		r->n_nodes++;
+	}
+	if (!r->n_nodes)
+		return 0;
+	if (!j->devices_dir && !(j->devices_dir = strdup(root)))
+		return -ENOMEM;
+	return 1;
+}
+
+int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *err)
+{
+	const struct hpn_journal_nic *n = &j->nics[i];
+	_cleanup_close_ int dfd = -1;
+	char path[PATH_MAX];
+
+	if (nodes_dir(j->devices_dir, n, path, sizeof(path)) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENAMETOOLONG, "device directory of \"%s\"",
+				   n->pod_ifname);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, errno, "open %s: %s", path,
+				   strerror(errno));
+	for (size_t k = 0; k < n->rdma.n_nodes; k++) {
+		const struct hpn_journal_node *d = &n->rdma.nodes[k];
+
+		/* A node of an earlier pod's device may have this name: its numbers are not ours. */
+		if ((unlinkat(dfd, d->name, 0) < 0 && errno != ENOENT) ||
+		    mknodat(dfd, d->name, S_IFCHR | 0600, makedev(d->major, d->minor)) < 0 ||
+		    fchmodat(dfd, d->name, 0666, 0) < 0)
+			return hpn_err_set(err, HPN_E_INTERNAL, errno,
+					   "make device node %s/%s (%u:%u) for \"%s\": %s", path,
+					   d->name, d->major, d->minor, n->rdma.name,
+					   strerror(errno));
+		hpn_debug("device node %s/%s (%u:%u) for \"%s\"", path, d->name, d->major, d->minor,
+			  n->rdma.name);
+	}
+	return 0;
+}
+
+/* Removes n's device nodes that still carry the numbers ADD gave them. */
+static int nodes_remove(const struct hpn_journal *j, const struct hpn_journal_nic *n,
+			struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1;
+	char path[PATH_MAX];
+
+	if (!n->rdma.n_nodes || !j->devices_dir ||
+	    nodes_dir(j->devices_dir, n, path, sizeof(path)) < 0)
+		return 0;
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Gone: the agent cleared it for a new allocation. */
+	if (dfd < 0)
+		return errno == ENOENT || errno == ENOTDIR
+			       ? 0
+			       : hpn_err_set(err, HPN_E_INTERNAL, errno, "open %s: %s", path,
+					     strerror(errno));
+	for (size_t k = 0; k < n->rdma.n_nodes; k++) {
+		const struct hpn_journal_node *d = &n->rdma.nodes[k];
+		struct stat st;
+
+		if (fstatat(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(d->major, d->minor))
+			continue;
+		if (unlinkat(dfd, d->name, 0) < 0 && errno != ENOENT)
+			return hpn_err_set(err, HPN_E_INTERNAL, errno, "remove %s/%s: %s", path,
+					   d->name, strerror(errno));
+		hpn_debug("removed device node %s/%s", path, d->name);
+	}
+	return 0;
+}
+
 int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *j,
 		    const struct hpn_journal_nic *n, struct hpn_err *err)
 {
@@ -139,6 +248,10 @@ int hpn_soft_remove(struct hpn_nsctx *ns, int pod_fd, const struct hpn_journal *
 
 	if (!n->rdma.created)
 		return 0;
+	/* The nodes first: once the device is gone its numbers may serve another. */
+	r = nodes_remove(j, n, err);
+	if (r < 0)
+		return r;
 	if (pod_fd >= 0) {
 		int rh, present;
 

@@ -361,6 +361,7 @@ void hpn_journal_free(struct hpn_journal *j)
 	free(j->netns);
 	free(j->result);
 	free(j->hints_dir);
+	free(j->devices_dir);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -423,6 +424,19 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 		/* Absent before softRoce: older journals read as not created. */
 		if (n->rdma.created)
 			cJSON_AddBoolToObject(r, "created", true);
+		if (n->rdma.n_nodes) {
+			cJSON *a = cJSON_AddArrayToObject(r, "nodes");
+
+			for (size_t k = 0; k < n->rdma.n_nodes; k++) {
+				const struct hpn_journal_node *d = &n->rdma.nodes[k];
+				cJSON *e = cJSON_CreateObject();
+
+				cJSON_AddStringToObject(e, "name", d->name);
+				cJSON_AddNumberToObject(e, "major", d->major);
+				cJSON_AddNumberToObject(e, "minor", d->minor);
+				cJSON_AddItemToArray(a, e);
+			}
+		}
 	}
 	if (n->rail_table) {
 		cJSON *r = cJSON_AddObjectToObject(o, "rail");
@@ -466,6 +480,8 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 		cJSON_AddStringToObject(o, "dir", j->hints_dir);
 		cJSON_AddStringToObject(o, "key", j->hints_key);
 	}
+	if (j->devices_dir)
+		cJSON_AddStringToObject(root, "devicesDir", j->devices_dir);
 	if (j->result)
 		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
 	/* Optional: journals before it read as a pod with no names. */
@@ -514,6 +530,34 @@ static int json_str(const cJSON *o, const char *k, char *out, size_t len)
 	if (!cJSON_IsString(v))
 		return -EINVAL;
 	return hpn_snprintf(out, len, "%s", v->valuestring);
+}
+
+/* A NIC's device nodes: names DEL may unlink (uverbsN, umadN, issmN), and their numbers. */
+static int json_nodes(const cJSON *a, struct hpn_journal_rdma *r)
+{
+	const cJSON *o;
+
+	if (!a)
+		return 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > HPN_JOURNAL_NODES_MAX || !r->created)
+		return -EINVAL;
+	cJSON_ArrayForEach (o, a) {
+		struct hpn_journal_node *d = &r->nodes[r->n_nodes];
+		const cJSON *ma = cJSON_GetObjectItemCaseSensitive(o, "major");
+		const cJSON *mi = cJSON_GetObjectItemCaseSensitive(o, "minor");
+
+		if (json_str(o, "name", d->name, sizeof(d->name)) < 0 ||
+		    !hpn_valid_path_component(d->name) ||
+		    (strncmp(d->name, "uverbs", 6) && strncmp(d->name, "umad", 4) &&
+		     strncmp(d->name, "issm", 4)) ||
+		    !cJSON_IsNumber(ma) || !cJSON_IsNumber(mi) || ma->valuedouble < 1 ||
+		    ma->valuedouble > 4095 || mi->valuedouble < 0 || mi->valuedouble > 1048575)
+			return -EINVAL;
+		d->major = (unsigned int)ma->valuedouble;
+		d->minor = (unsigned int)mi->valuedouble;
+		r->n_nodes++;
+	}
+	return 0;
 }
 
 static int json_mac(const cJSON *o, const char *k, uint8_t *mac, bool *has)
@@ -611,6 +655,8 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 	if (n->rdma.created &&
 	    strncmp(n->rdma.name, HPN_RDMA_SOFT_PREFIX, strlen(HPN_RDMA_SOFT_PREFIX)))
 		return -EINVAL;
+	if (v && json_nodes(cJSON_GetObjectItemCaseSensitive(v, "nodes"), &n->rdma) < 0)
+		return -EINVAL;
 	v = cJSON_GetObjectItemCaseSensitive(o, "rail");
 	if (v) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "table");
@@ -681,6 +727,14 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 			return -EINVAL;
 		j->hints_dir = strdup(d->valuestring);
 		if (!j->hints_dir)
+			return -ENOMEM;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "devicesDir");
+	if (v) {
+		if (!cJSON_IsString(v) || v->valuestring[0] != '/')
+			return -EINVAL;
+		j->devices_dir = strdup(v->valuestring);
+		if (!j->devices_dir)
 			return -ENOMEM;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "result");

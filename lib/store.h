@@ -41,6 +41,8 @@ enum hpn_phase {
 	HPN_PHASE_ATTACHED,	/* ADD completed */
 };
 
+#define HPN_JOURNAL_NODES_MAX 4 /* device nodes per NIC */
+
 /* What ADD did to one NIC of an attachment. */
 enum hpn_nic_kind {
 	HPN_NIC_MOVED, /* the host netdev itself moved into the pod */
@@ -70,6 +72,17 @@ struct hpn_journal_nic {
 		 * pod and then in the host netns, before the NIC leaves the pod.
 		 */
 		bool created;
+		/*
+		 * Its character devices (uverbsN, umadN) that ADD made for the pod's
+		 * containers in <devices dir>/<NIC ID>, the directory the agent's
+		 * Allocate named (doc/agent.md); journalled before they are made,
+		 * undone by removing each that still has these numbers.
+		 */
+		struct hpn_journal_node {
+			char name[32];
+			unsigned int major, minor;
+		} nodes[HPN_JOURNAL_NODES_MAX];
+		size_t n_nodes;
 	} rdma;
 	/*
 	 * A rail (an attachment of several NICs): the NIC's own routing table
@@ -99,6 +112,7 @@ struct hpn_journal {
 	/* The NCCL hints file <hints_dir>/<hints_key>/nccl.conf, journalled before it is written. */
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
+	char *devices_dir;		  /* agent.deviceDir, when a NIC has nodes there */
 	char *result;			  /* JSON of this attachment's own result, once attached */
 	/*
 	 * The Kubernetes pod, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME,

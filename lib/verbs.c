@@ -470,6 +470,8 @@ static void child(int wfd, int netns_fd, const struct probe *given, int timeout_
 		rep.bind.gsi_known = g >= 0;
 		rep.bind.gsi = g == 1;
 	}
+	if (rep.r == 0)
+		hpn_rdma_cdevs("/sys", p->device, &rep.bind.cdevs);
 	w = write(wfd, &rep, sizeof(rep));
 	_exit(w == (ssize_t)sizeof(rep) ? 0 : 1);
 }

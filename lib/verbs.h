@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "rdma.h"
 #include "types.h"
 
 /* What the pod sees of its RDMA device: the facts the result and NCCL hints carry. */
@@ -26,6 +27,8 @@ struct hpn_rdma_bind {
 	 * for an rxe device moved into a netns); gsi_known false: not asked.
 	 */
 	bool gsi_known, gsi;
+	/* Its character devices as the pod's sysfs shows them (softroce.c makes their nodes). */
+	struct hpn_rdma_cdevs cdevs;
 };
 
 /*

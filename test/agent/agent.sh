@@ -60,7 +60,7 @@ registration() {
 run "registration, devices, NUMA topology, socket modes" registration
 
 allocate_specs() {
-	node_up
+	NODE_CONF=".agent.deviceDir = \"$T/devdir\"" node_up
 	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.0 0000:af:00.2,0000:af:00.1)
 	jq_ok '.[0].devices == [
 		{container: "/dev/infiniband/issm0", host: "/dev/infiniband/issm0", permissions: "rw"},
@@ -77,6 +77,8 @@ allocate_specs() {
 	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" pool3)
 	jq_ok '.[0].devices == [] and .[0].envs.HPN_RDMA_DEVICE_IDS == "pool3"' \
 		"a NIC without an RDMA device: no device nodes"
+	# Without softRoce nothing is made at ADD: no directory for it.
+	[[ ! -e $T/devdir ]] || fail "without softRoce Allocate made a device directory"
 	if "$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.9 2>"$T/err"; then
 		fail "Allocate of an unknown device succeeded"
 	fi
@@ -87,6 +89,39 @@ allocate_specs() {
 	node_down
 }
 run "Allocate: the RDMA character devices of exactly the allocated NICs" allocate_specs
+
+# softRoce: a NIC's device is made at ADD, after Allocate; Allocate names a
+# directory per container that ADD fills (the nodes themselves: vm7-hpn-shared.sh).
+allocate_soft() {
+	local d=$T/devdir
+	NODE_CONF="del(.rdmaRequired) | .softRoce = true | .agent.deviceDir = \"$d\"" node_up nordma
+	mkdir -p "$T/sysfs/class/misc/rdma_cm"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.2,0000:af:00.1 pool3)
+	jq_ok '.[0].devices == [
+		{container: "/dev/infiniband", host: ($d + "/0000:af:00.1"), permissions: "rw"},
+		{container: "/dev/infiniband/rdma_cm", host: "/dev/infiniband/rdma_cm", permissions: "rw"}]
+		and .[0].envs.HPN_RDMA_DEVICE_IDS == "0000:af:00.2,0000:af:00.1"
+		and .[0].envs.HPN_RDMA_DEVICES == ""' \
+		"container 1: one directory for both NICs (the kubelet keeps one spec per path), rdma_cm" \
+		"$OUT" --arg d "$d"
+	jq_ok '[.[1].devices[].host] == [($d + "/pool3"), "/dev/infiniband/rdma_cm"]' \
+		"container 2: its own directory" "$OUT" --arg d "$d"
+	[[ -d $d/0000:af:00.1 && ! -L $d/0000:af:00.1 && -z $(ls -A "$d/0000:af:00.1") ]] ||
+		fail "the directory of container 1 is not an empty directory: $(ls -la "$d")"
+	[[ $(readlink "$d/0000:af:00.2") == 0000:af:00.1 ]] ||
+		fail "the second NIC of container 1 does not lead to its directory: $(ls -la "$d")"
+	# A new allocation starts empty: what an earlier ADD made there is gone.
+	mknod "$d/0000:af:00.1/uverbs9" c 231 201
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.2)
+	jq_ok '[.[0].devices[].host] == [($d + "/0000:af:00.2"), "/dev/infiniband/rdma_cm"]' \
+		"a NIC allocated alone gets a directory of its own" "$OUT" --arg d "$d"
+	[[ -d $d/0000:af:00.2 && ! -L $d/0000:af:00.2 && -z $(ls -A "$d/0000:af:00.2") ]] ||
+		fail "the link was not replaced by an empty directory: $(ls -la "$d")"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.1)
+	[[ -z $(ls -A "$d/0000:af:00.1") ]] || fail "an earlier ADD's node survived a new Allocate"
+	node_down
+}
+run "Allocate with softRoce: a directory per container that ADD fills" allocate_soft
 
 preferred() {
 	local all=0000:af:00.0,0000:af:00.1,0000:af:00.2,pool3 conf

@@ -170,7 +170,7 @@ node_up() {
 	: >"$T/agent.log"
 	echo '[]' >"$T/pods.json"
 	mk_node "${1:-rdma}"
-	write_conflist
+	write_conflist "${NODE_CONF:-.}"
 	start_kubelet
 	wait_event '.event == "kubelet-started"' "the kubelet stand-in starts"
 	start_agent

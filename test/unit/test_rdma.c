@@ -655,6 +655,43 @@ static void test_soft_ready(void)
 		perror("remove scratch directory");
 }
 
+/*
+ * The character devices of one RDMA device: its uverbs and umad/issm by
+ * ibdev, with their numbers, sorted; another device's, and names that are
+ * not RDMA character devices, left out.
+ */
+static void test_cdevs(void)
+{
+	struct hpn_rdma_cdevs cd;
+	char root[64];
+
+	tmpdir_make(root, sizeof(root), "rdma-cdevs");
+	hpn_rdma_cdevs(root, "rxe_a", &cd);
+	CHECK_INT_EQ(cd.n, 0);
+	CHECK(!cd.rdma_cm);
+	write_at(root, "class/infiniband_verbs/uverbs3/ibdev", "rxe_a");
+	write_at(root, "class/infiniband_verbs/uverbs3/dev", "231:195");
+	write_at(root, "class/infiniband_verbs/uverbs1/ibdev", "mlx5_0");
+	write_at(root, "class/infiniband_verbs/uverbs1/dev", "231:193");
+	write_at(root, "class/infiniband_verbs/abi_version", "6");
+	write_at(root, "class/infiniband_mad/umad2/ibdev", "rxe_a");
+	write_at(root, "class/infiniband_mad/umad2/dev", "231:2");
+	write_at(root, "class/infiniband_mad/issm2/ibdev", "rxe_a");
+	write_at(root, "class/infiniband_mad/other/ibdev", "rxe_a");
+	mkdirs(root, "class/misc/rdma_cm");
+	hpn_rdma_cdevs(root, "rxe_a", &cd);
+	CHECK_INT_EQ(cd.n, 3);
+	CHECK_STR_EQ(cd.v[0].name, "issm2");
+	CHECK(cd.v[0].major == 0 && cd.v[0].minor == 0); /* no dev file */
+	CHECK_STR_EQ(cd.v[1].name, "umad2");
+	CHECK(cd.v[1].major == 231 && cd.v[1].minor == 2);
+	CHECK_STR_EQ(cd.v[2].name, "uverbs3");
+	CHECK(cd.v[2].major == 231 && cd.v[2].minor == 195);
+	CHECK(cd.rdma_cm);
+	if (tmpdir_rm(root) < 0)
+		perror("remove scratch directory");
+}
+
 int main(void)
 {
 	test_names();
@@ -667,5 +704,6 @@ int main(void)
 	test_built();
 	test_soft_name();
 	test_soft_ready();
+	test_cdevs();
 	return check_done();
 }

@@ -779,6 +779,11 @@ static void test_journal_nics(void)
 	strcpy(j.nics[1].rdma.name, "rxe_0123456789ab");
 	strcpy(j.nics[1].rdma.netdev, "hpn1");
 	j.nics[1].rdma.created = true;
+	/* Its device nodes for the containers, in the agent's directory. */
+	j.nics[1].rdma.nodes[0] = (struct hpn_journal_node){ "umad3", 231, 3 };
+	j.nics[1].rdma.nodes[1] = (struct hpn_journal_node){ "uverbs3", 231, 195 };
+	j.nics[1].rdma.n_nodes = 2;
+	j.devices_dir = strdup("/run/hpn-rdma/dev");
 	j.nics[0].rail_table = 1003;
 	j.nics[0].rail_priority = 1000;
 	j.nics[1].rail_table = 1005;
@@ -803,6 +808,13 @@ static void test_journal_nics(void)
 	CHECK(got.nics[1].rdma.created && !got.nics[1].rdma.moved);
 	CHECK_STR_EQ(got.nics[1].rdma.soft_type, "");
 	CHECK(!got.nics[0].rdma.created);
+	CHECK_INT_EQ(got.nics[0].rdma.n_nodes, 0);
+	CHECK_INT_EQ(got.nics[1].rdma.n_nodes, 2);
+	CHECK_STR_EQ(got.nics[1].rdma.nodes[0].name, "umad3");
+	CHECK_STR_EQ(got.nics[1].rdma.nodes[1].name, "uverbs3");
+	CHECK_INT_EQ(got.nics[1].rdma.nodes[1].major, 231);
+	CHECK_INT_EQ(got.nics[1].rdma.nodes[1].minor, 195);
+	CHECK_STR_EQ(got.devices_dir, "/run/hpn-rdma/dev");
 	CHECK_INT_EQ(got.nics[0].rail_table, 1003);
 	CHECK_INT_EQ(got.nics[0].rail_priority, 1000);
 	CHECK_INT_EQ(got.nics[1].rail_table, 1005);
@@ -822,6 +834,7 @@ static void test_journal_nics(void)
 	CHECK_INT_EQ(got.nics[0].rail_table, 0);
 	CHECK_INT_EQ(got.nics[1].rail_table, 0);
 	CHECK_STR_EQ(got.hints_key, "pod-uid-1");
+	CHECK(got.devices_dir == NULL && got.nics[1].rdma.n_nodes == 0);
 	hpn_journal_free(&got);
 
 	/* A journal written before version 2. */
@@ -862,6 +875,30 @@ static void test_journal_nics(void)
 		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
 		      "\"mlx5_0\",\"netdev\":\"hpn0\",\"created\":true}}]}",
 		      __LINE__);
+	/* Nodes DEL unlinks: only of a device ADD made, only names of RDMA character devices. */
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
+		      "\"mlx5_0\",\"netdev\":\"hpn0\",\"nodes\":[{\"name\":\"uverbs0\","
+		      "\"major\":231,\"minor\":192}]}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
+		      "\"rxe_0123456789ab\",\"netdev\":\"hpn0\",\"created\":true,\"nodes\":[{"
+		      "\"name\":\"../etc\",\"major\":231,\"minor\":192}]}}]}",
+		      __LINE__);
+	check_corrupt(&st, dir, "bad.eth0",
+		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
+		      "\"rxe_0123456789ab\",\"netdev\":\"hpn0\",\"created\":true,\"nodes\":[{"
+		      "\"name\":\"passwd\",\"major\":231,\"minor\":192}]}}]}",
+		      __LINE__);
+	check_corrupt(
+		&st, dir, "bad.eth0",
+		"{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
+		"\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}],\"devicesDir\":\"run\"}",
+		__LINE__);
 	check_corrupt(&st, dir, "bad.eth0",
 		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
 		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
