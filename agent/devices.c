@@ -97,7 +97,9 @@ static int held_devs(const struct hpn_conf *conf, struct agent_dev *v, size_t *n
 			memset(d, 0, sizeof(*d));
 			snprintf(d->id, sizeof(d->id), "%s", id);
 			snprintf(d->ifname, sizeof(d->ifname), "%s", jn->host.name);
-			snprintf(d->rdma, sizeof(d->rdma), "%s", jn->rdma.name);
+			/* A device ADD made (softRoce) is the pod's, not the NIC's: it goes at DEL. */
+			if (!jn->rdma.created)
+				snprintf(d->rdma, sizeof(d->rdma), "%s", jn->rdma.name);
 			d->held = true;
 			d->healthy = true; /* in its pod, where the host cannot look */
 			d->numa = -1;

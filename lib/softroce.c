@@ -147,7 +147,10 @@ static int nodes_dir(const char *root, const struct hpn_journal_nic *n, char *pa
 	char id[HPN_ALLOC_ID_MAX];
 
 	hpn_alloc_journal_id(n, id);
-	return hpn_valid_path_component(id) ? hpn_snprintf(path, len, "%s/%s", root, id) : -EINVAL;
+	/* A PCI address has colons: the protocol's charset, which has no '/'. */
+	if (!hpn_alloc_id_valid(id) || !strcmp(id, ".") || !strcmp(id, ".."))
+		return -EINVAL;
+	return hpn_snprintf(path, len, "%s/%s", root, id);
 }
 
 int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
@@ -161,16 +164,20 @@ int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
 	    lstat(path, &st) < 0)
 		return 0;
 	r->n_nodes = 0;
-	for (size_t k = 0; k < cd->n && r->n_nodes < HPN_JOURNAL_NODES_MAX; k++) {
-		struct hpn_journal_node *d = &r->nodes[r->n_nodes];
+	/* uverbsN first: it is what libibverbs opens; then umadN. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < cd->n && r->n_nodes < HPN_JOURNAL_NODES_MAX; k++) {
+			const struct hpn_rdma_cdev *c = &cd->v[k];
+			struct hpn_journal_node *d = &r->nodes[r->n_nodes];
+			bool verbs = !strncmp(c->name, "uverbs", 6);
 
-		if (!cd->v[k].major)
-			continue;
-		memcpy(d->name, cd->v[k].name, sizeof(d->name));
-		d->major = cd->v[k].major;
-		d->minor = cd->v[k].minor;
-		r->n_nodes++;
-	}
+			if (verbs != (pass == 0) || !c->major || strlen(c->name) >= sizeof(d->name))
+				continue;
+			memcpy(d->name, c->name, strlen(c->name) + 1);
+			d->major = c->major;
+			d->minor = c->minor;
+			r->n_nodes++;
+		}
 	if (!r->n_nodes)
 		return 0;
 	if (!j->devices_dir && !(j->devices_dir = strdup(root)))

@@ -41,7 +41,7 @@ enum hpn_phase {
 	HPN_PHASE_ATTACHED,	/* ADD completed */
 };
 
-#define HPN_JOURNAL_NODES_MAX 4 /* device nodes per NIC */
+#define HPN_JOURNAL_NODES_MAX 2 /* device nodes per NIC: an rxe has uverbsN and umadN */
 
 /* What ADD did to one NIC of an attachment. */
 enum hpn_nic_kind {
@@ -79,7 +79,7 @@ struct hpn_journal_nic {
 		 * undone by removing each that still has these numbers.
 		 */
 		struct hpn_journal_node {
-			char name[32];
+			char name[16];
 			unsigned int major, minor;
 		} nodes[HPN_JOURNAL_NODES_MAX];
 		size_t n_nodes;

@@ -91,6 +91,27 @@ cri() {
 	"$HPN_CRI" -a "$RTN_SOCK" "$@"
 }
 
+# The holder's shell (bash -c, $1 = the scratch dir): cgroups kept aside
+# while /sys is remounted, then moved back.
+# shellcheck disable=SC2016 # $1 is the inner shell's
+RTN_HOLDER_SH='set -e
+	mount --rbind /sys/fs/cgroup "$1/cgroup-hold"
+	umount -l /sys
+	mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
+	mount --move "$1/cgroup-hold" /sys/fs/cgroup
+	mount -t tmpfs -o mode=0711,size=16m hpnr-run-containerd /run/containerd
+	mount -t tmpfs -o mode=0755,size=16m hpnr-var-lib-cni /var/lib/cni
+	: >"$1/node.ready"
+	exec sleep infinity'
+
+# rtn_holder: become the holder (exec): RTN_HOLDER_SH in the node's netns
+# and a private mount namespace of its own. A caller whose root is not its
+# mount namespace's (a chroot) redefines it: see test/vm/ctr7.sh.
+rtn_holder() {
+	exec nsenter --net="/run/netns/$RTN_NS" unshare --mount --propagation private -- \
+		bash -c "$RTN_HOLDER_SH" hpnr-node "$RTN_DIR"
+}
+
 # rtn_setup DIR: make the node (netns, holder, CNI bin dir, containerd config)
 # in DIR. Installs no trap: the caller's EXIT trap must call rtn_cleanup.
 rtn_setup() {
@@ -110,18 +131,7 @@ rtn_setup() {
 	done
 	ip netns add "$RTN_NS"
 	ip -n "$RTN_NS" link set lo up
-	# The holder: cgroups kept aside while /sys is remounted, then moved back.
-	# shellcheck disable=SC2016 # $1 is the inner shell's
-	nsenter --net="/run/netns/$RTN_NS" unshare --mount --propagation private -- \
-		bash -c 'set -e
-			mount --rbind /sys/fs/cgroup "$1/cgroup-hold"
-			umount -l /sys
-			mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
-			mount --move "$1/cgroup-hold" /sys/fs/cgroup
-			mount -t tmpfs -o mode=0711,size=16m hpnr-run-containerd /run/containerd
-			mount -t tmpfs -o mode=0755,size=16m hpnr-var-lib-cni /var/lib/cni
-			: >"$1/node.ready"
-			exec sleep infinity' hpnr-node "$RTN_DIR" &
+	rtn_holder &
 	RTN_NODE_PID=$!
 	disown "$RTN_NODE_PID"
 	local i

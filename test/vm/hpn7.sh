@@ -15,6 +15,7 @@ hconf() {
 	jq -cn --argjson sel "$1" --arg a "$2" --arg t "$T" --arg n "$HPN7_NET" '{cniVersion: "1.0.0",
 		name: $n, type: "hpn-rdma", ifName: "hpn0", softRoce: true, logLevel: "debug",
 		stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/pods")},
+		agent: {lookup: false, deviceDir: ($t + "/devdir")},
 		ipam: {type: "static", addresses: [{address: $a}]}} + $sel | '"${3:-.}"
 }
 
@@ -105,6 +106,28 @@ rose_dir() {
 	d=$(delta "$1" "$2" "$3" "$4")
 	((d >= $5)) || fail "$3 $4 grew by $d, expected at least $5"
 	echo "  # $3 $4 +$d"
+}
+
+# nodes_made POD ID: ADD made the uverbs node of POD's device (DEV) in the
+# device directory of NIC ID (the agent's Allocate makes it; here the
+# scenario did), with the numbers the pod's own sysfs gives it.
+nodes_made() {
+	local want got
+	# shellcheck disable=SC2016 # the inner shell's
+	want=$(ip netns exec "$1" bash -c 'for d in /sys/class/infiniband_verbs/uverbs*; do
+		read -r ib <"$d/ibdev" && [[ $ib == "$0" ]] && echo "${d##*/} $(<"$d/dev")"; done; exit 0' "$DEV")
+	[[ $want =~ ^(uverbs[0-9]+)\ ([0-9]+):([0-9]+)$ ]] ||
+		fail "$1: no verbs device of $DEV in its sysfs: '$want'"
+	got=$(stat -c '%F %t:%T' "$T/devdir/$2/${BASH_REMATCH[1]}") ||
+		fail "ADD made no ${BASH_REMATCH[1]} for $DEV in $T/devdir/$2"
+	[[ $got == "$(printf 'character special file %x:%x' "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}")" ]] ||
+		fail "$T/devdir/$2/${BASH_REMATCH[1]} is $got, not $want"
+	echo "  # $1: ${BASH_REMATCH[1]} of $DEV (${BASH_REMATCH[2]}:${BASH_REMATCH[3]}) in the device directory of $2"
+}
+
+# no_nodes ID: the device directory of NIC ID holds no node.
+no_nodes() {
+	[[ -z $(compgen -G "$T/devdir/$1/*") ]] || fail "device nodes left: $(ls -l "$T/devdir/$1")"
 }
 
 # no_state: the state dir holds no journal.

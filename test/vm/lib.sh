@@ -134,9 +134,11 @@ VM_BOOT_NAMES=()	# the NICs' names at boot, in VM_MACS order
 VM_BOOT_MODE=	# "shared" or "exclusive"
 
 # vm_state: the VM's state that run_scenarios compares with the boot's, one
-# fact a line: links (name, flags, MTU, state, MAC; not the qdisc, which stays
-# changed after a NIC was up once), addresses, RDMA devices and the RDMA
-# netns mode (of the initial netns), named netns. 4 processes.
+# fact a line, sorted: links (name, flags, MTU, state, MAC; not the qdisc,
+# which stays changed after a NIC was up once; nor the ifindex order: a NIC
+# back from a netns where its index was taken keeps the new one), addresses,
+# RDMA devices and the RDMA netns mode (of the initial netns), named netns.
+# 5 processes.
 vm_state() {
 	local ns l w k out=()
 	while read -r -a w; do
@@ -159,7 +161,7 @@ vm_state() {
 	for ns in /run/netns/*; do
 		[[ -e $ns ]] && out+=("netns ${ns##*/}")
 	done
-	printf '%s\n' "${out[@]}"
+	printf '%s\n' "${out[@]}" | LC_ALL=C sort
 }
 
 # vm_link_mac LINE: NAME and MAC of an `ip -o link show` line.

@@ -11,11 +11,15 @@
 #            both devices; the bind proof passed (rdma_cm binds), but the port
 #            has no QP1 after the move, which ADD's log says, and rdma_cm
 #            connect fails with this kernel's known limit, asserted exactly
-#            ("rdma_connect: Invalid argument"); CHECK; DEL brings the device
-#            home and deletes it: no device in any netns, NICs back.
+#            ("rdma_connect: Invalid argument"); ADD made the moved device's
+#            uverbs node (the numbers of the pod's own sysfs) in the device
+#            directory the scenario made as the agent's Allocate would; CHECK;
+#            DEL removes the node, brings the device home and deletes it: no
+#            device in any netns, NICs back.
 #  crash     ADD killed after the device was made, before the move: it is in
 #            the initial netns; DEL deletes it there. An ADD failing after the
-#            move rolls back the same way as DEL.
+#            move rolls back the same way as DEL. ADD killed once the nodes
+#            are made: the journal names them, DEL removes them.
 #  gone      a pod netns deleted with its device inside: the device dies with
 #            it; DEL renames the NIC home.
 # Run one: test/vm/run.sh test/vm/vm7-hpn-exclusive.sh NAME...
@@ -66,12 +70,15 @@ scen_move() {
 	info "move: two pods, the rxe devices made for them moved in"
 	pod_add "$A"
 	pod_add "$B"
+	# As the agent's Allocate would: a device directory for pod A's NIC.
+	mkdir -p "$T/devdir/${VM_PCIS[0]}"
 	hpn_add "$A" "$(hconf "$(pci 0)" 10.82.0.1/24)"
 	hpn_add "$B" "$(hconf "$(pci 1)" 10.82.0.2/24)"
 	soft_named "$A" 0
 	da=$DEV ga=$GID
 	soft_named "$B" 0
 	db=$DEV gb=$GID
+	DEV=$da nodes_made "$A" "${VM_PCIS[0]}"
 	jq_ok '.rdma[0].netnsMode == "exclusive"' "$A result" "${RES[$A]}"
 	seen_in "$A" "$da" && ! seen_in "" "$da" && ! seen_in "$B" "$da" ||
 		fail "$da is not seen in $A alone"
@@ -111,6 +118,7 @@ scen_move() {
 	expect_ok "CHECK $A"
 	hpn_del "$A"
 	plugin_log_has "deleted RDMA device \"$da\" in the host netns, brought home from the pod"
+	no_nodes "${VM_PCIS[0]}"
 	hpn_del "$B"
 	nowhere "$da" "$A" "$B" && nowhere "$db" "$A" "$B" || fail "a device is left"
 	nics_as_booted
@@ -139,6 +147,17 @@ scen_crash() {
 	run_plugin ADD "${CONFS[$A]}" HPN_FAIL_AT=rdma-move
 	expect_err 106 "ADD failing after the move" 'injected failure after step rdma-move'
 	nowhere "$dev" "$A" || fail "the rollback left $dev"
+	nics_as_booted
+	no_state
+	# Killed once the device's nodes are made: journalled, and DEL removes them.
+	mkdir -p "$T/devdir/${VM_PCIS[0]}"
+	run_plugin ADD "${CONFS[$A]}" HPN_FAIL_AT=nodes HPN_FAIL_KILL=1
+	[[ $RC == 137 ]] || fail "ADD killed after nodes: exit $RC"
+	jq_ok '.nics[0].rdma.nodes | length >= 1 and all(.name | test("^(uverbs|umad)[0-9]+$"))' \
+		"the journal names the nodes made" "$(<"$T/state/$HPN7_NET/cid-$A.eth0")"
+	[[ -n $(compgen -G "$T/devdir/${VM_PCIS[0]}/uverbs*") ]] || fail "killed after nodes: no node made"
+	hpn_del "$A"
+	no_nodes "${VM_PCIS[0]}"
 	nics_as_booted
 	no_state
 	fx ip netns del "$A"

@@ -1,0 +1,186 @@
+#!/bin/bash
+# hpn-vm: kernel=7 nics=2
+# The kubelet's device plugin path for real, in the 7.x VM: the runtime
+# tier's containerd node (Debian's containerd 1.6 + runc, driven through
+# hpn-cri; ctr7.sh) whose pool is the VM's two virtio NICs, network bridge +
+# hpn-rdma with softRoce, hpn-rdma-agent serving the kubelet stand-in
+# hpn-kubelet (registration, Allocate, PodResources: what the kubelet's
+# device manager does, not its admission). Default shared RDMA netns mode.
+#  devices   the stand-in's PodResources gives pod a the first NIC, pod c
+#            the second; pod b holds none and is not opted in. Allocate, at
+#            admission, answers for a and c the container's directory
+#            (agent.deviceDir/<ID>) as /dev/infiniband and rdma_cm: the rxe
+#            is made at ADD. RunPodSandbox: ADD attaches exactly the
+#            allocated NIC, makes the rxe in the pod and its uverbsN node in
+#            that directory (the kernel's numbers). CreateContainer with
+#            Allocate's devices, not privileged, the guest's /usr, /bin,
+#            /lib, /lib64 read-only: containerd expanded the directory (the
+#            runtime spec has the node and its device cgroup rule, no
+#            allow-all, no CAP_SYS_ADMIN); ibv_devinfo opens the pod's device
+#            and ib_write_bw runs container c to container a; b's container
+#            has no /dev/infiniband, and a node it makes itself cannot be
+#            opened (EPERM: the device cgroup is real). Every pod removed: no
+#            rdma link, no journal, no device node left, the NICs back.
+# Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices]
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=ctr7.sh
+source "$(dirname "$0")/ctr7.sh"
+
+read -r kver </proc/sys/kernel/osrelease
+[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: this needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
+[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM did not boot in shared RDMA netns mode"
+
+OPT_IN='{"alibabacloud.com/hpn-type": "rdma"}'
+ITERS=40
+
+# hpn0_addr POD: the IPv4 address of hpn0 in POD.
+hpn0_addr() {
+	local l
+	l=$(nsenter -t "$(vctr_pod_pid "$1")" -n ip -4 -o addr show dev hpn0)
+	[[ $l =~ inet\ ([0-9.]+)/ ]] || fail "no IPv4 address on hpn0 in $1: $l"
+	echo "${BASH_REMATCH[1]}"
+}
+
+# tcp_listen PID PORT: a TCP socket listens on PORT in PID's netns.
+tcp_listen() {
+	[[ $(<"/proc/$1/net/tcp") =~ :$(printf %04X "$2")\ 00000000:0000\ 0A ]]
+}
+
+# node_of ID UVERBS MAJMIN: Allocate's directory for ID holds the node UVERBS
+# that ADD made, with the kernel's numbers MAJMIN (decimal).
+node_of() {
+	local got want
+	got=$(stat -c '%F %t:%T' "$T/devdir/$1/$2") || fail "ADD made no $2 in Allocate's directory for $1"
+	printf -v want 'character special file %x:%x' "${3%:*}" "${3#*:}"
+	[[ $got == "$want" ]] || fail "$T/devdir/$1/$2 is $got, not $want ($3)"
+}
+
+scen_devices() {
+	local deva uva mma devc uvc ctra ctrb ctrc spec got ip pid srv l ctr p alla allc
+	trap vctr_down EXIT
+	vctr_up
+	# The kubelet's side: pod a holds the first NIC, pod c the second.
+	vctr_agent_up "$(jq -cn --arg a "${VM_PCIS[0]}" --arg c "${VM_PCIS[1]}" '[
+		{namespace: "hpnv", name: "a", containers: [{name: "main", devices: [{resource: "rdma/hpn", ids: [$a]}]}]},
+		{namespace: "hpnv", name: "c", containers: [{name: "main", devices: [{resource: "rdma/hpn", ids: [$c]}]}]}]')"
+	# Admission: Allocate, before the sandbox exists. The device is made at
+	# ADD, so the answer is a directory, resolved at CreateContainer.
+	alla=$(vctr_allocate "${VM_PCIS[0]}")
+	jq_ok '. == [{containerPath: "/dev/infiniband", hostPath: ($d + "/" + $id), permissions: "rw"},
+		{containerPath: "/dev/infiniband/rdma_cm", hostPath: "/dev/infiniband/rdma_cm", permissions: "rw"}]' \
+		"Allocate for pod a (softRoce: the container's directory and rdma_cm)" "$alla" \
+		--arg d "$T/devdir" --arg id "${VM_PCIS[0]}"
+	allc=$(vctr_allocate "${VM_PCIS[1]}")
+	[[ -d $T/devdir/${VM_PCIS[0]} && -z $(ls -A "$T/devdir/${VM_PCIS[0]}") ]] ||
+		fail "Allocate's directory for pod a is not there, empty: $(ls -la "$T/devdir")"
+
+	vctr_pod a "$OPT_IN"
+	vctr_rxe a
+	deva=$DEV uva=$UVERBS mma=$MAJMIN
+	info "pod a: $deva on hpn0, $uva ($mma)"
+	[[ $(nsenter -t "$(vctr_pod_pid a)" -n ip -o link show hpn0) == *" link/ether ${VM_MACS[0]} "* ]] ||
+		fail "pod a's hpn0 is not the NIC the kubelet allocated to it (${VM_PCIS[0]})"
+	node_of "${VM_PCIS[0]}" "$uva" "$mma"
+	vctr_pod c "$OPT_IN"
+	vctr_rxe c
+	devc=$DEV uvc=$UVERBS
+	[[ $devc != "$deva" ]] || fail "pods a and c share $deva"
+	info "pod c: $devc on hpn0, $uvc ($MAJMIN)"
+	node_of "${VM_PCIS[1]}" "$uvc" "$MAJMIN"
+	vctr_pod b '{}'
+
+	vctr_ctr a "$alla"
+	ctra=$VCTR_CTR
+	# The spec containerd gave runc (the shim's bundle): the expanded node,
+	# its cgroup rule, rdma_cm; not privileged (no allow-all rule, no
+	# CAP_SYS_ADMIN).
+	spec=$(<"$RTN_DIR/state/io.containerd.runtime.v2.task/k8s.io/$ctra/config.json")
+	jq_ok '.linux as $l |
+		([$l.devices[] | select(.path == $u and .type == "c" and .major == $ma and .minor == $mi)] | length) == 1 and
+		([$l.resources.devices[] | select(.allow and .type == "c" and .major == $ma and .minor == $mi and .access == "rw")] | length) == 1 and
+		([$l.devices[] | select(.path == "/dev/infiniband/rdma_cm")] | length) == 1 and
+		([$l.resources.devices[] | select(.allow and (.type // "a") == "a")] | length) == 0 and
+		(.process.capabilities.effective | index("CAP_SYS_ADMIN") | not)' "container a's runtime spec" "$spec" \
+		--arg u "/dev/infiniband/$uva" --argjson ma "${mma%:*}" --argjson mi "${mma#*:}"
+	echo "  # container a's spec: $(jq -c '[.linux.devices[] | select(.path | startswith("/dev/infiniband"))] as $d |
+		[$d[] | "\(.path) \(.type) \(.major):\(.minor)"] + [.linux.resources.devices[] | select(. as $r |
+		any($d[]; .major == $r.major and .minor == $r.minor)) | "allow \(.type) \(.major):\(.minor) \(.access)"]' <<<"$spec")"
+	vctr_exec "$ctra" stat -c '%n %F %t:%T' "/dev/infiniband/$uva" /dev/infiniband/rdma_cm
+	((RC == 0)) || fail "container a has not its device nodes: $OUT"
+	echo "  # container a: ${OUT//$'\n'/; }"
+	vctr_exec "$ctra" ibv_devinfo -d "$deva"
+	((RC == 0)) && [[ $OUT == *"PORT_ACTIVE"* ]] ||
+		fail "ibv_devinfo -d $deva in container a: exit $RC: $OUT"
+	echo "  # container a: ibv_devinfo -d $deva: port 1 PORT_ACTIVE"
+
+	vctr_ctr c "$allc"
+	ctrc=$VCTR_CTR
+
+	vctr_ctr b '[]'
+	ctrb=$VCTR_CTR
+	vctr_exec "$ctrb" bash -c "test ! -e /dev/infiniband && mknod /dev/$uva c ${mma%:*} ${mma#*:} && exec 3<>/dev/$uva"
+	[[ $RC != 0 && $OUT == *"Operation not permitted"* ]] ||
+		fail "container b (no device entry) opened its own node of $uva: exit $RC: $OUT"
+	echo "  # container b: no /dev/infiniband; its own $uva node: EPERM"
+	vctr_exec "$ctrb" ibv_devinfo -d "$deva"
+	((RC != 0)) || fail "ibv_devinfo -d $deva worked in container b: $OUT"
+
+	# ib_write_bw from container c to container a, over the pods' own devices.
+	ip=$(hpn0_addr a)
+	pid=$(vctr_pod_pid a)
+	cri exec -t 120 "$ctra" ib_write_bw -d "$deva" -i 1 -x 1 -F -n "$ITERS" >"$T/srv.out" 2>&1 &
+	srv=$!
+	wait_for 60 tcp_listen "$pid" 18515 || fail "ib_write_bw did not listen in container a: $(<"$T/srv.out")"
+	vctr_ms
+	vctr_exec "$ctrc" ib_write_bw -d "$devc" -i 1 -x 1 -F -n "$ITERS" "$ip"
+	wait "$srv" || fail "ib_write_bw server in container a: exit $?: $(<"$T/srv.out")"
+	((RC == 0)) || fail "ib_write_bw client in container c: exit $RC: $OUT"
+	got=
+	while read -r l; do
+		[[ $l =~ ^65536[[:space:]]+${ITERS}[[:space:]]+[0-9.]+[[:space:]]+([0-9.]+) ]] && got=${BASH_REMATCH[1]}
+	done <<<"$OUT"
+	[[ -n $got ]] || fail "ib_write_bw: no result line in: $OUT"
+	vctr_ms
+	echo "  # ib_write_bw container c ($devc) -> container a ($deva): $got MB/s ($MS ms)"
+
+	for ctr in "$ctrb" "$ctrc" "$ctra"; do
+		cri stop "$ctr" && cri rm "$ctr" || fail "StopContainer/RemoveContainer $ctr failed"
+	done
+	for p in b c a; do
+		cri stopp "${VCTR_POD[$p]}" && cri rmp "${VCTR_POD[$p]}" || fail "stop/remove of pod $p failed"
+	done
+	vctr_ms
+	info "containers and pods removed: $MS ms"
+	wait_for 10 rdma_none || fail "rdma links left: $(rdma link show)"
+	[[ -z $(compgen -G "$T/state/$VCTR_NET/*") ]] || fail "journals left: $(ls "$T/state/$VCTR_NET")"
+	[[ -z $(compgen -G "$T/devdir/*/*") ]] ||
+		fail "DEL left device nodes: $(ls -lR "$T/devdir")"
+	# The NICs back on the node are Healthy for the next pod: the rxe that
+	# went with DEL was the pod's, not the NIC's.
+	wait_for 10 all_healthy ||
+		fail "the agent does not list both NICs Healthy after DEL: $(last_list)"
+}
+
+# last_list: the devices of the agent's latest ListAndWatch response.
+last_list() {
+	local l last=
+	while read -r l; do
+		[[ $l == *'"event":"list"'* ]] && last=$l
+	done <"$T/kubelet.events"
+	echo "$last"
+}
+
+all_healthy() {
+	local l
+	l=$(last_list)
+	[[ $l == *'"health":"Healthy"'* && $l != *'"health":"Unhealthy"'* ]]
+}
+
+# rdma_none: no RDMA link is listed (floor.sh has the same).
+rdma_none() {
+	[[ -z $(rdma link show) ]]
+}
+
+run_scenarios devices
