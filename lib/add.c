@@ -533,15 +533,15 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 			r = fault("rdma", err);
 		/* A device made here: its nodes for the containers, journalled first. */
 		if (r == 0 && plans[i].rdma.create)
-			r = hpn_soft_nodes_plan(&a->j, i, conf->agent.device_dir, &bind[i].cdevs);
-		if (r > 0)
+			r = hpn_soft_nodes_plan(&a->j, i, conf->agent.device_dir, &bind[i].cdevs,
+						err);
+		if (r > 0) {
 			r = journal_step(a, a->j.phase, err);
-		else if (r < 0)
-			r = hpn_err_set(err, HPN_E_INTERNAL, -r, "out of memory");
-		if (r == 0 && a->j.nics[i].rdma.n_nodes)
-			r = hpn_soft_nodes_make(&a->j, i, err);
-		if (r == 0 && a->j.nics[i].rdma.n_nodes)
-			r = fault("nodes", err);
+			if (r == 0)
+				r = hpn_soft_nodes_make(&a->j, i, err);
+			if (r == 0)
+				r = fault("nodes", err);
+		}
 	}
 	fault_nic = 0;
 	if (r < 0)

@@ -140,10 +140,10 @@ int hpn_soft_make(struct hpn_attach *a, const struct hpn_journal_nic *n,
  * the pod sees them): when the agent's Allocate made <root>/<NIC ID> (the
  * container's device directory, or a link to it), plans their nodes there in
  * the journal and returns 1 (the caller journals, then makes them); 0 when
- * there is nothing to make; -ENOMEM.
+ * there is nothing to make; -ENOMEM (err set).
  */
 int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
-			const struct hpn_rdma_cdevs *cd);
+			const struct hpn_rdma_cdevs *cd, struct hpn_err *err);
 int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *err);
 /*
  * Undo: removes n's device nodes that still have their numbers, then

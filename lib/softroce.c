@@ -154,7 +154,7 @@ static int nodes_dir(const char *root, const struct hpn_journal_nic *n, char *pa
 }
 
 int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
-			const struct hpn_rdma_cdevs *cd)
+			const struct hpn_rdma_cdevs *cd, struct hpn_err *err)
 {
 	struct hpn_journal_rdma *r = &j->nics[i].rdma;
 	char path[PATH_MAX];
@@ -181,7 +181,7 @@ int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
 	if (!r->n_nodes)
 		return 0;
 	if (!j->devices_dir && !(j->devices_dir = strdup(root)))
-		return -ENOMEM;
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	return 1;
 }
 

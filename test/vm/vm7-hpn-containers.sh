@@ -25,6 +25,8 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=floor.sh
+source "$(dirname "$0")/floor.sh"	# tcp_listening, rdma_none, FLOOR_PORT
 # shellcheck source=ctr7.sh
 source "$(dirname "$0")/ctr7.sh"
 
@@ -41,11 +43,6 @@ hpn0_addr() {
 	l=$(nsenter -t "$(vctr_pod_pid "$1")" -n ip -4 -o addr show dev hpn0)
 	[[ $l =~ inet\ ([0-9.]+)/ ]] || fail "no IPv4 address on hpn0 in $1: $l"
 	echo "${BASH_REMATCH[1]}"
-}
-
-# tcp_listen PID PORT: a TCP socket listens on PORT in PID's netns.
-tcp_listen() {
-	[[ $(<"/proc/$1/net/tcp") =~ :$(printf %04X "$2")\ 00000000:0000\ 0A ]]
 }
 
 # node_of ID UVERBS MAJMIN: Allocate's directory for ID holds the node UVERBS
@@ -132,7 +129,7 @@ scen_devices() {
 	pid=$(vctr_pod_pid a)
 	cri exec -t 120 "$ctra" ib_write_bw -d "$deva" -i 1 -x 1 -F -n "$ITERS" >"$T/srv.out" 2>&1 &
 	srv=$!
-	wait_for 60 tcp_listen "$pid" 18515 || fail "ib_write_bw did not listen in container a: $(<"$T/srv.out")"
+	wait_for 60 tcp_listening "$pid" "$FLOOR_PORT" || fail "ib_write_bw did not listen in container a: $(<"$T/srv.out")"
 	vctr_ms
 	vctr_exec "$ctrc" ib_write_bw -d "$devc" -i 1 -x 1 -F -n "$ITERS" "$ip"
 	wait "$srv" || fail "ib_write_bw server in container a: exit $?: $(<"$T/srv.out")"
@@ -176,11 +173,6 @@ all_healthy() {
 	local l
 	l=$(last_list)
 	[[ $l == *'"health":"Healthy"'* && $l != *'"health":"Unhealthy"'* ]]
-}
-
-# rdma_none: no RDMA link is listed (floor.sh has the same).
-rdma_none() {
-	[[ -z $(rdma link show) ]]
 }
 
 run_scenarios devices
