@@ -486,8 +486,9 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 	char *hints = NULL;
 	int r;
 
-	memset(bind, 0, sizeof(bind));
-	memset(pl, 0, sizeof(pl));
+	/* The NICs of this pod only: the rest of each array is never touched (no page faults). */
+	memset(bind, 0, n * sizeof(*bind));
+	memset(pl, 0, n * sizeof(*pl));
 	fault_nic = 0;
 	r = fault("journal", err);
 	for (size_t i = 0; r == 0 && i < n; i++)
@@ -653,7 +654,7 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	}
 	if (r < 0)
 		return r;
-	plans = calloc(HPN_MAX_NICS, sizeof(*plans));
+	plans = calloc(hpn_claim_count(conf, allocated ? &al : NULL), sizeof(*plans));
 	r = hpn_attach_open(&a, env, conf, err);
 	a.ns.pod_fd = pod_fd;
 	if (r < 0)

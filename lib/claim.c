@@ -156,7 +156,7 @@ static bool journal_holding(struct hpn_store *st, const char *self, const char *
 	if (hpn_store_keys(st, &keys, &e) < 0)
 		return false;
 	for (size_t k = 0; !found && keys[k]; k++) {
-		struct hpn_journal j = { 0 };
+		struct hpn_journal j; /* hpn_journal_read inits it */
 
 		if (!strcmp(keys[k], self) || hpn_journal_read(st, keys[k], &j, &e) < 0)
 			continue;
@@ -368,11 +368,16 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 	return 0;
 }
 
+size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al)
+{
+	return al ? al->n : conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+}
+
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err)
 {
 	struct hpn_holders h = { 0 };
-	size_t n = al ? al->n : conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	size_t n = hpn_claim_count(conf, al);
 	const char *base = pod_ifname(env, conf);
 	struct hpn_link clash;
 	int r;
@@ -401,6 +406,7 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		struct hpn_journal_nic *nic = &a->j.nics[i];
 
+		memset(nic, 0, sizeof(*nic));
 		if (nic_name(base, i, nic->pod_ifname) < 0) {
 			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 					"the name of NIC %zu after \"%s\" is over 15 bytes", i + 1,

@@ -31,7 +31,7 @@ int hpn_holders_load(struct hpn_store *st, const char *skip_key, struct hpn_hold
 	if (r < 0)
 		return r;
 	for (size_t k = 0; keys[k]; k++) {
-		struct hpn_journal j = { 0 };
+		struct hpn_journal j; /* hpn_journal_read inits it */
 		struct hpn_err jerr = { 0 };
 
 		if (skip_key && !strcmp(keys[k], skip_key))

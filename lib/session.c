@@ -57,7 +57,11 @@ int hpn_attach_open(struct hpn_attach *a, const struct hpn_env *env, const struc
 {
 	int r;
 
-	*a = (struct hpn_attach){ .st = HPN_STORE_INIT, .ns = { .host_fd = -1, .pod_fd = -1 } };
+	/* Not a compound literal: that would zero the journal's whole NIC list. */
+	memset(a, 0, offsetof(struct hpn_attach, j));
+	hpn_journal_init(&a->j);
+	a->st = (struct hpn_store)HPN_STORE_INIT;
+	a->ns.host_fd = a->ns.pod_fd = -1;
 	r = hpn_store_key(env->container_id, env->ifname, a->key);
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, r, "state key for %s is too long",

@@ -39,13 +39,13 @@ struct hpn_nsctx {
 struct hpn_attach {
 	struct hpn_store st;
 	struct hpn_nsctx ns;
-	struct hpn_journal j;
 	char key[HPN_KEY_MAX];
 	bool have_journal;
 	bool stale_file; /* an unreadable journal of an earlier boot: to remove, nothing to undo */
 	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
 	/* CHECK: which part of the attachment failed (hpn_check_report), NULL when none did. */
 	const char *check_reason;
+	struct hpn_journal j; /* last, as its NIC list is (hpn_attach_open) */
 };
 
 /* What ADD decided about RDMA before changing anything. */
@@ -194,6 +194,8 @@ int hpn_rail_remove(struct nl_sock *pod, const struct hpn_journal_nic *n, struct
  */
 int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 			 struct hpn_alloc *ret, struct hpn_err *err);
+/* How many NICs hpn_claim takes (plans it fills): al's, the pool's count, or one. */
+size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al);
 /*
  * Selection, under the store lock: the device(s) (exactly al's, in its
  * order, when the kubelet allocated some; else the selector's or the

@@ -355,6 +355,11 @@ void hpn_journal_set_pod(struct hpn_journal *j, const char *ns, const char *name
 		memcpy(p->uid, uid, strlen(uid) + 1);
 }
 
+void hpn_journal_init(struct hpn_journal *j)
+{
+	memset(j, 0, offsetof(struct hpn_journal, nics));
+}
+
 void hpn_journal_free(struct hpn_journal *j)
 {
 	free(j->container_id);
@@ -362,7 +367,7 @@ void hpn_journal_free(struct hpn_journal *j)
 	free(j->result);
 	free(j->hints_dir);
 	free(j->devices_dir);
-	memset(j, 0, sizeof(*j));
+	hpn_journal_init(j);
 }
 
 static cJSON *link_to_json(const struct hpn_link *l)
@@ -611,6 +616,7 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 	const cJSON *v;
 	char kind[16] = "moved";
 
+	memset(n, 0, sizeof(*n));
 	if (!cJSON_IsObject(o))
 		return -EINVAL;
 	if (cJSON_GetObjectItemCaseSensitive(o, "kind") &&
@@ -787,6 +793,7 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 	size_t len;
 	int r;
 
+	hpn_journal_init(j);
 	fd = openat(st->net_fd, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -797,8 +804,6 @@ int hpn_journal_read(struct hpn_store *st, const char *key, struct hpn_journal *
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "read state %s: %s", key, strerror(-r));
 	root = hpn_json_parse(buf, len);
-	/* Zeroed only now, in place: no 20 KB copy, and a missing journal costs nothing. */
-	memset(j, 0, sizeof(*j));
 	r = root ? journal_from_json(root, j) : -EINVAL;
 	if (r == 0)
 		j->stale = earlier_boot(fd, cJSON_GetObjectItemCaseSensitive(root, "bootId"));

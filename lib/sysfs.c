@@ -64,20 +64,29 @@ int hpn_sysfs_netdev_pci(const char *root, const char *ifname, char out[HPN_PCI_
 {
 	char path[PATH_MAX], real[PATH_MAX], pci[HPN_PCI_STR];
 	char *base;
+	ssize_t n;
 	int r;
 
 	r = hpn_snprintf(path, sizeof(path), "%s/class/net/%s/device", root, ifname);
 	if (r < 0)
 		return r;
-	if (!realpath(path, real))
-		return -errno;
 	/*
 	 * .../0000:af:00.1 for a PCI NIC, .../0000:00:04.0/virtio1 for virtio-net,
 	 * whose PCI function is the virtio device's parent. Anything else (an mlx5
 	 * sub-function, USB, platform devices) has no PCI function of its own.
+	 * The link's own text names the device: one readlink, where realpath
+	 * would readlink every component (a NIC without a device, a veth, is
+	 * told by the first). Only virtio's parent needs the whole path.
 	 */
+	n = readlink(path, real, sizeof(real) - 1);
+	if (n < 0)
+		return -errno;
+	real[n] = '\0';
 	base = strrchr(real, '/');
-	if (base && !strncmp(base + 1, "virtio", 6)) {
+	if (!strncmp(base ? base + 1 : real, "virtio", 6)) {
+		if (!realpath(path, real))
+			return -errno;
+		base = strrchr(real, '/');
 		*base = '\0';
 		base = strrchr(real, '/');
 	}

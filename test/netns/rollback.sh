@@ -386,30 +386,30 @@ if command -v strace >/dev/null; then
 fi
 
 # --- The check that CNI_NETNS is not the host's own netns must fail closed:
-# with CNI_NETNS naming the host netns and the check's own open of
+# with CNI_NETNS naming the host netns and the check's own stat of
 # /proc/thread-self/ns/net failing, ADD must still be refused (4, or 103 for
-# the failed open) and the host left alone: proceeding would "move" nic0 into
+# the failed stat) and the host left alone: proceeding would "move" nic0 into
 # the netns it is in, renamed, addressed, on the host.
 self_netns_fault() {
 	local conf n
 	setup_nic
 	conf=$(conf_for hpnt-ipam "$T/ipam-$SCEN.log")
-	RUN_WRAP=(strace -qq -o "$T/count.trace" -e trace=openat)
+	RUN_WRAP=(strace -qq -o "$T/count.trace" -e trace=openat,newfstatat)
 	run_plugin ADD "$conf" CNI_NETNS="$(ns_path "$HOST_NS")"
 	RUN_WRAP=()
 	expect_err 4 "ADD with CNI_NETNS the host's netns" "host's own"
-	# The check's open: the first of /proc/thread-self/ns/net after CNI_NETNS's.
+	# The check's stat: the first of /proc/thread-self/ns/net after CNI_NETNS's open.
 	n=$(awk -v ns="\"$(ns_path "$HOST_NS")\"" '
-		/^openat\(/ { i++ }
-		index($0, ns) { seen = 1; next }
-		seen && /"\/proc\/thread-self\/ns\/net"/ { print i; exit }' "$T/count.trace")
-	[[ -n $n ]] || fail "no open of /proc/thread-self/ns/net after CNI_NETNS's: $(cat "$T/count.trace")"
-	fault_wrap openat "$n"
+		/^newfstatat\(/ { i++ }
+		/^openat\(/ && index($0, ns) { seen = 1; next }
+		seen && /^newfstatat\(.*"\/proc\/thread-self\/ns\/net"/ { print i; exit }' "$T/count.trace")
+	[[ -n $n ]] || fail "no stat of /proc/thread-self/ns/net after CNI_NETNS's open: $(cat "$T/count.trace")"
+	fault_wrap newfstatat "$n"
 	run_plugin ADD "$conf" CNI_NETNS="$(ns_path "$HOST_NS")"
 	RUN_WRAP=()
 	[[ $(fault_target) == /proc/thread-self/ns/net ]] ||
-		fail "injected at $(fault_line), not the check's open"
-	expect_err "4|103" "ADD with CNI_NETNS the host's netns and the check's open failing"
+		fail "injected at $(fault_line), not the check's stat"
+	expect_err "4|103" "ADD with CNI_NETNS the host's netns and the check's stat failing"
 	snap_same "$HOST_NS" "$T/host.before" "host after the self-netns check failed"
 	expect_no_state "after the self-netns check failed"
 }
