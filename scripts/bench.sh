@@ -656,6 +656,17 @@ for row in "${ROWS[@]}"; do
 	verify "$row"
 done
 
+# is_pair VARIANT: both move.VARIANT rows, hpn-rdma's and host-device's, run.
+is_pair() {
+	local p n=0
+	for p in hpn-rdma host-device; do
+		for row in "${ROWS[@]}"; do
+			[[ $row == "move.$1.$p" ]] && ! is_skipped "$row" && ((n += 1))
+		done
+	done
+	((n == 2))
+}
+
 # Serial ADD+DEL, rows interleaved round by round. The CPU floor's two parts
 # (below) are taken in the same rounds, so that the load and the state of the
 # machine a row meets fall on the floor it is held against, too.
@@ -672,6 +683,14 @@ for ((r = 0; r < ROUNDS; r++)); do
 		node_clean 1
 	done
 	((${#ROWS[@]})) || continue
+	# hpn-rdma and host-device cycle by cycle (ADD, DEL, ADD, DEL in each rep):
+	# what drifts between a row's reps and the next row's cancels in the pair.
+	for v in none static; do
+		is_pair "$v" || continue
+		mapfile -t steps < <(prepare "move.$v.hpn-rdma" 1; prepare "move.$v.host-device" 1)
+		run "pair|$v|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
+		node_clean 1
+	done
 	run "floor|true|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "$JOBS/floor-true"
 	if [[ -x $KERNEL ]]; then
 		ip netns exec "$NODE" "$KERNEL" nic0 "/run/netns/$(pod 0)" "$PER_ROUND" >>"$W/kern.rounds"
@@ -988,6 +1007,20 @@ elif ((${#KROWS[@]})); then
 		'{server: $srv, rows: map(. + {requests_per_add: (if .adds > 0 then .requests / .adds else null end)})}')
 fi
 
+# The pairs: per rep, the first two steps are hpn-rdma's ADD+DEL, the next two
+# host-device's; the medians of each and of the difference, over every round.
+pairs=$(awk -F'\t' '$1 ~ /^pair\|/ { l = $1; sub(/\|r[0-9]+$/, "", l); sub(/^pair\|/, "", l)
+		k = $1 "\t" $2; i[k]++; print l "\t" k "\t" (i[k] <= 2 ? "a" : "b") "\t" $5 }' "$W/raw" |
+	jq -Rsc 'def med: sort | if length == 0 then null else .[length / 2 | floor] end;
+		split("\n") | map(select(length > 0) | split("\t")) |
+		group_by(.[0]) | map(.[0][0] as $v | group_by(.[1] + "\t" + .[2]) |
+			map({a: (map(select(.[3] == "a") | .[4] | tonumber) | add),
+			     b: (map(select(.[3] == "b") | .[4] | tonumber) | add)}) |
+			{variant: $v, cycles: length, hpn_rdma_ms: (map(.a) | med / 1e6),
+			 host_device_ms: (map(.b) | med / 1e6),
+			 difference_ms: (map(.a - .b) | med / 1e6)} |
+			. + {ratio: (.hpn_rdma_ms / .host_device_ms)})')
+
 # /bin/true's CPU between the serial rows' rounds: the floor's process start.
 floortrue=null
 read -r n _ _ _ cpu _ _ < <(stats "floor|true")
@@ -997,13 +1030,14 @@ read -r n _ _ _ cpu _ _ < <(stats "floor|true")
 # cost) and, for throughput, on hpn-rdma's rows.
 jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
 	--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
-	--argjson floortrue "$floortrue" \
+	--argjson floortrue "$floortrue" --argjson pairs "$pairs" \
 	--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
 	--argjson aglat "$agent_lat" \
 	--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 	--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 	($s[0] | map({(.row): .}) | add) as $r |
 	($v[0] | map({(.plugin): .}) | add) as $ver |
+	($pairs | map({(.variant): .}) | add // {}) as $pr |
 	def ratio(a; b): if (a | type) == "number" and (b | type) == "number" and b > 0
 		then a / b else null end;
 	def t(name; val; lim; cmp): {target: name, value: val, limit: lim,
@@ -1035,6 +1069,7 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 	  parallel: $p[0],
 	  rdma_discovery: $disc,
 	  kernel_floor: ($kern + {process_start_cpu_ms: $start}),
+	  pairs: $pairs,
 	  agent: (if $aglat.allocate then $aglat + {
 		lookup_added_ms: {none: (($r["move.none.hpn-agent"].wall_ms.median // null) as $a |
 			if $a then $a - $r["move.none.hpn-rdma"].wall_ms.median else null end),
@@ -1067,10 +1102,13 @@ jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/ve
 		t("VERSION latency vs host-device";
 		  ratio($ver["hpn-rdma"].wall_ms.median; $ver["host-device"].wall_ms.median); 0.3; "le";
 		  ratio($ver["true"].wall_ms.median; $ver["host-device"].wall_ms.median)),
+		# Judged on the pairs, cycle by cycle; on the rows when there are none.
 		t("ADD+DEL wall vs host-device (no IPAM)";
-		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.host-device"].wall_ms.median); 1.0; "le"),
+		  $pr["none"].ratio // ratio($r["move.none.hpn-rdma"].wall_ms.median;
+		    $r["move.none.host-device"].wall_ms.median); 1.0; "le"),
 		t("ADD+DEL wall vs host-device (static IPAM)";
-		  ratio($r["move.static.hpn-rdma"].wall_ms.median; $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
+		  $pr["static"].ratio // ratio($r["move.static.hpn-rdma"].wall_ms.median;
+		    $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
 		t("ADD+DEL wall vs iproute2 floor (no IPAM)";
 		  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
 	  ] + (if ($vm.hpn.vs_floor | type) == "number" then [
@@ -1130,6 +1168,10 @@ jq -r '
 	  "  linking libcurl + libyaml instead of dlopen(): +\(f($v["hpn-rdma-linked-curl-yaml"].cpu_ms - $v["hpn-rdma"].cpu_ms)) ms CPU," +
 	  " +\(f($v["hpn-rdma-linked-curl-yaml"].wall_ms.median - $v["hpn-rdma"].wall_ms.median)) ms wall per start (VERSION)" else empty end),
 	 "" end),
+	(if (.pairs | length) > 0 then
+	 "ADD+DEL wall, hpn-rdma and host-device cycle by cycle (median ms; of the per-cycle difference)",
+	 (.pairs[] | "  move.\(.variant): hpn-rdma \(f(.hpn_rdma_ms)), host-device \(f(.host_device_ms))," +
+	  " \(r3(.ratio)); difference \(f(.difference_ms)) ms over \(.cycles) cycles"), "" else empty end),
 	"N pods at once (ADD all, then DEL all; median of \(.settings.parallel_reps))",
 	("row" | pad(28)) + ("N" | lpad(4)) + ("round ms" | lpad(10)) + ("pods/s" | lpad(9)) +
 	("vs N=1" | lpad(8)),
@@ -1216,6 +1258,11 @@ if ((CHECK)); then
 		(.kubernetes.skipped or ((.kubernetes.rows | map({(.row): .requests_per_add}) | add) as $q |
 			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
+		# A pair for each variant with both of its move rows, every cycle in it.
+		((.pairs | map(.variant) | sort) == ([.serial[] | select(.skipped | not) | .row |
+			select(test("^move\\.[a-z]+\\.(hpn-rdma|host-device)$")) | split(".")[1]] |
+			group_by(.) | map(select(length == 2)[0]) | sort)) and
+		all(.pairs[]; .cycles == $cyc and .hpn_rdma_ms > 0 and .host_device_ms > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
 		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
