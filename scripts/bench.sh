@@ -656,15 +656,13 @@ for row in "${ROWS[@]}"; do
 	verify "$row"
 done
 
-# is_pair VARIANT: both move.VARIANT rows, hpn-rdma's and host-device's, run.
-is_pair() {
-	local p n=0
-	for p in hpn-rdma host-device; do
-		for row in "${ROWS[@]}"; do
-			[[ $row == "move.$1.$p" ]] && ! is_skipped "$row" && ((n += 1))
-		done
+# has_row ROW: ROW is selected and not skipped.
+has_row() {
+	local x
+	for x in "${ROWS[@]}"; do
+		[[ $x == "$1" ]] && ! is_skipped "$x" && return 0
 	done
-	((n == 2))
+	return 1
 }
 
 # Serial ADD+DEL, rows interleaved round by round. The CPU floor's two parts
@@ -686,7 +684,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	# hpn-rdma and host-device cycle by cycle (ADD, DEL, ADD, DEL in each rep):
 	# what drifts between a row's reps and the next row's cancels in the pair.
 	for v in none static; do
-		is_pair "$v" || continue
+		has_row "move.$v.hpn-rdma" && has_row "move.$v.host-device" || continue
 		mapfile -t steps < <(prepare "move.$v.hpn-rdma" 1; prepare "move.$v.host-device" 1)
 		run "pair|$v|r$r" "$NODE" "$PER_ROUND" $((r == 0 ? 3 : 1)) "${steps[@]}"
 		node_clean 1
