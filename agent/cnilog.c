@@ -18,15 +18,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "cnilog.h"
 #include "log.h"
+#include "loop.h"
 #include "util.h"
 
 const double cnilog_buckets[CNILOG_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 						1,     2.5,  5,	    10,	  30,  60,   120 };
 
 struct cnilog {
-	struct agent_fd ino;
+	struct loop_src ino;
 	char dir[PATH_MAX];
 	int fd; /* events.log as last opened; -1: none yet */
 	struct stat sb;
@@ -36,9 +37,9 @@ struct cnilog {
 	struct cnilog_stats st;
 };
 
-const struct cnilog_stats *cnilog_stats(const struct agent *a)
+const struct cnilog_stats *cnilog_stats(const struct cnilog *c)
 {
-	return a->ext.cnilog ? &a->ext.cnilog->st : NULL;
+	return c ? &c->st : NULL;
 }
 
 static void count(struct cnilog *c, const struct hpn_event *ev)
@@ -139,27 +140,22 @@ static void follow(struct cnilog *c)
 	drain(c, c->fd);
 }
 
-static void on_inotify(struct agent *a, struct agent_fd *f)
+static void on_inotify(struct loop_src *s)
 {
-	struct cnilog *c = a->ext.cnilog;
+	struct cnilog *c = s->ud;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
 	/* Which event does not matter: the file at the path decides what is read. */
-	while (read(f->fd, buf, sizeof(buf)) > 0)
+	while (read(s->fd, buf, sizeof(buf)) > 0)
 		;
 	follow(c);
 }
 
-int cnilog_start(struct agent *a)
+static int watch(struct cnilog *c, struct loop *l, const char *state_dir)
 {
-	struct cnilog *c = calloc(1, sizeof(*c));
 	int fd, r;
 
-	if (!c)
-		return -ENOMEM;
-	c->fd = -1;
-	a->ext.cnilog = c;
-	if (hpn_snprintf(c->dir, sizeof(c->dir), "%s", a->conf.state_dir) < 0)
+	if (hpn_snprintf(c->dir, sizeof(c->dir), "%s", state_dir) < 0)
 		return -ENAMETOOLONG;
 	/* The plugin makes it at its first ADD; it may not have run yet. */
 	if (hpn_mkdir_p(c->dir, 0700) < 0)
@@ -167,7 +163,7 @@ int cnilog_start(struct agent *a)
 	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	r = agent_fd_add(a, &c->ino, fd, on_inotify);
+	r = loop_add(l, &c->ino, fd, on_inotify, c);
 	if (r < 0)
 		return r;
 	if (inotify_add_watch(fd, c->dir, IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM) < 0)
@@ -178,15 +174,30 @@ int cnilog_start(struct agent *a)
 	return 0;
 }
 
-void cnilog_stop(struct agent *a)
+int cnilog_start(struct loop *l, const char *state_dir, struct cnilog **ret)
 {
-	struct cnilog *c = a->ext.cnilog;
+	struct cnilog *c = calloc(1, sizeof(*c));
+	int r;
 
 	if (!c)
+		return -ENOMEM;
+	c->fd = -1;
+	c->ino.fd = -1;
+	r = watch(c, l, state_dir);
+	if (r < 0)
+		hpn_warn("the plugin's event log in %s cannot be followed: %s (no CNI command "
+			 "metrics)",
+			 state_dir, strerror(-r));
+	*ret = c;
+	return 0;
+}
+
+void cnilog_free(struct cnilog *c)
+{
+	if (!c)
 		return;
-	agent_fd_close(&c->ino);
+	loop_close(&c->ino);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
-	a->ext.cnilog = NULL;
 }

@@ -11,16 +11,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "cri.h"
 #include "cri.pb-c.h"
 #include "log.h"
+#include "rpc.h"
+#include "store.h"
 #include "util.h"
 
 /* More sandboxes than a node can run (the kubelet's default limit is 110 pods). */
 #define MAX_SANDBOXES 65536
 
 struct cri_ask {
-	struct agent *a;
 	char *socket;
 	cri_sandboxes_fn done;
 	void *ud;
@@ -37,19 +38,19 @@ static void listed(void *ud, int status, const char *msg, const uint8_t *buf, si
 	if (status != RPC_OK) {
 		hpn_msgf(why, sizeof(why), "ListPodSandbox at %s: status %d %s", q->socket, status,
 			 msg);
-		q->done(q->a, q->ud, NULL, 0, why);
+		q->done(q->ud, NULL, 0, why);
 		goto out;
 	}
 	r = runtime__v1__list_pod_sandbox_response__unpack(NULL, len, buf);
 	if (!r || r->n_items > MAX_SANDBOXES) {
 		hpn_msgf(why, sizeof(why), "ListPodSandbox at %s: %s", q->socket,
 			 r ? "more sandboxes than a node runs" : "undecodable reply");
-		q->done(q->a, q->ud, NULL, 0, why);
+		q->done(q->ud, NULL, 0, why);
 		goto out;
 	}
 	ids = calloc(r->n_items + 1, sizeof(*ids));
 	if (!ids) {
-		q->done(q->a, q->ud, NULL, 0, "out of memory");
+		q->done(q->ud, NULL, 0, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < r->n_items; i++) {
@@ -61,12 +62,12 @@ static void listed(void *ud, int status, const char *msg, const uint8_t *buf, si
 		ids[n] = strdup(id);
 		if (!ids[n]) {
 			hpn_strv_free(ids);
-			q->done(q->a, q->ud, NULL, 0, "out of memory");
+			q->done(q->ud, NULL, 0, "out of memory");
 			goto out;
 		}
 		n++;
 	}
-	q->done(q->a, q->ud, ids, n, NULL);
+	q->done(q->ud, ids, n, NULL);
 out:
 	if (r)
 		runtime__v1__list_pod_sandbox_response__free_unpacked(r, NULL);
@@ -74,7 +75,7 @@ out:
 	free(q);
 }
 
-int cri_list_sandboxes(struct agent *a, const char *socket, int timeout_ms, cri_sandboxes_fn done,
+int cri_list_sandboxes(struct rpc *rpc, const char *socket, int timeout_ms, cri_sandboxes_fn done,
 		       void *ud)
 {
 	Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
@@ -86,7 +87,6 @@ int cri_list_sandboxes(struct agent *a, const char *socket, int timeout_ms, cri_
 		free(q);
 		return -ENOMEM;
 	}
-	q->a = a;
 	q->done = done;
 	q->ud = ud;
 	/* gRPC would wait out its deadline on a socket that is not there: say so at once. */
@@ -95,13 +95,13 @@ int cri_list_sandboxes(struct agent *a, const char *socket, int timeout_ms, cri_
 		int e = errno;
 
 		hpn_msgf(why, sizeof(why), "the runtime's CRI socket %s: %s", socket, strerror(e));
-		done(a, ud, NULL, 0, why);
+		done(ud, NULL, 0, why);
 		free(q->socket);
 		free(q);
 		return 0;
 	}
 	len = runtime__v1__list_pod_sandbox_request__pack(&req, buf);
-	if (rpc_unary(a->rpc, socket, "/runtime.v1.RuntimeService/ListPodSandbox", buf, len,
+	if (rpc_unary(rpc, socket, "/runtime.v1.RuntimeService/ListPodSandbox", buf, len,
 		      timeout_ms, listed, q) < 0) {
 		free(q->socket);
 		free(q);

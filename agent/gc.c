@@ -16,16 +16,35 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent.h"
+#include "attach.h"
+#include "cri.h"
+#include "gc.h"
 #include "log.h"
+#include "loop.h"
+#include "node.h"
 #include "util.h"
 
 #define LIST_TIMEOUT_MS 5000
 
 struct gc {
-	struct agent_fd timer;
+	struct loop *loop;
+	struct rpc *rpc;
+	struct node *node;
+	struct gc_opts o;
+	struct loop_src timer;
 	struct gc_stats st;
 	bool asking, quitting;
+};
+
+/* One round of lib/gc.c's GC, done on the worker. */
+struct gc_job {
+	struct loop_job job; /* first: the worker hands this back */
+	struct gc *g;
+	char *conf_text; /* the entry, parsed by the worker (the loop may reload) */
+	char **sandboxes;
+	struct hpn_gc_live counts;
+	int rc;
+	struct hpn_err err;
 };
 
 static double now_s(void)
@@ -36,44 +55,62 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-const struct gc_stats *gc_stats(const struct agent *a)
+const struct gc_stats *gc_stats(const struct gc *g)
 {
-	return a->ext.gc ? &a->ext.gc->st : NULL;
+	return g ? &g->st : NULL;
 }
 
-static void done(struct agent *a, struct work_job *j)
+static void job_free(struct gc_job *j)
 {
-	struct gc *g = a->ext.gc;
+	if (!j)
+		return;
+	free(j->conf_text);
+	hpn_strv_free(j->sandboxes);
+	free(j);
+}
 
-	if (g) {
-		g->st.undone += j->counts.undone;
-		g->st.failed += j->counts.failed;
-		if (j->rc < 0) {
-			g->st.runs_failed++;
-			snprintf(g->st.last_error, sizeof(g->st.last_error), "%s", j->err.msg);
-			hpn_warn("gc: %zu attachments undone, %zu failed: %s", j->counts.undone,
-				 j->counts.failed, j->err.msg);
-		} else {
-			g->st.runs_ok++;
-			g->st.last_error[0] = '\0';
-			if (j->counts.undone)
-				hpn_info("gc: %zu attachments of pods the runtime no longer has "
-					 "undone "
-					 "(%zu kept, %zu of them younger than %d s) in %.2f s",
-					 j->counts.undone, j->counts.kept, j->counts.young,
-					 j->grace_s, j->seconds);
-			else
-				hpn_debug("gc: nothing to undo (%zu kept) in %.3f s",
-					  j->counts.kept, j->seconds);
-		}
+static void run(struct loop_job *lj)
+{
+	struct gc_job *j = (struct gc_job *)lj;
+	struct hpn_conf conf = { 0 };
+
+	j->rc = hpn_conf_parse(j->conf_text, strlen(j->conf_text), HPN_CMD_ADD, &conf, &j->err);
+	if (j->rc >= 0)
+		j->rc = hpn_gc_sandboxes(&conf, &j->counts, &j->err);
+	hpn_conf_free(&conf);
+}
+
+static void done(struct loop_job *lj)
+{
+	struct gc_job *j = (struct gc_job *)lj;
+	struct gc *g = j->g;
+
+	g->st.undone += j->counts.undone;
+	g->st.failed += j->counts.failed;
+	if (j->rc < 0) {
+		g->st.runs_failed++;
+		snprintf(g->st.last_error, sizeof(g->st.last_error), "%s", j->err.msg);
+		hpn_warn("gc: %zu attachments undone, %zu failed: %s", j->counts.undone,
+			 j->counts.failed, j->err.msg);
+	} else {
+		g->st.runs_ok++;
+		g->st.last_error[0] = '\0';
+		if (j->counts.undone)
+			hpn_info("gc: %zu attachments of pods the runtime no longer has undone "
+				 "(%zu kept, %zu of them younger than %d s) in %.2f s",
+				 j->counts.undone, j->counts.kept, j->counts.young,
+				 j->counts.min_age_s, j->job.seconds);
+		else
+			hpn_debug("gc: nothing to undo (%zu kept) in %.3f s", j->counts.kept,
+				  j->job.seconds);
 	}
-	work_job_free(j);
+	job_free(j);
 }
 
-static void listed(struct agent *a, void *ud, char **ids, size_t n, const char *error)
+static void listed(void *ud, char **ids, size_t n, const char *error)
 {
-	struct gc *g = a->ext.gc;
-	struct work_job *j;
+	struct gc *g = ud;
+	struct gc_job *j;
 
 	g->asking = false;
 	g->st.last_run = now_s();
@@ -86,76 +123,79 @@ static void listed(struct agent *a, void *ud, char **ids, size_t n, const char *
 	}
 	g->st.runtime_up = true;
 	g->st.sandboxes = n;
-	if (g->quitting || a->quitting || work_busy(a)) {
+	if (g->quitting || loop_work_busy(g->loop)) {
 		hpn_strv_free(ids);
 		g->st.runs_skipped++;
 		hpn_debug("gc: the worker is busy; this round is skipped");
 		return;
 	}
 	j = calloc(1, sizeof(*j));
-	if (!j || !(j->conf_text = strdup(a->conf_buf)) ||
-	    !(j->cni_path = strdup(a->ext.opts.cni_path))) {
+	if (!j || !(j->conf_text = strdup(g->node->conf_text))) {
 		hpn_strv_free(ids);
-		work_job_free(j);
+		job_free(j);
 		hpn_error("gc: out of memory");
 		return;
 	}
-	j->kind = WORK_GC;
-	j->done = done;
+	j->job.run = run;
+	j->job.done = done;
+	j->g = g;
 	j->sandboxes = ids;
-	j->n_sandboxes = n;
-	j->grace_s = a->ext.opts.gc_grace_s;
-	if (work_post(a, j) < 0) {
+	j->counts = (struct hpn_gc_live){ .sandboxes = (const char *const *)ids,
+					  .n_sandboxes = n,
+					  .min_age_s = g->o.grace_s,
+					  .cni_path = g->o.cni_path };
+	if (loop_work_post(g->loop, &j->job) < 0) {
 		g->st.runs_skipped++;
-		work_job_free(j);
+		job_free(j);
 	}
 }
 
-static void tick(struct agent *a, struct agent_fd *f)
+static void tick(struct loop_src *s)
 {
-	struct gc *g = a->ext.gc;
-	uint64_t n;
+	struct gc *g = s->ud;
 
-	if (read(f->fd, &n, sizeof(n)) < 0 || g->quitting || g->asking)
+	if (g->quitting || g->asking)
 		return;
 	g->asking = true;
-	if (cri_list_sandboxes(a, a->ext.opts.cri_socket, LIST_TIMEOUT_MS, listed, NULL) < 0) {
+	if (cri_list_sandboxes(g->rpc, g->o.cri_socket, LIST_TIMEOUT_MS, listed, g) < 0) {
 		g->asking = false;
 		hpn_error("gc: out of memory");
 	}
 }
 
-int gc_start(struct agent *a)
+int gc_start(struct loop *l, struct rpc *rpc, struct node *node, const struct gc_opts *o,
+	     struct gc **ret)
 {
 	struct gc *g = calloc(1, sizeof(*g));
+	int r;
 
 	if (!g)
 		return -ENOMEM;
-	a->ext.gc = g;
+	*g = (struct gc){ .loop = l, .rpc = rpc, .node = node, .o = *o };
 	hpn_info("gc: every %d s against the runtime at %s (journals younger than %d s kept)",
-		 a->ext.opts.gc_s, a->ext.opts.cri_socket, a->ext.opts.gc_grace_s);
+		 o->period_s, o->cri_socket, o->grace_s);
 	/* The first round a period after start: the health loop looks first. */
-	return agent_timer_add(a, &g->timer, a->ext.opts.gc_s * 1000, a->ext.opts.gc_s * 1000,
-			       tick);
+	r = loop_timer(l, &g->timer, o->period_s * 1000, o->period_s * 1000, tick, g);
+	if (r < 0) {
+		free(g);
+		return r;
+	}
+	*ret = g;
+	return 0;
 }
 
-void gc_stop(struct agent *a)
+void gc_stop(struct gc *g)
 {
-	struct gc *g = a->ext.gc;
-
 	if (g) {
 		g->quitting = true;
-		agent_timer_set(&g->timer, 0, 0);
+		loop_timer_set(&g->timer, 0, 0);
 	}
 }
 
-void gc_free(struct agent *a)
+void gc_free(struct gc *g)
 {
-	struct gc *g = a->ext.gc;
-
 	if (!g)
 		return;
-	agent_fd_close(&g->timer);
+	loop_close(&g->timer);
 	free(g);
-	a->ext.gc = NULL;
 }

@@ -15,13 +15,19 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent.h"
+#include "attach.h"
+#include "health.h"
 #include "log.h"
+#include "loop.h"
+#include "node.h"
 #include "store.h"
 #include "util.h"
 
 struct health {
-	struct agent_fd timer;
+	struct loop *loop;
+	struct node *node;
+	struct health_opts o;
+	struct loop_src timer;
 	struct health_stats st;
 	size_t cap;
 	char last[256]; /* the last key checked: the next period goes on after it */
@@ -36,9 +42,28 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-const struct health_stats *health_stats(const struct agent *a)
+/* One attachment's check (hpn_check_journal), done on the worker. */
+struct health_result {
+	char key[256];
+	int rc; /* 0 healthy, 1 not checked, <0 broken */
+	const char *reason;
+	char msg[HEALTH_MSG];
+};
+
+struct health_job {
+	struct loop_job job; /* first: the worker hands this back */
+	struct health *h;
+	char *conf_text; /* the entry, parsed by the worker (the loop may reload) */
+	char **keys;
+	size_t n_keys;
+	struct health_result *results;
+	int rc;
+	struct hpn_err err;
+};
+
+const struct health_stats *health_stats(const struct health *h)
 {
-	return a->ext.health ? &a->ext.health->st : NULL;
+	return h ? &h->st : NULL;
 }
 
 static struct health_entry *entry(struct health *h, const char *key, bool add)
@@ -73,14 +98,14 @@ static int cmp_str(const void *x, const void *y)
  * each holds (device IDs, as devices.c names them), entries of vanished ones
  * dropped. NULL-terminated, or NULL.
  */
-static char **list(struct agent *a, struct health *h)
+static char **list(struct health *h)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
 	char **keys = NULL;
 	size_t n = 0;
 
-	if (hpn_store_open(a->conf.state_dir, a->conf.name, &st, &err) < 0 ||
+	if (hpn_store_open(h->node->conf.state_dir, h->node->conf.name, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_warn("health: list the journals: %s", err.msg);
 		hpn_store_close(&st);
@@ -124,32 +149,64 @@ static char **list(struct agent *a, struct health *h)
 	return keys;
 }
 
-void health_apply(struct agent *a)
+/* The journals' verdicts as the kubelet sees them: devices of broken attachments Unhealthy. */
+static void apply(struct health *h)
 {
-	struct health *h = a->ext.health;
+	struct agent_devs *devs = &h->node->devs;
 	int changed = 0;
 
-	if (!h)
-		return;
-	for (size_t d = 0; d < a->devs.n; d++) {
-		const char *id = a->devs.v[d].id, *why = NULL;
+	for (size_t d = 0; d < devs->n; d++) {
+		const char *id = devs->v[d].id, *why = NULL;
 
 		for (size_t i = 0; !why && i < h->st.n; i++)
 			for (size_t k = 0; h->st.v[i].state == 0 && k < h->st.v[i].n_ids; k++)
 				if (!strcmp(h->st.v[i].ids[k], id))
 					why = h->st.v[i].msg;
-		changed |= agent_devs_set_broken(&a->devs, id, why);
+		changed |= agent_devs_set_broken(devs, id, why);
 	}
 	if (changed)
-		kubelet_broadcast(a);
+		node_devices_changed(h->node);
 }
 
-static void done(struct agent *a, struct work_job *j)
+static void job_free(struct health_job *j)
 {
-	struct health *h = a->ext.health;
+	if (!j)
+		return;
+	free(j->conf_text);
+	hpn_strv_free(j->keys);
+	free(j->results);
+	free(j);
+}
 
-	if (!h || h->quitting) {
-		work_job_free(j);
+/* On the worker: CHECK each key, with the config as the job has it. */
+static void run(struct loop_job *lj)
+{
+	struct health_job *j = (struct health_job *)lj;
+	struct hpn_conf conf = { 0 };
+
+	j->rc = hpn_conf_parse(j->conf_text, strlen(j->conf_text), HPN_CMD_ADD, &conf, &j->err);
+	for (size_t i = 0; j->rc >= 0 && i < j->n_keys; i++) {
+		struct health_result *res = &j->results[i];
+		struct hpn_check_report rep;
+		struct hpn_err err = { 0 };
+
+		snprintf(res->key, sizeof(res->key), "%s", j->keys[i]);
+		res->rc = hpn_check_journal(&conf, j->keys[i], &rep, &err);
+		res->reason = rep.reason;
+		if (res->rc < 0)
+			snprintf(res->msg, sizeof(res->msg), "%s",
+				 err.msg[0] ? err.msg : strerror(-res->rc));
+	}
+	hpn_conf_free(&conf);
+}
+
+static void done(struct loop_job *lj)
+{
+	struct health_job *j = (struct health_job *)lj;
+	struct health *h = j->h;
+
+	if (h->quitting) {
+		job_free(j);
 		return;
 	}
 	if (j->rc < 0)
@@ -183,33 +240,32 @@ static void done(struct agent *a, struct work_job *j)
 		snprintf(e->msg, sizeof(e->msg), "%s", r->rc == 0 ? "" : r->msg);
 		e->checked_at = now_s();
 	}
-	hpn_debug("health: %zu attachments checked in %.3f s", j->n_keys, j->seconds);
-	work_job_free(j);
-	health_apply(a);
+	hpn_debug("health: %zu attachments checked in %.3f s", j->n_keys, j->job.seconds);
+	job_free(j);
+	apply(h);
 }
 
-static void tick(struct agent *a, struct agent_fd *f)
+static void tick(struct loop_src *s)
 {
-	struct health *h = a->ext.health;
-	struct work_job *j;
-	uint64_t n;
+	struct health *h = s->ud;
+	struct health_job *j;
 	char **keys;
-	size_t total = 0, start = 0, batch = (size_t)a->ext.opts.health_batch;
+	size_t total = 0, start = 0, batch = (size_t)h->o.batch;
 
-	if (read(f->fd, &n, sizeof(n)) < 0 || h->quitting)
+	if (h->quitting)
 		return;
 	h->st.last_tick = now_s();
-	if (work_busy(a)) {
+	if (loop_work_busy(h->loop)) {
 		hpn_debug("health: the worker is busy; this period is skipped");
 		return;
 	}
-	keys = list(a, h);
+	keys = list(h);
 	if (!keys)
 		return;
 	while (keys[total])
 		total++;
 	/* Health of NICs whose attachment went away is theirs again. */
-	health_apply(a);
+	apply(h);
 	if (!total) {
 		hpn_strv_free(keys);
 		return;
@@ -224,16 +280,17 @@ static void tick(struct agent *a, struct agent_fd *f)
 	if (j) {
 		j->keys = calloc(batch + 1, sizeof(char *));
 		j->results = calloc(batch, sizeof(*j->results));
-		j->conf_text = strdup(a->conf_buf);
+		j->conf_text = strdup(h->node->conf_text);
 	}
 	if (!j || !j->keys || !j->results || !j->conf_text) {
-		work_job_free(j);
+		job_free(j);
 		hpn_strv_free(keys);
 		hpn_error("health: out of memory");
 		return;
 	}
-	j->kind = WORK_HEALTH;
-	j->done = done;
+	j->job.run = run;
+	j->job.done = done;
+	j->h = h;
 	for (size_t i = 0; i < batch; i++) {
 		size_t k = (start + i) % total;
 
@@ -245,39 +302,44 @@ static void tick(struct agent *a, struct agent_fd *f)
 	for (size_t k = 0; k < total; k++)
 		free(keys[k]);
 	free(keys);
-	if (work_post(a, j) < 0)
-		work_job_free(j);
+	if (loop_work_post(h->loop, &j->job) < 0)
+		job_free(j);
 }
 
-int health_start(struct agent *a)
+int health_start(struct loop *l, struct node *node, const struct health_opts *o,
+		 struct health **ret)
 {
 	struct health *h = calloc(1, sizeof(*h));
+	int r;
 
 	if (!h)
 		return -ENOMEM;
-	a->ext.health = h;
+	h->loop = l;
+	h->node = node;
+	h->o = *o;
 	/* The first look soon after start: a restarted agent learns the node at once. */
-	return agent_timer_add(a, &h->timer, 1000, a->ext.opts.health_s * 1000, tick);
+	r = loop_timer(l, &h->timer, 1000, o->period_s * 1000, tick, h);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	*ret = h;
+	return 0;
 }
 
-void health_stop(struct agent *a)
+void health_stop(struct health *h)
 {
-	struct health *h = a->ext.health;
-
 	if (h) {
 		h->quitting = true;
-		agent_timer_set(&h->timer, 0, 0);
+		loop_timer_set(&h->timer, 0, 0);
 	}
 }
 
-void health_free(struct agent *a)
+void health_free(struct health *h)
 {
-	struct health *h = a->ext.health;
-
 	if (!h)
 		return;
-	agent_fd_close(&h->timer);
+	loop_close(&h->timer);
 	free(h->st.v);
 	free(h);
-	a->ext.health = NULL;
 }

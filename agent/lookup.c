@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -20,22 +19,34 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "log.h"
+#include "lookup.h"
+#include "loop.h"
+#include "podresources.h"
 #include "util.h"
 
 #define CONN_DEADLINE_MS 2000 /* to send the request line */
 #define LIST_TIMEOUT_MS	 400  /* PodResources List: within the CNI's default 500 ms */
+#define MAX_CONNS	 32
+#define SWEEP_MS	 500
 
 struct lookup_conn {
-	int type; /* first: main.c's epoll tag */
-	int fd;
+	struct lookup *lk;
+	struct loop_src src;
 	size_t slot;
 	long long deadline;
 	bool asked; /* PodResources in flight: the conn waits for its answer */
 	size_t len;
 	char buf[HPN_ALLOC_REQ_MAX + 1];
 	struct hpn_alloc_req req;
+};
+
+struct lookup {
+	struct loop *loop;
+	struct podres *pr;
+	char *path;
+	struct loop_src listen, sweep;
+	struct lookup_conn *conns[MAX_CONNS];
 };
 
 static long long now_ms(void)
@@ -46,17 +57,19 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int lookup_listen(struct agent *a)
+static void on_accept(struct loop_src *s);
+
+static int listen_on(struct lookup *lk)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
 	char dir[PATH_MAX];
 	char *slash;
 
-	if (hpn_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", a->lookup_path) < 0)
+	if (hpn_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", lk->path) < 0)
 		return -ENAMETOOLONG;
 	/* Its directory is ours (/run/hpn-rdma): root only. */
-	snprintf(dir, sizeof(dir), "%s", a->lookup_path);
+	snprintf(dir, sizeof(dir), "%s", lk->path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
@@ -67,23 +80,21 @@ int lookup_listen(struct agent *a)
 	if (fd < 0)
 		return -errno;
 	/* A socket file left by a killed agent: nothing listens on it. */
-	if (unlink(a->lookup_path) < 0 && errno != ENOENT)
+	if (unlink(lk->path) < 0 && errno != ENOENT)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	if (chmod(a->lookup_path, 0600) < 0 || listen(fd, 64) < 0)
+	if (chmod(lk->path, 0600) < 0 || listen(fd, 64) < 0)
 		return -errno;
+	hpn_info("CNI lookups on %s", lk->path);
 	/* cppcheck-suppress unreadVariable ; TAKE_FD clears fd for its cleanup handler */
-	a->lookup_fd = TAKE_FD(fd);
-	hpn_info("CNI lookups on %s", a->lookup_path);
-	return 0;
+	return loop_add(lk->loop, &lk->listen, TAKE_FD(fd), on_accept, lk);
 }
 
-static void conn_free(struct agent *a, struct lookup_conn *c)
+static void conn_free(struct lookup_conn *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	a->conns[c->slot] = NULL;
+	loop_close(&c->src);
+	c->lk->conns[c->slot] = NULL;
 	free(c);
 }
 
@@ -98,14 +109,14 @@ static void reply(struct lookup_conn *c, const char *json)
 	size_t len = json ? strlen(json) : 0, off = 0;
 	int fl;
 
-	if (c->fd < 0)
+	if (c->src.fd < 0)
 		return;
-	fl = fcntl(c->fd, F_GETFL);
-	if (fl < 0 || fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
-	    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+	fl = fcntl(c->src.fd, F_GETFL);
+	if (fl < 0 || fcntl(c->src.fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+	    setsockopt(c->src.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
 		len = 0;
 	while (off < len) {
-		ssize_t n = send(c->fd, json + off, len - off, MSG_NOSIGNAL);
+		ssize_t n = send(c->src.fd, json + off, len - off, MSG_NOSIGNAL);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -115,21 +126,21 @@ static void reply(struct lookup_conn *c, const char *json)
 	}
 	if (off < len)
 		hpn_warn("CNI lookup: the reply was not taken (%zu of %zu bytes)", off, len);
-	close(c->fd);
-	c->fd = -1;
+	close(c->src.fd);
+	c->src.fd = -1;
 }
 
-static void refuse(struct agent *a, struct lookup_conn *c, const char *why)
+static void refuse(struct lookup_conn *c, const char *why)
 {
 	char *json = hpn_alloc_reply_render(NULL, why);
 
 	hpn_warn("CNI lookup refused: %s", why);
 	reply(c, json);
 	free(json);
-	conn_free(a, c);
+	conn_free(c);
 }
 
-static void answered(struct agent *a, void *ud, const struct hpn_alloc *al, const char *error)
+static void answered(void *ud, const struct hpn_alloc *al, const char *error)
 {
 	struct lookup_conn *c = ud;
 	char *json = hpn_alloc_reply_render(al, error);
@@ -142,15 +153,19 @@ static void answered(struct agent *a, void *ud, const struct hpn_alloc *al, cons
 			 al->pod_known ? "" : " (pod not listed)");
 	reply(c, json);
 	free(json);
-	conn_free(a, c);
+	conn_free(c);
 }
 
-void lookup_accept(struct agent *a)
+static void on_io(struct loop_src *s);
+
+static void on_accept(struct loop_src *s)
 {
+	struct lookup *lk = s->ud;
+
 	for (;;) {
 		struct ucred cred;
 		socklen_t cl = sizeof(cred);
-		int fd = accept4(a->lookup_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd = accept4(lk->listen.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		struct lookup_conn *c;
 		size_t slot;
 
@@ -162,39 +177,40 @@ void lookup_accept(struct agent *a)
 			close(fd);
 			continue;
 		}
-		for (slot = 0; slot < AGENT_MAX_CONNS && a->conns[slot]; slot++)
+		for (slot = 0; slot < MAX_CONNS && lk->conns[slot]; slot++)
 			;
-		c = slot < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		c = slot < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
-			hpn_warn("CNI lookup dropped: %d connections open", AGENT_MAX_CONNS);
+			hpn_warn("CNI lookup dropped: %d connections open", MAX_CONNS);
 			close(fd);
 			continue;
 		}
-		c->type = 1;
-		c->fd = fd;
+		c->lk = lk;
 		c->slot = slot;
 		c->deadline = now_ms() + CONN_DEADLINE_MS;
-		a->conns[slot] = c;
-		if (agent_watch_fd(a, fd, c) < 0)
-			conn_free(a, c);
+		lk->conns[slot] = c;
+		if (loop_add(lk->loop, &c->src, fd, on_io, c) < 0)
+			conn_free(c);
+		loop_timer_set(&lk->sweep, SWEEP_MS, SWEEP_MS);
 	}
 }
 
-void lookup_io(struct agent *a, struct lookup_conn *c)
+static void on_io(struct loop_src *s)
 {
+	struct lookup_conn *c = s->ud;
 	struct hpn_err err = { 0 };
 	char *nl;
 
-	if (c->asked || c->fd < 0)
+	if (c->asked || c->src.fd < 0)
 		return;
 	for (;;) {
-		ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
+		ssize_t n = recv(c->src.fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return; /* more later */
 		if (n <= 0) {
 			if (c->len == 0) {
-				conn_free(a, c);
+				conn_free(c);
 				return;
 			}
 			break; /* EOF ends the request too */
@@ -204,7 +220,7 @@ void lookup_io(struct agent *a, struct lookup_conn *c)
 		if (memchr(c->buf, '\n', c->len))
 			break;
 		if (c->len == sizeof(c->buf) - 1) {
-			refuse(a, c, "request over 4096 bytes");
+			refuse(c, "request over 4096 bytes");
 			return;
 		}
 	}
@@ -213,44 +229,84 @@ void lookup_io(struct agent *a, struct lookup_conn *c)
 	if (nl)
 		*nl = '\0';
 	if (hpn_alloc_req_parse(c->buf, strlen(c->buf), &c->req, &err) < 0) {
-		refuse(a, c, err.msg);
+		refuse(c, err.msg);
 		return;
 	}
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
-	epoll_ctl(a->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
-	if (kubelet_pod_devices(a, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
-		refuse(a, c, "out of memory");
+	if (podres_pod_devices(c->lk->pr, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
+		refuse(c, "out of memory");
 }
 
-bool lookup_sweep(struct agent *a)
+/* Closes connections past their deadline; the timer stops when none is left. */
+static void on_sweep(struct loop_src *s)
 {
+	struct lookup *lk = s->ud;
 	long long now = now_ms();
 	bool any = false;
 
-	for (size_t i = 0; i < AGENT_MAX_CONNS; i++) {
-		struct lookup_conn *c = a->conns[i];
+	for (size_t i = 0; i < MAX_CONNS; i++) {
+		struct lookup_conn *c = lk->conns[i];
 
 		if (!c)
 			continue;
 		if (!c->asked && now > c->deadline) {
 			hpn_warn("CNI lookup: no request within %d ms; closed", CONN_DEADLINE_MS);
-			conn_free(a, c);
+			conn_free(c);
 			continue;
 		}
 		any = true;
 	}
-	return any;
+	if (!any)
+		loop_timer_set(s, 0, 0);
 }
 
-void lookup_close_all(struct agent *a)
+int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret)
 {
-	for (size_t i = 0; i < AGENT_MAX_CONNS; i++)
-		if (a->conns[i] && !a->conns[i]->asked)
-			conn_free(a, a->conns[i]);
-	if (a->lookup_fd >= 0) {
-		close(a->lookup_fd);
-		a->lookup_fd = -1;
-		unlink(a->lookup_path);
+	struct lookup *lk = calloc(1, sizeof(*lk));
+	int r;
+
+	if (!lk)
+		return -ENOMEM;
+	lk->loop = l;
+	lk->pr = pr;
+	lk->listen.fd = lk->sweep.fd = -1;
+	lk->path = strdup(path);
+	r = lk->path ? loop_timer(l, &lk->sweep, 0, 0, on_sweep, lk) : -ENOMEM;
+	if (r >= 0)
+		r = listen_on(lk);
+	if (r < 0) {
+		lookup_free(lk);
+		return r;
 	}
+	*ret = lk;
+	return 0;
+}
+
+void lookup_stop(struct lookup *lk)
+{
+	if (!lk)
+		return;
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (lk->conns[i] && !lk->conns[i]->asked)
+			conn_free(lk->conns[i]);
+	if (lk->listen.fd >= 0) {
+		loop_close(&lk->listen);
+		unlink(lk->path);
+	}
+}
+
+void lookup_free(struct lookup *lk)
+{
+	if (!lk)
+		return;
+	lookup_stop(lk);
+	/* Connections still waiting for the kubelet: the loop is over, no answer comes. */
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (lk->conns[i])
+			conn_free(lk->conns[i]);
+	loop_close(&lk->sweep);
+	free(lk->path);
+	free(lk);
 }

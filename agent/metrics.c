@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grpc/grpc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -26,10 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "cnilog.h"
 #include "counters.h"
+#include "deviceplugin.h"
+#include "gc.h"
+#include "health.h"
 #include "log.h"
+#include "loop.h"
+#include "metrics.h"
 #include "netns.h"
+#include "node.h"
 #include "result.h"
 #include "store.h"
 #include "util.h"
@@ -40,8 +47,9 @@
 #define CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
 struct metrics {
+	struct metrics_sources src;
 	struct MHD_Daemon *d;
-	struct agent_fd mhd, timer;
+	struct loop_src mhd, timer;
 	char *cache;
 	size_t cache_len;
 	double cache_at;
@@ -221,13 +229,13 @@ static void bound_rdma(const struct hpn_journal *j, size_t i, char dev[HPN_IBDEV
 	hpn_result_free(res);
 }
 
-static void read_attachment(const struct agent *a, struct att_rec *r)
+static void read_attachment(const struct metrics_sources *src, struct att_rec *r)
 {
 	const struct hpn_journal *j = &r->j;
 	struct hpn_err err = { 0 };
 
 	r->lab[0] = "network";
-	r->lab[1] = a->conf.name;
+	r->lab[1] = src->node->conf.name;
 	r->lab[2] = "namespace";
 	r->lab[3] = j->pod.namespace;
 	r->lab[4] = "pod";
@@ -274,10 +282,10 @@ static void read_attachment(const struct agent *a, struct att_rec *r)
 			continue;
 		n->rdma = calloc(1, sizeof(*n->rdma));
 		memset(&e, 0, sizeof(e));
-		n->have_rdma =
-			n->rdma && hpn_rdma_counters(a->conf.sysfs_root, r->pod_fd, r->rdma_dev[i],
-						     (unsigned int)strtoul(n->port, NULL, 10),
-						     n->rdma, &e) == 0;
+		n->have_rdma = n->rdma &&
+			       hpn_rdma_counters(
+				       src->node->conf.sysfs_root, r->pod_fd, r->rdma_dev[i],
+				       (unsigned int)strtoul(n->port, NULL, 10), n->rdma, &e) == 0;
 		if (e.msg[0])
 			hpn_debug("metrics: %s: %s", r->key, e.msg);
 	}
@@ -286,7 +294,7 @@ static void read_attachment(const struct agent *a, struct att_rec *r)
 }
 
 /* Every journal of the network, with its NICs' counters. */
-static struct att_rec *read_attachments(const struct agent *a, size_t *ret_n)
+static struct att_rec *read_attachments(const struct metrics_sources *src, size_t *ret_n)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
@@ -295,7 +303,7 @@ static struct att_rec *read_attachments(const struct agent *a, size_t *ret_n)
 	size_t n = 0, cap = 0;
 
 	*ret_n = 0;
-	if (hpn_store_open(a->conf.state_dir, a->conf.name, &st, &err) < 0 ||
+	if (hpn_store_open(src->node->conf.state_dir, src->node->conf.name, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_store_close(&st);
 		return NULL;
@@ -316,7 +324,7 @@ static struct att_rec *read_attachments(const struct agent *a, size_t *ret_n)
 		if (hpn_journal_read(&st, keys[k], &v[n].j, &jerr) < 0)
 			continue;
 		snprintf(v[n].key, sizeof(v[n].key), "%s", keys[k]);
-		read_attachment(a, &v[n]);
+		read_attachment(src, &v[n]);
 		n++;
 	}
 	hpn_strv_free(keys);
@@ -523,13 +531,15 @@ static void nics_rdma(struct sbuf *b, struct att_rec *v, size_t n)
 		}
 }
 
-static void attachments(struct sbuf *b, const struct agent *a, struct att_rec *v, size_t n)
+static void attachments(struct sbuf *b, const struct metrics_sources *src, struct att_rec *v,
+			size_t n)
 {
-	const struct health_stats *h = health_stats(a);
+	const struct health_stats *h = health_stats(src->health);
 
 	family(b, "hpn_rdma_attachments", "gauge",
 	       "Attachments the network's journals record (pods holding NICs, or being added).");
-	sample_v(b, "hpn_rdma_attachments", (const char *[]){ "network", a->conf.name, NULL }, n);
+	sample_v(b, "hpn_rdma_attachments",
+		 (const char *[]){ "network", src->node->conf.name, NULL }, n);
 	family(b, "hpn_rdma_attachment_info", "gauge",
 	       "One per journalled attachment: its pod, and how far its ADD got (phase).");
 	for (size_t i = 0; i < n; i++) {
@@ -583,60 +593,60 @@ static void attachments(struct sbuf *b, const struct agent *a, struct att_rec *v
 	}
 }
 
-static void pool(struct sbuf *b, const struct agent *a)
+static void pool(struct sbuf *b, const struct metrics_sources *src)
 {
 	size_t held = 0, free_ = 0, bad = 0;
 
-	for (size_t i = 0; i < a->devs.n; i++) {
-		held += a->devs.v[i].held;
-		free_ += !a->devs.v[i].held && a->devs.v[i].healthy;
-		bad += !a->devs.v[i].healthy;
+	for (size_t i = 0; i < src->node->devs.n; i++) {
+		held += src->node->devs.v[i].held;
+		free_ += !src->node->devs.v[i].held && src->node->devs.v[i].healthy;
+		bad += !src->node->devs.v[i].healthy;
 	}
 	family(b, "hpn_rdma_pool_nics", "gauge",
 	       "NICs of the pool, as the device plugin lists them to the kubelet.");
-	sample_v(b, "hpn_rdma_pool_nics", (const char *[]){ "resource", a->resource, NULL },
-		 a->devs.n);
+	sample_v(b, "hpn_rdma_pool_nics", (const char *[]){ "resource", src->resource, NULL },
+		 src->node->devs.n);
 	family(b, "hpn_rdma_pool_nics_held", "gauge", "Pool NICs a journal holds (in pods).");
-	sample_v(b, "hpn_rdma_pool_nics_held", (const char *[]){ "resource", a->resource, NULL },
+	sample_v(b, "hpn_rdma_pool_nics_held", (const char *[]){ "resource", src->resource, NULL },
 		 held);
 	family(b, "hpn_rdma_pool_nics_free", "gauge", "Pool NICs no journal holds, Healthy.");
-	sample_v(b, "hpn_rdma_pool_nics_free", (const char *[]){ "resource", a->resource, NULL },
+	sample_v(b, "hpn_rdma_pool_nics_free", (const char *[]){ "resource", src->resource, NULL },
 		 free_);
 	family(b, "hpn_rdma_pool_nics_unhealthy", "gauge",
 	       "Pool NICs the device plugin reports Unhealthy.");
 	sample_v(b, "hpn_rdma_pool_nics_unhealthy",
-		 (const char *[]){ "resource", a->resource, NULL }, bad);
+		 (const char *[]){ "resource", src->resource, NULL }, bad);
 	family(b, "hpn_rdma_device_healthy", "gauge",
 	       "Each device of the pool as the kubelet sees it: 1 Healthy, 0 Unhealthy.");
-	for (size_t i = 0; i < a->devs.n; i++) {
-		const struct agent_dev *d = &a->devs.v[i];
+	for (size_t i = 0; i < src->node->devs.n; i++) {
+		const struct agent_dev *d = &src->node->devs.v[i];
 		char numa[12];
 
 		snprintf(numa, sizeof(numa), "%d", d->numa);
 		sample_v(b, "hpn_rdma_device_healthy",
-			 (const char *[]){ "resource", a->resource, "device_id", d->id, "nic",
+			 (const char *[]){ "resource", src->resource, "device_id", d->id, "nic",
 					   d->ifname, "rdma_device", d->rdma, "numa_node",
 					   d->numa >= 0 ? numa : "", NULL },
 			 d->healthy);
 	}
 	family(b, "hpn_rdma_device_held", "gauge",
 	       "Each device of the pool: 1 when a journal holds it (a pod has it).");
-	for (size_t i = 0; i < a->devs.n; i++) {
-		const struct agent_dev *d = &a->devs.v[i];
+	for (size_t i = 0; i < src->node->devs.n; i++) {
+		const struct agent_dev *d = &src->node->devs.v[i];
 		char numa[12];
 
 		snprintf(numa, sizeof(numa), "%d", d->numa);
 		sample_v(b, "hpn_rdma_device_held",
-			 (const char *[]){ "resource", a->resource, "device_id", d->id, "nic",
+			 (const char *[]){ "resource", src->resource, "device_id", d->id, "nic",
 					   d->ifname, "rdma_device", d->rdma, "numa_node",
 					   d->numa >= 0 ? numa : "", NULL },
 			 d->held);
 	}
 }
 
-static void cni(struct sbuf *b, const struct agent *a)
+static void cni(struct sbuf *b, const struct metrics_sources *src)
 {
-	const struct cnilog_stats *c = cnilog_stats(a);
+	const struct cnilog_stats *c = cnilog_stats(src->cnilog);
 
 	if (!c)
 		return;
@@ -677,9 +687,9 @@ static void cni(struct sbuf *b, const struct agent *a)
 	sample_u64(b, "hpn_rdma_cni_events_skipped_total", NULL, c->skipped + c->dropped);
 }
 
-static void gc(struct sbuf *b, const struct agent *a)
+static void gc(struct sbuf *b, const struct metrics_sources *src)
 {
-	const struct gc_stats *g = gc_stats(a);
+	const struct gc_stats *g = gc_stats(src->gc);
 
 	if (!g)
 		return;
@@ -709,7 +719,7 @@ static void gc(struct sbuf *b, const struct agent *a)
 	sample_v(b, "hpn_rdma_runtime_sandboxes", NULL, (double)g->sandboxes);
 }
 
-static void agent_info(struct sbuf *b, const struct agent *a, const struct metrics *m)
+static void agent_info(struct sbuf *b, const struct metrics_sources *src, const struct metrics *m)
 {
 	family(b, "hpn_rdma_agent_build_info", "gauge",
 	       "Always 1: the agent's version and the libraries it runs on.");
@@ -719,10 +729,10 @@ static void agent_info(struct sbuf *b, const struct agent *a, const struct metri
 		 1);
 	family(b, "hpn_rdma_agent_start_time_seconds", "gauge",
 	       "When the agent started (unix time).");
-	sample_v(b, "hpn_rdma_agent_start_time_seconds", NULL, a->ext.start_time);
+	sample_v(b, "hpn_rdma_agent_start_time_seconds", NULL, src->start_time);
 	family(b, "hpn_rdma_agent_registered", "gauge",
 	       "Whether the device plugin is registered with the kubelet.");
-	sample_v(b, "hpn_rdma_agent_registered", NULL, a->registered);
+	sample_v(b, "hpn_rdma_agent_registered", NULL, deviceplugin_registered(src->dp));
 	family(b, "hpn_rdma_agent_collect_duration_seconds", "gauge",
 	       "How long the previous collection of the node's counters took.");
 	sample_v(b, "hpn_rdma_agent_collect_duration_seconds", NULL, m->collect_s);
@@ -730,20 +740,20 @@ static void agent_info(struct sbuf *b, const struct agent *a, const struct metri
 	sample_u64(b, "hpn_rdma_agent_scrapes_total", NULL, m->scrapes);
 }
 
-static char *render(const struct agent *a, struct metrics *m, size_t *len)
+static char *render(const struct metrics_sources *src, struct metrics *m, size_t *len)
 {
 	struct sbuf b = { 0 };
 	double t0 = clock_s(CLOCK_MONOTONIC);
 	size_t n = 0;
-	struct att_rec *v = read_attachments(a, &n);
+	struct att_rec *v = read_attachments(src, &n);
 
-	agent_info(&b, a, m);
-	pool(&b, a);
-	attachments(&b, a, v, n);
+	agent_info(&b, src, m);
+	pool(&b, src);
+	attachments(&b, src, v, n);
 	nics_link(&b, v, n);
 	nics_rdma(&b, v, n);
-	cni(&b, a);
-	gc(&b, a);
+	cni(&b, src);
+	gc(&b, src);
 	free_attachments(v, n);
 	m->collect_s = clock_s(CLOCK_MONOTONIC) - t0;
 	if (b.oom) {
@@ -777,8 +787,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 {
 	static int first;
 	static const char index_page[] = "hpn-rdma-agent: metrics at /metrics\n";
-	struct agent *a = cls;
-	struct metrics *m = a->ext.metrics;
+	struct metrics *m = cls;
 	double now;
 
 	/* The first call has the headers only: answer on the next, once the request is whole. */
@@ -801,7 +810,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	m->scrapes++;
 	if (!m->cache || now - m->cache_at >= CACHE_S) {
 		size_t len = 0;
-		char *text = render(a, m, &len);
+		char *text = render(&m->src, m, &len);
 
 		if (!text)
 			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
@@ -820,26 +829,23 @@ static void rearm(struct metrics *m)
 	MHD_UNSIGNED_LONG_LONG ms = 0;
 
 	if (MHD_get_timeout(m->d, &ms) == MHD_YES)
-		agent_timer_set(&m->timer, ms ? (int)(ms > 60000 ? 60000 : ms) : 1, 0);
+		loop_timer_set(&m->timer, ms ? (int)(ms > 60000 ? 60000 : ms) : 1, 0);
 	else
-		agent_timer_set(&m->timer, 0, 0);
+		loop_timer_set(&m->timer, 0, 0);
 }
 
-static void on_mhd(struct agent *a, struct agent_fd *f)
+static void on_mhd(struct loop_src *s)
 {
-	struct metrics *m = a->ext.metrics;
+	struct metrics *m = s->ud;
 
 	MHD_run(m->d);
 	rearm(m);
 }
 
-static void on_timer(struct agent *a, struct agent_fd *f)
+static void on_timer(struct loop_src *s)
 {
-	struct metrics *m = a->ext.metrics;
-	uint64_t n;
+	struct metrics *m = s->ud;
 
-	if (read(f->fd, &n, sizeof(n)) < 0)
-		return;
 	MHD_run(m->d);
 	rearm(m);
 }
@@ -892,7 +898,8 @@ int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned i
 	return 0;
 }
 
-int metrics_start(struct agent *a)
+int metrics_start(struct loop *l, const char *address, const struct metrics_sources *src,
+		  struct metrics **ret)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
 	struct sockaddr_storage sa;
@@ -904,30 +911,34 @@ int metrics_start(struct agent *a)
 
 	if (!m)
 		return -ENOMEM;
-	a->ext.metrics = m;
-	if (metrics_parse_address(a->ext.opts.metrics_address, &sa, &len) < 0)
-		return -EINVAL;
+	m->src = *src;
+	m->mhd.fd = m->timer.fd = -1;
+	r = metrics_parse_address(address, &sa, &len);
+	if (r < 0)
+		goto fail;
 	if (sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	m->d = MHD_start_daemon(
-		flags, ntohs(((struct sockaddr_in *)&sa)->sin_port), NULL, NULL, on_request, a,
+		flags, ntohs(((struct sockaddr_in *)&sa)->sin_port), NULL, NULL, on_request, m,
 		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 		(struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S, MHD_OPTION_END);
 	if (!m->d) {
-		hpn_error("metrics: cannot listen on %s", a->ext.opts.metrics_address);
-		return -EADDRNOTAVAIL;
+		hpn_error("metrics: cannot listen on %s", address);
+		r = -EADDRNOTAVAIL;
+		goto fail;
 	}
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
-	if (!info || info->epoll_fd < 0)
-		return -EIO;
-	/* MHD keeps its epoll fd; ours only watches it (agent_fd_close must not close it). */
-	r = agent_fd_add(a, &m->mhd, info->epoll_fd, on_mhd);
+	/* MHD keeps its epoll fd; ours only watches it: a dup, which is ours to close. */
+	r = !info || info->epoll_fd < 0 ? -EIO : fcntl(info->epoll_fd, F_DUPFD_CLOEXEC, 0);
+	if (r < 0 && r != -EIO)
+		r = -errno;
+	if (r >= 0)
+		r = loop_add(l, &m->mhd, r, on_mhd, m);
+	if (r >= 0)
+		r = loop_timer(l, &m->timer, 0, 0, on_timer, m);
 	if (r < 0)
-		return r;
-	r = agent_timer_add(a, &m->timer, 0, 0, on_timer);
-	if (r < 0)
-		return r;
+		goto fail;
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
 	if (sa.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof(host));
@@ -935,20 +946,21 @@ int metrics_start(struct agent *a)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host, sizeof(host));
 	hpn_info("metrics on http://%s%s%s:%u/metrics", sa.ss_family == AF_INET6 ? "[" : "", host,
 		 sa.ss_family == AF_INET6 ? "]" : "", info ? info->port : 0);
+	*ret = m;
 	return 0;
+fail:
+	metrics_free(m);
+	return r;
 }
 
-void metrics_stop(struct agent *a)
+void metrics_free(struct metrics *m)
 {
-	struct metrics *m = a->ext.metrics;
-
 	if (!m)
 		return;
-	m->mhd.fd = -1; /* MHD's own: MHD_stop_daemon closes it (and so takes it out of ours) */
-	agent_fd_close(&m->timer);
+	loop_close(&m->mhd);
+	loop_close(&m->timer);
 	if (m->d)
 		MHD_stop_daemon(m->d);
 	free(m->cache);
 	free(m);
-	a->ext.metrics = NULL;
 }

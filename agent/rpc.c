@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "loop.h"
 
 /* Every tag on the queue is one of these: what to run on the loop when it completes. */
 struct rpc_op {
@@ -29,7 +30,7 @@ struct rpc_op {
 struct rpc {
 	grpc_completion_queue *cq;
 	pthread_t pump;
-	int efd;
+	struct loop_src efd; /* the pump's hand-over, in the loop */
 	pthread_mutex_t lock;
 	struct rpc_op *head, **tail; /* completions waiting for the loop */
 	size_t busy;
@@ -96,49 +97,20 @@ static void *pump(void *arg)
 		*r->tail = op;
 		r->tail = &op->next;
 		pthread_mutex_unlock(&r->lock);
-		if (write(r->efd, &one, sizeof(one)) < 0)
+		if (write(r->efd.fd, &one, sizeof(one)) < 0)
 			hpn_warn("rpc: eventfd: %s", strerror(errno));
 	}
 	return NULL;
 }
 
-int rpc_open(struct rpc **ret, int *ret_efd)
+/* The loop's side: runs the callbacks of every completion the pump handed over. */
+static void dispatch(struct loop_src *s)
 {
-	struct rpc *r = calloc(1, sizeof(*r));
-	int e;
-
-	if (!r)
-		return -ENOMEM;
-	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->efd < 0) {
-		e = -errno;
-		free(r);
-		return e;
-	}
-	pthread_mutex_init(&r->lock, NULL);
-	r->tail = &r->head;
-	grpc_init();
-	r->cq = grpc_completion_queue_create_for_next(NULL);
-	e = pthread_create(&r->pump, NULL, pump, r);
-	if (e) {
-		grpc_completion_queue_shutdown(r->cq);
-		grpc_completion_queue_destroy(r->cq);
-		grpc_shutdown();
-		close(r->efd);
-		free(r);
-		return -e;
-	}
-	*ret = r;
-	*ret_efd = r->efd;
-	return 0;
-}
-
-void rpc_dispatch(struct rpc *r)
-{
+	struct rpc *r = s->ud;
 	struct rpc_op *op;
 	uint64_t n;
 
-	if (read(r->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+	if (read(s->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		hpn_warn("rpc: eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&r->lock);
 	op = r->head;
@@ -151,6 +123,36 @@ void rpc_dispatch(struct rpc *r)
 		op->fn(op, op->ok);
 		op = next;
 	}
+}
+
+int rpc_open(struct loop *l, struct rpc **ret)
+{
+	struct rpc *r = calloc(1, sizeof(*r));
+	int fd, e;
+
+	if (!r)
+		return -ENOMEM;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	e = fd < 0 ? -errno : loop_add(l, &r->efd, fd, dispatch, r);
+	if (e < 0) {
+		free(r);
+		return e;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->tail = &r->head;
+	grpc_init();
+	r->cq = grpc_completion_queue_create_for_next(NULL);
+	e = pthread_create(&r->pump, NULL, pump, r);
+	if (e) {
+		grpc_completion_queue_shutdown(r->cq);
+		grpc_completion_queue_destroy(r->cq);
+		grpc_shutdown();
+		loop_close(&r->efd);
+		free(r);
+		return -e;
+	}
+	*ret = r;
+	return 0;
 }
 
 size_t rpc_busy(const struct rpc *r)
@@ -168,7 +170,7 @@ void rpc_close(struct rpc *r)
 	grpc_completion_queue_destroy(r->cq);
 	grpc_shutdown();
 	pthread_mutex_destroy(&r->lock);
-	close(r->efd);
+	loop_close(&r->efd);
 	free(r);
 }
 

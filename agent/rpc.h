@@ -18,10 +18,10 @@ struct rpc;
 struct rpc_server;
 struct rpc_call;
 
-/* grpc_init, the queue, the pump thread. *ret_efd: poll it for EPOLLIN, then rpc_dispatch. */
-int rpc_open(struct rpc **ret, int *ret_efd);
-/* Runs the callbacks of every completion the pump has handed over. */
-void rpc_dispatch(struct rpc *r);
+struct loop;
+
+/* grpc_init, the queue, the pump thread; the pump's completions are run on the loop. */
+int rpc_open(struct loop *l, struct rpc **ret);
 /* Client calls and server calls not yet finished; rpc_close needs both at 0. */
 size_t rpc_busy(const struct rpc *r);
 /* Shuts the queue down, joins the pump, grpc_shutdown. Servers must be stopped first. */

@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The kubelet's side of the agent: the device plugin (Registration.Register
- * as a client; the DevicePlugin service on our socket) and the PodResources
- * List client the CNI lookup answers from. Messages are packed and checked
- * here with protobuf-c; rpc.c carries the bytes.
+ * The kubelet device plugin (deviceplugin.h): Registration.Register as a
+ * client, the DevicePlugin service on our socket, the kubelet's restarts
+ * seen with inotify. Messages are packed and checked here with protobuf-c;
+ * rpc.c carries the bytes.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "deviceplugin.h"
 #include "deviceplugin.pb-c.h"
 #include "log.h"
-#include "podresources.pb-c.h"
+#include "loop.h"
+#include "node.h"
 #include "rdma.h"
+#include "rpc.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -25,13 +29,29 @@
 #define REGISTER_TIMEOUT_MS    5000
 #define MAX_CONTAINER_REQUESTS 64
 /* protobuf-c's repeated messages are arrays of pointers to them. */
-#define PTR_SIZE sizeof(void *)
+#define PTR_SIZE     sizeof(void *)
+#define MAX_WATCHERS 8
+
+struct deviceplugin {
+	struct dp_opts o;
+	struct loop *loop;
+	struct rpc *rpc;
+	struct node *node;
+	struct rpc_server *srv;
+	bool srv_stopping, restart_wanted, registered, registering, quitting;
+	struct rpc_call *watchers[MAX_WATCHERS];
+	size_t n_watchers;
+	char dp_dir[PATH_MAX];	     /* <kubelet-dir>/device-plugins */
+	char sock_path[PATH_MAX];    /* dp_dir/<endpoint> */
+	char kubelet_sock[PATH_MAX]; /* dp_dir/kubelet.sock */
+	struct loop_src inotify, retry;
+};
 
 /* ---- ListAndWatch ------------------------------------------------------------- */
 
-static uint8_t *pack_list(const struct agent *a, size_t *len)
+static uint8_t *pack_list(const struct agent_devs *devs, size_t *len)
 {
-	size_t n = a->devs.n;
+	size_t n = devs->n;
 	V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
 	V1beta1__Device *d = calloc(n ? n : 1, sizeof(*d));
 	V1beta1__Device **dp = calloc(n ? n : 1, PTR_SIZE);
@@ -43,7 +63,7 @@ static uint8_t *pack_list(const struct agent *a, size_t *len)
 	if (!d || !dp || !t || !node || !np)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		const struct agent_dev *ad = &a->devs.v[i];
+		const struct agent_dev *ad = &devs->v[i];
 
 		v1beta1__device__init(&d[i]);
 		d[i].id = (char *)ad->id;
@@ -77,36 +97,36 @@ out:
 /* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
 static void watcher_closed(struct rpc_call *c, void *ud)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 
-	for (size_t i = 0; i < a->n_watchers; i++)
-		if (a->watchers[i] == c) {
-			a->watchers[i] = a->watchers[--a->n_watchers];
-			hpn_info("ListAndWatch stream closed (%zu open)", a->n_watchers);
+	for (size_t i = 0; i < dp->n_watchers; i++)
+		if (dp->watchers[i] == c) {
+			dp->watchers[i] = dp->watchers[--dp->n_watchers];
+			hpn_info("ListAndWatch stream closed (%zu open)", dp->n_watchers);
 			return;
 		}
 }
 
-void kubelet_broadcast(struct agent *a)
+void deviceplugin_broadcast(struct deviceplugin *dp)
 {
 	size_t len;
 	uint8_t *buf;
 
-	if (!a->n_watchers)
+	if (!dp->n_watchers)
 		return;
-	buf = pack_list(a, &len);
+	buf = pack_list(&dp->node->devs, &len);
 	if (!buf) {
 		hpn_error("ListAndWatch: out of memory");
 		return;
 	}
-	for (size_t i = 0; i < a->n_watchers; i++)
-		rpc_stream_send(a->watchers[i], buf, len);
+	for (size_t i = 0; i < dp->n_watchers; i++)
+		rpc_stream_send(dp->watchers[i], buf, len);
 	free(buf);
 }
 
 static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 	V1beta1__Empty *e = v1beta1__empty__unpack(NULL, len, req);
 	uint8_t *buf;
 	size_t n;
@@ -116,21 +136,21 @@ static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, v
 		return;
 	}
 	v1beta1__empty__free_unpacked(e, NULL);
-	if (a->n_watchers == AGENT_MAX_WATCHERS) {
+	if (dp->n_watchers == MAX_WATCHERS) {
 		rpc_fail(c, RPC_RESOURCE_EXHAUSTED, "too many ListAndWatch streams");
 		return;
 	}
-	buf = pack_list(a, &n);
+	buf = pack_list(&dp->node->devs, &n);
 	if (!buf) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		return;
 	}
-	a->watchers[a->n_watchers++] = c;
-	rpc_call_on_close(c, watcher_closed, a);
+	dp->watchers[dp->n_watchers++] = c;
+	rpc_call_on_close(c, watcher_closed, dp);
 	rpc_stream_send(c, buf, n);
 	free(buf);
-	hpn_info("ListAndWatch stream opened: %zu devices sent (%zu open)", a->devs.n,
-		 a->n_watchers);
+	hpn_info("ListAndWatch stream opened: %zu devices sent (%zu open)", dp->node->devs.n,
+		 dp->n_watchers);
 }
 
 /* ---- unary methods -------------------------------------------------------------- */
@@ -167,7 +187,7 @@ static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *
 }
 
 /* Every ID is one we list, at most once: what a request may name. */
-static int check_ids(const struct agent *a, char **ids, size_t n, char *msg, size_t len)
+static int check_ids(const struct deviceplugin *dp, char **ids, size_t n, char *msg, size_t len)
 {
 	if (n > HPN_AGENT_MAX_DEVICES) {
 		hpn_msgf(msg, len, "%zu device IDs, over %d", n, HPN_AGENT_MAX_DEVICES);
@@ -179,7 +199,7 @@ static int check_ids(const struct agent *a, char **ids, size_t n, char *msg, siz
 				 i + 1);
 			return -EINVAL;
 		}
-		if (!agent_devs_find(&a->devs, ids[i])) {
+		if (!agent_devs_find(&dp->node->devs, ids[i])) {
 			hpn_msgf(msg, len, "unknown device %s", ids[i]);
 			return -ENOENT;
 		}
@@ -194,7 +214,7 @@ static int check_ids(const struct agent *a, char **ids, size_t n, char *msg, siz
 
 static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 	V1beta1__PreferredAllocationRequest *r =
 		v1beta1__preferred_allocation_request__unpack(NULL, len, req);
 	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
@@ -225,15 +245,15 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 		V1beta1__ContainerPreferredAllocationRequest *q = r->container_requests[i];
 		struct hpn_err err = { 0 };
 
-		if (check_ids(a, q->available_deviceids, q->n_available_deviceids, msg,
+		if (check_ids(dp, q->available_deviceids, q->n_available_deviceids, msg,
 			      sizeof(msg)) < 0 ||
-		    check_ids(a, q->must_include_deviceids, q->n_must_include_deviceids, msg,
+		    check_ids(dp, q->must_include_deviceids, q->n_must_include_deviceids, msg,
 			      sizeof(msg)) < 0) {
 			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 			goto out;
 		}
 		if (q->allocation_size < 0 ||
-		    agent_prefer(&a->devs, q->available_deviceids, q->n_available_deviceids,
+		    agent_prefer(&dp->node->devs, q->available_deviceids, q->n_available_deviceids,
 				 q->must_include_deviceids, q->n_must_include_deviceids,
 				 (size_t)q->allocation_size, picks + off, &err) < 0) {
 			rpc_fail(c, RPC_INVALID_ARGUMENT,
@@ -373,7 +393,7 @@ static int soft_dir(const char *root, char **ids, size_t n, const char *key, cha
 	return r;
 }
 
-static int answer_container(const struct agent *a, char **ids, size_t n,
+static int answer_container(const struct deviceplugin *dp, char **ids, size_t n,
 			    struct container_answer *ca, char *msg, size_t len)
 {
 	char *soft[HPN_AGENT_MAX_DEVICES];
@@ -384,13 +404,13 @@ static int answer_container(const struct agent *a, char **ids, size_t n,
 	v1beta1__container_allocate_response__init(&ca->resp);
 	ca->resp.devices = ca->specp;
 	for (size_t i = 0; i < n; i++) {
-		const struct agent_dev *d = agent_devs_find(&a->devs, ids[i]);
+		const struct agent_dev *d = agent_devs_find(&dp->node->devs, ids[i]);
 		struct hpn_rdma_cdevs cd;
 
 		append(ca->ids, sizeof(ca->ids), d->id);
 		if (!d->rdma[0]) {
 			/* Made by ADD, in the pod: named by the directory below. */
-			if (a->conf.soft_roce && n_soft < HPN_AGENT_MAX_DEVICES) {
+			if (dp->node->conf.soft_roce && n_soft < HPN_AGENT_MAX_DEVICES) {
 				soft[n_soft++] = ids[i];
 				if (!key || strcmp(ids[i], key) < 0)
 					key = ids[i];
@@ -398,9 +418,9 @@ static int answer_container(const struct agent *a, char **ids, size_t n,
 			continue;
 		}
 		append(ca->ibdevs, sizeof(ca->ibdevs), d->rdma);
-		hpn_rdma_cdevs(a->conf.sysfs_root, d->rdma, &cd);
+		hpn_rdma_cdevs(dp->node->conf.sysfs_root, d->rdma, &cd);
 		for (size_t k = 0; k < cd.n; k++) {
-			add_node(ca, a->dev_root, cd.v[k].name);
+			add_node(ca, dp->o.dev_root, cd.v[k].name);
 			if (!strncmp(cd.v[k].name, "uverbs", 6)) {
 				char p[64];
 
@@ -412,18 +432,19 @@ static int answer_container(const struct agent *a, char **ids, size_t n,
 	}
 	if (n_soft) {
 		char host[512];
-		int r = soft_dir(a->conf.agent.device_dir, soft, n_soft, key, host, sizeof(host));
+		int r = soft_dir(dp->node->conf.agent.device_dir, soft, n_soft, key, host,
+				 sizeof(host));
 
 		if (r < 0) {
 			snprintf(msg, len, "prepare the device directory %s/%s: %s",
-				 a->conf.agent.device_dir, key, strerror(-r));
+				 dp->node->conf.agent.device_dir, key, strerror(-r));
 			return r;
 		}
 		add_spec(ca, host, "/dev/infiniband");
-		cm |= hpn_sysfs_exists("%s/class/misc/rdma_cm", a->conf.sysfs_root);
+		cm |= hpn_sysfs_exists("%s/class/misc/rdma_cm", dp->node->conf.sysfs_root);
 	}
 	if (cm)
-		add_node(ca, a->dev_root, "rdma_cm");
+		add_node(ca, dp->o.dev_root, "rdma_cm");
 	{
 		static const char *const keys[] = { "HPN_RDMA_DEVICE_IDS", "HPN_RDMA_DEVICES",
 						    "HPN_RDMA_UVERBS" };
@@ -443,7 +464,7 @@ static int answer_container(const struct agent *a, char **ids, size_t n,
 
 static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 	V1beta1__AllocateRequest *r = v1beta1__allocate_request__unpack(NULL, len, req);
 	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
 	struct container_answer *ca = NULL;
@@ -470,12 +491,12 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 	for (size_t i = 0; i < n; i++) {
 		V1beta1__ContainerAllocateRequest *q = r->container_requests[i];
 
-		if (check_ids(a, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
+		if (check_ids(dp, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
 			hpn_warn("Allocate refused: %s", msg);
 			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 			goto out;
 		}
-		if (answer_container(a, q->devices_ids, q->n_devices_ids, &ca[i], msg,
+		if (answer_container(dp, q->devices_ids, q->n_devices_ids, &ca[i], msg,
 				     sizeof(msg)) < 0) {
 			hpn_warn("Allocate failed: %s", msg);
 			rpc_fail(c, RPC_INTERNAL, msg);
@@ -514,186 +535,235 @@ static const struct rpc_method methods[] = {
 
 static void registered(void *ud, int status, const char *msg, const uint8_t *buf, size_t len)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 
-	a->registering = false;
+	dp->registering = false;
 	if (status != RPC_OK) {
-		hpn_warn("Register %s with the kubelet at %s: status %d %s (retrying)", a->resource,
-			 a->kubelet_sock, status, msg);
+		hpn_warn("Register %s with the kubelet at %s: status %d %s (retrying)",
+			 dp->o.resource, dp->kubelet_sock, status, msg);
 		return;
 	}
-	a->registered = true;
-	hpn_info("registered %s (endpoint %s, %zu devices) with the kubelet", a->resource,
-		 a->endpoint, a->devs.n);
+	dp->registered = true;
+	hpn_info("registered %s (endpoint %s, %zu devices) with the kubelet", dp->o.resource,
+		 dp->o.endpoint, dp->node->devs.n);
 }
 
-void kubelet_register(struct agent *a)
+static void do_register(struct deviceplugin *dp)
 {
 	V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
 	V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
 	uint8_t buf[1024];
 	size_t len;
 
-	if (a->registering || !a->srv || a->srv_stopping || a->quitting)
+	if (dp->registering || !dp->srv || dp->srv_stopping || dp->quitting)
 		return;
-	if (access(a->kubelet_sock, F_OK) < 0) {
-		hpn_debug("no %s yet: registering when it appears", a->kubelet_sock);
+	if (access(dp->kubelet_sock, F_OK) < 0) {
+		hpn_debug("no %s yet: registering when it appears", dp->kubelet_sock);
 		return;
 	}
 	o.get_preferred_allocation_available = true;
 	req.version = DP_VERSION;
-	req.endpoint = (char *)a->endpoint;
-	req.resource_name = (char *)a->resource;
+	req.endpoint = (char *)dp->o.endpoint;
+	req.resource_name = (char *)dp->o.resource;
 	req.options = &o;
 	len = v1beta1__register_request__get_packed_size(&req);
 	if (len > sizeof(buf))
 		return;
 	v1beta1__register_request__pack(&req, buf);
-	a->registered = false;
-	a->registering = true;
-	if (rpc_unary(a->rpc, a->kubelet_sock, "/v1beta1.Registration/Register", buf, len,
-		      REGISTER_TIMEOUT_MS, registered, a) < 0)
-		a->registering = false;
+	dp->registered = false;
+	dp->registering = true;
+	if (rpc_unary(dp->rpc, dp->kubelet_sock, "/v1beta1.Registration/Register", buf, len,
+		      REGISTER_TIMEOUT_MS, registered, dp) < 0)
+		dp->registering = false;
 }
 
-int kubelet_start(struct agent *a)
+static int serve(struct deviceplugin *dp)
 {
 	int r;
 
-	if (a->quitting)
+	if (dp->quitting)
 		return 0;
-	r = rpc_server_start(a->rpc, a->sock_path, methods, HPN_ARRAY_SIZE(methods), a, &a->srv);
-
-	if (r < 0) {
-		hpn_error("cannot serve the device plugin on %s: %s", a->sock_path, strerror(-r));
+	r = rpc_server_start(dp->rpc, dp->sock_path, methods, HPN_ARRAY_SIZE(methods), dp,
+			     &dp->srv);
+	if (r < 0)
 		return r;
-	}
-	hpn_info("device plugin for %s serving on %s", a->resource, a->sock_path);
-	kubelet_register(a);
+	hpn_info("device plugin for %s serving on %s", dp->o.resource, dp->sock_path);
+	do_register(dp);
 	return 0;
+}
+
+static void serve_again(struct deviceplugin *dp)
+{
+	int r = serve(dp);
+
+	if (r < 0)
+		hpn_error("cannot serve the device plugin on %s: %s", dp->sock_path, strerror(-r));
 }
 
 static void stopped(void *ud)
 {
-	struct agent *a = ud;
+	struct deviceplugin *dp = ud;
 
-	a->srv = NULL;
-	a->srv_stopping = false;
-	a->n_watchers = 0;
-	if (a->restart_wanted && !a->quitting) {
-		a->restart_wanted = false;
-		kubelet_start(a);
+	dp->srv = NULL;
+	dp->srv_stopping = false;
+	dp->n_watchers = 0;
+	if (dp->restart_wanted && !dp->quitting) {
+		dp->restart_wanted = false;
+		serve_again(dp);
 	}
 }
 
-void kubelet_restart(struct agent *a)
+void deviceplugin_restart(struct deviceplugin *dp)
 {
-	a->registered = false;
-	if (a->srv_stopping) {
-		a->restart_wanted = true;
+	dp->registered = false;
+	if (dp->srv_stopping) {
+		dp->restart_wanted = true;
 		return;
 	}
-	if (!a->srv) {
-		kubelet_start(a);
+	if (!dp->srv) {
+		serve_again(dp);
 		return;
 	}
-	a->restart_wanted = true;
-	a->srv_stopping = true;
-	rpc_server_stop(a->srv, stopped, a);
+	dp->restart_wanted = true;
+	dp->srv_stopping = true;
+	rpc_server_stop(dp->srv, stopped, dp);
 }
 
-void kubelet_stop(struct agent *a)
+void deviceplugin_stop(struct deviceplugin *dp)
 {
-	a->restart_wanted = false;
-	if (a->srv && !a->srv_stopping) {
-		a->srv_stopping = true;
-		rpc_server_stop(a->srv, stopped, a);
+	dp->quitting = true;
+	dp->restart_wanted = false;
+	loop_timer_set(&dp->retry, 0, 0);
+	if (dp->srv && !dp->srv_stopping) {
+		dp->srv_stopping = true;
+		rpc_server_stop(dp->srv, stopped, dp);
 	}
 }
 
-/* ---- PodResources ------------------------------------------------------------------ */
+/* ---- the kubelet's restarts -------------------------------------------------------- */
 
-struct pod_ask {
-	struct agent *a;
-	struct hpn_alloc_req req;
-	pod_devices_fn done;
-	void *ud;
-};
-
-static void listed(void *ud, int status, const char *msg, const uint8_t *buf, size_t len)
+static void on_inotify(struct loop_src *s)
 {
-	struct pod_ask *q = ud;
-	struct agent *a = q->a;
-	struct hpn_alloc al = { 0 };
-	char why[512];
-	V1__ListPodResourcesResponse *r = NULL;
+	struct deviceplugin *dp = s->ud;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool kubelet_new = false, ours_gone = false;
+	const char *ours = strrchr(dp->sock_path, '/') + 1;
+	ssize_t n;
 
-	snprintf(al.resource, sizeof(al.resource), "%s", a->resource);
-	if (status != RPC_OK) {
-		hpn_msgf(why, sizeof(why), "PodResources List at %s: status %d %s", a->podres_sock,
-			 status, msg);
-		q->done(a, q->ud, NULL, why);
-		goto out;
+	while ((n = read(s->fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+
+			p += sizeof(*ev) + ev->len;
+			if (!ev->len)
+				continue;
+			if (!strcmp(ev->name, "kubelet.sock") &&
+			    (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+				kubelet_new = true;
+			if (!strcmp(ev->name, ours) && (ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
+			    !dp->srv_stopping)
+				ours_gone = true;
+		}
 	}
-	r = v1__list_pod_resources_response__unpack(NULL, len, buf);
-	if (!r) {
-		hpn_msgf(why, sizeof(why), "PodResources List at %s: undecodable reply",
-			 a->podres_sock);
-		q->done(a, q->ud, NULL, why);
-		goto out;
+	if (dp->quitting)
+		return;
+	/* Our own restart unlinks the old socket: a new one in its place is ours. */
+	if (ours_gone && access(dp->sock_path, F_OK) == 0)
+		ours_gone = false;
+	/*
+	 * A restarting kubelet sweeps device-plugins/ (our socket with it) and
+	 * makes kubelet.sock anew; either one means: serve again, register again.
+	 */
+	if (dp->srv_stopping && (ours_gone || kubelet_new)) {
+		dp->restart_wanted = true; /* already serving anew */
+	} else if (ours_gone || (kubelet_new && access(dp->sock_path, F_OK) < 0)) {
+		hpn_info("%s: the kubelet restarted; serving anew and registering again",
+			 ours_gone ? "our socket was removed" : "kubelet.sock is new");
+		deviceplugin_restart(dp);
+	} else if (kubelet_new) {
+		hpn_info("kubelet.sock is new: registering again");
+		dp->registered = false;
+		do_register(dp);
 	}
-	for (size_t p = 0; p < r->n_pod_resources; p++) {
-		const V1__PodResources *pr = r->pod_resources[p];
-
-		if (!pr->name || !pr->namespace_ || strcmp(pr->name, q->req.name) ||
-		    strcmp(pr->namespace_, q->req.namespace))
-			continue;
-		al.pod_known = true;
-		for (size_t c = 0; c < pr->n_containers; c++)
-			for (size_t d = 0; d < pr->containers[c]->n_devices; d++) {
-				const V1__ContainerDevices *cd = pr->containers[c]->devices[d];
-
-				if (!cd->resource_name || strcmp(cd->resource_name, a->resource))
-					continue;
-				for (size_t i = 0; i < cd->n_device_ids; i++) {
-					bool seen = false;
-
-					if (!hpn_alloc_id_valid(cd->device_ids[i]))
-						continue;
-					for (size_t k = 0; k < al.n; k++)
-						seen |= !strcmp(al.ids[k], cd->device_ids[i]);
-					if (!seen && al.n < HPN_ALLOC_MAX_DEVICES)
-						snprintf(al.ids[al.n++], HPN_ALLOC_ID_MAX, "%s",
-							 cd->device_ids[i]);
-				}
-			}
-	}
-	q->done(a, q->ud, &al, NULL);
-out:
-	if (r)
-		v1__list_pod_resources_response__free_unpacked(r, NULL);
-	free(q);
 }
 
-int kubelet_pod_devices(struct agent *a, const struct hpn_alloc_req *req, int timeout_ms,
-			pod_devices_fn done, void *ud)
+static void on_retry(struct loop_src *s)
 {
-	V1__ListPodResourcesRequest lr = V1__LIST_POD_RESOURCES_REQUEST__INIT;
-	struct pod_ask *q = calloc(1, sizeof(*q));
-	uint8_t buf[8];
-	size_t len;
+	struct deviceplugin *dp = s->ud;
 
-	if (!q)
-		return -ENOMEM;
-	q->a = a;
-	q->req = *req;
-	q->done = done;
-	q->ud = ud;
-	len = v1__list_pod_resources_request__pack(&lr, buf);
-	if (rpc_unary(a->rpc, a->podres_sock, "/v1.PodResourcesLister/List", buf, len, timeout_ms,
-		      listed, q) < 0) {
-		free(q);
-		return -ENOMEM;
+	if (!dp->registered)
+		do_register(dp);
+}
+
+int deviceplugin_start(struct loop *l, struct rpc *rpc, struct node *node, const struct dp_opts *o,
+		       struct deviceplugin **ret, struct hpn_err *err)
+{
+	struct deviceplugin *dp = calloc(1, sizeof(*dp));
+	int fd, r;
+
+	if (!dp)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	*dp = (struct deviceplugin){ .o = *o, .loop = l, .rpc = rpc, .node = node };
+	dp->inotify.fd = dp->retry.fd = -1;
+	if (hpn_snprintf(dp->dp_dir, sizeof(dp->dp_dir), "%s/device-plugins", o->kubelet_dir) < 0 ||
+	    hpn_snprintf(dp->sock_path, sizeof(dp->sock_path), "%s/%s", dp->dp_dir, o->endpoint) <
+		    0 ||
+	    hpn_snprintf(dp->kubelet_sock, sizeof(dp->kubelet_sock), "%s/kubelet.sock",
+			 dp->dp_dir) < 0 ||
+	    strlen(dp->sock_path) >= 108) {
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"--kubelet-dir %s is too long for a unix socket path",
+				o->kubelet_dir);
+		goto fail;
 	}
+	if (hpn_mkdir_p(dp->dp_dir, 0750) < 0) {
+		r = hpn_err_set(err, HPN_E_IO, errno, "create %s: %s", dp->dp_dir, strerror(errno));
+		goto fail;
+	}
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fd < 0 || loop_add(l, &dp->inotify, fd, on_inotify, dp) < 0 ||
+	    inotify_add_watch(dp->inotify.fd, dp->dp_dir,
+			      IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
+		r = hpn_err_set(err, HPN_E_INTERNAL, errno, "inotify on %s: %s", dp->dp_dir,
+				strerror(errno));
+		goto fail;
+	}
+	r = loop_timer(l, &dp->retry, o->retry_s * 1000, o->retry_s * 1000, on_retry, dp);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "timer: %s", strerror(-r));
+		goto fail;
+	}
+	r = serve(dp);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "cannot serve the device plugin on %s: %s",
+			    dp->sock_path, strerror(-r));
+		goto fail;
+	}
+	*ret = dp;
 	return 0;
+fail:
+	deviceplugin_free(dp);
+	return r;
+}
+
+bool deviceplugin_serving(const struct deviceplugin *dp)
+{
+	return dp && dp->srv;
+}
+
+bool deviceplugin_registered(const struct deviceplugin *dp)
+{
+	return dp && dp->registered;
+}
+
+void deviceplugin_free(struct deviceplugin *dp)
+{
+	if (!dp)
+		return;
+	/* Stopping anyway: the socket at least must go. */
+	if (dp->srv)
+		unlink(dp->sock_path);
+	loop_close(&dp->inotify);
+	loop_close(&dp->retry);
+	free(dp);
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_HEALTH_H
+#define HPN_AGENT_HEALTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "types.h"
+
+struct loop;
+struct node;
+
+/*
+ * The health loop (doc/metrics.md): CHECK's logic over every journal of the
+ * network, a batch per period on the loop's worker; a broken attachment
+ * makes its NICs' devices Unhealthy (node_devices_changed).
+ */
+struct health_opts {
+	int period_s; /* --health-interval */
+	int batch;    /* --health-batch: attachments checked per period at most */
+};
+
+#define HEALTH_MSG 512
+
+/* One attachment's latest verdict, for the metrics. */
+struct health_entry {
+	char key[256];
+	int state; /* 1 healthy, 0 broken, -1 never checked */
+	const char *reason;
+	char msg[HEALTH_MSG];
+	double checked_at;			  /* unix seconds */
+	bool seen;				  /* its journal was there at the last listing */
+	char pod[340];				  /* " (pod ns/name)" for the log, or empty */
+	char ids[HPN_MAX_NICS][HPN_ALLOC_ID_MAX]; /* its NICs, as devices.c names them */
+	size_t n_ids;
+};
+struct health_stats {
+	uint64_t checks_healthy, checks_broken, checks_skipped;
+	double last_tick;
+	struct health_entry *v;
+	size_t n;
+};
+
+struct health;
+
+int health_start(struct loop *l, struct node *node, const struct health_opts *o,
+		 struct health **ret);
+/* At SIGTERM: no new period. */
+void health_stop(struct health *h);
+/* After the worker stopped. */
+void health_free(struct health *h);
+/* NULL for NULL (the loop is off). */
+const struct health_stats *health_stats(const struct health *h);
+
+#endif

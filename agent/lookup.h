@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_LOOKUP_H
+#define HPN_AGENT_LOOKUP_H
+
+struct loop;
+struct podres;
+
+/*
+ * The CNI's question on the agent's own unix socket (doc/agent.md, "The
+ * lookup protocol"): which devices of our resource does pod ns/name hold?
+ * Answered from the kubelet's PodResources (podresources.h).
+ */
+struct lookup;
+
+/* Listens on path (mode 0600, its directory made 0700). */
+int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret);
+/* At SIGTERM: the socket closed and removed, connections not yet asking closed. */
+void lookup_stop(struct lookup *lk);
+void lookup_free(struct lookup *lk);
+
+#endif

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The agent's event loop (loop.h): epoll, timerfds, deferred calls and the
+ * worker thread. Nothing here knows a service.
+ *
+ * The worker takes no lock of the loop's and the loop never waits for it:
+ * a job carries everything the worker reads, an eventfd hands it back, and
+ * only the loop touches the services' state. SIGALRM, with which
+ * lib/store.c times the store lock, is blocked in every thread but the
+ * worker, so the alarm interrupts its flock() and nobody else's call.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "loop.h"
+#include "util.h"
+
+#define EXIT_POLL_MS 200
+
+struct work {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct loop_job *todo; /* handed over, not yet taken */
+	struct loop_job *doing;
+	struct loop_job *done; /* finished, for the loop */
+	bool stop, idle;
+	struct loop_src efd;
+};
+
+struct loop {
+	int epfd;
+	struct loop_defer *deferred;
+	bool exiting;
+	struct timespec exit_at;
+	bool (*idle)(void *ud);
+	void *idle_ud;
+	struct work *work;
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int loop_new(struct loop **ret)
+{
+	struct loop *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (l->epfd < 0) {
+		int e = errno;
+
+		free(l);
+		return -e;
+	}
+	*ret = l;
+	return 0;
+}
+
+int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
+
+	s->fd = fd;
+	s->fn = fn;
+	s->ud = ud;
+	s->timer = false;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int e = errno;
+
+		loop_close(s);
+		return -e;
+	}
+	return 0;
+}
+
+void loop_timer_set(struct loop_src *s, int first_ms, int every_ms)
+{
+	struct itimerspec it = {
+		.it_value = { first_ms / 1000, (first_ms % 1000) * 1000000L },
+		.it_interval = { every_ms / 1000, (every_ms % 1000) * 1000000L },
+	};
+
+	if (s->fd >= 0)
+		timerfd_settime(s->fd, 0, &it, NULL);
+}
+
+int loop_timer(struct loop *l, struct loop_src *s, int first_ms, int every_ms,
+	       void (*fn)(struct loop_src *s), void *ud)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	int r;
+
+	if (fd < 0) {
+		s->fd = -1;
+		return -errno;
+	}
+	r = loop_add(l, s, fd, fn, ud);
+	if (r < 0)
+		return r;
+	s->timer = true;
+	loop_timer_set(s, first_ms, every_ms);
+	return 0;
+}
+
+void loop_mute(struct loop *l, struct loop_src *s)
+{
+	if (s->fd >= 0)
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+}
+
+void loop_close(struct loop_src *s)
+{
+	/* Closing the last fd of a file takes it out of every epoll set. */
+	if (s && s->fd >= 0)
+		close(s->fd);
+	if (s)
+		s->fd = -1;
+}
+
+void loop_defer(struct loop *l, struct loop_defer *d)
+{
+	if (d->queued)
+		return;
+	d->queued = true;
+	d->next = l->deferred;
+	l->deferred = d;
+}
+
+static void run_deferred(struct loop *l)
+{
+	while (l->deferred) {
+		struct loop_defer *d = l->deferred;
+
+		l->deferred = d->next;
+		d->queued = false;
+		d->fn(d->ud);
+	}
+}
+
+void loop_exit(struct loop *l, int grace_ms, bool (*idle)(void *ud), void *ud)
+{
+	clock_gettime(CLOCK_MONOTONIC, &l->exit_at);
+	l->exit_at.tv_sec += grace_ms / 1000;
+	l->exit_at.tv_nsec += (grace_ms % 1000) * 1000000L;
+	if (l->exit_at.tv_nsec >= 1000000000L) {
+		l->exit_at.tv_sec++;
+		l->exit_at.tv_nsec -= 1000000000L;
+	}
+	l->exiting = true;
+	l->idle = idle;
+	l->idle_ud = ud;
+}
+
+bool loop_exiting(const struct loop *l)
+{
+	return l->exiting;
+}
+
+static bool past(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void dispatch(struct loop_src *s)
+{
+	uint64_t ticks;
+
+	if (s->fd < 0)
+		return;
+	if (s->timer && read(s->fd, &ticks, sizeof(ticks)) < 0)
+		return;
+	s->fn(s);
+}
+
+int loop_run(struct loop *l)
+{
+	for (;;) {
+		struct epoll_event evs[16];
+		int n;
+
+		if (l->exiting && (!l->idle || l->idle(l->idle_ud)))
+			return 0;
+		if (l->exiting && past(&l->exit_at))
+			return -ETIMEDOUT;
+		n = epoll_wait(l->epfd, evs, HPN_ARRAY_SIZE(evs), l->exiting ? EXIT_POLL_MS : -1);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		for (int i = 0; i < n; i++)
+			dispatch(evs[i].data.ptr);
+		run_deferred(l);
+	}
+}
+
+/* ---- the worker ----------------------------------------------------------------- */
+
+static void *worker(void *arg)
+{
+	struct work *w = arg;
+	sigset_t alarm;
+	uint64_t one = 1;
+
+	sigemptyset(&alarm);
+	sigaddset(&alarm, SIGALRM);
+	pthread_sigmask(SIG_UNBLOCK, &alarm, NULL);
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		double t0;
+
+		while (!w->todo && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		w->doing = w->todo;
+		w->todo = NULL;
+		pthread_mutex_unlock(&w->lock);
+		t0 = mono();
+		w->doing->run(w->doing);
+		w->doing->seconds = mono() - t0;
+		pthread_mutex_lock(&w->lock);
+		w->done = w->doing;
+		w->doing = NULL;
+		pthread_cond_broadcast(&w->cond);
+		if (write(w->efd.fd, &one, sizeof(one)) < 0)
+			hpn_warn("worker: eventfd: %s", strerror(errno));
+	}
+	w->idle = true;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* The loop's side: a finished job goes back to whoever posted it. */
+static void work_done(struct loop_src *s)
+{
+	struct work *w = s->ud;
+	struct loop_job *j;
+	uint64_t n;
+
+	if (read(s->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		hpn_warn("worker: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&w->lock);
+	j = w->done;
+	w->done = NULL;
+	pthread_mutex_unlock(&w->lock);
+	if (j)
+		j->done(j);
+}
+
+int loop_work_start(struct loop *l)
+{
+	struct work *w = calloc(1, sizeof(*w));
+	int fd, r;
+
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->efd.fd = -1;
+	l->work = w;
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	r = loop_add(l, &w->efd, fd, work_done, w);
+	if (r < 0)
+		return r;
+	r = pthread_create(&w->thread, NULL, worker, w);
+	if (r)
+		return -r;
+	w->started = true;
+	return 0;
+}
+
+bool loop_work_busy(struct loop *l)
+{
+	struct work *w = l->work;
+	bool busy;
+
+	if (!w)
+		return true;
+	pthread_mutex_lock(&w->lock);
+	busy = w->todo || w->doing || w->done;
+	pthread_mutex_unlock(&w->lock);
+	return busy;
+}
+
+int loop_work_post(struct loop *l, struct loop_job *j)
+{
+	struct work *w = l->work;
+	int r = 0;
+
+	if (!w || !w->started)
+		return -ENOTCONN;
+	pthread_mutex_lock(&w->lock);
+	if (w->todo || w->doing || w->done || w->stop) {
+		r = -EBUSY;
+	} else {
+		w->todo = j;
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+void loop_work_stop(struct loop *l, int grace_ms)
+{
+	struct work *w = l->work;
+	struct timespec until;
+
+	if (!w)
+		return;
+	if (w->started) {
+		bool idle;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += grace_ms / 1000;
+		until.tv_nsec += (grace_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_cond_broadcast(&w->cond);
+		while (!w->idle && pthread_cond_timedwait(&w->cond, &w->lock, &until) == 0)
+			;
+		idle = w->idle;
+		pthread_mutex_unlock(&w->lock);
+		if (!idle) {
+			/*
+			 * A CHECK or GC still running: exiting now is what a kill at
+			 * any instruction would be, which the journals are made for.
+			 */
+			hpn_warn("the worker is still busy after %d ms: leaving it", grace_ms);
+			pthread_detach(w->thread);
+			l->work =
+				NULL; /* w, its job and its eventfd stay for the thread until exit */
+			return;
+		}
+		pthread_join(w->thread, NULL);
+	}
+	if (w->todo)
+		w->todo->done(w->todo);
+	if (w->done)
+		w->done->done(w->done);
+	loop_close(&w->efd);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
+	l->work = NULL;
+}
+
+void loop_free(struct loop *l)
+{
+	if (!l)
+		return;
+	loop_work_stop(l, 0);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	free(l);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_LOOP_H
+#define HPN_AGENT_LOOP_H
+
+#include <stdbool.h>
+
+/*
+ * The agent's event loop, the bottom of agent/ (doc/architecture.md): epoll
+ * over the fds and timerfds that services register, calls deferred to the
+ * end of a round of events, and one worker thread for lib/ code that blocks.
+ * It knows no service: each registers what it owns and is called back.
+ */
+
+struct loop;
+
+/*
+ * An fd in the loop, embedded in its owner's state: fn(s) runs on the loop
+ * when the fd is readable (for a timer, once per expiry batch, the count
+ * already read). loop_close closes it.
+ */
+struct loop_src {
+	int fd; /* -1: none */
+	bool timer;
+	void (*fn)(struct loop_src *s);
+	void *ud;
+};
+
+int loop_new(struct loop **ret);
+/* After loop_run: the worker joined (or left to the exit), the epoll closed. */
+void loop_free(struct loop *l);
+
+/* Watches fd for input; on error fd is closed and s->fd is -1. */
+int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud);
+/* A CLOCK_MONOTONIC timer: first after first_ms, then every every_ms (0: once; 0, 0: off). */
+int loop_timer(struct loop *l, struct loop_src *s, int first_ms, int every_ms,
+	       void (*fn)(struct loop_src *s), void *ud);
+void loop_timer_set(struct loop_src *s, int first_ms, int every_ms);
+/* Stops watching s (its fd stays open, the owner's to use and close). */
+void loop_mute(struct loop *l, struct loop_src *s);
+/* Closes s's fd (which takes it out of the epoll set); NULL and -1 are fine. */
+void loop_close(struct loop_src *s);
+
+/* A call made once after the current round of events, however often it was asked. */
+struct loop_defer {
+	void (*fn)(void *ud);
+	void *ud;
+	bool queued;
+	struct loop_defer *next;
+};
+void loop_defer(struct loop *l, struct loop_defer *d);
+
+/*
+ * Runs until loop_exit was called and idle(ud) holds (returns 0), or the
+ * grace time passed first (-ETIMEDOUT); -errno when epoll fails.
+ */
+int loop_run(struct loop *l);
+void loop_exit(struct loop *l, int grace_ms, bool (*idle)(void *ud), void *ud);
+bool loop_exiting(const struct loop *l);
+
+/*
+ * The worker thread, for lib/ code written for a process of its own that
+ * may block (CHECK, GC: the store lock, IPAM plugins, the RDMA proof). One
+ * job at a time: run(j) on the worker touches only the job; then done(j) on
+ * the loop, which owns everything else. done is called once for every job
+ * posted, also for one still waiting when the worker stops.
+ */
+struct loop_job {
+	void (*run)(struct loop_job *j);
+	void (*done)(struct loop_job *j); /* frees the job */
+	double seconds;			  /* run's own time */
+};
+/* SIGALRM must be blocked in every thread before this (lib/store.c times its lock with it). */
+int loop_work_start(struct loop *l);
+bool loop_work_busy(struct loop *l);
+/* -EBUSY while it has a job, -ENOTCONN when it is not running. */
+int loop_work_post(struct loop *l, struct loop_job *j);
+/* Waits up to grace_ms for a job in progress, then joins the worker or leaves it to the exit. */
+void loop_work_stop(struct loop *l, int grace_ms);
+
+#endif
