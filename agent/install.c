@@ -35,6 +35,7 @@
 
 #include "conf.h"
 #include "install.h"
+#include "sakubeconfig.h"
 #include "store.h"
 #include "util.h"
 
@@ -46,80 +47,6 @@
 #define DEFAULT_STATE HPN_DEFAULT_STATE_DIR
 
 /* ---- files ------------------------------------------------------------------ */
-
-static int same_file(int dfd, const char *name, const char *data, size_t len, mode_t mode)
-{
-	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	_cleanup_free_ char *old = NULL;
-	size_t old_len;
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
-	    (size_t)st.st_size != len)
-		return 0;
-	if (hpn_read_all(fd, len, &old, &old_len) < 0 || old_len != len)
-		return 0;
-	return !memcmp(old, data, len);
-}
-
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		data += n;
-		len -= n;
-	}
-	return 0;
-}
-
-int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mode,
-	      struct hpn_err *err)
-{
-	char tmp[NAME_MAX + 1];
-	int fd = -1;
-	int r;
-
-	if (!hpn_valid_path_component(name) || strlen(name) > NAME_MAX - 12)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "\"%s\" is not a file name",
-				   name);
-	if (same_file(dfd, name, data, len, mode))
-		return 0;
-	for (int i = 0;; i++) {
-		snprintf(tmp, sizeof(tmp), ".%s.hpn-%06x", name,
-			 (unsigned)((getpid() * 2654435761u + i * 40503u) & 0xffffff));
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd >= 0 || errno != EEXIST || i >= 100)
-			break;
-	}
-	if (fd < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "create %s beside %s: %s", tmp, name,
-				   strerror(errno));
-	r = write_all(fd, data, len);
-	if (r == 0 && fchmod(fd, mode) < 0)
-		r = -errno;
-	/* The runtime must never exec or load a torn file, not even after a power loss. */
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	/*
-	 * Closed before the rename: a file open for writing cannot be exec()ed
-	 * (ETXTBSY), and the runtime may exec the plugin as soon as it has its name.
-	 */
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(dfd, tmp, 0);
-		return hpn_err_set(err, HPN_E_IO, -r, "install %s: %s", name, strerror(-r));
-	}
-	fsync(dfd);
-	return 1;
-}
 
 /* Recursive: a bundle's tree is <id>/lib/<file>, symlinks not followed (O_NOFOLLOW). */
 int inst_rm_tree(int dfd, const char *name) /* NOLINT(misc-no-recursion) */
@@ -202,7 +129,8 @@ static int copy_dir(int sfd, int dfd, int depth) /* NOLINT(misc-no-recursion): d
 			if (s < 0)
 				r = -errno;
 			else if ((r = hpn_read_all(s, PLUGIN_MAX, &buf, &len)) == 0)
-				r = inst_file(dfd, de->d_name, buf, len, st.st_mode & 07777, &e);
+				r = hpn_install_file(dfd, de->d_name, buf, len, st.st_mode & 07777,
+						     &e);
 			if (r > 0)
 				r = 0;
 		}
@@ -521,19 +449,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	return -1;
 }
 
-static int read_path(const char *path, size_t max, char **ret, size_t *ret_len, struct hpn_err *err)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int r;
-
-	if (fd < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
-	r = hpn_read_all(fd, max, ret, ret_len);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_IO, -r, "read %s: %s", path, strerror(-r));
-	return 0;
-}
-
 /* The conflist's hpn-rdma entry, parsed as an ADD would see it; its stateDir and kubeconfig. */
 static int conf_read(const char *path, char **ret_text, size_t *ret_len, char **ret_state,
 		     char **ret_kubeconfig, struct hpn_err *err)
@@ -543,7 +458,7 @@ static int conf_read(const char *path, char **ret_text, size_t *ret_len, char **
 	size_t len = 0;
 	int r;
 
-	r = read_path(path, CONF_MAX, &text, &len, err);
+	r = hpn_read_file(path, CONF_MAX, &text, &len, err);
 	if (r < 0)
 		return r;
 	r = hpn_conf_parse_text(path, text, len, HPN_CMD_ADD, &conf, &entry_text, err);
@@ -685,7 +600,7 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 		return bfd;
 	existed = faccessat(bfd, PLUGIN_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	bundle_of_file(bfd, PLUGIN_NAME, old_root, old_id);
-	r = inst_file(bfd, PLUGIN_NAME, bin, bin_len, 0755, err);
+	r = hpn_install_file(bfd, PLUGIN_NAME, bin, bin_len, 0755, err);
 	if (r < 0)
 		return r;
 	say(r ? (existed ? "updated" : "installed") : "unchanged", o->bin_dir, PLUGIN_NAME, NULL);
@@ -708,7 +623,7 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 
 		if (cfd < 0)
 			return cfd;
-		r = inst_file(cfd, name, conf, conf_len, 0644, err);
+		r = hpn_install_file(cfd, name, conf, conf_len, 0644, err);
 		if (r < 0)
 			return r;
 		say(r ? "installed" : "unchanged", o->conf_dir, name, NULL);
@@ -816,7 +731,7 @@ static int do_uninstall(const struct opts *o, struct hpn_err *err)
 		char path[PATH_MAX];
 
 		snprintf(path, sizeof(path), "%s/%s", o->conf_dir, name);
-		if (read_path(path, CONF_MAX, &cur, &cur_len, err) < 0)
+		if (hpn_read_file(path, CONF_MAX, &cur, &cur_len, err) < 0)
 			return -EIO;
 		if (!o->force &&
 		    (!cur || !conf || cur_len != conf_len || memcmp(cur, conf, conf_len))) {

@@ -2,36 +2,21 @@
 #ifndef HPN_AGENT_INSTALL_H
 #define HPN_AGENT_INSTALL_H
 
-#include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "err.h"
 
 /*
  * The installer of hpn-rdma's DaemonSet (doc/install.md): the agent's
- * `install` and `uninstall` subcommands (install.c), and the plugin's
- * kubeconfig made from the pod's service account, which the agent keeps
- * current while the kubelet rotates the token (kubeconfig.c). No gRPC here:
- * the unit tests link these two files alone.
+ * `install` and `uninstall` subcommands. It writes the plugin's kubeconfig
+ * with sakubeconfig.h's kc_write; files go in place with util.h's
+ * hpn_install_file. No gRPC here: the unit tests link install.c and
+ * sakubeconfig.c alone.
  */
 
 /* The subcommands: argv[0] is "install" or "uninstall". Exit statuses. */
 #define INST_EXIT_KEPT 75 /* uninstall: the binary kept, journals hold NICs (EX_TEMPFAIL) */
 int agent_install_main(int argc, char **argv);
-
-/*
- * dfd/name holds exactly data[0..len) with exactly mode afterwards. When it
- * already does, nothing is written (its mtime stays): returns 0. Else a temp
- * file in the same directory (".<name>.hpn-" and a random suffix: no .conf/.conflist/.json
- * ending, so a runtime watching the directory never loads it), written,
- * fsync()ed, renamed over name, and the directory fsync()ed: returns 1. A
- * reader (the runtime, an exec) sees the old file or the new one, never a
- * part; a running program keeps its old inode (no ETXTBSY). On error the temp
- * file is gone and name is as it was.
- */
-int inst_file(int dfd, const char *name, const char *data, size_t len, mode_t mode,
-	      struct hpn_err *err);
 
 /*
  * The directory src (regular files, symlinks and directories; modes kept)
@@ -65,55 +50,5 @@ int inst_bundle_of(const char *interp, char root[], size_t root_len, char id[], 
  * cannot be read.
  */
 int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struct hpn_err *err);
-
-/* kubeconfig.c */
-
-#define KC_TOKEN_MAX ((size_t)16 * 1024)
-#define KC_CA_MAX    ((size_t)256 * 1024)
-
-/*
- * The plugin's kubeconfig: server https://host:port (an IPv6 host in
- * brackets), certificate-authority-data the CA bundle in base64, the token
- * inline; one context, current. host is an IP address or a DNS name, port
- * 1-65535, the token visible ASCII (blanks at its ends dropped, as client-go
- * does), the CA PEM. *ret (malloc'd) on success.
- */
-int kc_render(const char *host, const char *port, const char *token, size_t token_len,
-	      const char *ca, size_t ca_len, char **ret, struct hpn_err *err);
-
-/*
- * The kubeconfig of the pod's service account as the API's in-cluster config
- * has it: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT from the
- * environment, sa_dir/token and sa_dir/ca.crt (the projected volume at
- * /var/run/secrets/kubernetes.io/serviceaccount).
- */
-int kc_from_service_account(const char *sa_dir, char **ret, struct hpn_err *err);
-
-/*
- * Writes path (mode 0600, its directory made 0700 when missing) from sa_dir
- * when what it holds differs: 1 written, 0 unchanged (see inst_file).
- */
-int kc_write(const char *sa_dir, const char *path, struct hpn_err *err);
-
-/*
- * The agent keeps the kubeconfig current: written at start, and again when
- * the token or CA change. The kubelet updates a projected volume by writing a
- * new hidden directory and renaming the ..data symlink over the old one, so
- * an inotify watch on sa_dir sees IN_MOVED_TO "..data"; a plain directory
- * (tests, a hostPath) sees IN_CLOSE_WRITE or IN_MOVED_TO of the file. Any
- * event makes it render again and write only when the bytes differ.
- */
-struct kc_watch {
-	const char *path;   /* the kubeconfig; NULL: not kept */
-	const char *sa_dir; /* the service account's files */
-	int fd;		    /* inotify, for the event loop; -1 */
-	bool failing;	    /* the last try failed (logged once until it works again) */
-};
-
-/* Writes once and opens the watch (w->fd). A first write that fails is an error. */
-int kc_watch_start(struct kc_watch *w, struct hpn_err *err);
-/* w->fd is readable (or the loop's periodic timer): render, write when it changed. */
-void kc_watch_event(struct kc_watch *w);
-void kc_watch_stop(struct kc_watch *w);
 
 #endif

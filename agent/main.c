@@ -31,6 +31,7 @@
 #include "node.h"
 #include "podresources.h"
 #include "rpc.h"
+#include "sakubeconfig.h"
 #include "util.h"
 
 #define DEFAULT_RESOURCE "rdma/hpn"

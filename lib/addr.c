@@ -222,6 +222,17 @@ struct find {
 	bool found;
 };
 
+/* The dump of type and family searched by cb for f: 0 found, -ENOENT not, else what failed. */
+static int search(struct nl_sock *sk, int type, int family, hpn_nl_cb cb, struct find *f,
+		  const char *what, struct hpn_err *err)
+{
+	int r = dump(sk, type, family, cb, f);
+
+	if (r < 0)
+		return hpn_nl_err(err, r, NULL, "list %s", what);
+	return f->found ? 0 : -ENOENT;
+}
+
 static int addr_cb(struct nl_msg *msg, void *arg)
 {
 	struct nlmsghdr *nlh = nlmsg_hdr(msg);
@@ -244,15 +255,11 @@ int hpn_addr_find(struct nl_sock *sk, int ifindex, const char *cidr, struct hpn_
 {
 	_cleanup_nl_addr_ struct nl_addr *want = NULL;
 	struct find f = { .ifindex = ifindex };
-	int r;
 
 	if (parse_cidr(cidr, &want) < 0)
 		return -EINVAL;
 	f.addr = want;
-	r = dump(sk, RTM_GETADDR, AF_UNSPEC, addr_cb, &f);
-	if (r < 0)
-		return hpn_nl_err(err, r, NULL, "list addresses");
-	return f.found ? 0 : -ENOENT;
+	return search(sk, RTM_GETADDR, AF_UNSPEC, addr_cb, &f, "addresses", err);
 }
 
 /*
@@ -306,10 +313,7 @@ int hpn_route_find(struct nl_sock *sk, int ifindex, const struct hpn_route *rt, 
 	f.table = q.table;
 	f.addr = q.dst;
 	f.gw = q.gw;
-	r = dump(sk, RTM_GETROUTE, nl_addr_get_family(q.dst), route_cb, &f);
-	if (r < 0)
-		return hpn_nl_err(err, r, NULL, "list routes");
-	return f.found ? 0 : -ENOENT;
+	return search(sk, RTM_GETROUTE, nl_addr_get_family(q.dst), route_cb, &f, "routes", err);
 }
 
 /* ---- a rail's routes and rules ------------------------------------------------ */
@@ -353,21 +357,25 @@ int hpn_route_add_connected(struct nl_sock *sk, int ifindex, const char *ifname,
 	return 0;
 }
 
+/* search() for cidr's network (net) or its address alone: -EINVAL when cidr is not one. */
+static int search_cidr(struct nl_sock *sk, const char *cidr, bool net, int type, hpn_nl_cb cb,
+		       struct find *f, const char *what, struct hpn_err *err)
+{
+	_cleanup_nl_addr_ struct nl_addr *h = NULL, *n = NULL;
+
+	if (host_and_net(cidr, &h, &n) < 0)
+		return -EINVAL;
+	f->addr = net ? n : h;
+	return search(sk, type, nl_addr_get_family(f->addr), cb, f, what, err);
+}
+
 int hpn_route_find_connected(struct nl_sock *sk, int ifindex, const char *cidr, unsigned int table,
 			     struct hpn_err *err)
 {
-	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
-	struct find f = { .ifindex = ifindex, .table = table };
-	int r;
-
-	if (host_and_net(cidr, &host, &net) < 0)
-		return -EINVAL;
-	f.addr = net;
 	/* A connected route has no gateway: f.gw NULL asks for none. */
-	r = dump(sk, RTM_GETROUTE, nl_addr_get_family(net), route_cb, &f);
-	if (r < 0)
-		return hpn_nl_err(err, r, NULL, "list routes");
-	return f.found ? 0 : -ENOENT;
+	struct find f = { .ifindex = ifindex, .table = table };
+
+	return search_cidr(sk, cidr, true, RTM_GETROUTE, route_cb, &f, "routes", err);
 }
 
 /*
@@ -436,17 +444,9 @@ static int rule_cb(struct nl_msg *msg, void *arg)
 int hpn_rule_find(struct nl_sock *sk, const char *cidr, unsigned int table, unsigned int prio,
 		  struct hpn_err *err)
 {
-	_cleanup_nl_addr_ struct nl_addr *host = NULL, *net = NULL;
 	struct find f = { .table = table, .prio = prio };
-	int r;
 
-	if (host_and_net(cidr, &host, &net) < 0)
-		return -EINVAL;
-	f.addr = host;
-	r = dump(sk, RTM_GETRULE, nl_addr_get_family(host), rule_cb, &f);
-	if (r < 0)
-		return hpn_nl_err(err, r, NULL, "list rules");
-	return f.found ? 0 : -ENOENT;
+	return search_cidr(sk, cidr, false, RTM_GETRULE, rule_cb, &f, "rules", err);
 }
 
 int hpn_rule_del_table(struct nl_sock *sk, unsigned int table, unsigned int prio,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf_read.h"
 #include "store.h"
 #include "util.h"
 
@@ -16,32 +17,6 @@ static void cjson_deletep(cJSON **p)
 	cJSON_Delete(*p);
 }
 #define _cleanup_cjson_ __attribute__((cleanup(cjson_deletep)))
-
-int hpn_conf_str(const void *obj, const char *key, const char *path, char **ret,
-		 struct hpn_err *err)
-{
-	return hpn_json_str(obj, key, path, HPN_E_INVALID_CONFIG, 4095, ret, err);
-}
-
-int hpn_conf_abs_path(const void *obj, const char *path, const char *key, const char *def,
-		      char **ret, struct hpn_err *err)
-{
-	int r = hpn_conf_str(obj, key, path, ret, err);
-	size_t n;
-
-	if (r < 0)
-		return r;
-	if (!*ret) {
-		*ret = hpn_strdup(def);
-		return (*ret || !def) ? 0 : -ENOMEM;
-	}
-	n = strlen(*ret);
-	if ((*ret)[0] != '/' || strstr(*ret, "/../") || (n >= 3 && !strcmp(*ret + n - 3, "/..")))
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "%s%s \"%s\" must be an absolute path without ..", path, key,
-				   *ret);
-	return 0;
-}
 
 char *hpn_conf_peek_version(const char *buf, size_t len)
 {
@@ -83,8 +58,13 @@ static int parse_rdma_device(struct hpn_conf *conf, struct hpn_err *err)
 
 static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
+	static const struct hpn_conf_name netns_modes[] = {
+		{ "auto", HPN_RDMA_NETNS_AUTO },
+		{ "shared", HPN_RDMA_NETNS_SHARED },
+		{ "exclusive", HPN_RDMA_NETNS_EXCLUSIVE },
+	};
 	_cleanup_free_ char *mode = NULL;
-	int r;
+	int r, v = HPN_RDMA_NETNS_AUTO;
 
 	conf->rdma_required = true;
 	r = hpn_json_bool(root, "rdmaRequired", "", HPN_E_INVALID_CONFIG, &conf->rdma_required,
@@ -123,16 +103,10 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 				   "them");
 	if (!mode)
 		return 0;
-	if (!strcmp(mode, "auto"))
-		conf->rdma_netns = HPN_RDMA_NETNS_AUTO;
-	else if (!strcmp(mode, "shared"))
-		conf->rdma_netns = HPN_RDMA_NETNS_SHARED;
-	else if (!strcmp(mode, "exclusive"))
-		conf->rdma_netns = HPN_RDMA_NETNS_EXCLUSIVE;
-	else
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "rdmaNetns \"%.32s\" is not one of auto, shared, exclusive",
-				   mode);
+	r = hpn_conf_pick("", "rdmaNetns", mode, netns_modes, HPN_ARRAY_SIZE(netns_modes), &v, err);
+	if (r < 0)
+		return r;
+	conf->rdma_netns = (enum hpn_rdma_netns)v;
 	if (conf->rdma_netns != HPN_RDMA_NETNS_AUTO && !conf->rdma_required)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "rdmaNetns \"%s\" needs rdmaRequired true", mode);
@@ -219,18 +193,24 @@ static int parse_match(struct hpn_conf *conf, const cJSON *m, struct hpn_err *er
 /* mode, macvlanMode / ipvlanMode and count, after the selector is known. */
 static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
-	static const struct {
-		const char *name;
-		unsigned int v;
-	} macvlan_modes[] = { { "bridge", MACVLAN_MODE_BRIDGE },
-			      { "private", MACVLAN_MODE_PRIVATE },
-			      { "vepa", MACVLAN_MODE_VEPA },
-			      { "passthru", MACVLAN_MODE_PASSTHRU } },
-	  ipvlan_modes[] = { { "l2", IPVLAN_MODE_L2 },
-			     { "l3", IPVLAN_MODE_L3 },
-			     { "l3s", IPVLAN_MODE_L3S } };
+	static const struct hpn_conf_name modes[] = {
+		{ "move", HPN_MODE_MOVE },
+		{ "macvlan", HPN_MODE_MACVLAN },
+		{ "ipvlan", HPN_MODE_IPVLAN },
+	};
+	static const struct hpn_conf_name macvlan_modes[] = {
+		{ "bridge", MACVLAN_MODE_BRIDGE },
+		{ "private", MACVLAN_MODE_PRIVATE },
+		{ "vepa", MACVLAN_MODE_VEPA },
+		{ "passthru", MACVLAN_MODE_PASSTHRU },
+	};
+	static const struct hpn_conf_name ipvlan_modes[] = {
+		{ "l2", IPVLAN_MODE_L2 },
+		{ "l3", IPVLAN_MODE_L3 },
+		{ "l3s", IPVLAN_MODE_L3S },
+	};
 	_cleanup_free_ char *mode = NULL, *mv = NULL, *iv = NULL;
-	int count = 1, r;
+	int count = 1, m = HPN_MODE_MOVE, child, r;
 	bool has_count = false;
 
 	r = hpn_conf_str(root, "mode", "", &mode, err);
@@ -241,17 +221,11 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	if (r >= 0)
 		r = hpn_json_int(root, "count", "", HPN_E_INVALID_CONFIG, 1, HPN_MAX_NICS, &count,
 				 &has_count, err);
+	if (r >= 0)
+		r = hpn_conf_pick("", "mode", mode, modes, HPN_ARRAY_SIZE(modes), &m, err);
 	if (r < 0)
 		return r;
-	if (!mode || !strcmp(mode, "move"))
-		conf->mode = HPN_MODE_MOVE;
-	else if (!strcmp(mode, "macvlan"))
-		conf->mode = HPN_MODE_MACVLAN;
-	else if (!strcmp(mode, "ipvlan"))
-		conf->mode = HPN_MODE_IPVLAN;
-	else
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "mode \"%.32s\" is not one of move, macvlan, ipvlan", mode);
+	conf->mode = (enum hpn_mode)m;
 	conf->count = (unsigned int)count;
 	if (has_count && count > 1 && conf->selector != HPN_SEL_MATCH)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
@@ -267,32 +241,19 @@ static int parse_mode(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "ipvlanMode needs mode ipvlan");
 	if (conf->mode == HPN_MODE_MACVLAN) {
-		bool mv_ok = false;
-
-		conf->child_mode = MACVLAN_MODE_BRIDGE;
-		for (size_t i = 0; mv && i < HPN_ARRAY_SIZE(macvlan_modes); i++)
-			if (!strcmp(mv, macvlan_modes[i].name)) {
-				conf->child_mode = macvlan_modes[i].v;
-				mv_ok = true;
-			}
-		if (mv && !mv_ok)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "macvlanMode \"%.32s\" is not one of bridge, private, "
-					   "vepa, passthru",
-					   mv);
+		child = MACVLAN_MODE_BRIDGE;
+		r = hpn_conf_pick("", "macvlanMode", mv, macvlan_modes,
+				  HPN_ARRAY_SIZE(macvlan_modes), &child, err);
 	} else if (conf->mode == HPN_MODE_IPVLAN) {
-		bool iv_ok = false;
-
-		conf->child_mode = IPVLAN_MODE_L2;
-		for (size_t i = 0; iv && i < HPN_ARRAY_SIZE(ipvlan_modes); i++)
-			if (!strcmp(iv, ipvlan_modes[i].name)) {
-				conf->child_mode = ipvlan_modes[i].v;
-				iv_ok = true;
-			}
-		if (iv && !iv_ok)
-			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					   "ipvlanMode \"%.32s\" is not one of l2, l3, l3s", iv);
+		child = IPVLAN_MODE_L2;
+		r = hpn_conf_pick("", "ipvlanMode", iv, ipvlan_modes, HPN_ARRAY_SIZE(ipvlan_modes),
+				  &child, err);
+	} else {
+		return 0;
 	}
+	if (r < 0)
+		return r;
+	conf->child_mode = (unsigned int)child;
 	return 0;
 }
 

@@ -181,14 +181,8 @@ int hpn_conf_parse_text(const char *path, const char *text, size_t len, enum hpn
 /* Just cniVersion, for answering VERSION or an early error in the right version. */
 char *hpn_conf_peek_version(const char *buf, size_t len);
 
-/* ---- shared by conf.c and conf_pod.c (cJSON objects as void *) ---- */
+/* ---- conf_pod.c, which conf.c calls (cJSON objects as void *) ---- */
 
-/* An optional string member (at most 4095 bytes); code 7 naming "<path><key>". */
-int hpn_conf_str(const void *obj, const char *key, const char *path, char **ret,
-		 struct hpn_err *err);
-/* An optional absolute path without "..", def (may be NULL) when absent. */
-int hpn_conf_abs_path(const void *obj, const char *path, const char *key, const char *def,
-		      char **ret, struct hpn_err *err);
 /* conf_pod.c: the "nccl" section (hints directory, settings, profiles). */
 int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *root, struct hpn_err *err);
 /*

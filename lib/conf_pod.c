@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf_read.h"
 #include "kubeconfig.h"
 #include "pod.h"
 #include "util.h"
@@ -79,10 +80,15 @@ static int parse_env(const cJSON *obj, const char *path, struct hpn_vars *vars, 
 /* "profiles": {"GU8TF": {"ib": "on", "drivers": ["mlx5"], "gpuCounts": [8], "env": {}}} */
 static int parse_profile(const cJSON *o, struct hpn_nccl_profile *p, struct hpn_err *err)
 {
+	static const struct hpn_conf_name ib_modes[] = {
+		{ "auto", HPN_NCCL_IB_AUTO },
+		{ "on", HPN_NCCL_IB_ON },
+		{ "off", HPN_NCCL_IB_OFF },
+	};
 	char path[160];
 	_cleanup_free_ char *ib = NULL;
 	const cJSON *arr, *v;
-	int r;
+	int r, mode = HPN_NCCL_IB_AUTO;
 
 	snprintf(path, sizeof(path), "nccl.profiles.%.64s.", o->string);
 	if (!cJSON_IsObject(o))
@@ -95,17 +101,11 @@ static int parse_profile(const cJSON *o, struct hpn_nccl_profile *p, struct hpn_
 	if (!p->name)
 		return -ENOMEM;
 	r = hpn_conf_str(o, "ib", path, &ib, err);
+	if (r >= 0)
+		r = hpn_conf_pick(path, "ib", ib, ib_modes, HPN_ARRAY_SIZE(ib_modes), &mode, err);
 	if (r < 0)
 		return r;
-	if (!ib || !strcmp(ib, "auto"))
-		p->ib = HPN_NCCL_IB_AUTO;
-	else if (!strcmp(ib, "on"))
-		p->ib = HPN_NCCL_IB_ON;
-	else if (!strcmp(ib, "off"))
-		p->ib = HPN_NCCL_IB_OFF;
-	else
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "%sib \"%.32s\" is not one of auto, on, off", path, ib);
+	p->ib = (enum hpn_nccl_ib)mode;
 	arr = cJSON_GetObjectItemCaseSensitive(o, "drivers");
 	if (arr && !cJSON_IsArray(arr))
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "%sdrivers must be an array",

@@ -188,36 +188,102 @@ int hpn_mkdir_p(const char *path, mode_t mode)
 	}
 }
 
-int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
-		     mode_t mode)
+static int write_all(int fd, const char *data, size_t len)
 {
-	_cleanup_close_ int fd = -1;
-	int r = 0;
-
-	(void)unlinkat(dfd, tmp, 0);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	if (fchmod(fd, mode) < 0)
-		r = -errno;
-	while (r == 0 && len) {
+	while (len) {
 		ssize_t n = write(fd, data, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
+		if (n < 0)
+			return -errno;
 		data += n;
 		len -= (size_t)n;
 	}
-	/* No fsync: see hpn_write_atomic's callers on what a power loss leaves. */
+	return 0;
+}
+
+/*
+ * fd, open for writing on the temp file dfd/tmp: data, exactly mode,
+ * fsync()ed when durable, closed, renamed over dfd/name. Closed before the
+ * rename: a file open for writing cannot be exec()ed (ETXTBSY), and a runtime
+ * may exec a plugin as soon as it has its name. On error tmp is gone.
+ */
+static int tmp_finish(int fd, int dfd, const char *tmp, const char *name, const char *data,
+		      size_t len, mode_t mode, bool durable)
+{
+	int r = write_all(fd, data, len);
+
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (r == 0 && durable && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
 	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0)
 		(void)unlinkat(dfd, tmp, 0);
 	return r;
+}
+
+int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
+		     mode_t mode)
+{
+	int fd;
+
+	(void)unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	/* No fsync: see hpn_write_atomic's callers on what a power loss leaves. */
+	return tmp_finish(fd, dfd, tmp, name, data, len, mode, false);
+}
+
+/* Does dfd/name (not a symlink) hold exactly data with exactly mode? */
+static bool same_file(int dfd, const char *name, const char *data, size_t len, mode_t mode)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *old = NULL;
+	size_t old_len;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 07777) != mode ||
+	    (size_t)st.st_size != len)
+		return false;
+	if (hpn_read_all(fd, len, &old, &old_len) < 0 || old_len != len)
+		return false;
+	return !memcmp(old, data, len);
+}
+
+int hpn_install_file(int dfd, const char *name, const char *data, size_t len, mode_t mode,
+		     struct hpn_err *err)
+{
+	char tmp[NAME_MAX + 1];
+	int fd = -1;
+	int r;
+
+	if (!hpn_valid_path_component(name) || strlen(name) > NAME_MAX - 12)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "\"%s\" is not a file name",
+				   name);
+	if (same_file(dfd, name, data, len, mode))
+		return 0;
+	for (int i = 0;; i++) {
+		snprintf(tmp, sizeof(tmp), ".%s.hpn-%06x", name,
+			 (unsigned)((getpid() * 2654435761u + i * 40503u) & 0xffffff));
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0 || errno != EEXIST || i >= 100)
+			break;
+	}
+	if (fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "create %s beside %s: %s", tmp, name,
+				   strerror(errno));
+	/* The runtime must never exec or load a torn file, not even after a power loss. */
+	r = tmp_finish(fd, dfd, tmp, name, data, len, mode, true);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, -r, "install %s: %s", name, strerror(-r));
+	fsync(dfd);
+	return 1;
 }
 
 uint64_t hpn_hash64(const char *s)
@@ -268,6 +334,19 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len)
 	buf[len] = '\0';
 	*ret_buf = buf;
 	*ret_len = len;
+	return 0;
+}
+
+int hpn_read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct hpn_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int r;
+
+	if (fd < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
+	r = hpn_read_all(fd, max, ret, ret_len);
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, -r, "read %s: %s", path, strerror(-r));
 	return 0;
 }
 

@@ -95,6 +95,8 @@ void hpn_utf8_sanitize(char *dst, const char *src, size_t n);
 
 /* Reads all of fd up to max bytes (more is an error); the buffer is NUL-terminated. */
 int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/* The file at path, as hpn_read_all reads it; code 5 naming path ("open <path>: ..."). */
+int hpn_read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct hpn_err *err);
 /*
  * mkdir -p of an absolute path. What it creates gets exactly 0755 (parents)
  * and mode (path itself), whatever the umask; what exists is left as it is.
@@ -109,6 +111,21 @@ int hpn_mkdir_p(const char *path, mode_t mode);
  */
 int hpn_write_atomic(int dfd, const char *tmp, const char *name, const char *data, size_t len,
 		     mode_t mode);
+/*
+ * The durable, idempotent kind, for what a runtime loads or runs (the
+ * installer's plugin, bundle, conflist; the agent's kubeconfig): dfd/name
+ * holds exactly data[0..len) with exactly mode afterwards. When it already
+ * does, nothing is written (its mtime stays): returns 0. Else a temp file in
+ * the same directory (".<name>.hpn-" and a random suffix: no .conf/.conflist/
+ * .json ending, so a runtime watching the directory never loads it), written,
+ * fsync()ed, closed, renamed over name, and the directory fsync()ed: returns
+ * 1. A reader (the runtime, an exec) sees the old file or the new one, never
+ * a part; a running program keeps its old inode (no ETXTBSY). On error the
+ * temp file is gone and name is as it was: code 7 for a name that is not one
+ * file name, else 5.
+ */
+int hpn_install_file(int dfd, const char *name, const char *data, size_t len, mode_t mode,
+		     struct hpn_err *err);
 /*
  * FNV-1a's xor-multiply over s, from the offset 1469598103934665603 (not
  * the published basis; kept, as it names existing state files): short

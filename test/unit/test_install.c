@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The installer's pieces (agent/install.c, agent/kubeconfig.c): atomic,
- * idempotent file and tree installs (a running program replaced without
- * ETXTBSY), the ELF loader path and the bundle it names, journals that hold
+ * The installer's pieces (agent/install.c, agent/sakubeconfig.c): atomic,
+ * idempotent file installs (lib/util.c's hpn_install_file, which they use)
+ * and tree installs (a running program replaced without ETXTBSY), the ELF
+ * loader path and the bundle it names, journals that hold
  * the plugin, and the kubeconfig made from a service account: rendered,
  * read back by the plugin's own parser (lib/kubeconfig.c), rewritten when
  * the kubelet swaps the projected volume's ..data symlink.
@@ -21,7 +22,8 @@
 
 #include "check.h"
 #include "install.h"
-#include "kubeconfig.h"
+#include "kubeconfig.h" /* the plugin's parser (lib/), which reads back what the agent writes */
+#include "sakubeconfig.h"
 #include "tmpdir.h"
 #include "util.h"
 
@@ -84,7 +86,7 @@ static void test_file(void)
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	char *got;
 
-	CHECK_INT_EQ(inst_file(dfd, "f.conflist", "one\n", 4, 0644, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "f.conflist", "one\n", 4, 0644, &err), 1);
 	got = slurp(at("f.conflist"));
 	CHECK_STR_EQ(got, "one\n");
 	free(got);
@@ -92,31 +94,31 @@ static void test_file(void)
 	CHECK_INT_EQ(a.st_mode & 07777, 0644);
 	/* The same bytes and mode: nothing written, the same inode and mtime. */
 	usleep(20000);
-	CHECK_INT_EQ(inst_file(dfd, "f.conflist", "one\n", 4, 0644, &err), 0);
+	CHECK_INT_EQ(hpn_install_file(dfd, "f.conflist", "one\n", 4, 0644, &err), 0);
 	CHECK_INT_EQ(stat(at("f.conflist"), &b), 0);
 	CHECK_INT_EQ(a.st_ino, b.st_ino);
 	CHECK_INT_EQ(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
 	/* Another mode is another file; other bytes too, each a new inode. */
-	CHECK_INT_EQ(inst_file(dfd, "f.conflist", "one\n", 4, 0600, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "f.conflist", "one\n", 4, 0600, &err), 1);
 	CHECK_INT_EQ(stat(at("f.conflist"), &b), 0);
 	CHECK_INT_EQ(b.st_mode & 07777, 0600);
 	CHECK_INT_NE(a.st_ino, b.st_ino);
-	CHECK_INT_EQ(inst_file(dfd, "f.conflist", "two\n", 4, 0600, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "f.conflist", "two\n", 4, 0600, &err), 1);
 	got = slurp(at("f.conflist"));
 	CHECK_STR_EQ(got, "two\n");
 	free(got);
 	/* A symlink in the target's place is replaced, never written through. */
 	put("victim", "keep", 0644);
 	CHECK_INT_EQ(symlink("victim", at("link")), 0);
-	CHECK_INT_EQ(inst_file(dfd, "link", "new", 3, 0644, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "link", "new", 3, 0644, &err), 1);
 	got = slurp(at("victim"));
 	CHECK_STR_EQ(got, "keep");
 	free(got);
 	CHECK_INT_EQ(lstat(at("link"), &b), 0);
 	CHECK(S_ISREG(b.st_mode));
 	/* Names that are not one file name are refused, nothing made. */
-	CHECK_INT_EQ(inst_file(dfd, "../escape", "x", 1, 0644, &err), -EINVAL);
-	CHECK_INT_EQ(inst_file(dfd, "", "x", 1, 0644, &err), -EINVAL);
+	CHECK_INT_EQ(hpn_install_file(dfd, "../escape", "x", 1, 0644, &err), -EINVAL);
+	CHECK_INT_EQ(hpn_install_file(dfd, "", "x", 1, 0644, &err), -EINVAL);
 	CHECK_INT_EQ(dotfiles(dir), 0);
 	close(dfd);
 }
@@ -134,7 +136,7 @@ static void test_running(void)
 		CHECK(!"/bin/sleep and /bin/true are readable");
 		goto out;
 	}
-	CHECK_INT_EQ(inst_file(dfd, "prog", sleep_bin, st.st_size, 0755, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "prog", sleep_bin, st.st_size, 0755, &err), 1);
 	pid = fork();
 	if (pid == 0) {
 		execl(at("prog"), "prog", "30", (char *)NULL);
@@ -146,7 +148,7 @@ static void test_running(void)
 	if (fd >= 0)
 		close(fd);
 	CHECK_INT_EQ(stat("/bin/true", &st), 0);
-	CHECK_INT_EQ(inst_file(dfd, "prog", true_bin, st.st_size, 0755, &err), 1);
+	CHECK_INT_EQ(hpn_install_file(dfd, "prog", true_bin, st.st_size, 0755, &err), 1);
 	CHECK_INT_EQ(kill(pid, 0), 0); /* the old one runs on, on its inode */
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);

@@ -253,8 +253,10 @@ static mode_t mode_of(const char *path)
 
 static void test_files(void)
 {
-	char dir[64], path[128], other[128], buf[64];
+	char dir[64], path[128], other[128], buf[64], *got = NULL;
+	struct hpn_err e1 = { 0 }, e2 = { 0 }, e3 = { 0 };
 	mode_t old = umask(077);
+	size_t len = 0;
 	int dfd, fd;
 	ssize_t n;
 
@@ -310,6 +312,20 @@ static void test_files(void)
 	CHECK_INT_EQ(mkdirat(dfd, "d/x", 0755), 0);
 	CHECK_INT_EQ(hpn_write_atomic(dfd, ".t", "d", "x", 1, 0600), -EISDIR);
 	CHECK(faccessat(dfd, ".t", F_OK, AT_SYMLINK_NOFOLLOW) < 0);
+	/* A whole file by path, NUL-terminated; too long or missing is an error naming it. */
+	CHECK_INT_EQ(hpn_read_file(path, 3, &got, &len, &e1), 0);
+	CHECK_INT_EQ(len, 3);
+	CHECK_STR_EQ(got, "bye");
+	free(got);
+	CHECK_INT_EQ(hpn_read_file(path, 2, &got, &len, &e2), -EFBIG);
+	CHECK_INT_EQ(e2.code, HPN_E_IO);
+	CHECK_STR_HAS(e2.msg, "read ");
+	CHECK_STR_HAS(e2.msg, path);
+	snprintf(other, sizeof(other), "%s/none", dir);
+	CHECK_INT_EQ(hpn_read_file(other, 16, &got, &len, &e3), -ENOENT);
+	CHECK_INT_EQ(e3.code, HPN_E_IO);
+	CHECK_STR_HAS(e3.msg, "open ");
+	CHECK_STR_HAS(e3.msg, other);
 	close(dfd);
 	umask(old);
 	CHECK_INT_EQ(tmpdir_rm(dir), 0);

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "install.h"
 #include "log.h"
+#include "sakubeconfig.h"
 #include "util.h"
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -143,18 +143,10 @@ static int read_file(const char *dir, const char *name, size_t max, char **ret, 
 		     struct hpn_err *err)
 {
 	char path[PATH_MAX];
-	_cleanup_close_ int fd = -1;
-	int r;
 
 	if (hpn_snprintf(path, sizeof(path), "%s/%s", dir, name) < 0)
 		return hpn_err_set(err, HPN_E_IO, ENAMETOOLONG, "%s/%s: path too long", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
-	r = hpn_read_all(fd, max, ret, ret_len);
-	if (r < 0)
-		return hpn_err_set(err, HPN_E_IO, -r, "read %s: %s", path, strerror(-r));
-	return 0;
+	return hpn_read_file(path, max, ret, ret_len, err);
 }
 
 int kc_from_service_account(const char *sa_dir, char **ret, struct hpn_err *err)
@@ -209,7 +201,7 @@ int kc_write(const char *sa_dir, const char *path, struct hpn_err *err)
 	if (dfd < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", dir, strerror(errno));
 	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): dir is _cleanup_free_ */
-	r = inst_file(dfd, slash + 1, text, strlen(text), 0600, err);
+	r = hpn_install_file(dfd, slash + 1, text, strlen(text), 0600, err);
 	explicit_bzero(text, strlen(text));
 	return r;
 }
