@@ -153,6 +153,21 @@ static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, v
 		 dp->n_watchers);
 }
 
+/* A unary answer: m packed, or INTERNAL when there is no memory for it. */
+static void reply(struct rpc_call *c, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		return;
+	}
+	protobuf_c_message_pack(m, buf);
+	rpc_reply(c, buf, len);
+	free(buf);
+}
+
 /* ---- unary methods -------------------------------------------------------------- */
 
 static void options(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
@@ -212,6 +227,15 @@ static int check_ids(const struct deviceplugin *dp, char **ids, size_t n, char *
 	return 0;
 }
 
+/* A request for at most MAX_CONTAINER_REQUESTS containers; else INVALID_ARGUMENT. */
+static bool count_ok(struct rpc_call *c, size_t n)
+{
+	if (n <= MAX_CONTAINER_REQUESTS)
+		return true;
+	rpc_fail(c, RPC_INVALID_ARGUMENT, "over 64 container requests");
+	return false;
+}
+
 static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
 	struct deviceplugin *dp = ud;
@@ -221,7 +245,6 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 	V1beta1__ContainerPreferredAllocationResponse *cr = NULL, **crp = NULL;
 	const char **picks = NULL;
 	char msg[256];
-	uint8_t *buf = NULL;
 	size_t n = 0, off = 0;
 
 	if (!r) {
@@ -230,10 +253,8 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 		return;
 	}
 	n = r->n_container_requests;
-	if (n > MAX_CONTAINER_REQUESTS) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "over 64 container requests");
+	if (!count_ok(c, n))
 		goto out;
-	}
 	cr = calloc(n ? n : 1, sizeof(*cr));
 	crp = calloc(n ? n : 1, PTR_SIZE);
 	picks = calloc(n * HPN_AGENT_MAX_DEVICES + 1, sizeof(*picks));
@@ -268,16 +289,8 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	len = v1beta1__preferred_allocation_response__get_packed_size(&resp);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		goto out;
-	}
-	v1beta1__preferred_allocation_response__pack(&resp, buf);
-	rpc_reply(c, buf, len);
+	reply(c, &resp.base);
 out:
-	free(buf);
 	free(picks);
 	free(crp);
 	free(cr);
@@ -470,7 +483,6 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 	struct container_answer *ca = NULL;
 	V1beta1__ContainerAllocateResponse **crp = NULL;
 	char msg[256];
-	uint8_t *buf = NULL;
 	size_t n;
 
 	if (!r) {
@@ -478,10 +490,8 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 		return;
 	}
 	n = r->n_container_requests;
-	if (n > MAX_CONTAINER_REQUESTS) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "over 64 container requests");
+	if (!count_ok(c, n))
 		goto out;
-	}
 	ca = calloc(n ? n : 1, sizeof(*ca));
 	crp = calloc(n ? n : 1, PTR_SIZE);
 	if (!ca || !crp) {
@@ -508,16 +518,8 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	len = v1beta1__allocate_response__get_packed_size(&resp);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		goto out;
-	}
-	v1beta1__allocate_response__pack(&resp, buf);
-	rpc_reply(c, buf, len);
+	reply(c, &resp.base);
 out:
-	free(buf);
 	free(crp);
 	free(ca);
 	v1beta1__allocate_request__free_unpacked(r, NULL);

@@ -5,7 +5,6 @@
  * every poll period.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <stdio.h>
@@ -26,16 +25,12 @@
 static int load_conf(const char *path, struct hpn_conf *conf, char **ret_text, struct hpn_err *err)
 {
 	_cleanup_free_ char *text = NULL;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	char *entry_text;
 	size_t len;
-	int r;
+	int r = hpn_read_file(path, CONF_MAX, &text, &len, err);
 
-	if (fd < 0)
-		return hpn_err_set(err, HPN_E_IO, errno, "open %s: %s", path, strerror(errno));
-	r = hpn_read_all(fd, CONF_MAX, &text, &len);
 	if (r < 0)
-		return hpn_err_set(err, HPN_E_IO, -r, "read %s: %s", path, strerror(-r));
+		return r;
 	r = hpn_conf_parse_text(path, text, len, HPN_CMD_ADD, conf, &entry_text, err);
 	if (r < 0)
 		return r;
