@@ -1,0 +1,290 @@
+# shellcheck shell=bash
+# The report of scripts/bench.sh: the figures of every section from the
+# runner's lines, the JSON (--json; the targets judged in it), the table, and
+# --check (every row, VERSION and parallel figure present and numeric: not
+# timings). Timings are reported, never asserted: the targets are printed as
+# met or not.
+
+# report: $W/cycles, each section's figures, the JSON (copied to $JSON), the
+# table.
+report() {
+	# Per (label, rep): ADD+DEL wall = the sum of its steps; CPU summed; RSS max.
+	# Labels carry the round ("|r<N>"): each round's reps count from 0 again.
+	awk -F'\t' '{ k = $1 "\t" $2; w[k] += $5; c[k] += $6; u[k] += $8; if ($7 > m[k]) m[k] = $7 }
+		END { for (k in w) { split(k, f, "\t"); l = f[1]; sub(/\|r[0-9]+$/, "", l)
+			print l "\t" f[2] "\t" w[k] "\t" c[k] "\t" m[k] "\t" u[k] } }' "$W/raw" |
+		sort >"$W/cycles"
+	runtime_floor_json
+	machine=$(jq -cn --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
+		--arg kernel "$(uname -r)" --argjson cores "$(nproc)" \
+		--arg fs "$(stat -f -c %T "$STATE")" --arg hfs "$(stat -f -c %T "$HINTS")" \
+		--arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg date "$(date -u +%FT%TZ)" \
+		'{cpu: $cpu, cores: $cores, kernel: $kernel, state_fs: $fs, hints_fs: $hfs,
+		  loadavg_after: $load, date: $date}')
+	serial_json
+	version_json
+	parallel_json
+	kube_json
+	pairs_json
+	floor_json
+	report_json
+	cp "$W/bench.json" "$JSON"
+	report_table
+}
+
+# report_json: $W/bench.json, every section's figures and the targets (issue
+# 8), judged on the no-IPAM move-mode rows (the plugin's own cost) and, for
+# throughput, on hpn-rdma's rows.
+report_json() {
+	jq -n --argjson m "$machine" --slurpfile s "$W/serial.json" --slurpfile v "$W/version.json" \
+		--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
+		--argjson floortrue "$floortrue" --argjson pairs "$pairs" \
+		--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
+		--argjson aglat "$agent_lat" \
+		--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
+		--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
+		($s[0] | map({(.row): .}) | add) as $r |
+		($v[0] | map({(.plugin): .}) | add) as $ver |
+		($pairs | map({(.variant): .}) | add // {}) as $pr |
+		def ratio(a; b): if (a | type) == "number" and (b | type) == "number" and b > 0
+			then a / b else null end;
+		def t(name; val; lim; cmp): {target: name, value: val, limit: lim,
+			met: (if val == null then null elif cmp == "le" then val <= lim else val >= lim end)};
+		# floor: the least any plugin could reach on this machine, where it is measured.
+		def t(name; val; lim; cmp; floor): t(name; val; lim; cmp) + {floor: floor};
+		# /bin/true as started between the rounds of the serial rows, else in the VERSION rows.
+		($floortrue.cpu_ms // $ver["true"].cpu_ms) as $start |
+		(if ($kern.cpu_ms | type) == "number" and ($start | type) == "number"
+		 then 2 * $start + $kern.cpu_ms else null end) as $cpufloor |
+		# What hpn-rdma adds to a pod (Run, Stop, Remove) through containerd.
+		(if $rt.rows then ($rt.rows | map({(.row): .}) | add) else {} end) as $rr |
+		(if $rr["runtime.hpn-rdma"] and $rr["runtime.bridge"]
+		 then $rr["runtime.hpn-rdma"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
+		 else null end) as $added |
+		(if $rr["runtime.passthrough"] and $rr["runtime.bridge"]
+		 then $rr["runtime.passthrough"].wall_ms.median - $rr["runtime.bridge"].wall_ms.median
+		 else null end) as $chain |
+		{
+		  machine: $m,
+		  settings: {quick: ($quick == "1"), cycles_per_row: $iter, rounds: $rounds,
+			parallel_widths: ($par | split(" ") | map(select(. != "") | tonumber)),
+			parallel_reps: $preps, mtu: (if $mtu == "" then null else ($mtu | tonumber) end),
+			hpn_rdma: "rdmaRequired false (veths have no RDMA device)",
+			ipam: "none, and Debian static (its CPU and RSS included)",
+			floor: "iproute2, one ip -batch per netns per ADD/DEL half"},
+		  serial: $s[0],
+		  version: $v[0],
+		  parallel: $p[0],
+		  rdma_discovery: $disc,
+		  kernel_floor: ($kern + {process_start_cpu_ms: $start}),
+		  pairs: $pairs,
+		  agent: (if $aglat.allocate then $aglat + {
+			lookup_added_ms: {none: (($r["move.none.hpn-agent"].wall_ms.median // null) as $a |
+				if $a then $a - $r["move.none.hpn-rdma"].wall_ms.median else null end),
+			  static: (($r["move.static.hpn-agent"].wall_ms.median // null) as $a |
+				if $a then $a - $r["move.static.hpn-rdma"].wall_ms.median else null end)}}
+			else $aglat end),
+		  kubernetes: (if $kube.rows then
+			(def d(a; b): if $r[a] and $r[b] and ($r[a].wall_ms | type) == "object" and
+				($r[b].wall_ms | type) == "object"
+				then {wall_ms: ($r[a].wall_ms.median - $r[b].wall_ms.median),
+				      cpu_ms: ($r[a].cpu_ms - $r[b].cpu_ms)} else null end;
+			 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
+				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
+			else $kube end),
+		  vm: $vm,
+		  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
+			floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
+			vs_floor: ratio($added; $rtfloor)} else $rt end),
+		  targets: ((if $cpufloor == null then [] else [
+			# CPU and VERSION against what no plugin can beat here (the floor line below).
+			t("cpu per ADD+DEL vs the CPU floor (no IPAM)";
+			  ratio($r["move.none.hpn-rdma"].cpu_ms; $cpufloor); 2.0; "le")] end) + [
+			t("cpu per ADD+DEL vs host-device (no IPAM)";
+			  ratio($r["move.none.hpn-rdma"].cpu_ms; $r["move.none.host-device"].cpu_ms); 0.3; "le";
+			  ratio($cpufloor; $r["move.none.host-device"].cpu_ms)),
+			t("peak RSS vs host-device (no IPAM)";
+			  ratio($r["move.none.hpn-rdma"].peak_rss_kb; $r["move.none.host-device"].peak_rss_kb); 0.5; "le"),
+			t("VERSION latency vs /bin/true";
+			  ratio($ver["hpn-rdma"].wall_ms.median; $ver["true"].wall_ms.median); 1.3; "le"),
+			t("VERSION latency vs host-device";
+			  ratio($ver["hpn-rdma"].wall_ms.median; $ver["host-device"].wall_ms.median); 0.3; "le";
+			  ratio($ver["true"].wall_ms.median; $ver["host-device"].wall_ms.median)),
+			# Judged on the pairs, cycle by cycle; on the rows when there are none.
+			t("ADD+DEL wall vs host-device (no IPAM)";
+			  $pr["none"].ratio // ratio($r["move.none.hpn-rdma"].wall_ms.median;
+			    $r["move.none.host-device"].wall_ms.median); 1.0; "le"),
+			t("ADD+DEL wall vs host-device (static IPAM)";
+			  $pr["static"].ratio // ratio($r["move.static.hpn-rdma"].wall_ms.median;
+			    $r["move.static.host-device"].wall_ms.median); 1.0; "le"),
+			t("ADD+DEL wall vs iproute2 floor (no IPAM)";
+			  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
+		  ] + (if ($vm.hpn.vs_floor | type) == "number" then [
+			t("ib_write_bw pod to pod through hpn-rdma vs the floor (VM, virtio, softRoce)";
+			  $vm.hpn.vs_floor; 0.95; "ge")] else [] end) + (if $added == null then [] else [
+			t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
+			  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
+			t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
+		}' >"$W/bench.json"
+}
+
+# report_table: the table, from the JSON.
+report_table() {
+	jq -r '
+		def f(x): if x == null then "-" else (x * 100 | round / 100 | tostring) end;
+		def r(x): if x == null then "-" else ((x * 100 | round / 100 | tostring) + "x") end;
+		# Targets are judged on the exact ratio: show enough digits that 1.002x is not "1x".
+		def r3(x): if x == null then "-" else ((x * 1000 | round / 1000 | tostring) + "x") end;
+		def pad(n): tostring | if length < n then . + (" " * (n - length)) else . end;
+		def lpad(n): tostring | if length < n then (" " * (n - length)) + . else . end;
+		(.serial | map({(.row): .}) | add) as $r |
+		"ADD+DEL, serial (\(.settings.cycles_per_row) cycles per row; CPU includes IPAM children)",
+		("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
+		("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
+		("wall/ip" | lpad(9)),
+		(.serial[] | . as $x | ($x.row | split(".")) as $k |
+		 ($r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"]) as $hd |
+		 ($r["\($k[0]).\($k[1]).iproute2"]) as $ip |
+		 if .skipped then ($x.row | pad(28)) + "skipped: " + .skipped else
+		 ($x.row | pad(28)) + (f($x.wall_ms.median) | lpad(10)) + (f($x.wall_ms.p99) | lpad(9)) +
+		 (f($x.cpu_ms) | lpad(9)) + (f($x.user_cpu_ms) | lpad(7)) + (f($x.peak_rss_kb / 1024) | lpad(8)) +
+		 (r(if $hd.wall_ms then $x.wall_ms.median / $hd.wall_ms.median else null end) | lpad(9)) +
+		 (r(if $hd.cpu_ms and $hd.cpu_ms > 0 then $x.cpu_ms / $hd.cpu_ms else null end) | lpad(8)) +
+		 (r(if $hd.peak_rss_kb and $hd.peak_rss_kb > 0 then $x.peak_rss_kb / $hd.peak_rss_kb else null end) | lpad(8)) +
+		 (r(if $ip.wall_ms then $x.wall_ms.median / $ip.wall_ms.median else null end) | lpad(9))
+		 end),
+		"",
+		"VERSION",
+		("plugin" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
+		("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("vs hd" | lpad(8)),
+		((.version | map({(.plugin): .}) | add) as $v |
+		 .version[] | (.plugin | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+		 (f(.cpu_ms) | lpad(9)) + (f(.user_cpu_ms) | lpad(7)) + (f(.peak_rss_kb / 1024) | lpad(8)) +
+		 (r(.wall_ms.median / $v["host-device"].wall_ms.median) | lpad(8))),
+		"",
+		(if .kubernetes.skipped then "Kubernetes API rows skipped: " + .kubernetes.skipped, "" else
+		 "Kubernetes API lookup (\(.kubernetes.server)), per ADD+DEL:",
+		 (.kubernetes.rows[] | "  \(.row): \(.requests) requests for \(.adds) ADDs"),
+		 (if .kubernetes.lookup_added then
+		  "  podSelector.label decides (one GET per ADD): +\(f(.kubernetes.lookup_added.wall_ms)) ms wall," +
+		  " +\(f(.kubernetes.lookup_added.cpu_ms)) ms CPU over the annotations deciding" else empty end),
+		 (if .kubernetes.annotations_added then
+		  "  the annotations decide (no request): \(f(.kubernetes.annotations_added.wall_ms)) ms wall," +
+		  " \(f(.kubernetes.annotations_added.cpu_ms)) ms CPU against move.none.hpn-rdma (no \"kubernetes\"): noise" else empty end),
+		 ((.version | map({(.plugin): .}) | add) as $v |
+		  if $v["hpn-rdma-linked-curl-yaml"] then
+		  "  linking libcurl + libyaml instead of dlopen(): +\(f($v["hpn-rdma-linked-curl-yaml"].cpu_ms - $v["hpn-rdma"].cpu_ms)) ms CPU," +
+		  " +\(f($v["hpn-rdma-linked-curl-yaml"].wall_ms.median - $v["hpn-rdma"].wall_ms.median)) ms wall per start (VERSION)" else empty end),
+		 "" end),
+		(if (.pairs | length) > 0 then
+		 "ADD+DEL wall, hpn-rdma and host-device cycle by cycle (median ms; of the per-cycle difference)",
+		 (.pairs[] | "  move.\(.variant): hpn-rdma \(f(.hpn_rdma_ms)), host-device \(f(.host_device_ms))," +
+		  " \(r3(.ratio)); difference \(f(.difference_ms)) ms over \(.cycles) cycles"), "" else empty end),
+		"N pods at once (ADD all, then DEL all; median of \(.settings.parallel_reps))",
+		("row" | pad(28)) + ("N" | lpad(4)) + ("round ms" | lpad(10)) + ("pods/s" | lpad(9)) +
+		("vs N=1" | lpad(8)),
+		(.parallel | sort_by(.row, .pods)[] | (.row | pad(28)) + (.pods | lpad(4)) +
+		 (f(.round_ms) | lpad(10)) + (f(.pods_per_s) | lpad(9)) + (r(.vs_serial) | lpad(8))),
+		"",
+		(if .runtime.skipped then "Runtime rows skipped: " + .runtime.skipped, "" else
+		 "A pod through containerd \(.runtime.containerd): RunPodSandbox -> StopPodSandbox -> RemovePodSandbox" +
+		 " (\(.runtime.rows[0].cycles) cycles per row)",
+		 ("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("Run" | lpad(8)) +
+		 ("Stop" | lpad(8)) + ("Remove" | lpad(8)),
+		 (.runtime.rows[] | (.row | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+		  (f(.run_ms) | lpad(8)) + (f(.stop_ms) | lpad(8)) + (f(.remove_ms) | lpad(8))),
+		 (if .runtime.added_ms then
+		  "hpn-rdma adds \(f(.runtime.added_ms)) ms per pod (its ADD and two DELs; difference of the" +
+		  " medians; median of the \(.runtime.rows[0].cycles) pairs: \(f(.runtime.added_paired_ms)) ms);" +
+		  " the iproute2 floor of the same move, between them: \(f(.runtime.floor_ms)) ms (\(r3(.runtime.vs_floor)))" +
+		  (if .runtime.added_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end) else empty end),
+		 (if .runtime.passthrough_added_ms then
+		  "hpn-rdma passing a pod through (no move) adds \(f(.runtime.passthrough_added_ms)) ms: containerd running" +
+		  " one more plugin of the chain, three times" else empty end),
+		 "" end),
+		(if .agent.allocate then
+		 "hpn-rdma-agent through the kubelet stand-in (\(.agent.allocate.calls) calls each): Allocate of one NIC" +
+		 " \(f(.agent.allocate.median_ms)) ms median, \(f(.agent.allocate.p99_ms)) ms p99; ListAndWatch to its first" +
+		 " list \(f(.agent.listwatch.median_ms)) ms median, \(f(.agent.listwatch.p99_ms)) ms p99",
+		 "ADD+DEL with the allocation lookup (move.*.hpn-agent) minus the pool path (move.*.hpn-rdma):" +
+		 " \(f(.agent.lookup_added_ms.none)) ms without IPAM, \(f(.agent.lookup_added_ms.static)) ms with static", ""
+		 elif .agent.skipped then "Agent rows skipped: " + .agent.skipped, "" else empty end),
+		(if .rdma_discovery.us_per_add then
+		 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
+		 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
+		 .rdma_discovery.rdma_device, "" else empty end),
+		"Targets",
+		(.targets[] | "  [\(if .met == true then "met" elif .met == false then "NOT met" else "?" end)] " +
+		 "\(.target): \(r3(.value)) (limit \(.limit)x\(if .floor then "; floor here \(r3(.floor))" else "" end))"),
+		(if .kernel_floor.cpu_ms then
+		 "  floor: CPU = 2 starts of /bin/true (\(f(.kernel_floor.process_start_cpu_ms)) ms each) + the kernel work" +
+		 " of move, up, move back (\(f(.kernel_floor.cpu_ms)) ms, hpn-bench-kernel), both taken between the" +
+		 " rounds of the serial rows; VERSION = /bin/true" else empty end),
+		"",
+		(if .vm.floor then
+		 "RDMA in the VM (kernel \(.vm.kernel), QEMU TCG, one boot of \(.vm.boot_and_run_s // "?") s): ib_write_bw pod to pod," +
+		 " \(.vm.messages_per_run) x 64 KiB, \(.vm.runs) runs, MB/s",
+		 ("path" | pad(28)) + ("median" | lpad(10)) + "   runs",
+		 (.vm.floor | to_entries[] | ("floor, " + .key | pad(28)) + (f(.value.median) | lpad(10)) +
+		  "   " + (.value.mb_s | map(tostring) | join(" "))),
+		 (if .vm.hpn.virtio then
+		  ("hpn-rdma (softRoce), virtio" | pad(28)) + (f(.vm.hpn.virtio.median) | lpad(10)) + "   " +
+		  (.vm.hpn.virtio.mb_s | map(tostring) | join(" ")) + "   (\(r3(.vm.hpn.vs_floor)) of the floor)",
+		  "ADD and DEL in the VM (static IPAM, one virtio NIC, \(.vm.hpn.add_ms.adds) of each in turn), ms",
+		  ("" | pad(28)) + ("ADD median" | lpad(12)) + ("DEL median" | lpad(12)) + "   ADD runs",
+		  ("with the RDMA proof (softRoce)" | pad(28)) + (f(.vm.hpn.add_ms.softroce.median) | lpad(12)) +
+		  (f(.vm.hpn.del_ms.softroce.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.softroce.ms | map(tostring) | join(" ")),
+		  ("rdmaRequired false" | pad(28)) + (f(.vm.hpn.add_ms.plain.median) | lpad(12)) +
+		  (f(.vm.hpn.del_ms.plain.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.plain.ms | map(tostring) | join(" ")),
+		  "  (the proof adds \(f(.vm.hpn.add_ms.softroce.median - .vm.hpn.add_ms.plain.median)) ms to ADD here: the rxe made in the pod, port and GID waited for, the bind)"
+		  else "  hpn-rdma: \(.vm.hpn.skipped // "not measured")" end), ""
+		 elif .vm.skipped and (.vm.skipped | test("not requested") | not) then "VM section skipped: \(.vm.skipped)", ""
+		 elif .vm.failed then "VM section FAILED: \(.vm.failed)", ""
+		 else empty end),
+		"hd: host-device (move) or macvlan (shared); ip: the iproute2 floor of the same mode and IPAM.",
+		"Machine: \(.machine.cores) cores \(.machine.cpu), kernel \(.machine.kernel), stateDir on \(.machine.state_fs), hints on \(.machine.hints_fs); load after: \(.machine.loadavg_after)",
+		(if .kernel_floor.cpuid_us then
+		 "One CPUID costs \(f(.kernel_floor.cpuid_us)) us here (a VM exit on a VM); glibc runs dozens at every process start." else empty end)
+		' "$JSON"
+	echo "JSON: $JSON"
+}
+
+# report_check: --check.
+report_check() {
+	local want_rows vp
+	# Every row, VERSION and parallel figure present and numeric: not timings.
+	want_rows=$(printf '%s\n' "${ROWS[@]}" | jq -R . | jq -sc .)
+	vp=$(printf '%s\n' "${VPLUGINS[@]}" | jq -R . | jq -sc .)
+	jq -e --argjson want "$want_rows" --argjson vp "$vp" --arg par "$PAR" \
+		--argjson rtcyc "$RT_ITER" \
+		--argjson cyc $((PER_ROUND * ROUNDS)) --argjson vcyc $(((VITER + ROUNDS - 1) / ROUNDS * ROUNDS)) '
+		([.serial[].row] | sort) == ($want | sort) and
+		all(.serial[]; .skipped or (.cycles == $cyc and (.wall_ms.median > 0) and
+			(.cpu_ms | type == "number") and .peak_rss_kb > 0)) and
+		([.version[].plugin] | sort) == ($vp | sort) and
+		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
+		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
+			([.serial[] | select((.skipped | not) and (.row | startswith("kube.") | not))] | length)) and
+		# Not a timing: the annotation path asks nothing, the label path once per ADD.
+		(.kubernetes.skipped or ((.kubernetes.rows | map({(.row): .requests_per_add}) | add) as $q |
+			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
+		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
+		# A pair for each variant with both of its move rows, every cycle in it.
+		((.pairs | map(.variant) | sort) == ([.serial[] | select(.skipped | not) | .row |
+			select(test("^move\\.[a-z]+\\.(hpn-rdma|host-device)$")) | split(".")[1]] |
+			group_by(.) | map(select(length == 2)[0]) | sort)) and
+		all(.pairs[]; .cycles == $cyc and .hpn_rdma_ms > 0 and .host_device_ms > 0) and
+		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
+		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
+		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
+			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
+			.vm.hpn.add_ms.plain.median > 0)) and
+		(.runtime.skipped or ((.runtime.rows | length) == 3 and
+			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
+			(.runtime.added_ms | type == "number"))) and
+		all(.targets[]; .met != null)' "$JSON" >/dev/null || {
+		echo "FAIL: $JSON lacks rows or figures" >&2
+		exit 1
+	}
+	echo "PASS: every row measured, JSON valid"
+}
