@@ -124,33 +124,31 @@ void deviceplugin_broadcast(struct deviceplugin *dp)
 	free(buf);
 }
 
-static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
+/*
+ * The request as a message of type d, or NULL after INVALID_ARGUMENT
+ * naming what it should have been ("the request is not <what>").
+ */
+static ProtobufCMessage *unpack(struct rpc_call *c, const ProtobufCMessageDescriptor *d,
+				const uint8_t *req, size_t len, const char *what)
 {
-	struct deviceplugin *dp = ud;
-	V1beta1__Empty *e = v1beta1__empty__unpack(NULL, len, req);
-	uint8_t *buf;
-	size_t n;
+	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, req);
+	char msg[128];
 
-	if (!e) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "ListAndWatch: the request is not an Empty");
-		return;
+	if (!m) {
+		hpn_msgf(msg, sizeof(msg), "the request is not %s", what);
+		rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 	}
-	v1beta1__empty__free_unpacked(e, NULL);
-	if (dp->n_watchers == MAX_WATCHERS) {
-		rpc_fail(c, RPC_RESOURCE_EXHAUSTED, "too many ListAndWatch streams");
-		return;
-	}
-	buf = pack_list(&dp->node->devs, &n);
-	if (!buf) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		return;
-	}
-	dp->watchers[dp->n_watchers++] = c;
-	rpc_call_on_close(c, watcher_closed, dp);
-	rpc_stream_send(c, buf, n);
-	free(buf);
-	hpn_info("ListAndWatch stream opened: %zu devices sent (%zu open)", dp->node->devs.n,
-		 dp->n_watchers);
+	return m;
+}
+
+/* A request that carries nothing we read: whether it is one. */
+static bool request_ok(struct rpc_call *c, const ProtobufCMessageDescriptor *d, const uint8_t *req,
+		       size_t len, const char *what)
+{
+	ProtobufCMessage *m = unpack(c, d, req, len, what);
+
+	protobuf_c_message_free_unpacked(m, NULL);
+	return m != NULL;
 }
 
 /* A unary answer: m packed, or INTERNAL when there is no memory for it. */
@@ -168,37 +166,52 @@ static void reply(struct rpc_call *c, const ProtobufCMessage *m)
 	free(buf);
 }
 
+static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
+{
+	struct deviceplugin *dp = ud;
+	uint8_t *buf;
+	size_t n;
+
+	if (!request_ok(c, &v1beta1__empty__descriptor, req, len, "an Empty"))
+		return;
+	if (dp->n_watchers == MAX_WATCHERS) {
+		rpc_fail(c, RPC_RESOURCE_EXHAUSTED, "too many ListAndWatch streams");
+		return;
+	}
+	buf = pack_list(&dp->node->devs, &n);
+	if (!buf) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		return;
+	}
+	dp->watchers[dp->n_watchers++] = c;
+	rpc_call_on_close(c, watcher_closed, dp);
+	rpc_stream_send(c, buf, n);
+	free(buf);
+	hpn_info("ListAndWatch stream opened: %zu devices sent (%zu open)", dp->node->devs.n,
+		 dp->n_watchers);
+}
+
 /* ---- unary methods -------------------------------------------------------------- */
 
 static void options(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	V1beta1__Empty *e = v1beta1__empty__unpack(NULL, len, req);
 	V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
-	uint8_t buf[16];
 
-	if (!e) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not an Empty");
+	if (!request_ok(c, &v1beta1__empty__descriptor, req, len, "an Empty"))
 		return;
-	}
-	v1beta1__empty__free_unpacked(e, NULL);
 	o.get_preferred_allocation_available = true;
-	rpc_reply(c, buf, v1beta1__device_plugin_options__pack(&o, buf));
+	reply(c, &o.base);
 }
 
 static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	V1beta1__PreStartContainerRequest *r =
-		v1beta1__pre_start_container_request__unpack(NULL, len, req);
 	V1beta1__PreStartContainerResponse o = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
-	uint8_t buf[4];
 
-	if (!r) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not a PreStartContainerRequest");
+	if (!request_ok(c, &v1beta1__pre_start_container_request__descriptor, req, len,
+			"a PreStartContainerRequest"))
 		return;
-	}
-	v1beta1__pre_start_container_request__free_unpacked(r, NULL);
 	/* Never asked for (pre_start_required is false); answered empty if a kubelet calls. */
-	rpc_reply(c, buf, v1beta1__pre_start_container_response__pack(&o, buf));
+	reply(c, &o.base);
 }
 
 /* Every ID is one we list, at most once: what a request may name. */
@@ -239,19 +252,17 @@ static bool count_ok(struct rpc_call *c, size_t n)
 static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
 	struct deviceplugin *dp = ud;
-	V1beta1__PreferredAllocationRequest *r =
-		v1beta1__preferred_allocation_request__unpack(NULL, len, req);
+	V1beta1__PreferredAllocationRequest *r = (V1beta1__PreferredAllocationRequest *)unpack(
+		c, &v1beta1__preferred_allocation_request__descriptor, req, len,
+		"a PreferredAllocationRequest");
 	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
 	V1beta1__ContainerPreferredAllocationResponse *cr = NULL, **crp = NULL;
 	const char **picks = NULL;
 	char msg[256];
 	size_t n = 0, off = 0;
 
-	if (!r) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT,
-			 "the request is not a PreferredAllocationRequest");
+	if (!r)
 		return;
-	}
 	n = r->n_container_requests;
 	if (!count_ok(c, n))
 		goto out;
@@ -478,17 +489,16 @@ static int answer_container(const struct deviceplugin *dp, char **ids, size_t n,
 static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
 	struct deviceplugin *dp = ud;
-	V1beta1__AllocateRequest *r = v1beta1__allocate_request__unpack(NULL, len, req);
+	V1beta1__AllocateRequest *r = (V1beta1__AllocateRequest *)unpack(
+		c, &v1beta1__allocate_request__descriptor, req, len, "an AllocateRequest");
 	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
 	struct container_answer *ca = NULL;
 	V1beta1__ContainerAllocateResponse **crp = NULL;
 	char msg[256];
 	size_t n;
 
-	if (!r) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not an AllocateRequest");
+	if (!r)
 		return;
-	}
 	n = r->n_container_requests;
 	if (!count_ok(c, n))
 		goto out;
