@@ -132,9 +132,10 @@ static ProtobufCMessage *unpack(struct rpc_call *c, const ProtobufCMessageDescri
 				const uint8_t *req, size_t len, const char *what)
 {
 	ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, len, req);
-	char msg[128];
 
 	if (!m) {
+		char msg[128];
+
 		hpn_msgf(msg, sizeof(msg), "the request is not %s", what);
 		rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 	}
@@ -200,7 +201,7 @@ static void options(struct rpc_call *c, const uint8_t *req, size_t len, void *ud
 	if (!request_ok(c, &v1beta1__empty__descriptor, req, len, "an Empty"))
 		return;
 	o.get_preferred_allocation_available = true;
-	reply(c, &o.base);
+	reply(c, (const ProtobufCMessage *)&o);
 }
 
 static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
@@ -211,7 +212,7 @@ static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *
 			"a PreStartContainerRequest"))
 		return;
 	/* Never asked for (pre_start_required is false); answered empty if a kubelet calls. */
-	reply(c, &o.base);
+	reply(c, (const ProtobufCMessage *)&o);
 }
 
 /* Every ID is one we list, at most once: what a request may name. */
@@ -300,7 +301,7 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	reply(c, &resp.base);
+	reply(c, (const ProtobufCMessage *)&resp);
 out:
 	free(picks);
 	free(crp);
@@ -528,7 +529,7 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	reply(c, &resp.base);
+	reply(c, (const ProtobufCMessage *)&resp);
 out:
 	free(crp);
 	free(ca);
