@@ -469,6 +469,9 @@ fail:
 
 static void stop(struct agent *a)
 {
+	/* Jobs the worker hands back now are dropped, not applied. */
+	health_stop(a->health);
+	gc_stop(a->gc);
 	if (a->loop)
 		loop_work_stop(a->loop, WORKER_GRACE_MS);
 	metrics_free(a->metrics);
