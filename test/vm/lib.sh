@@ -116,6 +116,22 @@ rxe_nics() {
 	[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM does not start in shared mode"
 }
 
+# vm7_require MODE: the preamble of a 7.x scenario file: skip unless the
+# guest runs Debian's 7.x kernel (run.sh boots it from the file's '# hpn-vm:'
+# line), fail unless the RDMA netns mode is MODE (shared, the default, or
+# exclusive: ib_core.netns_mode=0 on the command line). Sets VM_KVER, the
+# kernel's release.
+VM_KVER=
+vm7_require() {
+	local sys hint=
+	read -r VM_KVER </proc/sys/kernel/osrelease
+	[[ ${VM_KVER%%.*} -ge 7 ]] ||
+		skip "kernel $VM_KVER: $(basename "$0") needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
+	[[ $1 == exclusive ]] && hint=" (ib_core.netns_mode=0 on the command line)"
+	sys=$(rdma system show 2>&1) || true
+	[[ $sys == *"netns $1"* ]] || fail "the VM did not boot in $1 RDMA netns mode$hint: $sys"
+}
+
 # ---- many scenarios in one boot ----------------------------------------------
 # A boot costs 15-20 s under TCG, so one scenario file holds many scenarios:
 # it defines a function scen_<name> for each and ends with

@@ -30,9 +30,7 @@ source "$(dirname "$0")/floor.sh"
 # shellcheck source=hpn7.sh
 source "$(dirname "$0")/hpn7.sh"
 
-read -r kver </proc/sys/kernel/osrelease
-[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: the VM bench needs Debian's 7.x"
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM did not boot in shared mode"
+vm7_require shared
 ITERS=${HPN_VM_BENCH_ITERS:-1000}
 RUNS=${HPN_VM_BENCH_RUNS:-3}
 ADDS=${HPN_VM_BENCH_ADDS:-5}
@@ -147,7 +145,7 @@ nums() {
 med() {
 	if [[ -z $1 ]]; then echo null; else median "$1"; fi
 }
-json=$(jq -cn --arg k "$kver" --argjson it "$ITERS" --argjson runs "$RUNS" --argjson adds "$ADDS" \
+json=$(jq -cn --arg k "$VM_KVER" --argjson it "$ITERS" --argjson runs "$RUNS" --argjson adds "$ADDS" \
 	--argjson v "$(nums "${FIG[virtio]}")" --argjson e "$(nums "${FIG[veth]}")" \
 	--argjson h "$(nums "${FIG[hpn]:-}")" \
 	--argjson mv "$(med "${FIG[virtio]}")" --argjson me "$(med "${FIG[veth]}")" \

@@ -30,10 +30,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=floor.sh
 source "$(dirname "$0")/floor.sh"
 
-read -r kver </proc/sys/kernel/osrelease
-[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: this tier needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
-[[ $(rdma system show) == *"netns exclusive"* ]] ||
-	fail "the VM did not boot in exclusive mode (ib_core.netns_mode=0 on the command line): $(rdma system show)"
+vm7_require exclusive
 
 A=hpnv-a
 B=hpnv-b
@@ -124,7 +121,7 @@ scen_move() {
 	kill "$SRV" 2>/dev/null || true
 	server_wait 5
 	if [[ $CLI_RC == 0 && $CLI_OUT == *"ping data: rdma-ping-2: "* ]]; then
-		fail "rping (rdma_cm) between pods worked in exclusive mode on $kver: 7.3 refused it" \
+		fail "rping (rdma_cm) between pods worked in exclusive mode on $VM_KVER: 7.3 refused it" \
 			"(QP1 not re-created after rdma dev set netns). The kernel fixed it: update DESIGN.md," \
 			"the plugin's documentation and this scenario."
 	fi

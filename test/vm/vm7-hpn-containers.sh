@@ -30,9 +30,7 @@ source "$(dirname "$0")/floor.sh"	# tcp_listening, rdma_none, FLOOR_PORT
 # shellcheck source=ctr7.sh
 source "$(dirname "$0")/ctr7.sh"
 
-read -r kver </proc/sys/kernel/osrelease
-[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: this needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM did not boot in shared RDMA netns mode"
+vm7_require shared
 
 OPT_IN='{"alibabacloud.com/hpn-type": "rdma"}'
 ITERS=40

@@ -35,9 +35,7 @@ source "$(dirname "$0")/floor.sh"
 source "$(dirname "$0")/hpn7.sh"
 
 [[ -n ${HPN_PLUGIN:-} ]] || fail "HPN_PLUGIN is not set (run through ctest)"
-read -r kver </proc/sys/kernel/osrelease
-[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: this tier needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM did not boot in shared RDMA netns mode"
+vm7_require shared
 [[ -x $CNI_BIN/static && -x $CNI_BIN/host-local ]] ||
 	skip "$CNI_BIN/static or host-local is missing (Debian: containernetworking-plugins)"
 

@@ -43,9 +43,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=floor.sh
 source "$(dirname "$0")/floor.sh"
 
-read -r kver </proc/sys/kernel/osrelease
-[[ ${kver%%.*} -ge 7 ]] || skip "kernel $kver: this tier needs Debian's 7.x (run.sh boots it from the file's '# hpn-vm:' line)"
-[[ $(rdma system show) == *"netns shared"* ]] || fail "the VM did not boot in shared RDMA netns mode"
+vm7_require shared
 
 A=hpnv-a
 B=hpnv-b
@@ -185,7 +183,7 @@ scen_parent() {
 	server_wait 2
 	counters c1
 	if [[ $CLI_RC == 0 ]]; then
-		fail "ibv_rc_pingpong between two children over the parent's rxe worked on $kver:" \
+		fail "ibv_rc_pingpong between two children over the parent's rxe worked on $VM_KVER:" \
 			"7.3 carried none (the sends left by the wire, the pods had no UDP 4791 socket)." \
 			"Update DESIGN.md and this scenario."
 	fi
