@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """A container of a DaemonSet in conf/k8s/, as the kubelet would hand it to
-the runtime: a CRI ContainerConfig (proto3 JSON, test/runtime/cri/api.proto)
+the runtime: a CRI ContainerConfig (proto3 JSON, agent/proto/cri.proto)
 for hpn-cri, on a throwaway "host".
 
 The kubelet turns a hostPath volume mounted at MOUNTPATH into a bind mount
