@@ -55,11 +55,13 @@ DIGEST_FILE=${HPN_IMAGE%.tar}.digest
 # a scenario's subshell: their PIDs go to a file, so that the EXIT trap ends
 # them even when a scenario failed half-way.
 install_exit() {
-	local pid
+	local rc=$? pid
 	if [[ -n ${T:-} && -f $T/bg.pids ]]; then
 		while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$T/bg.pids"
 	fi
-	rt_exit
+	# The test's status, not the loop's (rt_exit would exit with the latter).
+	rtn_cleanup
+	exit $rc
 }
 
 bg_started() { echo "$1" >>"$T/bg.pids"; }
@@ -76,10 +78,14 @@ RUNDIR=$T/run-hpn-rdma
 BUNDLE=$HOSTR/opt/hpn-rdma
 SA=$T/sa
 CM=$T/configmap
-mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM" "$T/logs/ds"
+# (The agent's /var/run/netns: an empty scratch dir; containerd's pods' netns
+# are under its state dir here, and the agent's scenario needs none.)
+mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM" "$T/logs/ds" \
+	"$T/netns"
 MAP=(--map "/opt/cni/bin=$CNIBIN" --map "/etc/cni/net.d=$CNICONF" --map "/var/lib/kubelet=$KL"
 	--map "/run/hpn-rdma=$RUNDIR" --map "/var/lib/cni/hpn-rdma=$STATE"
-	--map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma)
+	--map "/var/lib/cni/networks=$IPAM" --map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma
+	--map "/run/containerd/containerd.sock=$RTN_SOCK" --map "/var/run/netns=$T/netns")
 KUBECONFIG_HOST=$CNICONF/hpn-rdma.d/hpn-rdma.kubeconfig
 
 # The plugin's loader is /opt/hpn-rdma/<id>/lib/ld-linux*: the node sees the
