@@ -208,6 +208,10 @@ attached_pod() { # attached_pod NAME: an opted-in pod that got hpn0; prints its 
 
 install_fresh() {
 	local id events bad name
+	# The kubeconfig's hostPath directory exists before the container starts
+	# (DirectoryOrCreate; containerd makes it here): made before the watch,
+	# whose -r would race the installer into a directory made after it started.
+	mkdir -p "$(dirname "$KUBECONFIG_HOST")"
 	inotifywait -q -m -r -e create,close_write,moved_to,moved_from --format '%e %w%f' \
 		"$CNIBIN" "$CNICONF" >"$T/events" 2>/dev/null </dev/null &
 	local watch=$!
