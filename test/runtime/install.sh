@@ -425,8 +425,8 @@ rtn_in ctr -a "$RTN_SOCK" -n k8s.io images import "$T/next.tar" >/dev/null ||
 build_id() { readelf -n "$1" | awk '/Build ID:/ { print $3 }'; }
 
 # The same sources elsewhere: a copy of the tree (the files git tracks or
-# would, as they are now) and a build directory, each at a path of another
-# length than this build's, as reproducible-builds checks vary them, with
+# would, as they are now) and a build directory, each at another path than
+# this build's (here of other lengths too), as reproducible-builds varies it;
 # this build's cache (generator, compiler, type, flags, options; its
 # pkg-config results too, which spares the configure 20 s of grpc's) under
 # the new paths, and only the image built there: both binaries compiled
