@@ -33,10 +33,15 @@
 # or the vendor's), as it would for any program there.
 #
 # No shell and no other tool is in the image: the agent is the installer.
-# Reproducible: files are copied (content and mode only), the binaries
-# stripped the same way each time, and oci-pack.sh fixes owners, times and
-# order, so the same inputs give the same digest. Prints the image's digest.
+# Reproducible: files are copied (content and mode only), what is made here
+# is made under umask 022 (the caller's umask would reach the layer's modes),
+# the binaries stripped the same way each time, and oci-pack.sh fixes owners,
+# times and order, so the same inputs give the same digest. The binaries
+# themselves name no build path (CMakeLists.txt maps them out), so a build
+# of the same tree elsewhere is the same input (test/runtime/install.sh
+# checks it). Prints the image's digest.
 set -euo pipefail
+umask 022
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 agent= plugin= out= name=hpn.local/hpn-rdma:0.1.0 bundle_root=/opt/hpn-rdma keep_rootfs=

@@ -12,12 +12,14 @@
 # (test/runtime/CMakeLists.txt) and hpn-rdma's own image (scripts/image.sh).
 #
 # Reproducible: entries sorted, owners 0:0, every mtime SOURCE_DATE_EPOCH (0
-# unless set), modes normalised (no group or other write, whatever the umask
-# that made ROOTFS), no atime/ctime, no xattrs; JSON written compactly by
-# jq. The same ROOTFS contents give the same digests, on any machine.
+# unless set), no group or other write, no atime/ctime, no xattrs; JSON
+# written compactly by jq; the archive's own files made under umask 022. The
+# same ROOTFS contents and modes give the same digests, on any machine (the
+# modes are otherwise ROOTFS's: make it under a fixed umask, as image.sh does).
 # Prints the manifest's digest (sha256:...), which is the image's ID for
 # ctr and its digest for podman.
 set -euo pipefail
+umask 022
 
 envs=() labels=()
 while (($#)) && [[ $1 == --* ]]; do

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """A container of a DaemonSet in conf/k8s/, as the kubelet would hand it to
-the runtime: a CRI ContainerConfig (proto3 JSON, test/runtime/cri/api.proto)
+the runtime: a CRI ContainerConfig (proto3 JSON, agent/proto/cri.proto)
 for hpn-cri, on a throwaway "host".
 
 The kubelet turns a hostPath volume mounted at MOUNTPATH into a bind mount
@@ -15,7 +15,10 @@ given with --keep stay as they are inside the container (the bundle root
 A configMap volume is the directory --configmap; the service account's
 projected volume is --service-account at its in-cluster path (unless
 automountServiceAccountToken is false). The container's env gets
-KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them.
+KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them, and the
+container's own env: plain values, and the node's address (--host-ip, the
+node's loopback unless given) for a fieldRef to status.hostIP; $(NAME) of
+such a variable in an argument is replaced by its value, as the kubelet does.
 
 usage: daemonset.py MANIFEST DAEMONSET init|main CONTAINER_NAME LOG_PATH
          --map HOST=SCRATCH ... [--keep PATH ...] --configmap DIR
@@ -25,6 +28,7 @@ with --probe, the readiness probe's exec command, remapped, one a line).
 """
 import argparse
 import json
+import re
 import sys
 
 import yaml
@@ -44,6 +48,7 @@ def main():
     ap.add_argument("--configmap", required=True)
     ap.add_argument("--service-account", required=True)
     ap.add_argument("--image", required=True)
+    ap.add_argument("--host-ip", default="127.0.0.1")
     ap.add_argument("--args-only", action="store_true")
     ap.add_argument("--probe", action="store_true")
     o = ap.parse_args()
@@ -90,7 +95,20 @@ def main():
             return f"{k}={remap(v)}"
         return a
 
-    args = [arg(a) for a in c.get("args", [])]
+    env = {}
+    for e in c.get("env", []):
+        if "value" in e:
+            env[e["name"]] = e["value"]
+        elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.hostIP":
+            env[e["name"]] = o.host_ip
+        else:
+            sys.exit(f"daemonset.py: {o.name}'s env {e['name']} is neither a value nor status.hostIP")
+
+    def expand(a):
+        return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                      lambda m: env.get(m.group(1), m.group(0)), a)
+
+    args = [arg(expand(a)) for a in c.get("args", [])]
     if o.probe:
         print("\n".join(arg(a) for a in c["readinessProbe"]["exec"]["command"]))
         return 0
@@ -103,7 +121,8 @@ def main():
         "image": {"image": o.image},
         "args": args,
         "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"},
-                 {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}],
+                 {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}]
+        + [{"key": k, "value": v} for k, v in env.items()],
         "mounts": mounts,
         "logPath": o.log_path,
         "linux": {"securityContext": {

@@ -55,11 +55,13 @@ DIGEST_FILE=${HPN_IMAGE%.tar}.digest
 # a scenario's subshell: their PIDs go to a file, so that the EXIT trap ends
 # them even when a scenario failed half-way.
 install_exit() {
-	local pid
+	local rc=$? pid
 	if [[ -n ${T:-} && -f $T/bg.pids ]]; then
 		while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$T/bg.pids"
 	fi
-	rt_exit
+	# The test's status, not the loop's (rt_exit would exit with the latter).
+	rtn_cleanup
+	exit $rc
 }
 
 bg_started() { echo "$1" >>"$T/bg.pids"; }
@@ -76,10 +78,14 @@ RUNDIR=$T/run-hpn-rdma
 BUNDLE=$HOSTR/opt/hpn-rdma
 SA=$T/sa
 CM=$T/configmap
-mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM" "$T/logs/ds"
+# (The agent's /var/run/netns: an empty scratch dir; containerd's pods' netns
+# are under its state dir here, and the agent's scenario needs none.)
+mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM" "$T/logs/ds" \
+	"$T/netns"
 MAP=(--map "/opt/cni/bin=$CNIBIN" --map "/etc/cni/net.d=$CNICONF" --map "/var/lib/kubelet=$KL"
 	--map "/run/hpn-rdma=$RUNDIR" --map "/var/lib/cni/hpn-rdma=$STATE"
-	--map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma)
+	--map "/var/lib/cni/networks=$IPAM" --map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma
+	--map "/run/containerd/containerd.sock=$RTN_SOCK" --map "/var/run/netns=$T/netns")
 KUBECONFIG_HOST=$CNICONF/hpn-rdma.d/hpn-rdma.kubeconfig
 
 # The plugin's loader is /opt/hpn-rdma/<id>/lib/ld-linux*: the node sees the
@@ -202,6 +208,10 @@ attached_pod() { # attached_pod NAME: an opted-in pod that got hpn0; prints its 
 
 install_fresh() {
 	local id events bad name
+	# The kubeconfig's hostPath directory exists before the container starts
+	# (DirectoryOrCreate; containerd makes it here): made before the watch,
+	# whose -r would race the installer into a directory made after it started.
+	mkdir -p "$(dirname "$KUBECONFIG_HOST")"
 	inotifywait -q -m -r -e create,close_write,moved_to,moved_from --format '%e %w%f' \
 		"$CNIBIN" "$CNICONF" >"$T/events" 2>/dev/null </dev/null &
 	local watch=$!
@@ -411,16 +421,44 @@ bash "$HPN_SRC/scripts/image.sh" --agent "$HPN_AGENT" --plugin "$T/plugin-next" 
 rtn_in ctr -a "$RTN_SOCK" -n k8s.io images import "$T/next.tar" >/dev/null ||
 	fail "ctr could not import the newer image"
 
-# The same inputs again: the same archive, byte for byte, and digest.
+# build_id ELF: its GNU build ID (a hash of the whole file, debug data included).
+build_id() { readelf -n "$1" | awk '/Build ID:/ { print $3 }'; }
+
+# The same sources elsewhere: a copy of the tree (the files git tracks or
+# would, as they are now) and a build directory, each at another path than
+# this build's (here of other lengths too), as reproducible-builds varies it;
+# this build's cache (generator, compiler, type, flags, options; its
+# pkg-config results too, which spares the configure 20 s of grpc's) under
+# the new paths, and only the image built there: both binaries compiled
+# again. The same build IDs, the same archive byte for byte, the same digest.
 reproducible() {
-	local d
-	d=$(bash "$HPN_SRC/scripts/image.sh" --agent "$HPN_AGENT" --plugin "$HPN_PLUGIN" \
-		--name "$IMAGE" --out "$T/again.tar" 2>"$T/again.log") ||
-		fail "scripts/image.sh failed again: $(tail -n 3 "$T/again.log")"
-	[[ $d == "$(cat "$DIGEST_FILE")" ]] || fail "built twice: $(cat "$DIGEST_FILE"), then $d"
-	cmp -s "$HPN_IMAGE" "$T/again.tar" || fail "built twice: the archives differ, digests equal"
-	info "image digest, built twice: $d"
-	rm -f "$T/again.tar"
+	local src=$T/elsewhere/hpn-rdma-src b=$T/b2 line d bin mine theirs
+	[[ -f ${HPN_BUILD:-}/CMakeCache.txt ]] || fail "no CMakeCache.txt in HPN_BUILD=${HPN_BUILD:-}"
+	git -C "$HPN_SRC" rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
+		fail "$HPN_SRC is not a git work tree: cannot tell its sources from the rest"
+	mkdir -p "$src" "$b"
+	git -C "$HPN_SRC" ls-files -z --cached --others --exclude-standard |
+		tar -C "$HPN_SRC" --null -T - --ignore-failed-read -cf - 2>/dev/null | tar -C "$src" -xf - ||
+		fail "could not copy the tree to $src"
+	# The build dir first: it may lie inside the tree.
+	while IFS= read -r line; do
+		line=${line//"$HPN_BUILD"/$b}
+		printf '%s\n' "${line//"$HPN_SRC"/$src}"
+	done <"$HPN_BUILD/CMakeCache.txt" >"$b/CMakeCache.txt"
+	cmake -S "$src" -B "$b" -DBUILD_TESTING=OFF >"$T/b2.log" 2>&1 ||
+		fail "cmake could not configure the copy: $(tail -n 3 "$T/b2.log")"
+	cmake --build "$b" --target hpn-image -j2 >>"$T/b2.log" 2>&1 ||
+		fail "the copy's image did not build: $(tail -n 3 "$T/b2.log")"
+	for bin in plugin/hpn-rdma agent/hpn-rdma-agent; do
+		mine=$(build_id "$HPN_BUILD/$bin") theirs=$(build_id "$b/$bin")
+		[[ -n $mine && $mine == "$theirs" ]] || fail "$bin: build ID $mine in $HPN_BUILD, \
+$theirs built from $src in $b (is $HPN_BUILD up to date with the tree?)"
+	done
+	d=$(cat "$b/hpn-rdma-image.digest")
+	[[ $d == "$(cat "$DIGEST_FILE")" ]] || fail "built in two places: $(cat "$DIGEST_FILE"), then $d"
+	cmp -s "$HPN_IMAGE" "$b/hpn-rdma-image.tar" || fail "built in two places: the archives differ, digests equal"
+	info "image digest, built in $HPN_BUILD and again in $b: $d"
+	rm -rf "$src" "$b"
 }
 
 # podman load into a scratch store (not the machine's): the name and digest
@@ -440,7 +478,7 @@ podman_load() {
 	rm -rf "$p"
 }
 
-scenario "image: built twice, the same archive and digest" reproducible
+scenario "image: built again from a copy elsewhere, the same build IDs, archive and digest" reproducible
 scenario "podman load: the image under its name and digest" podman_load
 scenario "install: by rename only, the ConfigMap's conflist, the kubeconfig, a pod attached" install_fresh
 scenario "restart: the init container again rewrites nothing" install_restart

@@ -54,7 +54,7 @@ const usage = `usage: hpn-cri [-a SOCKET] [-timeout SECONDS] COMMAND [ARGS]
                                cycle: the three calls' wall times in ns
 
 A file argument "-" is standard input. The JSON files are proto3 JSON of the
-CRI messages PodSandboxConfig and ContainerConfig (test/runtime/cri/api.proto).
+CRI messages PodSandboxConfig and ContainerConfig (agent/proto/cri.proto).
 `
 
 type client struct {
