@@ -1,70 +1,108 @@
 #!/usr/bin/env bash
-# The whole test suite: static checks (scripts/lint.sh: clang-format, cppcheck,
-# clang-tidy), a -Werror build, every ctest
-# tier, then the same tests again under AddressSanitizer + UBSan. The bench
-# label (scripts/bench.sh --quick: every row runs, the JSON is valid; timings
-# are not asserted) runs in the release pass only: an ASan plugin's figures
-# would mean nothing. So do the vm7 tier's floor boots (vm7.shared,
-# vm7.exclusive: no binary of ours but the agent, in vm7.shared's agent
-# scenario, about 20 s of its boot: its counters on a real rxe rising with
-# ib_write_bw; its memory the ASan pass checks in netns.agent-metrics and
-# runtime.agent-gc) and vm7.hpn-shared (the plugin with softRoce in shared
-# mode, about 4-6 minutes: its rails code runs under the sanitizers in
-# netns.rails); vm7.hpn-exclusive (the plugin in exclusive mode, about 1-2
-# minutes) runs in both passes, the only sanitizer run of softroce.c, which
-# needs a kernel with RDMA (test/vm/CMakeLists.txt).
-# The runtime label (test/runtime: the plugin under a real
-# containerd 1.6, driven through the CRI) runs in both passes, about 50 s in
-# each (4 s of it the seed's Deployment opted in by label through a stand-in
-# Kubernetes API server): under ASan it checks the plugin's memory along containerd's own call
-# patterns (8 ADDs at once, DEL without netns or prevResult, DEL after a failed
-# ADD, DEL after a containerd restart); building its CRI client adds about
-# 30 s of Go per build directory. The agent (test/agent: hpn-rdma-agent
-# against the kubelet stand-in hpn-kubelet) runs netns.agent in both passes,
-# about 15 s in each, and runtime.devices (its Allocate answer in a runc
-# container) about 7 s in each; netns.agent-metrics (a real Prometheus
-# scraping it, promtool, the dashboard's expressions, the health loop)
-# 25-40 s in each, and runtime.agent-gc (its GC against containerd's
-# sandboxes) about 20 s in each (under ASan it checks the agent's in-process
-# GC); runtime.install (the cluster install from
-# hpn-rdma's OCI image: the DaemonSet's containers under containerd, the image
-# built twice for its digest, podman load) about 35 s, release pass only
-# (test/runtime/CMakeLists.txt says why); memcheck.agent (the agent, and the plugin's
-# lookup, under valgrind: about 33 s) in the release pass only; building
-# hpn-kubelet adds about 60 s of Go per build directory (cold cache), the
-# agent's C about 20 s; fuzz.alloc is one more fuzz target. netns.kube (ADD reading the pod from the
-# stand-in API server) is 10-16 s in each pass; its memcheck run, release
-# only, about 150 s (valgrind under libcurl and OpenSSL). Run as root
-# (the netns and runtime tiers skip, saying why, without root). Extra
-# arguments go to ctest (e.g. -L unit).
+# The whole suite (what CI runs): scripts/lint.sh, every ctest tier under
+# ASan+UBSan (build-asan/), the fuzz tier (build-fuzz/), then the release
+# build (build/), memcheck first. --quick: lint beside the release build and
+# its unit and netns tiers, stress shrunk (about 4 minutes on 2 cores once built).
+# Which tier runs in which pass, and for how long: doc/building.md, "The
+# whole suite". Run as root (the netns and runtime tiers skip, saying why,
+# without). Extra arguments go to ctest (e.g. -R hostile). The first failure
+# stops the run; either way it ends with a line per tier and pass, then the
+# total.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+quick=
+if [[ ${1:-} == --quick ]]; then
+	quick=1
+	shift
+fi
 jobs=$(nproc)
+tiers=$(mktemp)
+step=	# what runs now, named if the run fails there
+lint=	# --quick: lint's pid, and its output
+lintlog=
 
+# At exit: the tiers' lines, then "total: N passed, N failed, N skipped" as
+# the very last line. A run that failed where no test did (lint, a build)
+# counts one failed, so that its total never reads clean.
+summary() {
+	local rc=$? lrc=0
+	if [[ -n $lint ]]; then
+		wait "$lint" || lrc=$?
+		echo "== lint (beside the build and the tests)"
+		cat "$lintlog"
+		rm -f "$lintlog"
+		if ((lrc != 0 && rc == 0)); then
+			rc=$lrc step=lint
+		fi
+	fi
+	echo "== summary"
+	cat "$tiers"
+	((rc == 0)) || echo "failed: $step (exit $rc)"
+	awk -v rc="$rc" '{p += $3; f += $5; s += $7}
+		END {printf "total: %d passed, %d failed, %d skipped\n", p, (rc && !f) ? 1 : f, s}' "$tiers"
+	rm -f "$tiers"
+	exit "$rc"
+}
+trap summary EXIT
+
+# build DIR CMAKE_OPTIONS...: configure and build DIR.
+build() {
+	local dir=$1
+	shift
+	step="the build of $dir/"
+	cmake -S . -B "$dir" "$@" >/dev/null
+	cmake --build "$dir" -j"$jobs"
+}
+
+# run_ctest PASS DIR CTEST_ARGS...: ctest in DIR, its tests tallied by label
+# for PASS (scripts/ctest-tiers.py); a failure stops the run after the tally.
+run_ctest() {
+	local pass=$1 dir=$2 rc=0
+	shift 2
+	step="ctest in $dir/"
+	(cd "$dir" && ctest --output-on-failure --output-junit "$PWD/junit.xml" "$@") || rc=$?
+	(cd "$dir" && ctest --show-only=json-v1) >"$dir/tests.json"
+	scripts/ctest-tiers.py "$pass" "$dir/junit.xml" "$dir/tests.json" >>"$tiers"
+	rm -f "$dir/junit.xml" "$dir/tests.json"
+	return "$rc"
+}
+
+if [[ -n $quick ]]; then
+	# Lint takes the CPU while the netns tests mostly wait on the kernel and
+	# on each other's plugin runs, so both run at once, the tests two per core
+	# (each in its own namespaces, named by its PID). The stress test's sizes
+	# are cut; the whole suite runs it whole.
+	echo "== lint in the background; release build, unit and netns tiers (--quick)"
+	lintlog=$(mktemp)
+	scripts/lint.sh >"$lintlog" 2>&1 &
+	lint=$!
+	build build -DHPN_WERROR=ON
+	HPN_STRESS_CYCLES=200 HPN_STRESS_ROUNDS=1 \
+		run_ctest release build -j$((2 * jobs)) -L '^(unit|netns)$' "$@"
+	exit 0
+fi
+
+step=lint
 scripts/lint.sh
 
 echo "== ASan+UBSan build and tests"
-cmake -S . -B build-asan -DHPN_WERROR=ON -DHPN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --output-on-failure -j1 -LE bench "$@")
+build build-asan -DHPN_WERROR=ON -DHPN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	run_ctest asan build-asan -j1 -LE bench "$@"
 
 echo "== fuzz tier (clang, libFuzzer, ${HPN_FUZZ_SECONDS:-60} s per target)"
-cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DHPN_FUZZ=ON -DHPN_WERROR=ON \
-	-DCMAKE_BUILD_TYPE=Debug -DHPN_FUZZ_SECONDS="${HPN_FUZZ_SECONDS:-60}" >/dev/null
-cmake --build build-fuzz -j"$jobs"
-(cd build-fuzz && ctest -L fuzz --output-on-failure -j"$jobs")
+build build-fuzz -DCMAKE_C_COMPILER=clang -DHPN_FUZZ=ON -DHPN_WERROR=ON \
+	-DCMAKE_BUILD_TYPE=Debug -DHPN_FUZZ_SECONDS="${HPN_FUZZ_SECONDS:-60}"
+run_ctest clang build-fuzz -L fuzz -j"$jobs"
+step="the fuzz logs"
 grep -H 'stat::number_of_executed_units' build-fuzz/test/fuzz/*/fuzz.log
 
 echo "== release build and tests"
-cmake -S . -B build -DHPN_WERROR=ON >/dev/null
-cmake --build build -j"$jobs"
+build build -DHPN_WERROR=ON
 # The memcheck tier first, $jobs at a time: valgrind runs one plugin at a
 # time per test, each test in its own namespaces (netns/lib.sh names them by
 # PID), so two cores halve its 19 minutes; everything else one at a time, as
 # the runtime, vm and bench tiers share the machine's CPU with their guests.
-cd build
-ctest --output-on-failure -j"$jobs" -L memcheck "$@"
-ctest --output-on-failure -j1 -LE memcheck "$@"
+run_ctest release build -j"$jobs" -L memcheck "$@"
+run_ctest release build -j1 -LE memcheck "$@"

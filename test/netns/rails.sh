@@ -82,6 +82,22 @@ rail_ok() {
 	echo "  # hpn$i: table $t ($(wc -l <<<"$net") routes), rule from ${a%/*}, arp_ignore 1, arp_announce 2"
 }
 
+# add_rails CONF WHAT NET0 NET1 PEER0 PEER1: ADD of CONF (count 2) succeeds,
+# and both rails are as ADD makes them (rail_ok: NETi in hpni's table, PEERi
+# reached from hpni's address by hpni). Sets RES, and the caller's locals t0
+# and t1 (bash's dynamic scope) to hpn0's and hpn1's tables.
+add_rails() {
+	run_plugin ADD "$1"
+	expect_result "ADD count 2, $2"
+	RES=$OUT
+	t0=$(table_of hpn0)
+	t1=$(table_of hpn1)
+	NET_OF=("$3" "$4")
+	PEER_OF=("$5" "$6")
+	rail_ok 0
+	rail_ok 1
+}
+
 # gone_after_del T0 T1: no rule into either table, both tables empty.
 gone_after_del() {
 	local t
@@ -98,15 +114,7 @@ one_subnet() {
 	conf=$(rails_conf 1.0.0 '.ipam = {type: "host-local", dataDir: $dd,
 		ranges: [[{subnet: "10.88.0.0/24", gateway: "10.88.0.1"}]],
 		routes: [{dst: "10.89.0.0/16"}]}' --arg dd "$DD")
-	run_plugin ADD "$conf"
-	expect_result "ADD count 2, one subnet"
-	RES=$OUT
-	t0=$(table_of hpn0)
-	t1=$(table_of hpn1)
-	NET_OF=(10.88.0.0/24 10.88.0.0/24)
-	PEER_OF=(10.89.1.1 10.88.0.200)
-	rail_ok 0
-	rail_ok 1
+	add_rails "$conf" "one subnet" 10.88.0.0/24 10.88.0.0/24 10.89.1.1 10.88.0.200
 	# The main table: NIC 0's route; NIC 1's same destination stays in its table.
 	main=$(ip -n "$POD_NS" route show 10.89.0.0/16)
 	[[ $main =~ ^"10.89.0.0/16 via 10.88.0.1 dev hpn0"\ *$ ]] || fail "main table: '$main'"
@@ -167,15 +175,7 @@ two_subnets() {
 		byIfname: {hpn1: {addresses: [{address: "10.91.0.2/24", gateway: "10.91.0.1"},
 			{address: "fd91::2/64", gateway: "fd91::1"}],
 			routes: [{dst: "10.80.0.0/16"}, {dst: "10.81.0.0/16"}, {dst: "fd80::/48"}]}}}')
-	run_plugin ADD "$conf"
-	expect_result "ADD count 2, two subnets"
-	RES=$OUT
-	t0=$(table_of hpn0)
-	t1=$(table_of hpn1)
-	NET_OF=(10.90.0.0/24 10.91.0.0/24)
-	PEER_OF=(10.80.1.1 10.80.1.1)
-	rail_ok 0
-	rail_ok 1
+	add_rails "$conf" "two subnets" 10.90.0.0/24 10.91.0.0/24 10.80.1.1 10.80.1.1
 	# Each rail's own gateway in its table; 10.81/16 only hpn1 has: in main too.
 	r=$(ip -n "$POD_NS" route show table "$t1")
 	[[ $r == *"10.80.0.0/16 via 10.91.0.1 dev hpn1"* && $r == *"10.81.0.0/16 via 10.91.0.1 dev hpn1"* ]] ||

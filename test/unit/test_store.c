@@ -282,16 +282,37 @@ static void test_journal_roundtrip(void)
 	hpn_store_close(&st);
 }
 
+/* Puts content in place as the journal of key, as an older plugin left it. */
+static void put_journal(const char *dir, const char *key, const char *content)
+{
+	char path[PATH_MAX + 300];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	write_file(path, content, strlen(content));
+}
+
+/*
+ * Journals on disk, built from their parts so that a bad one differs from a
+ * well-formed one in the flaw it tests alone: J_HEAD(phase) the fields every
+ * version starts with, J_NIC a NIC's own (version 1 holds them at the top,
+ * version 2 in "nics"), J_NICS(nic) version 2's list of one NIC, unclosed.
+ */
+#define J_HEAD(phase) "{\"phase\":" phase ",\"containerId\":\"c\",\"cniIfName\":\"eth0\","
+#define J_NIC	      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}"
+#define J_NICS(nic)   J_HEAD("2") "\"nics\":[{" nic "}]"
+
+/*
+ * content, as the journal of key, is refused as corrupt (code 5) and nothing
+ * is handed out; line is the case's, for the message when it is not.
+ */
 static void check_corrupt(struct hpn_store *st, const char *dir, const char *key,
 			  const char *content, int line)
 {
 	struct hpn_journal got;
 	struct hpn_err err = { 0 };
-	char path[PATH_MAX + 300];
 	int r;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, key);
-	write_file(path, content, strlen(content));
+	put_journal(dir, key, content);
 	memset(&got, 0, sizeof(got));
 	r = hpn_journal_read(st, key, &got, &err);
 	if (r >= 0 || err.code != HPN_E_IO)
@@ -305,13 +326,12 @@ static void check_corrupt(struct hpn_store *st, const char *dir, const char *key
 		hpn_journal_free(&got);
 }
 
-/* Puts content in place as the journal of key, as an older plugin left it. */
-static void put_journal(const char *dir, const char *key, const char *content)
+/* check_corrupt of each of texts[0..n), listed at line. */
+static void check_corrupt_each(struct hpn_store *st, const char *dir, const char *key,
+			       const char *const *texts, size_t n, int line)
 {
-	char path[PATH_MAX + 300];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, key);
-	write_file(path, content, strlen(content));
+	for (size_t i = 0; i < n; i++)
+		check_corrupt(st, dir, key, texts[i], line);
 }
 
 /*
@@ -391,6 +411,27 @@ static void test_journal_pod(void)
 
 static void test_journal_corrupt(void)
 {
+	/* Version 1, each but for one flaw the minimal journal below. */
+	static const char *const flawed[] = {
+		"not json",
+		"[]",
+		"{}",
+		J_HEAD("9") J_NIC "}",
+		J_HEAD("0") J_NIC "}",
+		J_HEAD("\"1\"") J_NIC "}",
+		"{\"phase\":1,\"cniIfName\":\"eth0\"," J_NIC "}",
+		J_HEAD("1") "\"podIfName\":\"../x\",\"host\":{\"name\":\"ens1\"}}",
+		J_HEAD("1") "\"podIfName\":\"hpn0\"}",
+		J_HEAD("1") "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"a/b\"}}",
+		J_HEAD("1") "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\",\"mac\":\"zz\"}}",
+		J_HEAD("1") J_NIC ",\"pci\":\"0000:af:00.0-and-far-too-long\"}",
+		/* The RDMA part: an object with string name and netdev that fit. */
+		J_HEAD("2") J_NIC ",\"rdma\":[]}",
+		J_HEAD("2") J_NIC ",\"rdma\":{\"netdev\":\"ens1\"}}",
+		J_HEAD("2") J_NIC ",\"rdma\":{\"name\":\"rxe0\"}}",
+		J_HEAD("2") J_NIC ",\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"0123456789abcdef\"}}",
+		J_HEAD("2") J_NIC ",\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"e\",\"softType\":7}}",
+	};
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
 	struct hpn_journal j;
@@ -416,68 +457,13 @@ static void test_journal_corrupt(void)
 	CHECK(n > 100);
 
 	check_corrupt(&st, dir, key, "", __LINE__);
-	/* The RDMA part: an object with string name and netdev that fit. */
-#define J_BASE                                                                                     \
-	"{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"podIfName\":\"hpn0\","        \
-	"\"host\":{\"name\":\"ens1\"},"
-	check_corrupt(&st, dir, key, J_BASE "\"rdma\":[]}", __LINE__);
-	check_corrupt(&st, dir, key, J_BASE "\"rdma\":{\"netdev\":\"ens1\"}}", __LINE__);
-	check_corrupt(&st, dir, key, J_BASE "\"rdma\":{\"name\":\"rxe0\"}}", __LINE__);
-	check_corrupt(&st, dir, key,
-		      J_BASE "\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"0123456789abcdef\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      J_BASE "\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"e\",\"softType\":7}}",
-		      __LINE__);
-#undef J_BASE
-	check_corrupt(&st, dir, key, "not json", __LINE__);
-	check_corrupt(&st, dir, key, "[]", __LINE__);
-	check_corrupt(&st, dir, key, "{}", __LINE__);
 	good[n / 2] = '\0'; /* torn write */
 	check_corrupt(&st, dir, key, good, __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":9,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":0,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":\"1\",\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"cniIfName\":\"eth0\",\"podIfName\":\"hpn0\","
-		      "\"host\":{\"name\":\"ens1\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"../x\",\"host\":{\"name\":\"ens1\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\"}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"a/b\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\",\"mac\":\"zz\"}}",
-		      __LINE__);
-	check_corrupt(&st, dir, key,
-		      "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":\"eth0\","
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},"
-		      "\"pci\":\"0000:af:00.0-and-far-too-long\"}",
-		      __LINE__);
+	check_corrupt_each(&st, dir, key, flawed, HPN_ARRAY_SIZE(flawed), __LINE__);
 
 	/* The minimal well-formed journal is accepted (so the cases above fail for their flaw). */
 	{
-		static const char minimal[] = "{\"phase\":1,\"containerId\":\"c\",\"cniIfName\":"
-					      "\"eth0\",\"podIfName\":\"hpn0\",\"host\":"
-					      "{\"name\":\"ens1\"}}";
+		static const char minimal[] = J_HEAD("1") J_NIC "}";
 		struct hpn_journal got = { 0 };
 
 		write_file(path, minimal, strlen(minimal));
@@ -753,6 +739,29 @@ static void test_journal_nics(void)
 		"\"up\":false,\"altnames\":[]},\"rdma\":{\"name\":\"rxe0\",\"netdev\":\"ens2\","
 		"\"softType\":\"rxe\",\"moved\":false}}],\"hints\":{\"dir\":\"/run/hpn-rdma/pods\","
 		"\"key\":\"pod-uid-1\"}}";
+	/* Shapes DEL could not act on are refused. */
+	static const char *const flawed[] = {
+		J_HEAD("2") "\"nics\":[]}",
+		J_NICS("\"kind\":\"child\",\"childKind\":\"veth\"," J_NIC) "}",
+		J_NICS("\"kind\":\"moved\",\"childKind\":\"macvlan\"," J_NIC) "}",
+		J_NICS("\"kind\":\"other\"," J_NIC) "}",
+		/* DEL deletes a created device and rules by these: only ones ADD makes. */
+		J_NICS(J_NIC
+		       ",\"rdma\":{\"name\":\"mlx5_0\",\"netdev\":\"hpn0\",\"created\":true}") "}",
+		/* Nodes DEL unlinks: only of a device ADD made, only names of RDMA character devices. */
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"mlx5_0\",\"netdev\":\"hpn0\",\"nodes\":[{"
+			     "\"name\":\"uverbs0\",\"major\":231,\"minor\":192}]}") "}",
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"rxe_0123456789ab\",\"netdev\":\"hpn0\","
+			     "\"created\":true,\"nodes\":[{\"name\":\"../etc\",\"major\":231,"
+			     "\"minor\":192}]}") "}",
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"rxe_0123456789ab\",\"netdev\":\"hpn0\","
+			     "\"created\":true,\"nodes\":[{\"name\":\"passwd\",\"major\":231,"
+			     "\"minor\":192}]}") "}",
+		J_NICS(J_NIC) ",\"devicesDir\":\"run\"}",
+		J_NICS(J_NIC ",\"rail\":{\"table\":254,\"priority\":1000}") "}",
+		J_NICS(J_NIC ",\"rail\":{\"table\":1003,\"priority\":32766}") "}",
+		J_NICS(J_NIC ",\"rail\":{\"table\":\"1003\",\"priority\":1000}") "}",
+	};
 	static const uint8_t cmac[HPN_MAC_LEN] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
@@ -851,69 +860,7 @@ static void test_journal_nics(void)
 	CHECK_INT_EQ(got.owner_pid, 0);
 	hpn_journal_free(&got);
 
-	/* Shapes DEL could not act on are refused. */
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"kind\":\"child\",\"childKind\":\"veth\",\"podIfName\":\"hpn0\","
-		      "\"host\":{\"name\":\"ens1\"}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"kind\":\"moved\",\"childKind\":\"macvlan\",\"podIfName\":\"hpn0\","
-		      "\"host\":{\"name\":\"ens1\"}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"kind\":\"other\",\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}]}",
-		      __LINE__);
-	/* DEL deletes a created device and rules by these: only ones ADD makes. */
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
-		      "\"mlx5_0\",\"netdev\":\"hpn0\",\"created\":true}}]}",
-		      __LINE__);
-	/* Nodes DEL unlinks: only of a device ADD made, only names of RDMA character devices. */
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
-		      "\"mlx5_0\",\"netdev\":\"hpn0\",\"nodes\":[{\"name\":\"uverbs0\","
-		      "\"major\":231,\"minor\":192}]}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
-		      "\"rxe_0123456789ab\",\"netdev\":\"hpn0\",\"created\":true,\"nodes\":[{"
-		      "\"name\":\"../etc\",\"major\":231,\"minor\":192}]}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rdma\":{\"name\":"
-		      "\"rxe_0123456789ab\",\"netdev\":\"hpn0\",\"created\":true,\"nodes\":[{"
-		      "\"name\":\"passwd\",\"major\":231,\"minor\":192}]}}]}",
-		      __LINE__);
-	check_corrupt(
-		&st, dir, "bad.eth0",
-		"{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		"\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"}}],\"devicesDir\":\"run\"}",
-		__LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
-		      "254,\"priority\":1000}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
-		      "1003,\"priority\":32766}}]}",
-		      __LINE__);
-	check_corrupt(&st, dir, "bad.eth0",
-		      "{\"phase\":2,\"containerId\":\"c\",\"cniIfName\":\"eth0\",\"nics\":[{"
-		      "\"podIfName\":\"hpn0\",\"host\":{\"name\":\"ens1\"},\"rail\":{\"table\":"
-		      "\"1003\",\"priority\":1000}}]}",
-		      __LINE__);
+	check_corrupt_each(&st, dir, "bad.eth0", flawed, HPN_ARRAY_SIZE(flawed), __LINE__);
 	hpn_store_close(&st);
 }
 
