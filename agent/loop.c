@@ -57,6 +57,21 @@ static double mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The time ms from now on clock id. */
+static struct timespec after_ms(clockid_t id, int ms)
+{
+	struct timespec t;
+
+	clock_gettime(id, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
 int loop_new(struct loop **ret)
 {
 	struct loop *l = calloc(1, sizeof(*l));
@@ -157,13 +172,7 @@ static void run_deferred(struct loop *l)
 
 void loop_exit(struct loop *l, int grace_ms, bool (*idle)(void *ud), void *ud)
 {
-	clock_gettime(CLOCK_MONOTONIC, &l->exit_at);
-	l->exit_at.tv_sec += grace_ms / 1000;
-	l->exit_at.tv_nsec += (grace_ms % 1000) * 1000000L;
-	if (l->exit_at.tv_nsec >= 1000000000L) {
-		l->exit_at.tv_sec++;
-		l->exit_at.tv_nsec -= 1000000000L;
-	}
+	l->exit_at = after_ms(CLOCK_MONOTONIC, grace_ms);
 	l->exiting = true;
 	l->idle = idle;
 	l->idle_ud = ud;
@@ -332,13 +341,8 @@ void loop_work_stop(struct loop *l, int grace_ms)
 	if (w->started) {
 		bool idle;
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += grace_ms / 1000;
-		until.tv_nsec += (grace_ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		/* pthread_cond_timedwait's clock is CLOCK_REALTIME. */
+		until = after_ms(CLOCK_REALTIME, grace_ms);
 		pthread_mutex_lock(&w->lock);
 		w->stop = true;
 		pthread_cond_broadcast(&w->cond);
