@@ -46,6 +46,9 @@ struct hpn_alloc {
 	char ids[HPN_ALLOC_MAX_DEVICES][HPN_ALLOC_ID_MAX];
 	size_t n;
 	bool pod_known; /* the kubelet lists the pod at all */
+	/* The pod's GPUs (the agent's --gpu-resource IDs and --gpu-driver DRA devices), in order. */
+	char gpus[HPN_MAX_GPUS][HPN_GPU_ID_MAX];
+	size_t n_gpus;
 };
 
 /* Fills req from the three values (NULL: absent); code 4 naming the bad one. */

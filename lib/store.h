@@ -56,6 +56,14 @@ struct hpn_journal_nic {
 	struct hpn_link host;
 	char pci[HPN_PCI_STR]; /* empty when not a PCI device */
 	int pod_ifindex;       /* 0 until known */
+	/*
+	 * The pod's GPU this NIC serves (doc/gpu.md), chosen at the claim:
+	 * gpu_id empty when the pod has none known; gpu_dist the pair's class,
+	 * gpu_best the nearest class a NIC left free had ("PIX" ... "unknown").
+	 */
+	char gpu_id[HPN_GPU_ID_MAX];
+	char gpu_pci[HPN_PCI_STR];
+	char gpu_dist[HPN_DIST_STR], gpu_best[HPN_DIST_STR];
 	/* child: "macvlan" or "ipvlan", and the MAC chosen for a macvlan before it exists */
 	char child_kind[16];
 	uint8_t child_mac[HPN_MAC_LEN];

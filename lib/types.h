@@ -21,6 +21,9 @@
 #define HPN_IBDEV_MAX	 64  /* IB_DEVICE_NAME_MAX, with the NUL */
 #define HPN_MAX_NICS	 16  /* count: NICs of one attachment */
 #define HPN_NCCL_KEY_MAX 129 /* a pod UID or container ID, as a directory name */
+#define HPN_MAX_GPUS	 64  /* GPUs of one pod (gpu.h) */
+#define HPN_GPU_ID_MAX	 96  /* a GPU as the kubelet names it: "GPU-<uuid>::<n>", "gpu-3" */
+#define HPN_DIST_STR	 8   /* a PCI distance class's name: "PIX", "unknown" */
 /* Soft-RoCE devices made for a pod (softRoce) are "rxe_" and 12 hex digits (rdma.h). */
 #define HPN_RDMA_SOFT_PREFIX "rxe_"
 
@@ -95,6 +98,11 @@ struct hpn_rdma_info {
 	int lid;	     /* InfiniBand only */
 	char port_guid[20];  /* InfiniBand only */
 	char reason[256];    /* why nothing is bound */
+	/* The pod's GPU this NIC serves (doc/gpu.md); gpu_id empty: none known. */
+	char gpu_id[HPN_GPU_ID_MAX];
+	char gpu_pci[HPN_PCI_STR];   /* empty: procfs does not place it */
+	char gpu_dist[HPN_DIST_STR]; /* NCCL's class of the pair: "PIX" ... "SYS", "unknown" */
+	bool gpu_far;		     /* a NIC left free was nearer to that GPU */
 };
 
 /*
