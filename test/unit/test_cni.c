@@ -899,6 +899,10 @@ static struct hpn_result *rdma_result(void)
 		.transport = "ib",
 		.lid = 17,
 		.port_guid = "0002:c903:0031:7cc1",
+		.gpu_id = "GPU-4f1c0d2e-9b3a-4e5f-8a7b-6c5d4e3f2a1b::2",
+		.gpu_pci = "0000:1b:00.0",
+		.gpu_dist = "PXB",
+		.gpu_far = true,
 	};
 	/* Bound with no GID index and no driver name: both left out. */
 	res->rdma[2] = (struct hpn_rdma_info){
@@ -944,6 +948,10 @@ static void check_rdma_same(const struct hpn_rdma_info *a, const struct hpn_rdma
 	CHECK_INT_EQ(a->lid, b->lid);
 	CHECK_STR_EQ(a->port_guid, b->port_guid);
 	CHECK_STR_EQ(a->reason, b->reason);
+	CHECK_STR_EQ(a->gpu_id, b->gpu_id);
+	CHECK_STR_EQ(a->gpu_pci, b->gpu_pci);
+	CHECK_STR_EQ(a->gpu_dist, b->gpu_dist);
+	CHECK_INT_EQ(a->gpu_far, b->gpu_far);
 }
 
 static void test_result_rdma(void)
@@ -989,6 +997,13 @@ static void test_result_rdma(void)
 		CHECK_STR_EQ(jstr(j, "rdma.1.portGUID"), "0002:c903:0031:7cc1");
 		CHECK_INT_EQ(jnum(j, "rdma.1.gidIndex"), 0); /* 0 is an index, not "none" */
 		CHECK(!jhas(j, "rdma.1.vf"));		     /* only when true */
+		/* The GPU it serves, when the pod's GPUs are known. */
+		CHECK_STR_EQ(jstr(j, "rdma.1.gpu.id"),
+			     "GPU-4f1c0d2e-9b3a-4e5f-8a7b-6c5d4e3f2a1b::2");
+		CHECK_STR_EQ(jstr(j, "rdma.1.gpu.pciID"), "0000:1b:00.0");
+		CHECK_STR_EQ(jstr(j, "rdma.1.gpu.distance"), "PXB");
+		CHECK(cJSON_IsTrue(jget(j, "rdma.1.gpu.far")));
+		CHECK(!jhas(j, "rdma.0.gpu"));
 
 		CHECK_STR_EQ(jstr(j, "rdma.2.device"), "erdma_0");
 		CHECK(!jhas(j, "rdma.2.gidIndex"));

@@ -857,6 +857,47 @@ static void test_pools_and_modes(void)
 #define A_COUNT	 "\"alibabacloud.com/gpu-count\":\"8\""
 
 /* Parses json for ADD (it must be valid); the caller frees *c. */
+/* "gpus": defaults, every member, and each bad value named. */
+static void test_gpus(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	CHECK_INT_EQ(
+		parse("{" BASE ",\"match\":{\"devices\":[\"ens*\"]}}", HPN_CMD_ADD, &conf, &err),
+		0);
+	CHECK(conf.gpus.enabled);
+	CHECK(!conf.gpus.per_gpu);
+	CHECK(!conf.gpus.refuse_far);
+	CHECK_INT_EQ(conf.gpus.near, HPN_DIST_PXB); /* NCCL_NET_GDR_LEVEL's default */
+	CHECK_STR_EQ(conf.gpus.proc_root, "/proc");
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE ",\"match\":{\"devices\":[\"ens*\"]},\"gpus\":{"
+			   "\"nicPerGpu\":true,\"far\":\"refuse\",\"near\":\"PIX\","
+			   "\"procRoot\":\"/host/proc\",\"enabled\":true}}",
+			   HPN_CMD_ADD, &conf, &err),
+		     0);
+	CHECK(conf.gpus.per_gpu);
+	CHECK(conf.gpus.refuse_far);
+	CHECK_INT_EQ(conf.gpus.near, HPN_DIST_PIX);
+	CHECK_STR_EQ(conf.gpus.proc_root, "/host/proc");
+	hpn_conf_free(&conf);
+	check_ok("{" BASE ",\"match\":{\"devices\":[\"e*\"]},\"gpus\":{\"enabled\":false}}",
+		 __LINE__);
+	check_ok("{" BASE "," DEV ",\"gpus\":null}", __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":[]}", 7, "gpus must be an object", __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"nicPerGpu\":true}}", 7,
+		  "gpus.nicPerGpu needs match", __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"far\":\"maybe\"}}", 7, "gpus.far \"maybe\"",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"near\":\"pix\"}}", 7, "gpus.near \"pix\"",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"near\":\"unknown\"}}", 7, "gpus.near", __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"procRoot\":\"proc\"}}", 7, "gpus.procRoot",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"gpus\":{\"enabled\":1}}", 7, "gpus.enabled", __LINE__);
+}
+
 static void parse_ok(const char *json, struct hpn_conf *c, int line)
 {
 	struct hpn_err err;
@@ -1183,6 +1224,7 @@ int main(void)
 	test_prev_result();
 	test_gc();
 	test_pools_and_modes();
+	test_gpus();
 	test_kubernetes();
 	test_apply_pod();
 	test_apply_pod_inline();

@@ -797,6 +797,14 @@ static void test_journal_nics(void)
 	j.nics[0].rail_priority = 1000;
 	j.nics[1].rail_table = 1005;
 	j.nics[1].rail_priority = 1000;
+	/* The GPU each serves (the second's unknown to procfs: no PCI address). */
+	strcpy(j.nics[0].gpu_id, "GPU-4f1c0d2e-9b3a-4e5f-8a7b-6c5d4e3f2a1b");
+	strcpy(j.nics[0].gpu_pci, "0000:1b:00.0");
+	strcpy(j.nics[0].gpu_dist, "PXB");
+	strcpy(j.nics[0].gpu_best, "PIX");
+	strcpy(j.nics[1].gpu_id, "MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f");
+	strcpy(j.nics[1].gpu_dist, "unknown");
+	strcpy(j.nics[1].gpu_best, "unknown");
 	CHECK_INT_EQ(hpn_journal_write(&st, "c.eth0", &j, &err), 0);
 	memset(&got, 0, sizeof(got));
 	CHECK_INT_EQ(hpn_journal_read(&st, "c.eth0", &got, &err), 0);
@@ -828,7 +836,33 @@ static void test_journal_nics(void)
 	CHECK_INT_EQ(got.nics[0].rail_priority, 1000);
 	CHECK_INT_EQ(got.nics[1].rail_table, 1005);
 	CHECK_INT_EQ(got.nics[1].rail_priority, 1000);
+	CHECK_STR_EQ(got.nics[0].gpu_id, "GPU-4f1c0d2e-9b3a-4e5f-8a7b-6c5d4e3f2a1b");
+	CHECK_STR_EQ(got.nics[0].gpu_pci, "0000:1b:00.0");
+	CHECK_STR_EQ(got.nics[0].gpu_dist, "PXB");
+	CHECK_STR_EQ(got.nics[0].gpu_best, "PIX");
+	CHECK_STR_EQ(got.nics[1].gpu_id, "MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f");
+	CHECK_STR_EQ(got.nics[1].gpu_pci, "");
+	CHECK_STR_EQ(got.nics[1].gpu_dist, "unknown");
 	hpn_journal_free(&got);
+	/* A GPU member not of its shape is dropped: the NIC is still undone. */
+	static const char *const bad_gpu[] = {
+		J_NICS(J_NIC
+		       ",\"gpu\":{\"id\":\"GPU 1\",\"distance\":\"PIX\",\"best\":\"PIX\"}") "}",
+		J_NICS(J_NIC
+		       ",\"gpu\":{\"id\":\"GPU-1\",\"distance\":\"near\",\"best\":\"PIX\"}") "}",
+		J_NICS(J_NIC ",\"gpu\":{\"id\":\"GPU-1\",\"distance\":\"PIX\",\"best\":\"PIX\","
+			     "\"pci\":\"x\"}") "}",
+		J_NICS(J_NIC ",\"gpu\":\"GPU-1\"") "}",
+	};
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(bad_gpu); i++) {
+		put_journal(dir, "g.eth0", bad_gpu[i]);
+		memset(&got, 0, sizeof(got));
+		CHECK_INT_EQ(hpn_journal_read(&st, "g.eth0", &got, &err), 0);
+		CHECK_INT_EQ(got.n_nics, 1);
+		CHECK_STR_EQ(got.nics[0].gpu_id, "");
+		CHECK_STR_EQ(got.nics[0].gpu_dist, "");
+		hpn_journal_free(&got);
+	}
 	hpn_journal_free(&j);
 
 	/* Version 2 as written before softRoce and rails: nothing created, no rail. */
