@@ -53,7 +53,7 @@ registration() {
 			"the agent refuses the request $req" "$OUT"
 	done
 	OUT=$(lookup_raw '{"version":1,"namespace":"a","name":"p"}')
-	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: []}' \
+	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: [], gpus: []}' \
 		"a pod the kubelet does not list holds nothing"
 	node_down
 }
