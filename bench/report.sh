@@ -40,7 +40,7 @@ report_json() {
 		--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
 		--argjson floortrue "$floortrue" --argjson pairs "$pairs" \
 		--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
-		--argjson aglat "$agent_lat" \
+		--argjson aglat "$agent_lat" --argjson gpu "$gpu" \
 		--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 		--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 		($s[0] | map({(.row): .}) | add) as $r |
@@ -93,6 +93,7 @@ report_json() {
 				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
 			else $kube end),
 		  vm: $vm,
+		  gpu_choice: $gpu,
 		  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
 			floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 			vs_floor: ratio($added; $rtfloor)} else $rt end),
@@ -213,6 +214,18 @@ report_table() {
 		 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
 		 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
 		 .rdma_discovery.rdma_device, "" else empty end),
+		(if .gpu_choice.rows then
+		 "GPU-aware NIC choice (test/fixtures/gpu-nodes, every pod shape, one NIC per GPU): GPUs given a PIX or PXB NIC",
+		 ("node" | pad(12)) + ("GPUs/pod" | lpad(9)) + ("pods" | lpad(6)) + ("GPUs" | lpad(6)) +
+		 ("gpu-aware" | lpad(11)) + ("first-match" | lpad(13)),
+		 (.gpu_choice.rows[] | (.node | pad(12)) + (.gpus_per_pod | lpad(9)) + (.pods | lpad(6)) +
+		  (.gpus | lpad(6)) + ((.near_gpu_aware / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(11)) +
+		  ((.near_first_match / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(13))),
+		 ("overall" | pad(12)) + ("" | lpad(15)) + (.gpu_choice.overall.gpus | lpad(6)) +
+		 ((.gpu_choice.overall.near_gpu_aware / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(11)) +
+		 ((.gpu_choice.overall.near_first_match / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(13)) +
+		 "   (hpn_gpu_assign: \(f(.gpu_choice.overall.assign_us_per_pod)) us a pod)", ""
+		 elif .gpu_choice.skipped then "GPU choice row skipped: " + .gpu_choice.skipped, "" else empty end),
 		"Targets",
 		(.targets[] | "  [\(if .met == true then "met" elif .met == false then "NOT met" else "?" end)] " +
 		 "\(.target): \(r3(.value)) (limit \(.limit)x\(if .floor then "; floor here \(r3(.floor))" else "" end))"),
@@ -276,6 +289,9 @@ report_check() {
 		all(.pairs[]; .cycles == $cyc and .hpn_rdma_ms > 0 and .host_device_ms > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
 		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
+		# Not a timing: every node and shape counted, and gpu-aware never worse.
+		(.gpu_choice.skipped or ((.gpu_choice.rows | length) == 12 and
+			all(.gpu_choice.rows[]; .gpus > 0 and .near_gpu_aware >= .near_first_match))) and
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
 			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
 			.vm.hpn.add_ms.plain.median > 0)) and

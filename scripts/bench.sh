@@ -30,6 +30,9 @@
 #                    process (default build/bench/hpn-bench-kernel; skipped
 #                    if missing): with two starts of /bin/true, the CPU floor
 #                    of any plugin; also the cost of one CPUID on this machine
+#   HPN_BENCH_GPU    the GPU-aware NIC choice against the first match on
+#                    test/fixtures/gpu-nodes (default
+#                    build/bench/hpn-bench-gpu-choice; skipped if missing)
 #   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
 #   HPN_AGENT        the agent (default build/agent/hpn-rdma-agent)
 #   HPN_KUBELET      the kubelet stand-in (default build/test/agent/hpn-kubelet)
@@ -103,6 +106,7 @@ RUNNER=${HPN_BENCH_RUN:-$SRC/build/bench/hpn-bench-run}
 BASE=${HPN_PLUGIN_BASE:-}
 DISCOVERY=${HPN_BENCH_DISCOVERY:-$SRC/build/bench/hpn-bench-discovery}
 KERNEL=${HPN_BENCH_KERNEL:-$SRC/build/bench/hpn-bench-kernel}
+GPU_CHOICE=${HPN_BENCH_GPU:-$SRC/build/bench/hpn-bench-gpu-choice}
 LINKED_YAML=${HPN_PLUGIN_LINKED_YAML:-$SRC/build/bench/hpn-rdma-linked-yaml}
 LINKED_KUBE=${HPN_PLUGIN_LINKED_KUBE:-$SRC/build/bench/hpn-rdma-linked-kube}
 [[ -z $BASE || -x $BASE ]] || {
@@ -151,6 +155,7 @@ source "$SRC/bench/version.sh" # VERSION latency
 source "$SRC/bench/parallel.sh" # N pods at once
 source "$SRC/bench/vm.sh" # RDMA in a VM (--vm)
 source "$SRC/bench/runtime.sh" # pods through containerd
+source "$SRC/bench/gpu.sh" # the GPU-aware NIC choice against the first match
 source "$SRC/bench/report.sh" # the JSON, the targets, the table, --check
 
 bench_prereqs
@@ -167,6 +172,7 @@ cpu_floor
 agent_latency
 vm_section
 runtime_section
+gpu_choice
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 report
 if ((CHECK)); then
