@@ -16,10 +16,9 @@
 int hpn_pci_pos_of_pci(const char *sysfs_root, const char *bdf, struct hpn_pci_pos *ret)
 {
 	char path[PATH_MAX], real[PATH_MAX], top[PATH_MAX], v[32];
+	struct hpn_pci_pos pos = { .numa = -1 };
 	size_t tl;
 
-	ret->path[0] = '\0';
-	ret->numa = -1;
 	if (hpn_snprintf(path, sizeof(path), "%s/devices", sysfs_root) < 0 || !realpath(path, top))
 		return -ENOENT;
 	if (hpn_snprintf(path, sizeof(path), "%s/bus/pci/devices/%s", sysfs_root, bdf) < 0 ||
@@ -28,12 +27,11 @@ int hpn_pci_pos_of_pci(const char *sysfs_root, const char *bdf, struct hpn_pci_p
 	/* Only a function placed in the device tree (a fake tree may say otherwise) has a path. */
 	tl = strlen(top);
 	if (strncmp(real, top, tl) || real[tl] != '/' ||
-	    hpn_snprintf(ret->path, sizeof(ret->path), "%s", real + tl + 1) < 0) {
-		ret->path[0] = '\0';
+	    hpn_snprintf(pos.path, sizeof(pos.path), "%s", real + tl + 1) < 0)
 		return -ENOENT;
-	}
 	if (hpn_sysfs_read(v, sizeof(v), "%s/numa_node", real) == 0)
-		ret->numa = (int)strtol(v, NULL, 10);
+		pos.numa = (int)strtol(v, NULL, 10);
+	*ret = pos;
 	return 0;
 }
 
@@ -41,8 +39,6 @@ int hpn_pci_pos_of_netdev(const char *sysfs_root, const char *ifname, struct hpn
 {
 	char pci[HPN_PCI_STR];
 
-	ret->path[0] = '\0';
-	ret->numa = -1;
 	if (hpn_sysfs_netdev_pci(sysfs_root, ifname, pci) < 0)
 		return -ENOENT;
 	return hpn_pci_pos_of_pci(sysfs_root, pci, ret);
@@ -234,9 +230,6 @@ int hpn_gpus_resolve(const char *proc_root, const char *sysfs_root,
 	char(*stems)[HPN_GPU_ID_MAX];
 	size_t npg;
 
-	ret->n = ret->n_unknown = 0;
-	if (n == 0)
-		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!hpn_gpu_id_valid(ids[i]))
 			return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
@@ -251,6 +244,7 @@ int hpn_gpus_resolve(const char *proc_root, const char *sysfs_root,
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	}
 	npg = proc_gpus(proc_root, pg, MAX_PROC_GPUS);
+	ret->n = ret->n_unknown = 0;
 	for (size_t i = 0; i < n && ret->n < HPN_MAX_GPUS; i++) {
 		char stem[HPN_GPU_ID_MAX];
 		const struct proc_gpu *p = lookup_id(ids[i], pg, npg, stem);

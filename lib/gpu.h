@@ -7,6 +7,7 @@
 
 #include "err.h"
 #include "types.h"
+#include "util.h"
 
 /*
  * A pod's GPUs and the NICs nearest them (doc/gpu.md): the kubelet's GPU IDs

