@@ -10,7 +10,9 @@
 # DOWN and up; the kubelet restarted (socket dir swept, re-registration);
 # the agent restarted (same IDs, sockets removed at SIGTERM); the CNI
 # attaching exactly the allocated NICs in their order; an allocated NIC
-# already held refused; no agent -> the pool (and agent.required).
+# already held refused; a PodResources List slower than the lookup's budget
+# (the CNI told so, the agent serving on); no agent -> the pool (and
+# agent.required).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent) runs the agent under valgrind's
 # memcheck for the scenarios in HPN_AGENT_SCENARIOS (space-separated names
@@ -253,6 +255,54 @@ cni_allocated() {
 	node_down
 }
 run "the CNI attaches exactly the allocated NICs in order; a held NIC refused" cni_allocated
+
+# A kubelet whose PodResources List is slower than the lookup's budget
+# (400 ms): the CNI gets an error reply at once, saying so, ADD fails with
+# code 11 (retried by the runtime) and changes nothing; the agent serves on.
+slow_kubelet() {
+	local req='{"version":1,"namespace":"ns1","name":"trainer"}' t0 ms conf i
+	local -a pids=()
+	node_up plain
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.2"]}]}]}]' >"$T/pods.json"
+	stop_kubelet
+	start_kubelet -podres-delay 3s
+	wait_event '.event == "register"' "the slow kubelet: re-registration" 15
+	t0=$(date +%s%N)
+	OUT=$(lookup_raw "$req")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	jq_ok '.version == 1 and (.error | test("PodResources List at .*: no answer within 400 ms"))
+		and (has("devices") | not)' "a slow List: the lookup's error reply says so" "$OUT"
+	((ms < 2500)) || fail "the error reply took $ms ms: the agent waited for the slow List"
+	# The kubelet answers late, to a caller long gone: nothing of it reaches the agent's state.
+	wait_event '.event == "podresources-list"' "the slow List's late answer" 10
+	conf=$(agent_net_conf)
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer"
+	expect_err 11 "ADD while the kubelet is slow" 'no answer within 400 ms'
+	pod_empty "pod after the refused ADD"
+	expect_no_state "after the refused ADD"
+	# Several at once, while every List is slow: each answered, none left hanging.
+	for i in 1 2 3 4; do
+		lookup_raw "$req" >"$T/slow-$i.json" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || fail "a concurrent lookup got no reply"
+	done
+	for i in 1 2 3 4; do
+		jq_ok '.error | test("no answer within")' "concurrent lookup $i" "$(cat "$T/slow-$i.json")"
+	done
+	kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent died under slow Lists"
+	# The kubelet fast again: answered as before.
+	stop_kubelet
+	start_kubelet
+	wait_event '.event == "register"' "the kubelet again: re-registration" 15
+	OUT=$(lookup_raw "$req")
+	jq_ok '.devices == ["0000:af:00.2"] and (has("error") | not)' \
+		"after the slow kubelet, the lookup answers" "$OUT"
+	node_down
+}
+run "a PodResources List slower than the lookup's budget: an error reply, the agent serves on" slow_kubelet
 
 no_agent() {
 	local conf
