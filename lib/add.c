@@ -283,6 +283,44 @@ static int pod_checks(const struct hpn_env *env, const struct hpn_conf *conf, st
 }
 
 /*
+ * The pod's GPUs as the agent listed them (gpus.enabled), placed on the PCI
+ * tree; *ret stays NULL when it has none. The GPU count, when nothing else
+ * said it, is theirs, and the profile must allow it.
+ */
+static int pod_gpus(struct hpn_conf *conf, const struct hpn_alloc *al, struct hpn_gpus **ret,
+		    struct hpn_err *err)
+{
+	struct hpn_gpus *g;
+	int r;
+
+	if (!conf->gpus.enabled || !al->n_gpus)
+		return 0;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	r = hpn_gpus_resolve(conf->gpus.proc_root, conf->sysfs_root, al->gpus, al->n_gpus, g, err);
+	if (r >= 0 && conf->gpus.per_gpu && g->n > HPN_MAX_NICS)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, E2BIG,
+				"gpus.nicPerGpu: the pod has %zu GPUs, over the %d NICs of one "
+				"attachment",
+				g->n, HPN_MAX_NICS);
+	if (r >= 0 && !conf->gpu_count && g->n <= HPN_NCCL_MAX_GPUS) {
+		conf->gpu_count = (int)g->n;
+		if (conf->nccl.enabled)
+			r = hpn_nccl_check_gpus(hpn_nccl_profile(&conf->nccl, conf->gpu_model),
+						conf->gpu_count, err);
+	}
+	if (r < 0) {
+		free(g);
+		return r;
+	}
+	hpn_info("the pod's GPUs: %zu, %zu of them placed under %s", g->n, g->n - g->n_unknown,
+		 conf->gpus.proc_root);
+	*ret = g;
+	return 0;
+}
+
+/*
  * The pod from the Kubernetes API, when its annotations left the decision
  * open (conf->pod_lookup): read before anything on the node changes, and
  * applied to conf (hpn_conf_apply_pod). Every failure is a CNI error, with
@@ -448,8 +486,16 @@ static int own_result(struct hpn_attach *a, const struct hpn_env *env,
 							    : NULL };
 		r = hpn_result_add_iface(own, &ifc);
 		if (r >= 0) {
-			rdma_info(&plans[i].rdma, &bind[i], &own->rdma[own->n_rdma]);
-			own->rdma[own->n_rdma++].interface = (int)i;
+			struct hpn_rdma_info *ri = &own->rdma[own->n_rdma++];
+
+			rdma_info(&plans[i].rdma, &bind[i], ri);
+			ri->interface = (int)i;
+			/* The GPU it serves, as claimed. */
+			snprintf(ri->gpu_id, sizeof(ri->gpu_id), "%s", n->gpu_id);
+			snprintf(ri->gpu_pci, sizeof(ri->gpu_pci), "%s", n->gpu_pci);
+			snprintf(ri->gpu_dist, sizeof(ri->gpu_dist), "%s", n->gpu_dist);
+			ri->gpu_far =
+				hpn_gpu_dist_parse(n->gpu_dist) > hpn_gpu_dist_parse(n->gpu_best);
 		}
 	}
 	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {
@@ -629,6 +675,7 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	struct hpn_attach a;
 	struct hpn_nic_plan *plans;
 	struct hpn_alloc al = { 0 };
+	struct hpn_gpus *gpus = NULL;
 	unsigned long long start = 0;
 	bool allocated = false;
 	int r, pod_fd = -1;
@@ -648,13 +695,15 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	/* The kubelet's choice, asked of the agent without the store lock held. */
 	if (r >= 0 && conf->selector == HPN_SEL_MATCH) {
 		r = hpn_claim_allocation(env, conf, &al, err);
+		allocated = r == 1;
+		if (r >= 0)
+			r = pod_gpus(conf, &al, &gpus, err);
 		if (r < 0)
 			close(pod_fd);
-		allocated = r == 1;
 	}
 	if (r < 0)
 		return r;
-	plans = calloc(hpn_claim_count(conf, allocated ? &al : NULL), sizeof(*plans));
+	plans = calloc(hpn_claim_count(conf, allocated ? &al : NULL, gpus), sizeof(*plans));
 	r = hpn_attach_open(&a, env, conf, err);
 	a.ns.pod_fd = pod_fd;
 	if (r < 0)
@@ -681,7 +730,7 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	r = hpn_nsctx_open_pod(&a.ns, env->netns, err);
 	if (r < 0)
 		goto out;
-	r = hpn_claim(&a, env, conf, allocated ? &al : NULL, plans, err);
+	r = hpn_claim(&a, env, conf, allocated ? &al : NULL, gpus, plans, err);
 	if (r < 0)
 		goto out;
 	a.j.container_id = strdup(env->container_id);
@@ -738,6 +787,7 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	}
 out:
 	free(plans);
+	free(gpus);
 	hpn_attach_close(&a);
 	return r;
 }

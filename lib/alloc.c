@@ -162,9 +162,25 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 	return 0;
 }
 
+/* o[key]: the n strings of v (stride bytes apart). */
+static bool add_strings(cJSON *o, const char *key, const char *v, size_t stride, size_t n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, key);
+
+	for (size_t i = 0; arr && i < n; i++) {
+		cJSON *s = cJSON_CreateString(v + i * stride);
+
+		if (!s || !cJSON_AddItemToArray(arr, s)) {
+			cJSON_Delete(s);
+			return false;
+		}
+	}
+	return arr != NULL;
+}
+
 char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error)
 {
-	cJSON *o = cJSON_CreateObject(), *ids;
+	cJSON *o = cJSON_CreateObject();
 
 	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION))
 		goto fail;
@@ -174,31 +190,46 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error)
 		return hpn_json_print(o);
 	}
 	if (!cJSON_AddStringToObject(o, "resource", a->resource) ||
-	    !cJSON_AddBoolToObject(o, "podKnown", a->pod_known))
+	    !cJSON_AddBoolToObject(o, "podKnown", a->pod_known) ||
+	    !add_strings(o, "devices", a->ids[0], sizeof(a->ids[0]), a->n) ||
+	    !add_strings(o, "gpus", a->gpus[0], sizeof(a->gpus[0]), a->n_gpus))
 		goto fail;
-	ids = cJSON_AddArrayToObject(o, "devices");
-	if (!ids)
-		goto fail;
-	for (size_t i = 0; i < a->n; i++) {
-		cJSON *s = cJSON_CreateString(a->ids[i]);
-
-		if (!s || !cJSON_AddItemToArray(ids, s)) {
-			cJSON_Delete(s);
-			goto fail;
-		}
-	}
 	return hpn_json_print(o);
 fail:
 	cJSON_Delete(o);
 	return NULL;
 }
 
+/* o[key] (what names one entry in messages): at most max strings valid() accepts, into v. */
+static int get_strings(const cJSON *o, const char *key, const char *what,
+		       bool (*valid)(const char *), char *v, size_t stride, size_t max,
+		       size_t *ret_n, struct hpn_err *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, key), *s;
+	size_t n = 0;
+
+	if (!cJSON_IsArray(arr))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's reply has no \"%s\" array", key);
+	cJSON_ArrayForEach (s, arr) {
+		if (n == max)
+			return hpn_err_set(err, HPN_E_DECODE, E2BIG,
+					   "hpn-rdma-agent's reply lists over %zu %ss", max, what);
+		if (!cJSON_IsString(s) || !valid(s->valuestring))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "hpn-rdma-agent's reply: %s %zu is not a %s ID", what,
+					   n + 1, what);
+		snprintf(v + n++ * stride, stride, "%s", s->valuestring);
+	}
+	*ret_n = n;
+	return 0;
+}
+
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
 	_cleanup_free_ char *error = NULL, *resource = NULL;
-	const cJSON *ids, *id;
-	struct hpn_alloc a = { 0 };
+	struct hpn_alloc *a;
 	int r;
 
 	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
@@ -211,30 +242,27 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 		return r;
 	if (error)
 		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
+	/* Filled aside: ret is left as it was on any error. */
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	r = hpn_json_str(o, "resource", "", HPN_E_DECODE, HPN_ALLOC_RESOURCE_MAX - 1, &resource,
 			 err);
 	if (r >= 0)
-		r = hpn_json_bool(o, "podKnown", "", HPN_E_DECODE, &a.pod_known, err);
-	if (r < 0)
-		return r;
-	snprintf(a.resource, sizeof(a.resource), "%s", resource ? resource : "");
-	ids = cJSON_GetObjectItemCaseSensitive(o, "devices");
-	if (!cJSON_IsArray(ids))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "hpn-rdma-agent's reply has no \"devices\" array");
-	cJSON_ArrayForEach (id, ids) {
-		if (a.n == HPN_ALLOC_MAX_DEVICES)
-			return hpn_err_set(err, HPN_E_DECODE, E2BIG,
-					   "hpn-rdma-agent's reply lists over %d devices",
-					   HPN_ALLOC_MAX_DEVICES);
-		if (!cJSON_IsString(id) || !hpn_alloc_id_valid(id->valuestring))
-			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-					   "hpn-rdma-agent's reply: device %zu is not a device ID",
-					   a.n + 1);
-		snprintf(a.ids[a.n++], HPN_ALLOC_ID_MAX, "%s", id->valuestring);
-	}
-	*ret = a;
-	return 0;
+		r = hpn_json_bool(o, "podKnown", "", HPN_E_DECODE, &a->pod_known, err);
+	if (r >= 0)
+		snprintf(a->resource, sizeof(a->resource), "%s", resource ? resource : "");
+	if (r >= 0)
+		r = get_strings(o, "devices", "device", hpn_alloc_id_valid, a->ids[0],
+				sizeof(a->ids[0]), HPN_ALLOC_MAX_DEVICES, &a->n, err);
+	/* An agent older than GPU lookups sends no "gpus": the pod's GPUs are unknown. */
+	if (r >= 0 && cJSON_GetObjectItemCaseSensitive(o, "gpus"))
+		r = get_strings(o, "gpus", "GPU", hpn_gpu_id_valid, a->gpus[0], sizeof(a->gpus[0]),
+				HPN_MAX_GPUS, &a->n_gpus, err);
+	if (r >= 0)
+		*ret = *a;
+	free(a);
+	return r < 0 ? r : 0;
 }
 
 static long long now_ms(void)

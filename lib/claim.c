@@ -81,22 +81,85 @@ static int select_device(struct nl_sock *sk, const struct hpn_conf *conf, struct
 }
 
 /*
- * match: count NICs from the pool (hpn_pool_select). Called with the store
- * locked, so the claim is journalled before another ADD can look.
+ * A NIC farther from its GPU than gpus.near: ADD fails when gpus.far is
+ * "refuse" and hpn-rdma chose (own), else it says so and goes on.
+ */
+static int check_near(const struct hpn_conf *conf, const struct hpn_gpus *g,
+		      const struct hpn_nic_plan *plans, size_t n, bool own, struct hpn_err *err)
+{
+	bool refuse = own && conf->gpus.refuse_far;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct hpn_gpu *gpu = plans[i].gpu < g->n ? &g->v[plans[i].gpu] : NULL;
+		struct hpn_err e = { 0 };
+
+		if (!gpu || plans[i].dist <= conf->gpus.near)
+			continue;
+		if (!gpu->pos.path[0])
+			hpn_err_set(&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				    "GPU %s of the pod is not one %s/driver/nvidia/gpus and the "
+				    "host's PCI tree place: how near NIC \"%s\" is cannot be told",
+				    gpu->id, conf->gpus.proc_root, plans[i].dev.name);
+		else
+			hpn_err_set(
+				&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"GPU %s (%s) has no free NIC within %s of it: NIC \"%s\" is %s%s",
+				gpu->pci, gpu->id, hpn_gpu_dist_name(conf->gpus.near),
+				plans[i].dev.name, hpn_gpu_dist_name(plans[i].dist),
+				own ? "" : " (the kubelet's choice)");
+		if (refuse) {
+			*err = e;
+			return hpn_err_set(err, e.code, ENODEV, "%s (gpus.far is \"refuse\")",
+					   e.msg);
+		}
+		hpn_warn("%s", e.msg);
+	}
+	return 0;
+}
+
+static void plan_gpu(struct hpn_nic_plan *p, const struct hpn_pool_pick *k)
+{
+	p->gpu = k->gpu;
+	p->dist = k->dist;
+	p->best = k->best;
+}
+
+/*
+ * match: n NICs from the pool (hpn_pool_select), the nearest to the pod's
+ * GPUs when it has some. Called with the store locked, so the claim is
+ * journalled before another ADD can look.
  */
 static int select_pool(struct hpn_attach *a, const struct hpn_conf *conf,
-		       const struct hpn_holders *h, struct hpn_nic_plan *plans, struct hpn_err *err)
+		       const struct hpn_holders *h, const struct hpn_gpus *g, size_t n,
+		       struct hpn_nic_plan *plans, struct hpn_err *err)
 {
 	struct hpn_pool_pick picks[HPN_MAX_NICS];
-	int r = hpn_pool_select(a->ns.host, conf, h, picks, err);
+	int r = hpn_pool_select(a->ns.host, conf, h, g, n, picks, err);
 
-	for (size_t i = 0; r == 0 && i < conf->count; i++) {
+	for (size_t i = 0; r == 0 && i < n; i++) {
 		plans[i].dev = picks[i].dev;
 		plans[i].rdma.found = picks[i].has_rdma;
 		if (picks[i].has_rdma)
 			plans[i].rdma.dev = picks[i].rdma;
+		plan_gpu(&plans[i], &picks[i]);
 	}
-	return r;
+	return r == 0 && g->n ? check_near(conf, g, plans, n, true, err) : r;
+}
+
+/* The kubelet's NICs: which GPU each serves, and how far it is (said, never refused). */
+static int pair_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
+			  const struct hpn_holders *h, const struct hpn_gpus *g, size_t n,
+			  struct hpn_nic_plan *plans, struct hpn_err *err)
+{
+	struct hpn_pool_pick picks[HPN_MAX_NICS];
+	int r;
+
+	for (size_t i = 0; i < n; i++)
+		picks[i].dev = plans[i].dev;
+	r = hpn_pool_pair(a->ns.host, conf, h, g, n, picks, err);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		plan_gpu(&plans[i], &picks[i]);
+	return r == 0 ? check_near(conf, g, plans, n, false, err) : r;
 }
 
 int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
@@ -368,16 +431,23 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 	return 0;
 }
 
-size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al)
+size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al,
+		       const struct hpn_gpus *gpus)
 {
-	return al ? al->n : conf->selector == HPN_SEL_MATCH ? conf->count : 1;
+	if (al)
+		return al->n;
+	if (conf->selector != HPN_SEL_MATCH)
+		return 1;
+	return conf->gpus.per_gpu && gpus && gpus->n ? gpus->n : conf->count;
 }
 
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err)
+	      const struct hpn_alloc *al, const struct hpn_gpus *gpus, struct hpn_nic_plan *plans,
+	      struct hpn_err *err)
 {
+	static const struct hpn_gpus none = { .n = 0 };
 	struct hpn_holders h = { 0 };
-	size_t n = hpn_claim_count(conf, al);
+	size_t n = hpn_claim_count(conf, al, gpus);
 	const char *base = pod_ifname(env, conf);
 	struct hpn_link clash;
 	int r;
@@ -393,10 +463,16 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 	r = hpn_holders_load(&a->st, a->key, &h, err);
 	if (r < 0)
 		goto out;
+	if (!gpus)
+		gpus = &none;
+	for (size_t i = 0; i < n; i++)
+		plans[i].gpu = SIZE_MAX;
 	if (al) {
 		r = select_allocated(a, conf, &h, al, plans, err);
+		if (r == 0 && gpus->n)
+			r = pair_allocated(a, conf, &h, gpus, n, plans, err);
 	} else if (conf->selector == HPN_SEL_MATCH) {
-		r = select_pool(a, conf, &h, plans, err);
+		r = select_pool(a, conf, &h, gpus, n, plans, err);
 	} else {
 		r = select_device(a->ns.host, conf, &plans[0].dev, &plans[0].rdma.dev, err);
 		plans[0].rdma.found = r == 0 && conf->selector == HPN_SEL_RDMA;
@@ -443,6 +519,16 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		nic->host = plans[i].dev;
 		if (hpn_sysfs_netdev_pci(conf->sysfs_root, nic->host.name, nic->pci) < 0)
 			nic->pci[0] = '\0';
+		if (plans[i].gpu < gpus->n) {
+			const struct hpn_gpu *g = &gpus->v[plans[i].gpu];
+
+			snprintf(nic->gpu_id, sizeof(nic->gpu_id), "%s", g->id);
+			snprintf(nic->gpu_pci, sizeof(nic->gpu_pci), "%s", g->pci);
+			snprintf(nic->gpu_dist, sizeof(nic->gpu_dist), "%s",
+				 hpn_gpu_dist_name(plans[i].dist));
+			snprintf(nic->gpu_best, sizeof(nic->gpu_best), "%s",
+				 hpn_gpu_dist_name(plans[i].best));
+		}
 		if (conf->mode != HPN_MODE_MOVE) {
 			nic->kind = HPN_NIC_CHILD;
 			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",
@@ -457,9 +543,12 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 			}
 		}
 		a->j.n_nics = i + 1;
-		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s", nic->host.name,
+		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s%s%s%s%s", nic->host.name,
 			 nic->pci[0] ? " pci " : "", nic->pci,
-			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns);
+			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns,
+			 nic->gpu_id[0] ? ", for GPU " : "",
+			 nic->gpu_pci[0] ? nic->gpu_pci : nic->gpu_id, nic->gpu_id[0] ? " at " : "",
+			 nic->gpu_dist);
 	}
 out:
 	hpn_holders_free(&h);

@@ -454,6 +454,50 @@ static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err 
 	return r;
 }
 
+/* "gpus": GPU-aware choice of pool NICs (doc/gpu.md). */
+static int parse_gpus(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	static const struct hpn_conf_name far[] = { { "allow", 0 }, { "refuse", 1 } };
+	static const struct hpn_conf_name near[] = { { "PIX", HPN_DIST_PIX },
+						     { "PXB", HPN_DIST_PXB },
+						     { "PHB", HPN_DIST_PHB },
+						     { "SYS", HPN_DIST_SYS } };
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "gpus");
+	_cleanup_free_ char *f = NULL, *n = NULL;
+	int r, v = 0;
+
+	conf->gpus.enabled = true;
+	conf->gpus.near = HPN_DIST_PXB;
+	if (g && !cJSON_IsNull(g) && !cJSON_IsObject(g))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "gpus must be an object");
+	if (!cJSON_IsObject(g))
+		g = NULL;
+	r = hpn_conf_abs_path(g, "gpus.", "procRoot", HPN_DEFAULT_PROC_ROOT, &conf->gpus.proc_root,
+			      err);
+	if (r >= 0)
+		r = hpn_json_bool(g, "enabled", "gpus.", HPN_E_INVALID_CONFIG, &conf->gpus.enabled,
+				  err);
+	if (r >= 0)
+		r = hpn_json_bool(g, "nicPerGpu", "gpus.", HPN_E_INVALID_CONFIG,
+				  &conf->gpus.per_gpu, err);
+	if (r >= 0)
+		r = hpn_conf_str(g, "far", "gpus.", &f, err);
+	if (r >= 0 && f)
+		r = hpn_conf_pick("gpus.", "far", f, far, HPN_ARRAY_SIZE(far), &v, err);
+	conf->gpus.refuse_far = v == 1;
+	if (r >= 0)
+		r = hpn_conf_str(g, "near", "gpus.", &n, err);
+	if (r >= 0 && n) {
+		r = hpn_conf_pick("gpus.", "near", n, near, HPN_ARRAY_SIZE(near), &v, err);
+		if (r >= 0)
+			conf->gpus.near = (enum hpn_gpu_dist)v;
+	}
+	if (r >= 0 && conf->gpus.per_gpu && conf->selector != HPN_SEL_MATCH)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				"gpus.nicPerGpu needs match: only a pool has a NIC per GPU");
+	return r;
+}
+
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
@@ -536,6 +580,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		r = parse_prev_result(conf, root, err);
 	if (r >= 0)
 		r = parse_agent(conf, root, err);
+	if (r >= 0)
+		r = parse_gpus(conf, root, err);
 	if (r >= 0) {
 		struct hpn_err derr = { 0 };
 
@@ -710,6 +756,7 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->sysfs_root);
 	free(conf->log_file);
 	free(conf->ipam_type);
+	free(conf->gpus.proc_root);
 	free(conf->agent.socket);
 	free(conf->agent.device_dir);
 	hpn_nccl_conf_free(&conf->nccl);

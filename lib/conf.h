@@ -13,6 +13,7 @@
 #include "types.h"
 
 #define HPN_DEFAULT_SYSFS_ROOT	  "/sys"
+#define HPN_DEFAULT_PROC_ROOT	  "/proc" /* gpus.procRoot: the host's, for its GPUs */
 #define HPN_MAX_VALID_ATTACHMENTS 65536
 /* agent: where hpn-rdma-agent answers which NICs the kubelet gave a pod. */
 #define HPN_DEFAULT_AGENT_SOCKET  "/run/hpn-rdma/agent.sock"
@@ -147,6 +148,17 @@ struct hpn_conf {
 		char *device_dir; /* "deviceDir" (default HPN_DEFAULT_AGENT_DEVICE_DIR) */
 		int timeout_ms;	  /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
 	} agent;
+	/*
+	 * "gpus": with match and the agent, each NIC is the free one nearest a
+	 * GPU of the pod (doc/gpu.md).
+	 */
+	struct hpn_gpu_conf {
+		bool enabled;	 /* "enabled" (default true) */
+		bool per_gpu;	 /* "nicPerGpu" (default false): one NIC per GPU, not count */
+		bool refuse_far; /* "far": "refuse" fails ADD, "allow" (default) says so */
+		enum hpn_gpu_dist near; /* "near": the farthest class counted near (default PXB) */
+		char *proc_root;	/* "procRoot" (default /proc): the host's, for its GPUs */
+	} gpus;
 
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */
 	const char *raw;

@@ -13,21 +13,6 @@
 #include "sysfs.h"
 #include "util.h"
 
-static const char *const dist_names[] = { "PIX", "PXB", "PHB", "SYS", "unknown" };
-
-const char *hpn_gpu_dist_name(enum hpn_gpu_dist d)
-{
-	return (unsigned)d < HPN_ARRAY_SIZE(dist_names) ? dist_names[d] : "unknown";
-}
-
-int hpn_gpu_dist_parse(const char *s)
-{
-	for (size_t i = 0; s && i < HPN_ARRAY_SIZE(dist_names); i++)
-		if (!strcmp(s, dist_names[i]))
-			return (int)i;
-	return -1;
-}
-
 int hpn_pci_pos_of_pci(const char *sysfs_root, const char *bdf, struct hpn_pci_pos *ret)
 {
 	char path[PATH_MAX], real[PATH_MAX], top[PATH_MAX], v[32];
@@ -116,18 +101,6 @@ enum hpn_gpu_dist hpn_pci_dist(const struct hpn_pci_pos *a, const struct hpn_pci
 		return HPN_DIST_PIX;
 	/* Bridges strictly between the common one and each end: one switch's ports at most. */
 	return na - common - 1 <= 1 && nb - common - 1 <= 1 ? HPN_DIST_PIX : HPN_DIST_PXB;
-}
-
-bool hpn_gpu_id_valid(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0 || n >= HPN_GPU_ID_MAX)
-		return false;
-	for (const char *c = id; *c; c++)
-		if (!isalnum((unsigned char)*c) && !strchr("_.:@/-", *c))
-			return false;
-	return true;
 }
 
 /* One GPU procfs lists. */

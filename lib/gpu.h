@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "alloc.h"
 #include "err.h"
 #include "types.h"
 
@@ -14,21 +13,6 @@
  * placed on the host's PCI tree through procfs, the distance between two PCI
  * functions in NCCL's classes, and the choice of one NIC per GPU.
  */
-
-#define HPN_DEFAULT_PROC_ROOT "/proc"
-
-/* Distance classes, NCCL's names, nearest first. */
-enum hpn_gpu_dist {
-	HPN_DIST_PIX,	  /* through at most one PCIe switch */
-	HPN_DIST_PXB,	  /* through several switches, not the host bridge */
-	HPN_DIST_PHB,	  /* through the host bridge: another root complex of the NUMA node */
-	HPN_DIST_SYS,	  /* across NUMA nodes */
-	HPN_DIST_UNKNOWN, /* one end is not a PCI function the host's sysfs places */
-};
-/* "PIX", "PXB", "PHB", "SYS", "unknown". */
-const char *hpn_gpu_dist_name(enum hpn_gpu_dist d);
-/* The class of a name (case-sensitive, as hpn_gpu_dist_name gives them); -1 when none. */
-int hpn_gpu_dist_parse(const char *s);
 
 /* Where a PCI function sits: its sysfs path below devices/ and its NUMA node. */
 struct hpn_pci_pos {
@@ -41,9 +25,6 @@ int hpn_pci_pos_of_pci(const char *sysfs_root, const char *bdf, struct hpn_pci_p
 int hpn_pci_pos_of_netdev(const char *sysfs_root, const char *ifname, struct hpn_pci_pos *ret);
 /* The class of a pair; UNKNOWN when either is not placed. */
 enum hpn_gpu_dist hpn_pci_dist(const struct hpn_pci_pos *a, const struct hpn_pci_pos *b);
-
-/* A GPU ID as the kubelet names it (1 to HPN_GPU_ID_MAX - 1 of [A-Za-z0-9_.:@/-]). */
-bool hpn_gpu_id_valid(const char *id);
 
 /* One GPU of a pod: the first ID naming it, and where procfs puts it. */
 struct hpn_gpu {

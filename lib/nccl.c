@@ -20,19 +20,36 @@
 
 /* DESIGN.md's table, from the managed service's public GPU model list. */
 #define GPUS(n) (UINT64_C(1) << (n))
+/*
+ * Type 1's fabric settings, as PAI Lingjun documents them for its 8-GPU
+ * RoCE nodes: traffic class 136 (DSCP 34), service
+ * level 5, the longer timeout (4.096 us * 2^22) and 8 QPs per connection.
+ * NCCL_IB_GID_INDEX, which it gives as 3, stays computed from the proof.
+ */
+#define TYPE1_ENV                                                                                  \
+	{                                                                                          \
+		.v = { { (char *)"NCCL_IB_TC", (char *)"136" },                                    \
+		       { (char *)"NCCL_IB_SL", (char *)"5" },                                      \
+		       { (char *)"NCCL_IB_TIMEOUT", (char *)"22" },                                \
+		       { (char *)"NCCL_IB_QPS_PER_CONNECTION", (char *)"8" } },                    \
+		.n = 4                                                                             \
+	}
 static const struct hpn_nccl_profile builtin[] = {
 	{ .name = "GU8TF",
 	  .ib = HPN_NCCL_IB_ON,
 	  .drivers = HPN_NCCL_DRV_MLX5,
-	  .gpu_counts = GPUS(8) },
+	  .gpu_counts = GPUS(8),
+	  .env = TYPE1_ENV },
 	{ .name = "GU8TEF",
 	  .ib = HPN_NCCL_IB_ON,
 	  .drivers = HPN_NCCL_DRV_MLX5,
-	  .gpu_counts = GPUS(8) },
+	  .gpu_counts = GPUS(8),
+	  .env = TYPE1_ENV },
 	{ .name = "GX8SF",
 	  .ib = HPN_NCCL_IB_ON,
 	  .drivers = HPN_NCCL_DRV_MLX5,
-	  .gpu_counts = GPUS(8) },
+	  .gpu_counts = GPUS(8),
+	  .env = TYPE1_ENV },
 	{ .name = "P16EN", .ib = HPN_NCCL_IB_OFF, .gpu_counts = GPUS(16) },
 	{ .name = "gpu-hpn",
 	  .ib = HPN_NCCL_IB_AUTO,
@@ -326,6 +343,16 @@ char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
 				ri->gid_index, gid, drv, tr);
 		else
 			fprintf(f, "# device %s none\n", ifn);
+		/* The GPU it serves (doc/gpu.md), and how near. */
+		if (ri->gpu_id[0]) {
+			char gid_[HPN_GPU_ID_MAX], gpci[HPN_PCI_STR], dist[HPN_DIST_STR];
+
+			clean(gid_, ri->gpu_id, sizeof(gid_));
+			clean(gpci, ri->gpu_pci[0] ? ri->gpu_pci : "-", sizeof(gpci));
+			clean(dist, ri->gpu_dist, sizeof(dist));
+			fprintf(f, "# gpu %s %s %s %s%s\n", ifn, gpci, gid_, dist,
+				ri->gpu_far ? " far: a nearer NIC was free" : "");
+		}
 	}
 	for (size_t i = 0; i < v->n; i++)
 		fprintf(f, "%s=%s\n", v->v[i].key, v->v[i].value);

@@ -233,18 +233,54 @@ out:
 	return r;
 }
 
-int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
-		    struct hpn_pool_pick *picks, struct hpn_err *err)
+/*
+ * Candidates k of c, least used first (stable: name order among equals), as
+ * the choice sees them: positions when there are GPUs to be near.
+ */
+static struct hpn_gpu_nic *gpu_nics(const struct hpn_conf *conf, const struct hpn_linkv *c,
+				    const unsigned int *load, const struct hpn_gpus *g,
+				    size_t *order)
 {
+	struct hpn_gpu_nic *v = calloc(c->n + 1, sizeof(*v));
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < c->n; i++)
+		order[i] = i;
+	for (size_t i = 1; i < c->n; i++)
+		for (size_t k = i; k > 0 && load[order[k]] < load[order[k - 1]]; k--) {
+			size_t t = order[k];
+
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	for (size_t i = 0; i < c->n; i++) {
+		v[i].free = load[order[i]] != UINT_MAX;
+		v[i].pos.numa = -1;
+		if (g && g->n)
+			hpn_pci_pos_of_netdev(conf->sysfs_root, c->v[order[i]].name, &v[i].pos);
+	}
+	return v;
+}
+
+int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
+		    const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,
+		    struct hpn_err *err)
+{
+	static const struct hpn_gpus none = { .n = 0 };
 	struct hpn_linkv c = { 0 };
-	size_t nfree = 0, nlive = 0, nheld = 0, taken = 0;
+	size_t nfree = 0, nlive = 0, nheld = 0, *order = NULL;
 	unsigned int *load = NULL;
+	struct hpn_gpu_nic *nics = NULL;
+	struct hpn_gpu_pick *gp = NULL;
 	int r = hpn_pool_candidates(host, conf, &c, err);
 
 	if (r < 0)
 		goto out;
 	load = calloc(c.n + 1, sizeof(*load));
-	if (!load) {
+	order = calloc(c.n + 1, sizeof(*order));
+	gp = calloc(n + 1, sizeof(*gp));
+	if (!load || !order || !gp) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -270,37 +306,85 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		nlive += h->v[k].live && !h->v[k].child;
 		nheld += !h->v[k].child;
 	}
-	if (nfree < conf->count) {
-		if (nfree + nlive >= conf->count)
+	if (nfree < n) {
+		if (nfree + nlive >= n)
 			r = hpn_err_set(
 				err, HPN_E_TRY_AGAIN, EBUSY,
 				"match selects %zu devices; %zu free, %zu being attached or "
-				"released by other runs, %u needed: try again",
-				c.n, nfree, nlive, conf->count);
+				"released by other runs, %zu needed: try again",
+				c.n, nfree, nlive, n);
 		else
 			r = hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
 					"match selects %zu devices in the host netns, %zu of them "
-					"free, and pods hold %zu of the pool; count needs %u%s",
-					c.n, nfree, nheld, conf->count,
-					nheld ? ": the pool is used up" : "");
+					"free, and pods hold %zu of the pool; count needs %zu%s",
+					c.n, nfree, nheld, n, nheld ? ": the pool is used up" : "");
 		goto out;
 	}
-	/* Lowest load first, name order among equals (load is 0 for all in move mode). */
-	while (taken < conf->count) {
-		size_t best = c.n;
+	nics = gpu_nics(conf, &c, load, g, order);
+	if (!nics) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = hpn_gpu_assign(g ? g : &none, nics, c.n, n, gp);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		size_t k = order[gp[i].nic];
 
-		for (size_t i = 0; i < c.n; i++)
-			if (load[i] != UINT_MAX && (best == c.n || load[i] < load[best]))
-				best = i;
-		picks[taken].dev = c.v[best];
-		picks[taken].has_rdma = conf->match.n_rdma_devices > 0;
-		if (picks[taken].has_rdma)
-			picks[taken].rdma = c.rd[best];
-		load[best] = UINT_MAX;
-		taken++;
+		picks[i].dev = c.v[k];
+		picks[i].has_rdma = conf->match.n_rdma_devices > 0;
+		if (picks[i].has_rdma)
+			picks[i].rdma = c.rd[k];
+		picks[i].gpu = gp[i].gpu;
+		picks[i].dist = gp[i].dist;
+		picks[i].best = gp[i].best;
 	}
 out:
+	free(gp);
+	free(nics);
+	free(order);
 	free(load);
+	hpn_linkv_free(&c);
+	return r;
+}
+
+int hpn_pool_pair(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
+		  const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,
+		  struct hpn_err *err)
+{
+	struct hpn_linkv c = { 0 };
+	struct hpn_gpu_nic *nics = NULL;
+	struct hpn_gpu_pick *gp = NULL;
+	int r = hpn_pool_candidates(host, conf, &c, err);
+
+	if (r < 0)
+		goto out;
+	/* The pool's NICs, then the picks: free are those nobody holds and not picked. */
+	nics = calloc(c.n + n + 1, sizeof(*nics));
+	gp = calloc(n + 1, sizeof(*gp));
+	if (!nics || !gp) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		bool picked = false;
+
+		for (size_t k = 0; !picked && k < n; k++)
+			picked = hpn_link_same_device(&c.v[i], &picks[k].dev);
+		nics[i].free = !picked && !hpn_held_by(h, &c.v[i], conf->mode != HPN_MODE_MOVE);
+		hpn_pci_pos_of_netdev(conf->sysfs_root, c.v[i].name, &nics[i].pos);
+	}
+	for (size_t k = 0; k < n; k++) {
+		hpn_pci_pos_of_netdev(conf->sysfs_root, picks[k].dev.name, &nics[c.n + k].pos);
+		gp[k].nic = c.n + k;
+	}
+	hpn_gpu_pair(g, nics, c.n + n, n, gp);
+	for (size_t k = 0; k < n; k++) {
+		picks[k].gpu = gp[k].gpu;
+		picks[k].dist = gp[k].dist;
+		picks[k].best = gp[k].best;
+	}
+out:
+	free(gp);
+	free(nics);
 	hpn_linkv_free(&c);
 	return r;
 }

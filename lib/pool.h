@@ -7,6 +7,7 @@
 
 #include "conf.h"
 #include "err.h"
+#include "gpu.h"
 #include "link.h"
 #include "rdma.h"
 #include "store.h"
@@ -58,21 +59,38 @@ void hpn_linkv_free(struct hpn_linkv *lv);
 /* The NUMA node of netdev name's device under root (a virtio device asks its PCI parent). */
 int hpn_netdev_numa(const char *root, const char *name, int *ret);
 
-/* One NIC the pool gives an ADD, with its RDMA device when match named RDMA devices. */
+/*
+ * One NIC the pool gives an ADD, with its RDMA device when match named RDMA
+ * devices, and the GPU it serves (gpu: index into the pod's GPUs, SIZE_MAX
+ * when none is known) at which class, and the nearest class a NIC left free had.
+ */
 struct hpn_pool_pick {
 	struct hpn_link dev;
 	bool has_rdma;
 	struct hpn_rdma_dev rdma;
+	size_t gpu;
+	enum hpn_gpu_dist dist, best;
 };
 
 /*
- * conf->count NICs from the pool into picks. Move mode takes NICs no other
- * attachment holds, in name order; shared modes pick the parents with the
- * fewest children. Code 11 when too few are free but NICs of runs in flight
- * may come back, 100 when too few are free.
+ * n NICs from the pool into picks. Move mode takes NICs no other attachment
+ * holds; shared modes the parents with the fewest children. Without GPUs
+ * (g NULL or empty) in name order; with them, each the nearest to its GPU
+ * (hpn_gpu_assign), the least used and then name order among equals. Code 11
+ * when too few are free but NICs of runs in flight may come back, 100 when
+ * too few are free.
  */
 int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
-		    struct hpn_pool_pick *picks, struct hpn_err *err);
+		    const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,
+		    struct hpn_err *err);
+/*
+ * The report of hpn_gpu_pair for NICs chosen elsewhere (the kubelet's):
+ * picks[0..n) have dev set; gpu, dist and best are filled against the pool's
+ * NICs that h leaves free.
+ */
+int hpn_pool_pair(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
+		  const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,
+		  struct hpn_err *err);
 
 /*
  * A pool (match) is fit to serve: the drivers it names are loaded and it has

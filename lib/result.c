@@ -276,6 +276,28 @@ static int get_buf(const cJSON *obj, const char *key, const char *prefix, char *
 	return r;
 }
 
+/* rdma[i].gpu: {"id", "pciID", "distance", "far"}, the GPU the NIC serves (optional). */
+static int parse_rdma_gpu(const cJSON *g, const char *what, struct hpn_rdma_info *ri,
+			  struct hpn_err *err)
+{
+	char gwhat[48];
+	int r;
+
+	if (!g || cJSON_IsNull(g))
+		return 0;
+	snprintf(gwhat, sizeof(gwhat), "%sgpu.", what);
+	if (!cJSON_IsObject(g))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sgpu must be an object", what);
+	r = get_buf(g, "id", gwhat, ri->gpu_id, sizeof(ri->gpu_id), err);
+	if (r >= 0)
+		r = get_buf(g, "pciID", gwhat, ri->gpu_pci, sizeof(ri->gpu_pci), err);
+	if (r >= 0)
+		r = get_buf(g, "distance", gwhat, ri->gpu_dist, sizeof(ri->gpu_dist), err);
+	if (r >= 0)
+		r = hpn_json_bool(g, "far", gwhat, HPN_E_DECODE, &ri->gpu_far, err);
+	return r;
+}
+
 static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rdma_info *ri,
 		      struct hpn_err *err)
 {
@@ -317,6 +339,8 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 		r = get_buf(o, strs[i].key, what, strs[i].buf, strs[i].len, err);
 	if (r >= 0 && !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "interface")))
 		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sinterface is required", what);
+	if (r >= 0)
+		r = parse_rdma_gpu(cJSON_GetObjectItemCaseSensitive(o, "gpu"), what, ri, err);
 	return r;
 }
 
@@ -579,6 +603,15 @@ static cJSON *render_rdma(const struct hpn_rdma_info *ri)
 		return NULL;
 	cJSON_AddNumberToObject(o, "interface", ri->interface);
 	cJSON_AddBoolToObject(o, "bound", ri->bound);
+	if (ri->gpu_id[0]) {
+		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+
+		cJSON_AddStringToObject(g, "id", ri->gpu_id);
+		add_nonempty(g, "pciID", ri->gpu_pci);
+		cJSON_AddStringToObject(g, "distance", ri->gpu_dist);
+		if (ri->gpu_far)
+			cJSON_AddBoolToObject(g, "far", true);
+	}
 	if (!ri->bound) {
 		add_nonempty(o, "reason", ri->reason);
 		return o;

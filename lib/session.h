@@ -9,6 +9,7 @@
 #include "cni.h"
 #include "conf.h"
 #include "err.h"
+#include "gpu.h"
 #include "nccl.h"
 #include "rdma.h"
 #include "result.h"
@@ -57,10 +58,16 @@ struct hpn_rdma_plan {
 	char reason[256];	  /* why nothing is bound, when !found */
 };
 
-/* One NIC ADD attaches: the host device (moved, or the parent of a child) and its RDMA. */
+/*
+ * One NIC ADD attaches: the host device (moved, or the parent of a child),
+ * its RDMA, and the pod's GPU it serves (index into the pod's GPUs; SIZE_MAX:
+ * none) at which class, with the nearest class a NIC left free had.
+ */
 struct hpn_nic_plan {
 	struct hpn_link dev;
 	struct hpn_rdma_plan rdma;
+	size_t gpu;
+	enum hpn_gpu_dist dist, best;
 };
 
 /* ---- session.c: the state store, the namespaces, names the commands share ---- */
@@ -194,15 +201,21 @@ int hpn_rail_remove(struct nl_sock *pod, const struct hpn_journal_nic *n, struct
  */
 int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 			 struct hpn_alloc *ret, struct hpn_err *err);
-/* How many NICs hpn_claim takes (plans it fills): al's, the pool's count, or one. */
-size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al);
+/*
+ * How many NICs hpn_claim takes (plans it fills): al's, one per GPU of the
+ * pod (gpus.nicPerGpu), the pool's count, or one.
+ */
+size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al,
+		       const struct hpn_gpus *gpus);
 /*
  * Selection, under the store lock: the device(s) (exactly al's, in its
  * order, when the kubelet allocated some; else the selector's or the
- * pool's), each one's pod-side name and RDMA plan, filled into a->j for ADD
- * to journal as this attachment's claim. Nothing on the node is changed.
+ * pool's, the pool's nearest the pod's GPUs when gpus has some), each one's
+ * pod-side name, RDMA plan and GPU, filled into a->j for ADD to journal as
+ * this attachment's claim. Nothing on the node is changed.
  */
 int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
-	      const struct hpn_alloc *al, struct hpn_nic_plan *plans, struct hpn_err *err);
+	      const struct hpn_alloc *al, const struct hpn_gpus *gpus, struct hpn_nic_plan *plans,
+	      struct hpn_err *err);
 
 #endif

@@ -410,6 +410,15 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 		cJSON_AddStringToObject(o, "pci", n->pci);
 	if (n->pod_ifindex)
 		cJSON_AddNumberToObject(o, "podIfIndex", n->pod_ifindex);
+	if (n->gpu_id[0]) {
+		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
+
+		cJSON_AddStringToObject(g, "id", n->gpu_id);
+		if (n->gpu_pci[0])
+			cJSON_AddStringToObject(g, "pci", n->gpu_pci);
+		cJSON_AddStringToObject(g, "distance", n->gpu_dist);
+		cJSON_AddStringToObject(g, "best", n->gpu_best);
+	}
 	if (n->child_kind[0])
 		cJSON_AddStringToObject(o, "childKind", n->child_kind);
 	if (n->has_child_mac) {
@@ -537,6 +546,26 @@ static int json_str(const cJSON *o, const char *k, char *out, size_t len)
 	return hpn_snprintf(out, len, "%s", v->valuestring);
 }
 
+/* "gpu": {"id", "pci", "distance", "best"}, optional: the GPU the NIC serves. */
+static int gpu_from_json(const cJSON *g, struct hpn_journal_nic *n)
+{
+	char pci[HPN_PCI_STR];
+
+	if (!g)
+		return 0;
+	if (!cJSON_IsObject(g) || json_str(g, "id", n->gpu_id, sizeof(n->gpu_id)) < 0 ||
+	    !hpn_gpu_id_valid(n->gpu_id) ||
+	    json_str(g, "distance", n->gpu_dist, sizeof(n->gpu_dist)) < 0 ||
+	    hpn_gpu_dist_parse(n->gpu_dist) < 0 ||
+	    json_str(g, "best", n->gpu_best, sizeof(n->gpu_best)) < 0 ||
+	    hpn_gpu_dist_parse(n->gpu_best) < 0)
+		return -EINVAL;
+	if (cJSON_GetObjectItemCaseSensitive(g, "pci") &&
+	    (json_str(g, "pci", pci, sizeof(pci)) < 0 || hpn_pci_normalise(pci, n->gpu_pci) < 0))
+		return -EINVAL;
+	return 0;
+}
+
 /* A NIC's device nodes: names DEL may unlink (uverbsN, umadN, issmN), and their numbers. */
 static int json_nodes(const cJSON *a, struct hpn_journal_rdma *r)
 {
@@ -638,6 +667,8 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 		return -EINVAL;
 	v = cJSON_GetObjectItemCaseSensitive(o, "podIfIndex");
 	n->pod_ifindex = cJSON_IsNumber(v) ? v->valueint : 0;
+	if (gpu_from_json(cJSON_GetObjectItemCaseSensitive(o, "gpu"), n) < 0)
+		return -EINVAL;
 	if (cJSON_GetObjectItemCaseSensitive(o, "childKind") &&
 	    json_str(o, "childKind", n->child_kind, sizeof(n->child_kind)) < 0)
 		return -EINVAL;

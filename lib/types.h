@@ -49,6 +49,14 @@ struct hpn_link {
 /* The node's RDMA netns mode (rdma system), and what config rdmaNetns asks of it. */
 enum hpn_rdma_netns { HPN_RDMA_NETNS_AUTO, HPN_RDMA_NETNS_SHARED, HPN_RDMA_NETNS_EXCLUSIVE };
 
+/* Distance classes, NCCL's names, nearest first. */
+enum hpn_gpu_dist {
+	HPN_DIST_PIX,	  /* through at most one PCIe switch */
+	HPN_DIST_PXB,	  /* through several switches, not the host bridge */
+	HPN_DIST_PHB,	  /* through the host bridge: another root complex of the NUMA node */
+	HPN_DIST_SYS,	  /* across NUMA nodes */
+	HPN_DIST_UNKNOWN, /* one end is not a PCI function the host's sysfs places */
+};
 struct hpn_kv {
 	char *key;
 	char *value;

@@ -113,6 +113,33 @@ static bool hexn(const char *s, int n)
 	return true;
 }
 
+static const char *const dist_names[] = { "PIX", "PXB", "PHB", "SYS", "unknown" };
+
+const char *hpn_gpu_dist_name(enum hpn_gpu_dist d)
+{
+	return (unsigned)d < HPN_ARRAY_SIZE(dist_names) ? dist_names[d] : "unknown";
+}
+
+int hpn_gpu_dist_parse(const char *s)
+{
+	for (size_t i = 0; s && i < HPN_ARRAY_SIZE(dist_names); i++)
+		if (!strcmp(s, dist_names[i]))
+			return (int)i;
+	return -1;
+}
+
+bool hpn_gpu_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n >= HPN_GPU_ID_MAX)
+		return false;
+	for (const char *c = id; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr("_.:@/-", *c))
+			return false;
+	return true;
+}
+
 int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR])
 {
 	char buf[HPN_PCI_STR];

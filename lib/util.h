@@ -54,6 +54,13 @@ int hpn_mac_parse(const char *s, uint8_t mac[HPN_MAC_LEN]);
 void hpn_mac_format(const uint8_t mac[HPN_MAC_LEN], char out[HPN_MAC_STR]);
 bool hpn_mac_is_zero(const uint8_t mac[HPN_MAC_LEN]);
 
+/* A PCI distance class's name: "PIX", "PXB", "PHB", "SYS", "unknown". */
+const char *hpn_gpu_dist_name(enum hpn_gpu_dist d);
+/* The class of a name (case-sensitive, as hpn_gpu_dist_name gives them); -1 when none. */
+int hpn_gpu_dist_parse(const char *s);
+/* A GPU ID as the kubelet names it (1 to HPN_GPU_ID_MAX - 1 of [A-Za-z0-9_.:@/-]). */
+bool hpn_gpu_id_valid(const char *id);
+
 /* Normalise a PCI address to "DDDD:BB:DD.F" (lower case); accepts "BB:DD.F". */
 int hpn_pci_normalise(const char *s, char out[HPN_PCI_STR]);
 

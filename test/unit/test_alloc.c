@@ -108,14 +108,28 @@ static void test_reply(void)
 	snprintf(a.resource, sizeof(a.resource), "rdma/hpn");
 	snprintf(a.ids[0], HPN_ALLOC_ID_MAX, "0000:af:00.1");
 	snprintf(a.ids[1], HPN_ALLOC_ID_MAX, "pool0");
+	a.n_gpus = 2;
+	snprintf(a.gpus[0], HPN_GPU_ID_MAX, "GPU-9a1b2c3d-0000-1111-2222-333344445555::1");
+	snprintf(a.gpus[1], HPN_GPU_ID_MAX, "MIG-GPU-9a1b2c3d-0000-1111-2222-333344445556/1/0");
 	json = hpn_alloc_reply_render(&a, NULL);
 	CHECK_STR_EQ(json, "{\"version\":1,\"resource\":\"rdma/hpn\",\"podKnown\":true,"
-			   "\"devices\":[\"0000:af:00.1\",\"pool0\"]}");
+			   "\"devices\":[\"0000:af:00.1\",\"pool0\"],\"gpus\":[\"GPU-9a1b2c3d-0000-"
+			   "1111-2222-333344445555::1\",\"MIG-GPU-9a1b2c3d-0000-1111-2222-"
+			   "333344445556/1/0\"]}");
 	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
 	CHECK_INT_EQ(back.n, 2);
 	CHECK_STR_EQ(back.ids[0], "0000:af:00.1"); /* the order is the kubelet's */
 	CHECK_STR_EQ(back.ids[1], "pool0");
 	CHECK(back.pod_known);
+	CHECK_INT_EQ(back.n_gpus, 2);
+	CHECK_STR_EQ(back.gpus[1], "MIG-GPU-9a1b2c3d-0000-1111-2222-333344445556/1/0");
+	free(json);
+
+	/* An agent from before GPU lookups: no "gpus", so none known. */
+	json = strdup("{\"version\":1,\"resource\":\"r/x\",\"podKnown\":true,\"devices\":[]}");
+	back.n_gpus = 5;
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_INT_EQ(back.n_gpus, 0);
 	free(json);
 
 	json = hpn_alloc_reply_render(NULL, "PodResources List: status 14 connection refused");
@@ -130,6 +144,9 @@ static void test_reply(void)
 		"{\"version\":1,\"devices\":[3]}",
 		"{\"version\":1,\"devices\":{}}",
 		"{\"version\":9,\"devices\":[]}",
+		"{\"version\":1,\"devices\":[],\"gpus\":[\"GPU 1\"]}",
+		"{\"version\":1,\"devices\":[],\"gpus\":\"GPU-1\"}",
+		"{\"version\":1,\"devices\":[],\"gpus\":[\"\"]}",
 		"nope",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -240,9 +240,11 @@ static void test_render(void)
 	CHECK_RENDER(nc, NULL, res,
 		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
 		     "NCCL_SOCKET_IFNAME=eth0");
+	/* Type 1 adds the fabric settings PAI Lingjun documents (the GID index stays computed). */
 	CHECK_RENDER(nc, "GU8TF", res,
 		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
-		     "NCCL_SOCKET_IFNAME=eth0");
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_TC=136;NCCL_IB_SL=5;NCCL_IB_TIMEOUT=22;"
+		     "NCCL_IB_QPS_PER_CONNECTION=8");
 	/* Type 2 turns IB off even with a device bound. */
 	CHECK_RENDER(nc, "P16EN", res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
 	hpn_result_free(res);
@@ -311,6 +313,12 @@ static void test_render(void)
 		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
 		     "NCCL_SOCKET_IFNAME==eth0;NCCL_DEBUG=INFO;NCCL_IB_QPS_PER_CONNECTION=4;"
 		     "NCCL_NET_GDR_LEVEL=PHB");
+	/* The network's settings override Type 1's own, in place. */
+	hpn_vars_set(&nc->env, "NCCL_IB_TC", "160");
+	CHECK_RENDER(nc, "GX8SF", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_IB_GID_INDEX=3;"
+		     "NCCL_SOCKET_IFNAME==eth0;NCCL_IB_TC=160;NCCL_IB_SL=5;NCCL_IB_TIMEOUT=22;"
+		     "NCCL_IB_QPS_PER_CONNECTION=8;NCCL_DEBUG=INFO;NCCL_NET_GDR_LEVEL=PHB");
 	hpn_result_free(res);
 
 	/* 16 devices with 63-byte names: the HCA list is over NCCL's 1023 bytes. */
