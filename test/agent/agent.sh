@@ -10,8 +10,10 @@
 # DOWN and up; the kubelet restarted (socket dir swept, re-registration);
 # the agent restarted (same IDs, sockets removed at SIGTERM); the CNI
 # attaching exactly the allocated NICs in their order; an allocated NIC
-# already held refused; a PodResources List slower than the lookup's budget
-# (the CNI told so, the agent serving on); no agent -> the pool (and
+# already held refused; the pod's GPUs in the lookup's reply (nvidia.com/gpu
+# IDs and gpu.nvidia.com DRA devices, in order, once each; the flags that
+# turn them off); a PodResources List slower than the lookup's budget (the
+# CNI told so, the agent serving on); no agent -> the pool (and
 # agent.required).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent) runs the agent under valgrind's
@@ -55,7 +57,7 @@ registration() {
 			"the agent refuses the request $req" "$OUT"
 	done
 	OUT=$(lookup_raw '{"version":1,"namespace":"a","name":"p"}')
-	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: []}' \
+	jq_ok '. == {version: 1, resource: "rdma/hpn", podKnown: false, devices: [], gpus: []}' \
 		"a pod the kubelet does not list holds nothing"
 	node_down
 }
@@ -255,6 +257,92 @@ cni_allocated() {
 	node_down
 }
 run "the CNI attaches exactly the allocated NICs in order; a held NIC refused" cni_allocated
+
+# The pod's GPUs, as the CNI's lookup answers them: the IDs of nvidia.com/gpu
+# (UUIDs, a time-sliced replica "::1") and the devices of its claims whose
+# driver is gpu.nvidia.com, per container in PodResources' order, each once;
+# another driver's devices and other resources are not GPUs; IDs that are no
+# GPU ID are skipped with one warning per lookup.
+GPU_A=GPU-2f6b1c1e-8a3d-4c55-9e0f-7d1a2b3c4d5e
+GPU_B=GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+GPU_C=GPU-0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+gpu_pods() {
+	jq -cn --arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C" '[{namespace: "ns1", name: "trainer",
+		containers: [
+		{name: "main", devices: [
+			{resource: "nvidia.com/gpu", ids: [$a, ($b + "::1")]},
+			{resource: "rdma/hpn", ids: ["0000:af:00.2"]},
+			{resource: "example.com/fpga", ids: ["fpga-0"]}],
+		 dynamic: [
+			{claim: "gpus", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-3", cdi: ["k8s.gpu.nvidia.com/gpu=gpu-3"]},
+			{claim: "nics", namespace: "ns1", driver: "rdma.example.com", pool: "node-a",
+			 device: "nic-0", cdi: []}]},
+		{name: "side", devices: [
+			{resource: "nvidia.com/gpu", ids: [$a, $c, "GPU with spaces", ("G" * 120)]},
+			{resource: "rdma/hpn", ids: ["0000:af:00.0"]}],
+		 dynamic: [
+			{claim: "gpus", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-3"},
+			{claim: "more", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-5"}]}]}]' >"$T/pods.json"
+}
+
+gpus() {
+	local req='{"version":1,"namespace":"ns1","name":"trainer"}' n
+	node_up plain
+	gpu_pods
+	OUT=$(lookup_raw "$req")
+	jq_ok '.podKnown and .devices == ["0000:af:00.2", "0000:af:00.0"]' \
+		"the NICs of the resource, as before" "$OUT"
+	jq_ok '.gpus == [$a, ($b + "::1"), "gpu-3", $c, "gpu-5"]' \
+		"the GPUs: device plugin IDs and gpu.nvidia.com claims, in order, once each" "$OUT" \
+		--arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C"
+	grep -q 'CNI lookup for pod ns1/trainer: 2 rdma/hpn devices, 5 GPUs' "$T/agent.log" ||
+		fail "the agent's log does not count the GPUs: $(tail -5 "$T/agent.log")"
+	n=$(grep -c 'pod ns1/trainer: 2 GPU IDs skipped, not of a GPU ID.s syntax (the first: "GPU?with?spaces")' \
+		"$T/agent.log")
+	[[ $n == 1 ]] || fail "the bad GPU IDs were warned about $n times in one lookup, not once: $(tail -5 "$T/agent.log")"
+	OUT=$(lookup_raw "$req")
+	n=$(grep -c 'GPU IDs skipped' "$T/agent.log")
+	[[ $n == 2 ]] || fail "two lookups warned $n times, not once each"
+	# A pod without GPUs has none.
+	OUT=$(lookup_raw '{"version":1,"namespace":"ns1","name":"other"}')
+	jq_ok '.gpus == [] and .podKnown == false' "a pod the kubelet does not list: no GPUs" "$OUT"
+	stop_agent
+
+	# --gpu-resource '': the device plugin's GPUs are not counted, the claims' are.
+	start_agent --gpu-resource ''
+	wait_event '.event == "list"' "the agent with --gpu-resource ''" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.devices == ["0000:af:00.2", "0000:af:00.0"] and .gpus == ["gpu-3", "gpu-5"]' \
+		"--gpu-resource '': only the DRA devices" "$OUT"
+	stop_agent
+	# Both off: no GPUs at all; another resource and another driver as the GPUs'.
+	start_agent --gpu-resource '' --gpu-driver ''
+	wait_event '.event == "list"' "the agent with no GPU sources" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.gpus == [] and (.devices | length) == 2' "both flags empty: no GPUs" "$OUT"
+	stop_agent
+	start_agent --gpu-resource example.com/fpga,nvidia.com/gpu --gpu-driver rdma.example.com
+	wait_event '.event == "list"' "the agent with other GPU sources" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.gpus == [$a, ($b + "::1"), "fpga-0", "nic-0", $c]' \
+		"a comma list of resources, another driver" "$OUT" \
+		--arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C"
+	node_down
+	# Flags that are not names: refused before anything starts.
+	for bad in '--gpu-resource nogpu' '--gpu-resource nvidia.com/gpu,a/b/c' \
+		'--gpu-driver Gpu_Nvidia' '--gpu-driver .gpu.nvidia.com'; do
+		# shellcheck disable=SC2086 # the flag and its value, split on purpose
+		if "$HPN_AGENT" --config "$T/net.conflist" $bad 2>"$T/err"; then
+			fail "the agent took $bad"
+		fi
+		grep -q 'gpu-' "$T/err" || fail "the refusal of $bad does not name the flag: $(cat "$T/err")"
+	done
+	"$HPN_AGENT" --help | grep -q -- '--gpu-resource NAMES' || fail "--help does not show --gpu-resource"
+}
+run "the pod's GPUs in the lookup: nvidia.com/gpu IDs and gpu.nvidia.com claims, in order, once" gpus
 
 # A kubelet whose PodResources List is slower than the lookup's budget
 # (400 ms): the CNI gets an error reply at once, saying so, ADD fails with
