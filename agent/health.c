@@ -7,7 +7,8 @@
  * period that finds the worker busy is skipped. A broken attachment makes its
  * NICs' devices Unhealthy to the kubelet (a new ListAndWatch list), is
  * exported (hpn_rdma_attachment_healthy) and logged with what broke; a whole
- * one again makes them Healthy.
+ * one again makes them Healthy. An attachment with a far NIC (a NIC left free
+ * was nearer to its GPU) is logged once, and stays Healthy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include "attach.h"
+#include "gpu.h"
 #include "health.h"
 #include "log.h"
 #include "loop.h"
@@ -88,6 +90,32 @@ static struct health_entry *entry(struct health *h, const char *key, bool add)
 	return &h->st.v[h->st.n++];
 }
 
+bool health_nic_far(const struct hpn_journal_nic *n)
+{
+	int d = hpn_gpu_dist_parse(n->gpu_dist), best = hpn_gpu_dist_parse(n->gpu_best);
+
+	return n->gpu_id[0] && d >= 0 && best >= 0 && d != HPN_DIST_UNKNOWN && d > best;
+}
+
+/* The far NICs of a completed attachment, said once: the NICs stay Healthy. */
+static void gpus_look(struct health_entry *e, const char *key, const struct hpn_journal *j)
+{
+	if (e->gpus_seen || j->phase != HPN_PHASE_ATTACHED || j->stale)
+		return;
+	e->gpus_seen = true;
+	for (size_t i = 0; i < j->n_nics && i < HPN_MAX_NICS; i++) {
+		const struct hpn_journal_nic *n = &j->nics[i];
+
+		if (!health_nic_far(n))
+			continue;
+		hpn_warn("health: attachment %s%s: NIC %s (%s) serves GPU %s (%s) at %s, but a NIC "
+			 "left free was %s from it: NCCL's traffic crosses more of the PCI tree",
+			 key, e->pod, n->host.name, n->pci[0] ? n->pci : "no PCI address",
+			 n->gpu_id, n->gpu_pci[0] ? n->gpu_pci : "not placed", n->gpu_dist,
+			 n->gpu_best);
+	}
+}
+
 static int cmp_str(const void *x, const void *y)
 {
 	return strcmp(*(char *const *)x, *(char *const *)y);
@@ -134,6 +162,7 @@ static char **list(struct health *h)
 				 j.pod.name);
 		else
 			e->pod[0] = '\0';
+		gpus_look(e, keys[k], &j);
 		hpn_journal_free(&j);
 	}
 	for (size_t i = 0; i < h->st.n;) {

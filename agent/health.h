@@ -35,6 +35,7 @@ struct health_entry {
 	char pod[340];				  /* " (pod ns/name)" for the log, or empty */
 	char ids[HPN_MAX_NICS][HPN_ALLOC_ID_MAX]; /* its NICs, as devices.c names them */
 	size_t n_ids;
+	bool gpus_seen; /* its NICs' GPUs were looked at (far ones warned about, once) */
 };
 struct health_stats {
 	uint64_t checks_healthy, checks_broken, checks_skipped;
@@ -53,5 +54,12 @@ void health_stop(struct health *h);
 void health_free(struct health *h);
 /* NULL for NULL (the loop is off). */
 const struct health_stats *health_stats(const struct health *h);
+/*
+ * A far NIC: the claim journalled its GPU, and a NIC left free was nearer to
+ * that GPU (gpu_best nearer than gpu_dist, both known). Flagged, never
+ * Unhealthy: nothing is broken, NCCL's traffic only crosses more of the PCI
+ * tree than it had to.
+ */
+bool health_nic_far(const struct hpn_journal_nic *n);
 
 #endif

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The CNI's question, on the agent's own unix socket (doc/agent.md, "The
- * lookup protocol"): which devices of our resource does pod ns/name hold?
+ * lookup protocol"): which devices of our resource does pod ns/name hold,
+ * and which GPUs?
  * One JSON request line in, one JSON reply out, then the agent closes. The
  * answer comes from the kubelet's PodResources List, asked per request: the
  * kubelet's word, never a cache of it. Root only: the socket is 0600 and the
@@ -148,8 +149,8 @@ static void answered(void *ud, const struct hpn_alloc *al, const char *error)
 	if (error)
 		hpn_warn("CNI lookup for pod %s/%s: %s", c->req.namespace, c->req.name, error);
 	else
-		hpn_info("CNI lookup for pod %s/%s: %zu %s devices%s", c->req.namespace,
-			 c->req.name, al->n, al->resource,
+		hpn_info("CNI lookup for pod %s/%s: %zu %s devices, %zu GPUs%s", c->req.namespace,
+			 c->req.name, al->n, al->resource, al->n_gpus,
 			 al->pod_known ? "" : " (pod not listed)");
 	reply(c, json);
 	free(json);

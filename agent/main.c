@@ -40,6 +40,8 @@
 #define DEFAULT_METRICS	 "127.0.0.1:9467"
 #define DEFAULT_CRI	 "/run/containerd/containerd.sock"
 #define DEFAULT_CNI_PATH "/opt/cni/bin"
+#define DEFAULT_GPU_RES	 "nvidia.com/gpu"
+#define DEFAULT_GPU_DRV	 "gpu.nvidia.com"
 #define DEFAULT_POLL_S	 10
 #define STOP_GRACE_S	 6
 #define WORKER_GRACE_MS	 3000
@@ -63,6 +65,11 @@ static const char usage[] =
 	"  --poll-interval SEC  health re-check besides link events (default 10)\n"
 	"  --dev-root DIR       where Allocate's host device paths are (default /dev;\n"
 	"                       the container path is always /dev/infiniband/NAME)\n"
+	"  --gpu-resource NAMES the device plugin resources whose IDs are a pod's GPUs,\n"
+	"                       comma-separated (default " DEFAULT_GPU_RES "; empty: none);\n"
+	"                       the lookup answers them to the CNI\n"
+	"  --gpu-driver NAME    the DRA driver whose claimed devices are GPUs (default\n"
+	"                       " DEFAULT_GPU_DRV "; empty: none)\n"
 	"\n"
 	"Metrics, health and GC (doc/metrics.md):\n"
 	"  --metrics-address ADDR:PORT  Prometheus metrics at http://ADDR:PORT/metrics\n"
@@ -96,6 +103,7 @@ struct opts {
 	const char *config_path;
 	const char *lookup_path; /* NULL: the entry's agent.socket */
 	const char *metrics_address;
+	const char *gpu_resources, *gpu_driver;
 	int poll_s;
 	struct dp_opts dp;
 	struct health_opts health;
@@ -197,6 +205,12 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'd':
 		o->dp.dev_root = v;
 		return true;
+	case 'U':
+		o->gpu_resources = v;
+		return true;
+	case 'D':
+		o->gpu_driver = v;
+		return true;
 	case 'K':
 		o->kc.path = v;
 		return true;
@@ -207,18 +221,67 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	return false;
 }
 
+/* "<domain>/<name>", as the kubelet wants extended resources; len bytes of res. */
+static bool resource_name(const char *res, size_t len)
+{
+	char name[HPN_ALLOC_RESOURCE_MAX];
+	const char *slash;
+
+	if (len >= sizeof(name))
+		return false;
+	memcpy(name, res, len);
+	name[len] = '\0';
+	slash = strchr(name, '/');
+	return slash && slash != name && slash[1] && !strchr(slash + 1, '/') &&
+	       hpn_alloc_id_valid(slash + 1);
+}
+
+/* A DRA driver's name: a DNS subdomain (lower case letters, digits, '-', '.'). */
+static bool driver_name(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (!len || len >= PODRES_DRIVER_MAX || s[0] == '.' || s[0] == '-' || s[len - 1] == '.' ||
+	    s[len - 1] == '-')
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == len;
+}
+
+/* --gpu-resource and --gpu-driver: -1 to go on, else the exit status. */
+static int check_gpu_opts(const struct opts *o)
+{
+	size_t n = 0;
+
+	for (const char *s = o->gpu_resources; *s;) {
+		size_t len = strcspn(s, ",");
+
+		if (len && (!resource_name(s, len) || ++n > PODRES_GPU_RESOURCES)) {
+			fprintf(stderr,
+				"hpn-rdma-agent: --gpu-resource \"%s\" is not up to %d "
+				"<domain>/<name>, comma-separated\n",
+				o->gpu_resources, PODRES_GPU_RESOURCES);
+			return 2;
+		}
+		s += len + (s[len] == ',');
+	}
+	if (o->gpu_driver[0] && !driver_name(o->gpu_driver)) {
+		fprintf(stderr, "hpn-rdma-agent: --gpu-driver \"%s\" is not a DNS subdomain\n",
+			o->gpu_driver);
+		return 2;
+	}
+	return -1;
+}
+
 /* The flags together: -1 to go on, else the exit status. */
 static int check_opts(const struct opts *o)
 {
-	const char *res = o->dp.resource, *slash = strchr(res, '/');
+	const char *res = o->dp.resource;
 
 	if (!o->config_path) {
 		fprintf(stderr, "hpn-rdma-agent: --config is required\n\n%s", usage);
 		return 2;
 	}
-	/* "<domain>/<name>", as the kubelet wants extended resources. */
-	if (!slash || slash == res || !slash[1] || strchr(slash + 1, '/') ||
-	    strlen(res) >= HPN_ALLOC_RESOURCE_MAX || !hpn_alloc_id_valid(slash + 1)) {
+	if (!resource_name(res, strlen(res))) {
 		fprintf(stderr, "hpn-rdma-agent: --resource \"%s\" is not <domain>/<name>\n", res);
 		return 2;
 	}
@@ -232,7 +295,7 @@ static int check_opts(const struct opts *o)
 		fprintf(stderr, "hpn-rdma-agent: --kubelet-dir and --dev-root must be absolute\n");
 		return 2;
 	}
-	return -1;
+	return check_gpu_opts(o);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -245,6 +308,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "lookup-socket", required_argument, NULL, 'l' },
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "dev-root", required_argument, NULL, 'd' },
+		{ "gpu-resource", required_argument, NULL, 'U' },
+		{ "gpu-driver", required_argument, NULL, 'D' },
 		{ "metrics-address", required_argument, NULL, 'M' },
 		{ "health-interval", required_argument, NULL, 'H' },
 		{ "health-batch", required_argument, NULL, 'B' },
@@ -436,13 +501,17 @@ static int start(struct agent *a, struct opts *o)
 	if (!lookup)
 		lookup = a->node.conf.agent.socket ? a->node.conf.agent.socket
 						   : HPN_DEFAULT_AGENT_SOCKET;
-	r = podres_init(&a->podres, a->rpc, o->dp.kubelet_dir, o->dp.resource);
+	r = podres_init(&a->podres, a->rpc, o->dp.kubelet_dir, o->dp.resource, o->gpu_resources,
+			o->gpu_driver);
 	if (r < 0) {
 		hpn_err_set(&err, HPN_E_INVALID_CONFIG, -r,
 			    "--kubelet-dir %s is too long for a unix socket path",
 			    o->dp.kubelet_dir);
 		goto fail;
 	}
+	hpn_info("a pod's GPUs: the IDs of %s, the DRA devices of %s",
+		 o->gpu_resources[0] ? o->gpu_resources : "(no resource)",
+		 o->gpu_driver[0] ? o->gpu_driver : "(no driver)");
 	r = lookup_start(a->loop, &a->podres, lookup, &a->lookup);
 	if (r < 0) {
 		hpn_err_set(&err, HPN_E_IO, -r, "lookup socket %s: %s", lookup, strerror(-r));
@@ -496,6 +565,8 @@ int main(int argc, char **argv)
 	struct opts o = {
 		.poll_s = DEFAULT_POLL_S,
 		.metrics_address = DEFAULT_METRICS,
+		.gpu_resources = DEFAULT_GPU_RES,
+		.gpu_driver = DEFAULT_GPU_DRV,
 		.dp = { .kubelet_dir = DEFAULT_KUBELET,
 			.resource = DEFAULT_RESOURCE,
 			.endpoint = DEFAULT_ENDPOINT,

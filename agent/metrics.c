@@ -31,6 +31,7 @@
 #include "counters.h"
 #include "deviceplugin.h"
 #include "gc.h"
+#include "gpu.h"
 #include "health.h"
 #include "log.h"
 #include "loop.h"
@@ -531,6 +532,61 @@ static void nics_rdma(struct sbuf *b, struct att_rec *v, size_t n)
 		}
 }
 
+/* A journalled class name as its number (enum hpn_gpu_dist); none or a stranger: unknown. */
+static int dist_class(const char *name)
+{
+	int d = name[0] ? hpn_gpu_dist_parse(name) : -1;
+
+	return d < 0 ? HPN_DIST_UNKNOWN : d;
+}
+
+/* The GPU each NIC of a completed attachment serves (journalled at the claim), and how far. */
+static void nics_gpu(struct sbuf *b, struct att_rec *v, size_t n)
+{
+	family(b, "hpn_rdma_nic_gpu_distance", "gauge",
+	       "NCCL's distance class between the NIC and the pod's GPU it serves: 0 PIX, 1 PXB, "
+	       "2 PHB, 3 SYS, 4 unknown.");
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < v[i].n_nics; k++) {
+			const struct hpn_journal_nic *jn = &v[i].j.nics[k];
+			const struct nic_rec *nr = &v[i].nics[k];
+			const char *lab[NIC_LABELS + 5];
+
+			if (v[i].j.phase != HPN_PHASE_ATTACHED || v[i].j.stale || !jn->gpu_id[0])
+				continue;
+			memcpy(lab, nr->labels, NIC_LABELS * sizeof(lab[0]));
+			lab[NIC_LABELS] = "gpu";
+			lab[NIC_LABELS + 1] = jn->gpu_id;
+			lab[NIC_LABELS + 2] = "gpu_pci";
+			lab[NIC_LABELS + 3] = jn->gpu_pci;
+			lab[NIC_LABELS + 4] = NULL;
+			sample_v(b, "hpn_rdma_nic_gpu_distance", lab, dist_class(jn->gpu_dist));
+		}
+	family(b, "hpn_rdma_nic_far", "gauge",
+	       "1 when a NIC left free was nearer to this NIC's GPU (distance farther than best, "
+	       "NCCL's classes), else 0.");
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < v[i].n_nics; k++) {
+			const struct hpn_journal_nic *jn = &v[i].j.nics[k];
+			const struct nic_rec *nr = &v[i].nics[k];
+			const char *lab[NIC_LABELS + 7];
+
+			if (v[i].j.phase != HPN_PHASE_ATTACHED || v[i].j.stale || !jn->gpu_id[0])
+				continue;
+			memcpy(lab, nr->labels, NIC_LABELS * sizeof(lab[0]));
+			lab[NIC_LABELS] = "gpu";
+			lab[NIC_LABELS + 1] = jn->gpu_id;
+			lab[NIC_LABELS + 2] = "distance";
+			lab[NIC_LABELS + 3] =
+				hpn_gpu_dist_name((enum hpn_gpu_dist)dist_class(jn->gpu_dist));
+			lab[NIC_LABELS + 4] = "best";
+			lab[NIC_LABELS + 5] =
+				hpn_gpu_dist_name((enum hpn_gpu_dist)dist_class(jn->gpu_best));
+			lab[NIC_LABELS + 6] = NULL;
+			sample_v(b, "hpn_rdma_nic_far", lab, health_nic_far(jn));
+		}
+}
+
 static void attachments(struct sbuf *b, const struct metrics_sources *src, struct att_rec *v,
 			size_t n)
 {
@@ -752,6 +808,7 @@ static char *render(const struct metrics_sources *src, struct metrics *m, size_t
 	attachments(&b, src, v, n);
 	nics_link(&b, v, n);
 	nics_rdma(&b, v, n);
+	nics_gpu(&b, v, n);
 	cni(&b, src);
 	gc(&b, src);
 	free_attachments(v, n);

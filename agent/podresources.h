@@ -11,18 +11,38 @@ struct rpc;
 /*
  * The kubelet's PodResources API, as a client (v1 PodResourcesLister.List on
  * <kubelet-dir>/pod-resources/kubelet.sock): which devices of one resource a
- * pod holds. The kubelet's word, asked per question, never cached.
+ * pod holds, and which GPUs. The kubelet's word, asked per question, never
+ * cached.
  */
+#define PODRES_GPU_RESOURCES 8	 /* --gpu-resource names at most */
+#define PODRES_DRIVER_MAX    254 /* a DRA driver's name: a DNS subdomain */
+
 struct podres {
 	struct rpc *rpc;
 	char sock[PATH_MAX];
 	char resource[HPN_ALLOC_RESOURCE_MAX];
+	/* The pod's GPUs: device plugin resources whose IDs name GPUs (none: off)... */
+	char gpu_resources[PODRES_GPU_RESOURCES][HPN_ALLOC_RESOURCE_MAX];
+	size_t n_gpu_resources;
+	/* ...and the DRA driver whose devices are GPUs (empty: off). */
+	char gpu_driver[PODRES_DRIVER_MAX];
 };
 
-/* -ENAMETOOLONG when kubelet_dir makes too long a socket path. */
-int podres_init(struct podres *p, struct rpc *rpc, const char *kubelet_dir, const char *resource);
+/*
+ * gpu_resources: a comma-separated list of resource names (empty: none);
+ * gpu_driver: a DRA driver's name (empty: none); both as main.c checked
+ * them. -ENAMETOOLONG when kubelet_dir makes too long a socket path or a
+ * name is too long, -E2BIG for more than PODRES_GPU_RESOURCES names.
+ */
+int podres_init(struct podres *p, struct rpc *rpc, const char *kubelet_dir, const char *resource,
+		const char *gpu_resources, const char *gpu_driver);
 
-/* done(ud, devices, NULL) or done(ud, NULL, error) on the loop, within timeout_ms. */
+/*
+ * done(ud, devices, NULL) or done(ud, NULL, error) on the loop, within
+ * timeout_ms: the pod's devices of the resource and its GPUs (al->gpus:
+ * per container in the kubelet's order, the GPU resources' IDs, then its
+ * claims' devices of the GPU driver; each once).
+ */
 typedef void (*podres_fn)(void *ud, const struct hpn_alloc *al, const char *error);
 int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int timeout_ms,
 		       podres_fn done, void *ud);

@@ -44,10 +44,11 @@ int rpc_server_start(struct rpc *r, const char *path, const struct rpc_method *m
 /* Stops: cancels its calls, and calls done(ud) once everything of it is gone. */
 void rpc_server_stop(struct rpc_server *s, void (*done)(void *ud), void *ud);
 
-/* gRPC status codes this agent answers with. */
+/* gRPC status codes this agent answers with, or tells apart in an answer. */
 enum {
 	RPC_OK = 0,
 	RPC_INVALID_ARGUMENT = 3,
+	RPC_DEADLINE_EXCEEDED = 4,
 	RPC_NOT_FOUND = 5,
 	RPC_RESOURCE_EXHAUSTED = 8,
 	RPC_UNIMPLEMENTED = 12,

@@ -10,7 +10,11 @@
 # DOWN and up; the kubelet restarted (socket dir swept, re-registration);
 # the agent restarted (same IDs, sockets removed at SIGTERM); the CNI
 # attaching exactly the allocated NICs in their order; an allocated NIC
-# already held refused; no agent -> the pool (and agent.required).
+# already held refused; the pod's GPUs in the lookup's reply (nvidia.com/gpu
+# IDs and gpu.nvidia.com DRA devices, in order, once each; the flags that
+# turn them off); a PodResources List slower than the lookup's budget (the
+# CNI told so, the agent serving on); no agent -> the pool (and
+# agent.required).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent) runs the agent under valgrind's
 # memcheck for the scenarios in HPN_AGENT_SCENARIOS (space-separated names
@@ -253,6 +257,140 @@ cni_allocated() {
 	node_down
 }
 run "the CNI attaches exactly the allocated NICs in order; a held NIC refused" cni_allocated
+
+# The pod's GPUs, as the CNI's lookup answers them: the IDs of nvidia.com/gpu
+# (UUIDs, a time-sliced replica "::1") and the devices of its claims whose
+# driver is gpu.nvidia.com, per container in PodResources' order, each once;
+# another driver's devices and other resources are not GPUs; IDs that are no
+# GPU ID are skipped with one warning per lookup.
+GPU_A=GPU-2f6b1c1e-8a3d-4c55-9e0f-7d1a2b3c4d5e
+GPU_B=GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+GPU_C=GPU-0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f
+gpu_pods() {
+	jq -cn --arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C" '[{namespace: "ns1", name: "trainer",
+		containers: [
+		{name: "main", devices: [
+			{resource: "nvidia.com/gpu", ids: [$a, ($b + "::1")]},
+			{resource: "rdma/hpn", ids: ["0000:af:00.2"]},
+			{resource: "example.com/fpga", ids: ["fpga-0"]}],
+		 dynamic: [
+			{claim: "gpus", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-3", cdi: ["k8s.gpu.nvidia.com/gpu=gpu-3"]},
+			{claim: "nics", namespace: "ns1", driver: "rdma.example.com", pool: "node-a",
+			 device: "nic-0", cdi: []}]},
+		{name: "side", devices: [
+			{resource: "nvidia.com/gpu", ids: [$a, $c, "GPU with spaces", ("G" * 120)]},
+			{resource: "rdma/hpn", ids: ["0000:af:00.0"]}],
+		 dynamic: [
+			{claim: "gpus", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-3"},
+			{claim: "more", namespace: "ns1", driver: "gpu.nvidia.com", pool: "node-a",
+			 device: "gpu-5"}]}]}]' >"$T/pods.json"
+}
+
+gpus() {
+	local req='{"version":1,"namespace":"ns1","name":"trainer"}' n
+	node_up plain
+	gpu_pods
+	OUT=$(lookup_raw "$req")
+	jq_ok '.podKnown and .devices == ["0000:af:00.2", "0000:af:00.0"]' \
+		"the NICs of the resource, as before" "$OUT"
+	jq_ok '.gpus == [$a, ($b + "::1"), "gpu-3", $c, "gpu-5"]' \
+		"the GPUs: device plugin IDs and gpu.nvidia.com claims, in order, once each" "$OUT" \
+		--arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C"
+	grep -q 'CNI lookup for pod ns1/trainer: 2 rdma/hpn devices, 5 GPUs' "$T/agent.log" ||
+		fail "the agent's log does not count the GPUs: $(tail -5 "$T/agent.log")"
+	n=$(grep -c 'pod ns1/trainer: 2 GPU IDs skipped, not of a GPU ID.s syntax (the first: "GPU?with?spaces")' \
+		"$T/agent.log")
+	[[ $n == 1 ]] || fail "the bad GPU IDs were warned about $n times in one lookup, not once: $(tail -5 "$T/agent.log")"
+	OUT=$(lookup_raw "$req")
+	n=$(grep -c 'GPU IDs skipped' "$T/agent.log")
+	[[ $n == 2 ]] || fail "two lookups warned $n times, not once each"
+	# A pod without GPUs has none.
+	OUT=$(lookup_raw '{"version":1,"namespace":"ns1","name":"other"}')
+	jq_ok '.gpus == [] and .podKnown == false' "a pod the kubelet does not list: no GPUs" "$OUT"
+	stop_agent
+
+	# --gpu-resource '': the device plugin's GPUs are not counted, the claims' are.
+	start_agent --gpu-resource ''
+	wait_event '.event == "list"' "the agent with --gpu-resource ''" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.devices == ["0000:af:00.2", "0000:af:00.0"] and .gpus == ["gpu-3", "gpu-5"]' \
+		"--gpu-resource '': only the DRA devices" "$OUT"
+	stop_agent
+	# Both off: no GPUs at all; another resource and another driver as the GPUs'.
+	start_agent --gpu-resource '' --gpu-driver ''
+	wait_event '.event == "list"' "the agent with no GPU sources" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.gpus == [] and (.devices | length) == 2' "both flags empty: no GPUs" "$OUT"
+	stop_agent
+	start_agent --gpu-resource example.com/fpga,nvidia.com/gpu --gpu-driver rdma.example.com
+	wait_event '.event == "list"' "the agent with other GPU sources" 20
+	OUT=$(lookup_raw "$req")
+	jq_ok '.gpus == [$a, ($b + "::1"), "fpga-0", "nic-0", $c]' \
+		"a comma list of resources, another driver" "$OUT" \
+		--arg a "$GPU_A" --arg b "$GPU_B" --arg c "$GPU_C"
+	node_down
+	# Flags that are not names: refused before anything starts.
+	for bad in '--gpu-resource nogpu' '--gpu-resource nvidia.com/gpu,a/b/c' \
+		'--gpu-driver Gpu_Nvidia' '--gpu-driver .gpu.nvidia.com'; do
+		# shellcheck disable=SC2086 # the flag and its value, split on purpose
+		if "$HPN_AGENT" --config "$T/net.conflist" $bad 2>"$T/err"; then
+			fail "the agent took $bad"
+		fi
+		grep -q 'gpu-' "$T/err" || fail "the refusal of $bad does not name the flag: $(cat "$T/err")"
+	done
+	"$HPN_AGENT" --help | grep -q -- '--gpu-resource NAMES' || fail "--help does not show --gpu-resource"
+}
+run "the pod's GPUs in the lookup: nvidia.com/gpu IDs and gpu.nvidia.com claims, in order, once" gpus
+
+# A kubelet whose PodResources List is slower than the lookup's budget
+# (400 ms): the CNI gets an error reply at once, saying so, ADD fails with
+# code 11 (retried by the runtime) and changes nothing; the agent serves on.
+slow_kubelet() {
+	local req='{"version":1,"namespace":"ns1","name":"trainer"}' t0 ms conf i
+	local -a pids=()
+	node_up plain
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.2"]}]}]}]' >"$T/pods.json"
+	stop_kubelet
+	start_kubelet -podres-delay 3s
+	wait_event '.event == "register"' "the slow kubelet: re-registration" 15
+	t0=$(date +%s%N)
+	OUT=$(lookup_raw "$req")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	jq_ok '.version == 1 and (.error | test("PodResources List at .*: no answer within 400 ms"))
+		and (has("devices") | not)' "a slow List: the lookup's error reply says so" "$OUT"
+	((ms < 2500)) || fail "the error reply took $ms ms: the agent waited for the slow List"
+	# The kubelet answers late, to a caller long gone: nothing of it reaches the agent's state.
+	wait_event '.event == "podresources-list"' "the slow List's late answer" 10
+	conf=$(agent_net_conf)
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer"
+	expect_err 11 "ADD while the kubelet is slow" 'no answer within 400 ms'
+	pod_empty "pod after the refused ADD"
+	expect_no_state "after the refused ADD"
+	# Several at once, while every List is slow: each answered, none left hanging.
+	for i in 1 2 3 4; do
+		lookup_raw "$req" >"$T/slow-$i.json" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || fail "a concurrent lookup got no reply"
+	done
+	for i in 1 2 3 4; do
+		jq_ok '.error | test("no answer within")' "concurrent lookup $i" "$(cat "$T/slow-$i.json")"
+	done
+	kill -0 "$AGENT_PID" 2>/dev/null || fail "the agent died under slow Lists"
+	# The kubelet fast again: answered as before.
+	stop_kubelet
+	start_kubelet
+	wait_event '.event == "register"' "the kubelet again: re-registration" 15
+	OUT=$(lookup_raw "$req")
+	jq_ok '.devices == ["0000:af:00.2"] and (has("error") | not)' \
+		"after the slow kubelet, the lookup answers" "$OUT"
+	node_down
+}
+run "a PodResources List slower than the lookup's budget: an error reply, the agent serves on" slow_kubelet
 
 no_agent() {
 	local conf

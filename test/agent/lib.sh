@@ -84,8 +84,9 @@ write_conflist() {
 
 # ---- the kubelet stand-in and the agent ------------------------------------------
 
+# start_kubelet [FLAGS...]: hpn-kubelet serve, FLAGS added (-podres-delay 2s).
 start_kubelet() {
-	"$HPN_KUBELET" serve -dir "$KL" -out "$EV" -pods "$T/pods.json" 2>>"$T/kubelet.log" &
+	"$HPN_KUBELET" serve -dir "$KL" -out "$EV" -pods "$T/pods.json" "$@" 2>>"$T/kubelet.log" &
 	KUBELET_PID=$!
 }
 

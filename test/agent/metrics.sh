@@ -22,6 +22,11 @@
 #              says what broke; up again: Healthy and 1.
 #  events      the event log: a refused CHECK counted by its code, lines the
 #              agent finds at start, rotation followed, garbage skipped.
+#  gpu_far     an attachment whose claim journalled its NICs' GPUs, one NIC
+#              farther from its GPU than a NIC left free: each NIC's distance
+#              class and far gauge, the health loop's warning once (naming
+#              pod, NIC, GPU, both classes), its devices still Healthy;
+#              promtool check metrics passes.
 # shellcheck disable=SC2016 # jq and PromQL programs are single-quoted on purpose
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
@@ -168,7 +173,9 @@ pod_b() {
 		netns: $netns,
 		nics: [{kind: "moved", podIfName: "hpn0", pci: "0000:af:00.2",
 			host: {name: "pool2", ifindex: $idx, mtu: 1500, up: false, mac: $mac, altnames: []},
-			rdma: {name: "mlx5_2", netdev: "pool2", moved: false}}],
+			rdma: {name: "mlx5_2", netdev: "pool2", moved: false},
+			gpu: {id: "GPU-5e0a6c2b-1d3f-4e8a-9b7c-6d5e4f3a2b1c", pci: "0000:b1:00.0",
+				distance: "PHB", best: "PHB"}}],
 		result: {cniVersion: "1.0.0", interfaces: [{name: "hpn0", mac: $mac, sandbox: $netns}],
 			ips: [], dns: {},
 			rdma: [{interface: 0, bound: true, device: "mlx5_2", port: 1, gidIndex: 1}]},
@@ -354,5 +361,80 @@ events_counted() {
 	node_down
 }
 run "the plugin's event log: refused commands by code, lines before the start, rotation, garbage" events_counted
+
+# A pod whose claim knew its GPUs: pool2 (hpn0) serves GPU A at SYS though a
+# NIC left free was PIX from it (the kubelet's allocation put it there),
+# pool1 (hpn1) serves GPU B at PXB, the nearest there was. Journalled as the
+# claim writes it, then moved, as ADD does.
+GPU_A=GPU-2f6b1c1e-8a3d-4c55-9e0f-7d1a2b3c4d5e
+GPU_B=GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d
+gpu_far() {
+	local ns=${HPNT_PREFIX}p$SCEN-g mac1 mac2 idx1 idx2 n line
+	metrics_up plain
+	ip netns add "$ns"
+	mac1=$(mac_of "$HOST_NS" pool1)
+	mac2=$(mac_of "$HOST_NS" pool2)
+	idx1=$(ip -n "$HOST_NS" -j link show pool1 | jq '.[0].ifindex')
+	idx2=$(ip -n "$HOST_NS" -j link show pool2 | jq '.[0].ifindex')
+	jq -cn --arg boot "$(</proc/sys/kernel/random/boot_id)" --arg cid "$CID-g" \
+		--arg netns "$(ns_path "$ns")" --arg mac1 "$mac1" --arg mac2 "$mac2" \
+		--argjson idx1 "$idx1" --argjson idx2 "$idx2" --arg ga "$GPU_A" --arg gb "$GPU_B" '{
+		version: 2, bootId: $boot, phase: 4, containerId: $cid, cniIfName: "eth0",
+		netns: $netns,
+		nics: [{kind: "moved", podIfName: "hpn0", pci: "0000:af:00.2",
+			host: {name: "pool2", ifindex: $idx2, mtu: 1500, up: false, mac: $mac2, altnames: []},
+			gpu: {id: $ga, pci: "0000:1b:00.0", distance: "SYS", best: "PIX"}},
+			{kind: "moved", podIfName: "hpn1", pci: "0000:af:00.1",
+			host: {name: "pool1", ifindex: $idx1, mtu: 1500, up: false, mac: $mac1, altnames: []},
+			gpu: {id: $gb, distance: "PXB", best: "PXB"}}],
+		result: {cniVersion: "1.0.0", interfaces: [
+				{name: "hpn0", mac: $mac2, sandbox: $netns},
+				{name: "hpn1", mac: $mac1, sandbox: $netns}],
+			ips: [], dns: {}},
+		pod: {namespace: "ns3", name: "far", uid: "0b3c5d1e-9a47-4f3e-8c2d-00000000000c"}}' \
+		>"$STATE/$NET/.$CID-g.eth0"
+	mv "$STATE/$NET/.$CID-g.eth0" "$STATE/$NET/$CID-g.eth0"
+	ip -n "$HOST_NS" link set pool2 netns "$ns" name hpn0
+	ip -n "$HOST_NS" link set pool1 netns "$ns" name hpn1
+	ip -n "$ns" link set hpn0 up
+	ip -n "$ns" link set hpn1 up
+	wait_metric '^hpn_rdma_nic_gpu_distance\{.*pod="far".*interface="hpn0",nic="pool2",device_id="0000:af:00.2".*,gpu="'"$GPU_A"'",gpu_pci="0000:1b:00.0"\} 3$' \
+		"hpn0's GPU across NUMA nodes: SYS, 3"
+	grep -Eq '^hpn_rdma_nic_gpu_distance\{.*pod="far".*nic="pool1".*,gpu="'"$GPU_B"'",gpu_pci=""\} 1$' \
+		"$T/scrape" || fail "hpn1's GPU through several switches: PXB, 1: $(grep nic_gpu "$T/scrape")"
+	grep -Eq '^hpn_rdma_nic_far\{.*pod="far".*nic="pool2".*,gpu="'"$GPU_A"'",distance="SYS",best="PIX"\} 1$' \
+		"$T/scrape" || fail "hpn0 is not far: $(grep nic_far "$T/scrape")"
+	grep -Eq '^hpn_rdma_nic_far\{.*pod="far".*nic="pool1".*,distance="PXB",best="PXB"\} 0$' \
+		"$T/scrape" || fail "hpn1, the nearest there was, is far: $(grep nic_far "$T/scrape")"
+	# The health loop (every second) says it once, naming pod, NIC, GPU and both classes.
+	line="attachment $CID-g.eth0 (pod ns3/far): NIC pool2 (0000:af:00.2) serves GPU $GPU_A (0000:1b:00.0) at SYS, but a NIC left free was PIX from it"
+	for ((n = 0; n < 100; n++)); do
+		grep -qF "$line" "$T/agent.log" && break
+		sleep 0.1
+	done
+	grep -qF "$line" "$T/agent.log" || fail "no warning about the far NIC: $(tail -5 "$T/agent.log")"
+	wait_metric '^hpn_rdma_health_checks_total\{result="healthy"\} [3-9]' "three health periods" 15
+	n=$(grep -cF "serves GPU" "$T/agent.log")
+	[[ $n == 1 ]] || fail "the far NIC was warned about $n times, not once: $(grep -F 'serves GPU' "$T/agent.log")"
+	# Nothing is broken: the attachment healthy, its devices Healthy.
+	wait_metric '^hpn_rdma_attachment_healthy\{.*pod="far".*\} 1$' "the far pod's attachment healthy"
+	grep -Eq '^hpn_rdma_device_healthy\{.*device_id="0000:af:00.2".*\} 1$' "$T/scrape" ||
+		fail "the far NIC's device is not Healthy: $(grep device_healthy "$T/scrape")"
+	jq -e 'all(.[]; .health == "Healthy")' <<<"$(last_list)" >/dev/null ||
+		fail "ListAndWatch has an Unhealthy device: $(last_list)"
+	promtool check metrics <"$T/scrape" >"$T/promtool.out" 2>&1 ||
+		fail "promtool check metrics: $(cat "$T/promtool.out")"
+	[[ ! -s $T/promtool.out ]] || fail "promtool check metrics warns: $(cat "$T/promtool.out")"
+	run_plugin DEL "$(agent_net_conf '.agent.lookup = false')" CNI_CONTAINERID="$CID-g" \
+		CNI_NETNS="$(ns_path "$ns")"
+	expect_ok "DEL of the far pod"
+	ip netns del "$ns"
+	wait_metric '^hpn_rdma_attachments\{network="'$NET'"\} 0$' "no attachment after DEL"
+	if grep -q '^hpn_rdma_nic_' "$T/scrape"; then
+		fail "NIC GPU series outlive their attachment: $(grep '^hpn_rdma_nic_' "$T/scrape")"
+	fi
+	node_down
+}
+run "far NICs: each NIC's GPU distance, the far gauge, one warning, devices Healthy" gpu_far
 
 t_done

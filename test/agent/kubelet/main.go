@@ -8,7 +8,9 @@
 // that directory first, as a starting kubelet does); on Register dials the
 // plugin's endpoint, asks GetDevicePluginOptions and consumes ListAndWatch;
 // serves PodResources List on <dir>/pod-resources/kubelet.sock from a JSON
-// file the test writes; and, as separate commands, calls Allocate and
+// file the test writes (device plugin devices, and DRA claims' devices as
+// dynamic_resources), after -podres-delay if one is given (a slow kubelet);
+// and, as separate commands, calls Allocate and
 // GetPreferredAllocation the way its device manager does at pod admission.
 // What it does not do: scheduling, the Topology Manager, checkpoints.
 //
@@ -39,7 +41,9 @@ import (
 
 const usage = `usage: hpn-kubelet COMMAND [FLAGS]
 
-  serve -dir DIR -out FILE [-pods FILE]   the kubelet's servers (until SIGTERM)
+  serve -dir DIR -out FILE [-pods FILE] [-podres-delay DURATION]
+                                          the kubelet's servers (until SIGTERM);
+                                          List answers after DURATION (1s, 500ms)
   allocate -socket SOCK IDS [IDS...]      Allocate, one container per IDS (a,b,c);
                                           prints the response as JSON
   prefer -socket SOCK -available a,b -must c -size N
@@ -133,7 +137,10 @@ func (r *registration) Register(ctx context.Context, req *dp.RegisterRequest) (*
 	return &dp.Empty{}, nil
 }
 
-// The pods file: [{"namespace","name","containers":[{"name","devices":[{"resource","ids":[...]}]}]}]
+// The pods file: [{"namespace","name","containers":[{"name",
+// "devices":[{"resource","ids":[...]}],
+// "dynamic":[{"claim","namespace","driver","pool","device","cdi":[...]}]}]}]
+// Each "dynamic" entry is one claim with one allocated device.
 type podFile []struct {
 	Namespace  string `json:"namespace"`
 	Name       string `json:"name"`
@@ -143,17 +150,32 @@ type podFile []struct {
 			Resource string   `json:"resource"`
 			IDs      []string `json:"ids"`
 		} `json:"devices"`
+		Dynamic []struct {
+			Claim     string   `json:"claim"`
+			Namespace string   `json:"namespace"`
+			Driver    string   `json:"driver"`
+			Pool      string   `json:"pool"`
+			Device    string   `json:"device"`
+			CDI       []string `json:"cdi"`
+		} `json:"dynamic"`
 	} `json:"containers"`
 }
 
 type podResources struct {
 	pr.UnimplementedPodResourcesListerServer
-	file string
-	ev   *events
+	file  string
+	delay time.Duration
+	ev    *events
 }
 
 func (p *podResources) List(ctx context.Context, req *pr.ListPodResourcesRequest) (*pr.ListPodResourcesResponse, error) {
 	resp := &pr.ListPodResourcesResponse{}
+	if p.delay > 0 {
+		// As a busy kubelet: its List does not watch the caller's deadline,
+		// it answers late (the caller has given up by then).
+		p.ev.put(map[string]interface{}{"event": "podresources-slow", "delay": p.delay.String()})
+		time.Sleep(p.delay)
+	}
 	var pods podFile
 	if b, err := os.ReadFile(p.file); err == nil {
 		if err := json.Unmarshal(b, &pods); err != nil {
@@ -166,6 +188,15 @@ func (p *podResources) List(ctx context.Context, req *pr.ListPodResourcesRequest
 			cr := &pr.ContainerResources{Name: c.Name}
 			for _, d := range c.Devices {
 				cr.Devices = append(cr.Devices, &pr.ContainerDevices{ResourceName: d.Resource, DeviceIds: d.IDs})
+			}
+			for _, d := range c.Dynamic {
+				res := &pr.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
+				for _, n := range d.CDI {
+					res.CdiDevices = append(res.CdiDevices, &pr.CDIDevice{Name: n})
+				}
+				cr.DynamicResources = append(cr.DynamicResources, &pr.DynamicResource{
+					ClaimName: d.Claim, ClaimNamespace: d.Namespace,
+					ClaimResources: []*pr.ClaimResource{res}})
 			}
 			x.Containers = append(x.Containers, cr)
 		}
@@ -189,6 +220,7 @@ func serve(args []string) int {
 	dir := fs.String("dir", "", "kubelet dir")
 	out := fs.String("out", "", "events file")
 	pods := fs.String("pods", "", "pods file")
+	delay := fs.Duration("podres-delay", 0, "PodResources List answers after this long")
 	fs.Parse(args)
 	if *dir == "" || *out == "" {
 		fmt.Fprint(os.Stderr, usage)
@@ -213,7 +245,7 @@ func serve(args []string) int {
 	reg := grpc.NewServer()
 	dp.RegisterRegistrationServer(reg, &registration{dir: *dir, ev: ev})
 	podres := grpc.NewServer()
-	pr.RegisterPodResourcesListerServer(podres, &podResources{file: *pods, ev: ev})
+	pr.RegisterPodResourcesListerServer(podres, &podResources{file: *pods, delay: *delay, ev: ev})
 	l1, err := listen(filepath.Join(prDir, "kubelet.sock"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
