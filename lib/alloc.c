@@ -250,8 +250,7 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 			 err);
 	if (r >= 0)
 		r = hpn_json_bool(o, "podKnown", "", HPN_E_DECODE, &a->pod_known, err);
-	if (r >= 0)
-		snprintf(a->resource, sizeof(a->resource), "%s", resource ? resource : "");
+	snprintf(a->resource, sizeof(a->resource), "%s", resource ? resource : "");
 	if (r >= 0)
 		r = get_strings(o, "devices", "device", hpn_alloc_id_valid, a->ids[0],
 				sizeof(a->ids[0]), HPN_ALLOC_MAX_DEVICES, &a->n, err);

@@ -97,8 +97,8 @@ static int check_near(const struct hpn_conf *conf, const struct hpn_gpus *g,
 			continue;
 		if (!gpu->pos.path[0])
 			hpn_err_set(&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-				    "GPU %s of the pod is not one %s/driver/nvidia/gpus and the "
-				    "host's PCI tree place: how near NIC \"%s\" is cannot be told",
+				    "GPU %s of the pod is not under %s/driver/nvidia/gpus or not on "
+				    "the host's PCI tree: how near NIC \"%s\" is cannot be told",
 				    gpu->id, conf->gpus.proc_root, plans[i].dev.name);
 		else
 			hpn_err_set(
@@ -107,11 +107,9 @@ static int check_near(const struct hpn_conf *conf, const struct hpn_gpus *g,
 				gpu->pci, gpu->id, hpn_gpu_dist_name(conf->gpus.near),
 				plans[i].dev.name, hpn_gpu_dist_name(plans[i].dist),
 				own ? "" : " (the kubelet's choice)");
-		if (refuse) {
-			*err = e;
+		if (refuse)
 			return hpn_err_set(err, e.code, ENODEV, "%s (gpus.far is \"refuse\")",
 					   e.msg);
-		}
 		hpn_warn("%s", e.msg);
 	}
 	return 0;

@@ -69,17 +69,16 @@ static size_t count_components(const char *p)
 
 enum hpn_gpu_dist hpn_pci_dist(const struct hpn_pci_pos *a, const struct hpn_pci_pos *b)
 {
-	const char *pa = a->path, *pb = b->path, *ra, *rb;
-	size_t common = 0, la, lb, na, nb;
+	const char *pa = a->path, *pb = b->path;
+	size_t common = 0, na, nb;
 
 	if (!a->path[0] || !b->path[0])
 		return HPN_DIST_UNKNOWN;
 	/* Components shared from the root (pciDDDD:BB) down. */
 	for (;;) {
-		ra = pa;
-		rb = pb;
-		la = component(&pa);
-		lb = component(&pb);
+		const char *ra = pa, *rb = pb;
+		size_t la = component(&pa), lb = component(&pb);
+
 		if (!la || la != lb || memcmp(ra, rb, la))
 			break;
 		common++;

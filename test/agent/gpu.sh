@@ -36,6 +36,9 @@ mk_node() {
 	local i
 	rm -rf "$T/node"
 	"$FIX/mknode.sh" hgx-h100 "$T/node" || fail "mknode.sh hgx-h100"
+	# Plain NICs: no fake RDMA device for ADD to bind (the proof is the vm tier's).
+	rm -rf "$T/node/sys/class/infiniband"
+	find "$T/node/sys/devices" -depth -type d -name infiniband -exec rm -rf {} +
 	for i in 1 2 3 4 5 6 7 8; do
 		mk_nic "$HOST_NS" "ens${i}np0" "peer$i"
 	done
@@ -160,7 +163,7 @@ unknown_gpus() {
 	pod_gpus a "MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f" >"$T/pods.json"
 	add_pod a "$conf"
 	expect_err 100 "ADD with an unknown GPU (refuse)" \
-		'GPU MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f of the pod is not one .*/proc/driver/nvidia/gpus'
+		'GPU MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f of the pod is not under .*/proc/driver/nvidia/gpus'
 	expect_no_state "after the refused ADD"
 	add_pod a "$(conf_with '.gpus.far = "allow"')"
 	expect_result "ADD with an unknown GPU (allow)"
