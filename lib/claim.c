@@ -96,10 +96,11 @@ static int check_near(const struct hpn_conf *conf, const struct hpn_gpus *g,
 		if (!gpu || plans[i].dist <= conf->gpus.near)
 			continue;
 		if (!gpu->pos.path[0])
-			hpn_err_set(&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
-				    "GPU %s of the pod is not under %s/driver/nvidia/gpus or not on "
-				    "the host's PCI tree: how near NIC \"%s\" is cannot be told",
-				    gpu->id, conf->gpus.proc_root, plans[i].dev.name);
+			hpn_err_set(
+				&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				"GPU %s of the pod is not under %s/driver/nvidia/gpus or not on "
+				"the host's PCI tree: how near NIC \"%s\" is cannot be told",
+				gpu->id, conf->gpus.proc_root, plans[i].dev.name);
 		else
 			hpn_err_set(
 				&e, HPN_E_DEVICE_NOT_FOUND, ENODEV,
