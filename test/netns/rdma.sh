@@ -119,7 +119,7 @@ pool_proofs() {
 	for i in 1 2 3; do
 		run_plugin ADD "$conf"
 		refused_unchanged 108 "4 NICs, 1 and 3 unprovable (run $i)" \
-			'^RDMA device "mlx5_1" is not visible to libibverbs in the pod netns(:|$)'
+			'^RDMA device "mlx5_1" is not visible to libibverbs in the pod netns([: ]|$)'
 		for dev in mlx5_1:pool1 mlx5_3:pool3; do
 			grep -q "RDMA device \"${dev%:*}\" port 1 (mlx5) serves \"${dev#*:}\"" "$T/plugin.log" ||
 				fail "the log does not say ${dev%:*} serves ${dev#*:}: $(cat "$T/plugin.log")"
