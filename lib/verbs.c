@@ -503,13 +503,17 @@ static int proof_start(int netns_fd, struct hpn_rdma_proof *p, int timeout_ms,
 		.device = p->device, .ifname = p->ifname, .port = p->port, .want_gid = p->want_gid
 	};
 	pid_t parent = getpid();
-	int fds[2], e;
+	int fds[2];
 
+	s->fd = -1;
+	s->got = 0;
+	s->guard = now_ms() + timeout_ms + GUARD_MS;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hpn_err_set(&p->err, HPN_E_INTERNAL, errno, "pipe: %s", strerror(errno));
 	s->pid = fork();
 	if (s->pid < 0) {
-		e = errno;
+		int e = errno;
+
 		close(fds[0]);
 		close(fds[1]);
 		return hpn_err_set(&p->err, HPN_E_INTERNAL, e, "fork: %s", strerror(e));
@@ -525,8 +529,6 @@ static int proof_start(int netns_fd, struct hpn_rdma_proof *p, int timeout_ms,
 	}
 	close(fds[1]);
 	s->fd = fds[0];
-	s->got = 0;
-	s->guard = now_ms() + timeout_ms + GUARD_MS;
 	return 0;
 }
 
