@@ -122,7 +122,10 @@ report_json() {
 			  ratio($r["move.none.hpn-rdma"].wall_ms.median; $r["move.none.iproute2"].wall_ms.median); 1.1; "le")
 		  ] + (if ($vm.hpn.vs_floor | type) == "number" then [
 			t("ib_write_bw pod to pod through hpn-rdma vs the floor (VM, virtio, softRoce)";
-			  $vm.hpn.vs_floor; 0.95; "ge")] else [] end) + (if $added == null then [] else [
+			  $vm.hpn.vs_floor; 0.95; "ge")] else [] end) +
+		  (if ($vm.hpn.pool8.add8_vs_base | type) == "number" then [
+			t("ADD of 8 NICs with proofs vs 1 with its proof + 7 NICs without (VM, softRoce)";
+			  $vm.hpn.pool8.add8_vs_base; 1.5; "le")] else [] end) + (if $added == null then [] else [
 			t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
 			  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
 			t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
@@ -249,7 +252,14 @@ report_table() {
 		  (f(.vm.hpn.del_ms.softroce.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.softroce.ms | map(tostring) | join(" ")),
 		  ("rdmaRequired false" | pad(28)) + (f(.vm.hpn.add_ms.plain.median) | lpad(12)) +
 		  (f(.vm.hpn.del_ms.plain.median) | lpad(12)) + "   " + (.vm.hpn.add_ms.plain.ms | map(tostring) | join(" ")),
-		  "  (the proof adds \(f(.vm.hpn.add_ms.softroce.median - .vm.hpn.add_ms.plain.median)) ms to ADD here: the rxe made in the pod, port and GID waited for, the bind)"
+		  "  (the proof adds \(f(.vm.hpn.add_ms.softroce.median - .vm.hpn.add_ms.plain.median)) ms to ADD here: the rxe made in the pod, port and GID waited for, the bind)",
+		  (.vm.hpn.pool8 // empty | . as $p |
+		   "A pod of 1 and of 8 NICs from a pool of 8 veth pairs (host-local), ms: ADD, DEL (medians), each ADD",
+		   (["1", "softroce", "1 NIC, with its proof"], ["1", "plain", "1 NIC, rdmaRequired false"],
+		    ["8", "softroce", "8 NICs, 8 proofs"], ["8", "plain", "8 NICs, rdmaRequired false"] |
+		    $p[.[0]][.[1]] as $x | (.[2] | pad(28)) + (f($x.add_median) | lpad(12)) +
+		    (f($x.del_median) | lpad(12)) + "   " + ($x.add_ms // [] | map(tostring) | join(" "))),
+		   "  (8 NICs with proofs: \(r($p.add8_vs_base)) of 1 with its proof plus the 7 more without, \(f($p.add8_base_ms)) ms; target 1.5x)")
 		  else "  hpn-rdma: \(.vm.hpn.skipped // "not measured")" end), ""
 		 elif .vm.skipped and (.vm.skipped | test("not requested") | not) then "VM section skipped: \(.vm.skipped)", ""
 		 elif .vm.failed then "VM section FAILED: \(.vm.failed)", ""

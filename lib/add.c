@@ -521,6 +521,35 @@ static int own_result(struct hpn_attach *a, const struct hpn_env *env,
 	return 0;
 }
 
+/*
+ * The RDMA proofs of NICs 0..n-1 (those with a device planned), all at once
+ * (hpn_rdma_prove: a child each, at most HPN_RDMA_PROOFS_MAX together):
+ * (*ret)[i] is NIC i's outcome, bind[i] its device as the pod sees it. A
+ * proof changes nothing (it looks from a child), so proving NIC i+1 before
+ * NIC i's later steps changes no outcome: the caller takes the outcomes in
+ * NIC order with the steps that follow each, and the first failing NIC
+ * decides the error, as when the proofs ran one after another. Returns 0 or
+ * -ENOMEM; *ret is the caller's to free.
+ */
+static int prove(struct hpn_attach *a, const struct hpn_nic_plan *plans, const struct hpn_link *pl,
+		 size_t n, struct hpn_rdma_bind *bind, struct hpn_rdma_proof **ret)
+{
+	struct hpn_rdma_proof *p = calloc(n, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (plans[i].rdma.found)
+			p[i] = (struct hpn_rdma_proof){ .device = plans[i].rdma.dev.name,
+							.ifname = pl[i].name,
+							.port = plans[i].rdma.dev.port,
+							.want_gid = -1,
+							.ret = &bind[i] };
+	hpn_rdma_prove(a->ns.pod_fd, p, n, GID_TIMEOUT_MS);
+	*ret = p;
+	return 0;
+}
+
 /* The steps of ADD after the claim; on error the caller undoes from the journal. */
 static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_nic_plan *plans, struct hpn_result **ret, struct hpn_err *err)
@@ -528,6 +557,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 	struct hpn_rdma_bind bind[HPN_MAX_NICS];
 	struct hpn_result *ipam[HPN_MAX_NICS] = { 0 }, *own = NULL;
 	struct hpn_link pl[HPN_MAX_NICS];
+	struct hpn_rdma_proof *proofs = NULL;
 	size_t n = a->j.n_nics;
 	char *hints = NULL;
 	int r;
@@ -559,13 +589,19 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 				r = configure_ip(a, i, &pl[i], ipam, err);
 		}
 	}
-	/* Prove it from the pod's side, after the address the GID carries is set. */
+	/*
+	 * Prove it from the pod's side, after the address the GID carries is set:
+	 * every NIC's proof at once (prove), then each NIC's outcome and the steps
+	 * that follow it in NIC order, as if they had run one after another.
+	 */
+	if (r == 0)
+		r = prove(a, plans, pl, n, bind, &proofs);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		fault_nic = i;
-		if (plans[i].rdma.found)
-			r = hpn_rdma_verify(a->ns.pod_fd, plans[i].rdma.dev.name,
-					    plans[i].rdma.dev.port, pl[i].name, -1, GID_TIMEOUT_MS,
-					    &bind[i], err);
+		if (plans[i].rdma.found && proofs[i].r < 0) {
+			*err = proofs[i].err;
+			r = proofs[i].r;
+		}
 		/* Bound, and verbs (NCCL) work; rdma_cm would too, if the port had QP1. */
 		if (r == 0 && plans[i].rdma.found && bind[i].gsi_known && !bind[i].gsi)
 			hpn_warn("RDMA device \"%s\" port %u has no GSI QP (QP1) in the pod%s: "
@@ -591,6 +627,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 		}
 	}
 	fault_nic = 0;
+	free(proofs);
 	if (r < 0)
 		goto out;
 

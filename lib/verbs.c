@@ -7,14 +7,17 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <infiniband/verbs.h>
+#include <limits.h>
 #include <net/if.h>
 #include <poll.h>
 #include <rdma/rdma_cma.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -476,60 +479,195 @@ static void child(int wfd, int netns_fd, const struct probe *given, int timeout_
 	_exit(w == (ssize_t)sizeof(rep) ? 0 : 1);
 }
 
+/* The child can outlive its answer by this much before the parent gives up on it. */
+#define GUARD_MS 30000
+
+/* A proof under way: its child, the read end of its pipe, what it has said so far. */
+struct running {
+	size_t idx; /* in the caller's array */
+	pid_t pid;
+	int fd;
+	size_t got;
+	long long guard; /* past this, the child is killed */
+	struct reply rep;
+};
+
+/*
+ * Forks the child of proof p into s. The child closes the pipes of the
+ * proofs already running (n_run in run) and dies with the calling thread.
+ */
+static int proof_start(int netns_fd, struct hpn_rdma_proof *p, int timeout_ms,
+		       const struct running *run, size_t n_run, struct running *s)
+{
+	struct probe pr = {
+		.device = p->device, .ifname = p->ifname, .port = p->port, .want_gid = p->want_gid
+	};
+	pid_t parent = getpid();
+	int fds[2];
+
+	s->fd = -1;
+	s->got = 0;
+	s->guard = now_ms() + timeout_ms + GUARD_MS;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return hpn_err_set(&p->err, HPN_E_INTERNAL, errno, "pipe: %s", strerror(errno));
+	s->pid = fork();
+	if (s->pid < 0) {
+		int e = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return hpn_err_set(&p->err, HPN_E_INTERNAL, e, "fork: %s", strerror(e));
+	}
+	if (s->pid == 0) {
+		/* The parent may be killed before it reaps us: go with it, now or later. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(1);
+		close(fds[0]);
+		for (size_t k = 0; k < n_run; k++)
+			close(run[k].fd);
+		child(fds[1], netns_fd, &pr, timeout_ms);
+	}
+	close(fds[1]);
+	s->fd = fds[0];
+	return 0;
+}
+
+/*
+ * Ends the proof of s, answered or not: kills a child that has not answered
+ * in full, reaps it, closes its pipe, and writes the outcome into p; with
+ * stop, the outcome is -ECANCELED whatever the child said.
+ */
+static void proof_end(struct running *s, struct hpn_rdma_proof *p, bool stop)
+{
+	bool answered = s->got == sizeof(s->rep);
+	int status = 0;
+
+	if (!answered)
+		kill(s->pid, SIGKILL);
+	while (waitpid(s->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	close(s->fd);
+	if (stop) {
+		p->r = hpn_err_set(&p->err, HPN_E_INTERNAL, ECANCELED,
+				   "the RDMA check of \"%s\" was stopped: one before it failed",
+				   p->device);
+	} else if (!answered) {
+		p->r = hpn_err_set(&p->err, HPN_E_INTERNAL, EIO,
+				   "the RDMA check of \"%s\" died without an answer (status %d)",
+				   p->device, status);
+	} else if (s->rep.r < 0) {
+		p->err = s->rep.err;
+		p->r = s->rep.r;
+	} else {
+		*p->ret = s->rep.bind;
+		p->r = 0;
+	}
+}
+
+/* Reads what s's child has written; true once it has answered in full or can say no more. */
+static bool proof_read(struct running *s)
+{
+	ssize_t n = read(s->fd, (char *)&s->rep + s->got, sizeof(s->rep) - s->got);
+
+	if (n < 0)
+		return errno != EINTR && errno != EAGAIN;
+	s->got += (size_t)n;
+	return n == 0 || s->got == sizeof(s->rep);
+}
+
+int hpn_rdma_prove(int netns_fd, struct hpn_rdma_proof *p, size_t n, int timeout_ms)
+{
+	struct running run[HPN_RDMA_PROOFS_MAX];
+	struct pollfd pfd[HPN_RDMA_PROOFS_MAX];
+	size_t next = 0, n_run = 0, first = n; /* first: the first failure so far */
+
+	for (size_t i = 0; i < n; i++) {
+		p[i].r = p[i].device ? -ECANCELED : 0;
+		memset(&p[i].err, 0, sizeof(p[i].err));
+	}
+	for (;;) {
+		long long now, wait = -1;
+		int pr;
+
+		/* Start proofs in order while there is room; none after a failure. */
+		while (n_run < HPN_RDMA_PROOFS_MAX && next < first) {
+			struct running *s = &run[n_run];
+
+			if (!p[next].device) {
+				next++;
+				continue;
+			}
+			s->idx = next;
+			p[next].r = proof_start(netns_fd, &p[next], timeout_ms, run, n_run, s);
+			if (p[next].r < 0)
+				first = next;
+			else
+				n_run++;
+			next++;
+		}
+		if (!n_run)
+			break;
+		/* Wait for any child to answer or die, or the earliest guard. */
+		now = now_ms();
+		for (size_t k = 0; k < n_run; k++) {
+			long long left = run[k].guard > now ? run[k].guard - now : 0;
+
+			pfd[k] = (struct pollfd){ .fd = run[k].fd, .events = POLLIN };
+			if (wait < 0 || left < wait)
+				wait = left;
+		}
+		pr = poll(pfd, n_run, (int)wait);
+		if (pr < 0 && errno != EINTR)
+			now = LLONG_MAX; /* cannot wait: every child ends unanswered */
+		else
+			now = now_ms();
+		/*
+		 * Backwards, so that moving the last slot into a finished one's place
+		 * leaves the slots still to look at where poll saw them.
+		 */
+		for (size_t k = n_run; k-- > 0;) {
+			struct running *s = &run[k];
+			bool done = now >= s->guard;
+
+			if (!done && pr > 0 && pfd[k].revents)
+				done = proof_read(s);
+			if (!done)
+				continue;
+			proof_end(s, &p[s->idx], false);
+			if (p[s->idx].r < 0 && s->idx < first)
+				first = s->idx;
+			if (k != --n_run)
+				*s = run[n_run];
+		}
+		/* A failure stops the proofs after it: only the first in order is reported. */
+		for (size_t k = n_run; k-- > 0;) {
+			struct running *s = &run[k];
+
+			if (s->idx < first)
+				continue;
+			proof_end(s, &p[s->idx], true);
+			if (k != --n_run)
+				*s = run[n_run];
+		}
+	}
+	for (size_t i = first + 1; i < n; i++)
+		if (p[i].r == -ECANCELED && !p[i].err.code)
+			hpn_err_set(
+				&p[i].err, HPN_E_INTERNAL, ECANCELED,
+				"the RDMA check of \"%s\" was not started: one before it failed",
+				p[i].device);
+	return first < n ? p[first].r : 0;
+}
+
 int hpn_rdma_verify(int netns_fd, const char *device, uint32_t port, const char *ifname,
 		    int want_gid, int timeout_ms, struct hpn_rdma_bind *ret, struct hpn_err *err)
 {
-	struct probe p = { .device = device, .ifname = ifname, .port = port, .want_gid = want_gid };
-	struct reply rep;
-	struct pollfd pfd;
-	int fds[2], status, r;
-	size_t got = 0;
-	pid_t pid;
+	struct hpn_rdma_proof p = {
+		.device = device, .ifname = ifname, .port = port, .want_gid = want_gid, .ret = ret
+	};
+	int r = hpn_rdma_prove(netns_fd, &p, 1, timeout_ms);
 
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return hpn_err_set(err, HPN_E_INTERNAL, errno, "pipe: %s", strerror(errno));
-	pid = fork();
-	if (pid < 0) {
-		r = errno;
-		close(fds[0]);
-		close(fds[1]);
-		return hpn_err_set(err, HPN_E_INTERNAL, r, "fork: %s", strerror(r));
-	}
-	if (pid == 0) {
-		close(fds[0]);
-		child(fds[1], netns_fd, &p, timeout_ms);
-	}
-	close(fds[1]);
-	pfd = (struct pollfd){ .fd = fds[0], .events = POLLIN };
-	/* The child keeps its own deadline; this one only guards against a hang. */
-	while (got < sizeof(rep)) {
-		ssize_t n;
-
-		r = poll(&pfd, 1, timeout_ms + 30000);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n = read(fds[0], (char *)&rep + got, sizeof(rep) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fds[0]);
-	if (got < sizeof(rep))
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (got < sizeof(rep))
-		return hpn_err_set(err, HPN_E_INTERNAL, EIO,
-				   "the RDMA check of \"%s\" died without an answer (status %d)",
-				   device, status);
-	if (rep.r < 0) {
-		*err = rep.err;
-		return rep.r;
-	}
-	*ret = rep.bind;
-	return 0;
+	if (r < 0)
+		*err = p.err;
+	return r;
 }

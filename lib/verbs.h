@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -31,6 +32,9 @@ struct hpn_rdma_bind {
 	struct hpn_rdma_cdevs cdevs;
 };
 
+/* At most this many proofs run at once: one child process each (see hpn_rdma_prove). */
+#define HPN_RDMA_PROOFS_MAX 8
+
 /*
  * Proves, from inside the netns of netns_fd, that RDMA device `device` port
  * `port` serves interface ifname: libibverbs lists and opens it, the port is
@@ -40,10 +44,37 @@ struct hpn_rdma_bind {
  * Waits up to timeout_ms for what the kernel fills in asynchronously (port
  * state, GID entries). want_gid >= 0 also requires that GID index (CHECK).
  * Runs in a child process with its own mount namespace and a sysfs of the pod
- * netns, so the caller's netns, mounts and library state stay untouched.
- * Failures are code 108 and name what is missing.
+ * netns, so the caller's netns, mounts and library state stay untouched
+ * (hpn_rdma_prove with one proof). Failures are code 108 and name what is
+ * missing.
  */
 int hpn_rdma_verify(int netns_fd, const char *device, uint32_t port, const char *ifname,
 		    int want_gid, int timeout_ms, struct hpn_rdma_bind *ret, struct hpn_err *err);
+
+/* One proof of hpn_rdma_prove: hpn_rdma_verify's arguments, then its outcome. */
+struct hpn_rdma_proof {
+	const char *device, *ifname; /* device NULL: nothing to prove here, r is 0 */
+	uint32_t port;
+	int want_gid;
+	struct hpn_rdma_bind *ret; /* written only when r is 0 */
+	int r;			   /* out: 0, or hpn_rdma_verify's error, with err */
+	struct hpn_err err;	   /* out: why, when r < 0 */
+};
+
+/*
+ * hpn_rdma_verify of each of p[0..n-1], in the netns of netns_fd, each
+ * proof in its own child, at most HPN_RDMA_PROOFS_MAX children at once:
+ * an 8-NIC pod waits for its slowest device, not for the sum of them (each
+ * child waits for its own port and GIDs). Every p[i].r is set; each failure
+ * is worded as hpn_rdma_verify's. The first failure in array order decides:
+ * proofs after it that have not ended are stopped or never started, and end
+ * with -ECANCELED (their outcome cannot matter to a caller that stops at the
+ * first failure too; one that had ended keeps its outcome). Every
+ * child started has been reaped when this returns, whatever failed; each
+ * also dies with the thread that started it (PR_SET_PDEATHSIG), so killing
+ * the caller leaves none behind. Returns 0 when every proof passed, else
+ * the first failure's r.
+ */
+int hpn_rdma_prove(int netns_fd, struct hpn_rdma_proof *p, size_t n, int timeout_ms);
 
 #endif

@@ -4,7 +4,9 @@
 # Proves that with rdmaRequired (the default) a NIC with no RDMA device is
 # refused with code 108 naming it and the option; that an RDMA device found
 # through sysfs but not usable from the pod (a fake mlx5 behind a veth) fails
-# ADD with 108 naming it, and ADD is rolled back; that rdmaDevice selects the
+# ADD with 108 naming it, and ADD is rolled back; that in a pod of four NICs
+# with two such devices both proofs run and the first NIC's is reported, with
+# no process of the proofs left; that rdmaDevice selects the
 # NIC behind an RDMA device (and 100 for an unknown one); that rdmaNetns
 # "exclusive" on a node in shared mode is refused before anything changes;
 # and that rdmaRequired false attaches a plain netdev whose result says no RDMA
@@ -27,18 +29,23 @@ setup() {
 	snap_save "$HOST_NS" "$T/host.before"
 	SYS=$T/sysfs-$SCEN
 	mk_fake_pci "$SYS" "$PCI" nic0
-	if [[ ${1:-} == fake ]]; then
-		local dev="$SYS/devices/pci0000:ae/0000:ae:00.0/$PCI"
-		mkdir -p "$dev/infiniband/mlx5_0/ports/1/gid_attrs/ndevs" "$SYS/class/infiniband"
-		echo nic0 >"$dev/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0"
-		echo "1: CA" >"$dev/infiniband/mlx5_0/node_type"
-		echo "4: ACTIVE" >"$dev/infiniband/mlx5_0/ports/1/state"
-		ln -s "../../../$PCI" "$dev/infiniband/mlx5_0/device"
-		mkdir -p "$SYS/bus/pci/drivers/mlx5_core"
-		ln -s ../../../../bus/pci/drivers/mlx5_core "$dev/driver"
-		ln -s "../../devices/pci0000:ae/0000:ae:00.0/$PCI/infiniband/mlx5_0" \
-			"$SYS/class/infiniband/mlx5_0"
-	fi
+	[[ ${1:-} != fake ]] || fake_mlx5 "$SYS" "$PCI" nic0 mlx5_0
+}
+
+# fake_mlx5 ROOT PCIADDR IFNAME DEV: in the fake tree ROOT (mk_fake_pci),
+# the PCI function carries RDMA device DEV (mlx5), port 1 ACTIVE on IFNAME.
+fake_mlx5() {
+	local root=$1 pci=$2 ifname=$3 ib=$4
+	local dev="$root/devices/pci0000:ae/0000:ae:00.0/$pci"
+	mkdir -p "$dev/infiniband/$ib/ports/1/gid_attrs/ndevs" "$root/class/infiniband"
+	echo "$ifname" >"$dev/infiniband/$ib/ports/1/gid_attrs/ndevs/0"
+	echo "1: CA" >"$dev/infiniband/$ib/node_type"
+	echo "4: ACTIVE" >"$dev/infiniband/$ib/ports/1/state"
+	ln -s "../../../$pci" "$dev/infiniband/$ib/device"
+	mkdir -p "$root/bus/pci/drivers/mlx5_core"
+	ln -sfn ../../../../bus/pci/drivers/mlx5_core "$dev/driver"
+	ln -s "../../devices/pci0000:ae/0000:ae:00.0/$pci/infiniband/$ib" \
+		"$root/class/infiniband/$ib"
 }
 
 # refused_unchanged CODE WHAT PATTERN: the last ADD failed with CODE, its
@@ -88,6 +95,47 @@ netns_mode_mismatch() {
 		'mode is shared, but rdmaNetns requires exclusive'
 }
 scenario "rdmaNetns that the node does not have is refused (108)" netns_mode_mismatch
+
+# A pod of four NICs (a pool, count 4) in which NICs 1 and 3 carry an RDMA
+# device (fake mlx5, so each proof fails: not visible to libibverbs): both are
+# proven at once, and the error is NIC 1's, the first in NIC order, whichever
+# child answered first. ADD is rolled back exactly, and no proof's child is
+# left in the pod netns (each enters it before anything else).
+pool_proofs() {
+	local i conf
+	for i in 0 1 2 3; do
+		mk_nic "$HOST_NS" "pool$i" "ppeer$i"
+		ip -n "$HOST_NS" link set "ppeer$i" up
+	done
+	snap_save "$HOST_NS" "$T/host.before"
+	SYS=$T/sysfs-$SCEN
+	for i in 0 1 2 3; do
+		mk_fake_pci "$SYS" "0000:af:00.$i" "pool$i"
+	done
+	fake_mlx5 "$SYS" 0000:af:00.1 pool1 mlx5_1
+	fake_mlx5 "$SYS" 0000:af:00.3 pool3 mlx5_3
+	conf=$(net_conf 1.0.0 '.match = {devices: ["pool*"]} | .count = 4 | .ifName = "hpn0" |
+		.sysfsRoot = $s' --arg s "$SYS")
+	for i in 1 2 3; do
+		run_plugin ADD "$conf"
+		refused_unchanged 108 "4 NICs, 1 and 3 unprovable (run $i)" \
+			'^RDMA device "mlx5_1" is not visible to libibverbs in the pod netns([: ]|$)'
+		for dev in mlx5_1:pool1 mlx5_3:pool3; do
+			grep -q "RDMA device \"${dev%:*}\" port 1 (mlx5) serves \"${dev#*:}\"" "$T/plugin.log" ||
+				fail "the log does not say ${dev%:*} serves ${dev#*:}: $(cat "$T/plugin.log")"
+		done
+		[[ -z $(ip netns pids "$POD_NS") ]] ||
+			fail "processes left in the pod netns: $(ip netns pids "$POD_NS" | xargs -r ps -o pid,ppid,args -p)"
+	done
+	# A proof that passes (none on this host) is the vm tier's: vm7-hpn-shared.sh proofs.
+	run_plugin ADD "$(jq -c '.count = 1 | .match.devices = ["pool0"]' <<<"$conf")"
+	expect_result "NIC 0 alone: no RDMA device, nothing to prove"
+	run_plugin DEL "$(jq -c '.count = 1 | .match.devices = ["pool0"]' <<<"$conf")"
+	expect_ok "DEL of NIC 0 alone"
+	snap_same "$HOST_NS" "$T/host.before" "host after the DEL"
+	expect_no_state "after the DEL"
+}
+scenario "4 NICs proven at once: the first failing NIC in order is reported, rolled back" pool_proofs
 
 plain_netdev() {
 	setup

@@ -12,7 +12,8 @@
 # and ADD's latency, alternately with the RDMA proof (softRoce: the rxe made
 # in the pod, the port and GID waited for, the bind proven) and without
 # (rdmaRequired false: a plain netdev), HPN_VM_BENCH_ADDS times each, with
-# static IPAM; DEL's too. The figures as one line "BENCH-JSON: {...}" (MB/s,
+# static IPAM; DEL's too; then the same for a pod of 8 NICs and of 1 from a
+# pool of 8 veth pairs (host-local IPAM), the 8 proofs against one. The figures as one line "BENCH-JSON: {...}" (MB/s,
 # the client's average; ms, wall as a caller sees it; each ib_write_bw run's
 # output is kept in run.sh's results dir with HPN_VM_KEEP=1). Not a test: it
 # asserts only that everything works.
@@ -114,6 +115,42 @@ for ((k = 0; HPN && k < ADDS; k++)); do
 done
 ((HPN)) && info "ADD ms: with the proof ${LAT[add.softroce]}; rdmaRequired false ${LAT[add.plain]}"
 
+# A pod of eight NICs from a pool of eight veth pairs (pv0..pv7, count 8,
+# host-local: an address each), with an rxe and its proof each (softRoce) and
+# without (rdmaRequired false), and one NIC of the same pool both ways, in
+# turn: what eight proofs cost beside one (they run at once, see verbs.h).
+for ((i = 0; HPN && i < 8; i++)); do
+	fx ip link add "pv$i" type veth peer name "pvp$i"
+	fx ip link set "pvp$i" up
+done
+# pool_conf COUNT FILTER: a softRoce config taking COUNT NICs of pv*, then FILTER.
+pool_conf() {
+	hconf '{"match": {"devices": ["pv*"]}, "count": '"$1"'}' 0/0 \
+		'.ipam = {type: "host-local", dataDir: "'"$T/hl-pool"'", ranges: [[{subnet: "10.78.0.0/24"}]]} | '"$2"
+}
+for ((k = 0; HPN && k < ADDS; k++)); do
+	for n in 1 8; do
+		for kind in softroce plain; do
+			filter=.
+			[[ $kind == plain ]] && filter='del(.softRoce) | .rdmaRequired = false'
+			t0=${EPOCHREALTIME/./}
+			hpn_add "$A" "$(pool_conf "$n" "$filter")"
+			LAT[add$n.$kind]+="${LAT[add$n.$kind]:+ }$(ms_since "$t0")"
+			[[ $(jq '[.rdma[] | select(.bound)] | length' <<<"${RES[$A]}") == $([[ $kind == plain ]] && echo 0 || echo "$n") ]] ||
+				fail "ADD of $n NICs ($kind) bound $(jq -c '[.rdma[].device]' <<<"${RES[$A]}")"
+			t0=${EPOCHREALTIME/./}
+			hpn_run DEL "$A"
+			expect_ok "DEL of $n NICs, $kind"
+			LAT[del$n.$kind]+="${LAT[del$n.$kind]:+ }$(ms_since "$t0")"
+		done
+	done
+done
+((HPN)) && info "ADD ms, pool of veths: 8 NICs with proofs ${LAT[add8.softroce]}, without ${LAT[add8.plain]};" \
+	"1 NIC with its proof ${LAT[add1.softroce]}, without ${LAT[add1.plain]}"
+for ((i = 0; HPN && i < 8; i++)); do
+	fx ip link del "pv$i"
+done
+
 info "veth: a veth pair, one end in each pod"
 fx ip link add hpn0 netns "$A" type veth peer name hpn0 netns "$B"
 fx ip -n "$A" addr add 10.79.0.1/24 dev hpn0
@@ -145,6 +182,32 @@ nums() {
 med() {
 	if [[ -z $1 ]]; then echo null; else median "$1"; fi
 }
+# pool_json: the pool rows: ADD and DEL ms of 1 and 8 NICs, with and without
+# proofs; the target: 8 NICs with proofs within 1.5 times one NIC with its
+# proof plus the seven extra NICs' cost without proofs (8 plain - 1 plain).
+pool_json() {
+	local n kind args=()
+	((HPN)) || {
+		echo null
+		return
+	}
+	for n in 1 8; do
+		for kind in softroce plain; do
+			args+=(--argjson "a$n$kind" "$(nums "${LAT[add$n.$kind]:-}")"
+				--argjson "d$n$kind" "$(nums "${LAT[del$n.$kind]:-}")")
+		done
+	done
+	jq -cn "${args[@]}" '
+		def med: if . == null then null else sort | if length % 2 == 1 then .[length / 2 | floor]
+			else (.[length / 2 - 1] + .[length / 2]) / 2 end end;
+		def row(a; d): {add_ms: a, add_median: (a | med), del_ms: d, del_median: (d | med)};
+		{nics: "veth pairs pv0..pv7, match devices pv*, host-local",
+		 "1": {softroce: row($a1softroce; $d1softroce), plain: row($a1plain; $d1plain)},
+		 "8": {softroce: row($a8softroce; $d8softroce), plain: row($a8plain; $d8plain)}} |
+		(.["1"].softroce.add_median + .["8"].plain.add_median - .["1"].plain.add_median) as $base |
+		. + {add8_base_ms: $base, add8_vs_base: (if $base > 0 then .["8"].softroce.add_median / $base
+			else null end), target: "add8_vs_base <= 1.5"}'
+}
 json=$(jq -cn --arg k "$VM_KVER" --argjson it "$ITERS" --argjson runs "$RUNS" --argjson adds "$ADDS" \
 	--argjson v "$(nums "${FIG[virtio]}")" --argjson e "$(nums "${FIG[veth]}")" \
 	--argjson h "$(nums "${FIG[hpn]:-}")" \
@@ -153,7 +216,8 @@ json=$(jq -cn --arg k "$VM_KVER" --argjson it "$ITERS" --argjson runs "$RUNS" --
 	--argjson adds_s "$(nums "${LAT[add.softroce]:-}")" --argjson adds_p "$(nums "${LAT[add.plain]:-}")" \
 	--argjson dels_s "$(nums "${LAT[del.softroce]:-}")" --argjson dels_p "$(nums "${LAT[del.plain]:-}")" \
 	--argjson mas "$(med "${LAT[add.softroce]:-}")" --argjson mapl "$(med "${LAT[add.plain]:-}")" \
-	--argjson mds "$(med "${LAT[del.softroce]:-}")" --argjson mdp "$(med "${LAT[del.plain]:-}")" '
+	--argjson mds "$(med "${LAT[del.softroce]:-}")" --argjson mdp "$(med "${LAT[del.plain]:-}")" \
+	--argjson pool "$(pool_json)" '
 	{kernel: $k, tool: "ib_write_bw -F (RC RDMA write), pod B -> pod A, the GID index each side names",
 	 message_bytes: 65536, messages_per_run: $it, runs: $runs,
 	 floor: {virtio: {mb_s: $v, median: $mv}, veth: {mb_s: $e, median: $me}},
@@ -161,5 +225,6 @@ json=$(jq -cn --arg k "$VM_KVER" --argjson it "$ITERS" --argjson runs "$RUNS" --
 		{virtio: {mb_s: $h, median: $mh},
 		 vs_floor: (if $mv > 0 then $mh / $mv else null end),
 		 add_ms: {adds: $adds, softroce: {ms: $adds_s, median: $mas}, plain: {ms: $adds_p, median: $mapl}},
-		 del_ms: {softroce: {ms: $dels_s, median: $mds}, plain: {ms: $dels_p, median: $mdp}}} end)}')
+		 del_ms: {softroce: {ms: $dels_s, median: $mds}, plain: {ms: $dels_p, median: $mdp}},
+		 pool8: $pool} end)}')
 echo "BENCH-JSON: $json"

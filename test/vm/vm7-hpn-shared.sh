@@ -24,6 +24,12 @@
 #            subnet (host-local), then in two: rping and ib_write_bw on each
 #            rail move bytes on that rail's devices only; the hints list both
 #            devices exactly, with the GID index; CHECK; DEL.
+#  proofs    a pod of four veth NICs (a pool, count 4), an rxe made for each,
+#            the four proven at once: each NIC bound to its own device, as the
+#            hints say; CHECK; DEL. Then NIC 2's peer down (its port never
+#            ACTIVE): ADD fails with 108 naming NIC 2's device, rolled back
+#            exactly, no process left in the pod; then the plugin killed while
+#            that proof waits: its children die with it, DEL cleans up.
 # Run one: test/vm/run.sh test/vm/vm7-hpn-shared.sh NAME...
 # shellcheck disable=SC2034,SC2016 # counter arrays are used through namerefs
 set -euo pipefail
@@ -302,4 +308,89 @@ scen_rails() {
 	fx ip netns del "$B"
 }
 
-run_scenarios pods macvlan parent gone crash rails
+# proofs_pids POD: the processes in POD's netns (the proofs' children enter it first).
+proofs_pids() {
+	ip netns pids "$1"
+}
+
+# no_pids POD: no process is in POD's netns.
+no_pids() {
+	[[ -z $(proofs_pids "$1") ]]
+}
+
+# made_for NIC: the rxe device the plugin's log says ADD made for NIC (last).
+made_for() {
+	sed -n 's/.*no RDMA device serves "'"$1"'": softRoce makes rxe device "\([^"]*\)".*/\1/p' \
+		"$T/plugin.log" | tail -n1
+}
+
+scen_proofs() {
+	local i dd=$T/hl-proofs conf dev2 pid ppid bg
+	local -A seen=()
+	info "proofs: $A with pv0..pv3 (veth pairs, a pool, count 4), an rxe each, proven at once"
+	pod_add "$A"
+	for i in 0 1 2 3; do
+		fx ip link add "pv$i" type veth peer name "pvp$i"
+		fx ip link set "pvp$i" up
+	done
+	conf=$(hconf '{"match": {"devices": ["pv*"]}, "count": 4}' 0/0 \
+		'.ipam = {type: "host-local", dataDir: "'"$dd"'", ranges: [[{subnet: "10.77.0.0/24"}]]}')
+	hpn_add "$A" "$conf"
+	hints "$A"
+	((${#HCA[@]} == 4)) || fail "$A: hints name ${HCA[*]}, expected four devices"
+	for i in 0 1 2 3; do
+		soft_named "$A" "$i"
+		[[ -z ${seen[$DEV]:-} ]] || fail "$A: NICs ${seen[$DEV]} and $i both bound to $DEV"
+		seen[$DEV]=$i
+		[[ $(ip netns exec "$A" rdma link show "$DEV/1") == *"state ACTIVE "* ]] ||
+			fail "$A: $DEV is not ACTIVE"
+	done
+	echo "  # $A: NCCL_IB_HCA==${HCA[*]}"
+	hpn_run CHECK "$A"
+	expect_ok "CHECK $A"
+	hpn_del "$A"
+	wait_for 5 rdma_none || fail "rdma links left: $(rdma link show)"
+	no_state
+
+	info "proofs: pvp2 down, so NIC 2's port is never ACTIVE: 108 naming its device, rolled back"
+	fx ip link set pvp2 down
+	in_pod "$A"
+	run_plugin ADD "$conf"
+	dev2=$(made_for pv2)
+	[[ $dev2 =~ ^rxe_[0-9a-f]{12}$ ]] || fail "the log names no device made for pv2: $(tail -n 20 "$T/plugin.log")"
+	expect_err 108 "ADD with NIC 2 unprovable" \
+		'^after 10000 ms: RDMA device "'"$dev2"'" port 1 is [a-zA-Z_]+, not ACTIVE( |$)'
+	no_pids "$A" || fail "processes left in $A: $(proofs_pids "$A")"
+	wait_for 5 rdma_none || fail "the rollback left: $(rdma link show)"
+	[[ $(ip -n "$A" -o link show | grep -vc ': lo:') == 0 ]] || fail "$A is not empty: $(ip -n "$A" -o link show)"
+	for i in 0 1 2 3; do
+		ip link show "pv$i" >/dev/null 2>&1 || fail "pv$i is not back under its name"
+	done
+	[[ -z $(compgen -G "$dd/*/10.77.*") ]] || fail "host-local still holds $(ls "$dd"/*)"
+	no_state
+
+	info "proofs: the plugin killed while NIC 2's proof waits: its children go with it"
+	(run_plugin ADD "$conf") &
+	bg=$!
+	wait_for 20 eval '[[ -n $(proofs_pids "$A") ]]' || fail "no proof ever ran in $A"
+	nap 1
+	pid=$(proofs_pids "$A" | head -n1)
+	read -r _ _ _ ppid _ <"/proc/$pid/stat"
+	[[ $(readlink "/proc/$ppid/exe") == "$HPN_PLUGIN" ]] || fail "$pid in $A is not a child of the plugin"
+	echo "  # proofs in $A: $(proofs_pids "$A" | xargs), the plugin $ppid"
+	kill -9 "$ppid"
+	wait "$bg" || true
+	wait_for 3 no_pids "$A" || fail "the proofs outlived the plugin: $(proofs_pids "$A")"
+	RES[$A]=null
+	CONFS[$A]=$conf
+	hpn_del "$A"
+	wait_for 5 rdma_none || fail "DEL left: $(rdma link show)"
+	for i in 0 1 2 3; do
+		ip link show "pv$i" >/dev/null 2>&1 || fail "pv$i is not back under its name after DEL"
+		fx ip link del "pv$i"
+	done
+	no_state
+	fx ip netns del "$A"
+}
+
+run_scenarios pods macvlan parent gone crash rails proofs
