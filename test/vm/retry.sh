@@ -55,7 +55,10 @@ done
 rm -rf "$dir"
 info "early: a panic before the scenario started was retried once, then failed"
 
+# sync: the line is written back to the host's output file before the crash
+# (without it the crash could lose it, which is not what this tests).
 vm late 'echo "late: the scenario started"
+sync
 echo c >/proc/sysrq-trigger
 echo "late: still running after the crash"'
 [[ $RC == 1 ]] || fail "late: run.sh exited $RC, expected 1 (the kernel crashed)"
