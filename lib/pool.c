@@ -263,6 +263,14 @@ static struct hpn_gpu_nic *gpu_nics(const struct hpn_conf *conf, const struct hp
 	return v;
 }
 
+/* The GPU a pick serves, and how near, as the choice said. */
+static void take_gpu(struct hpn_pool_pick *p, const struct hpn_gpu_pick *g)
+{
+	p->gpu = g->gpu;
+	p->dist = g->dist;
+	p->best = g->best;
+}
+
 int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
 		    const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,
 		    struct hpn_err *err)
@@ -333,9 +341,7 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		picks[i].has_rdma = conf->match.n_rdma_devices > 0;
 		if (picks[i].has_rdma)
 			picks[i].rdma = c.rd[k];
-		picks[i].gpu = gp[i].gpu;
-		picks[i].dist = gp[i].dist;
-		picks[i].best = gp[i].best;
+		take_gpu(&picks[i], &gp[i]);
 	}
 out:
 	free(gp);
@@ -377,11 +383,8 @@ int hpn_pool_pair(struct nl_sock *host, const struct hpn_conf *conf, const struc
 		gp[k].nic = c.n + k;
 	}
 	hpn_gpu_pair(g, nics, c.n + n, n, gp);
-	for (size_t k = 0; k < n; k++) {
-		picks[k].gpu = gp[k].gpu;
-		picks[k].dist = gp[k].dist;
-		picks[k].best = gp[k].best;
-	}
+	for (size_t k = 0; k < n; k++)
+		take_gpu(&picks[k], &gp[k]);
 out:
 	free(gp);
 	free(nics);
