@@ -53,10 +53,17 @@ cleanup() {
 	[[ -n ${JOBS:-} && -d $JOBS ]] && rm -rf "$JOBS"
 }
 
-# bench_netns: the node netns (nic<k> veths for pods 0..MAXPAR-1, the shared
-# mode's master mst0), the pod netns, the scratch dirs; cleanup on exit.
+# The NICs of the 8-NIC pod rows (move8.*, serial.sh): nic0..nic7 into pod 0.
+POD8=8
+
+# bench_netns: the node netns (nic<k> veths for pods 0..MAXPAR-1, and at least
+# POD8 of them when a move8 row is selected; the shared mode's master mst0),
+# the pod netns, the scratch dirs; cleanup on exit. Needs ROWS (select_rows).
 bench_netns() {
-	local k batch
+	local k batch row nics=$MAXPAR
+	for row in "${ROWS[@]}"; do
+		[[ $row == move8.* ]] && ((nics < POD8)) && nics=$POD8
+	done
 	PFX="hpnb-$$-"
 	NODE=${PFX}node
 	W=
@@ -86,6 +93,8 @@ bench_netns() {
 	: >"$batch"
 	for ((k = 0; k < MAXPAR; k++)); do
 		ip netns add "$(pod $k)"
+	done
+	for ((k = 0; k < nics; k++)); do
 		echo "link add nic$k type veth peer name peer$k" >>"$batch"
 		echo "link set peer$k up" >>"$batch"
 	done
@@ -237,6 +246,37 @@ floor_move() {
 	fi
 }
 
+# The iproute2 floor of a pod of POD8 NICs: floor_move's shape, one
+# `ip -batch` per netns, with POD8 links in each: in the node, move nic<j> into
+# pod K as hpn<j>; in the pod, (MTU,) up each; DEL: in the pod, move each back
+# under its name (then, with an MTU, restore it in the node). Pod K takes
+# nic<8K>..nic<8K+7> (only pod 0 is measured). No IPAM variant: see serial.sh.
+floor_move8() {
+	local dir=$1 k=$3 p j n
+	p=$(pod "$k")
+	mkdir -p "$dir/add-node/$k" "$dir/add-pod/$k" "$dir/del-pod/$k"
+	: >"$dir/add-node/$k/batch"
+	: >"$dir/add-pod/$k/batch"
+	: >"$dir/del-pod/$k/batch"
+	for ((j = 0; j < POD8; j++)); do
+		n=$((k * POD8 + j))
+		echo "link set nic$n netns $p name hpn$j" >>"$dir/add-node/$k/batch"
+		echo "link set hpn$j ${MTU:+mtu $MTU }up" >>"$dir/add-pod/$k/batch"
+		echo "link set hpn$j netns $NODE name nic$n" >>"$dir/del-pod/$k/batch"
+	done
+	job "$dir/add-node/$k" "$IP" -batch "$dir/add-node/$k/batch"
+	job "$dir/add-pod/$k" "$IP" -n "$p" -batch "$dir/add-pod/$k/batch"
+	job "$dir/del-pod/$k" "$IP" -n "$p" -batch "$dir/del-pod/$k/batch"
+	if [[ -n $MTU ]]; then
+		mkdir -p "$dir/del-node/$k"
+		: >"$dir/del-node/$k/batch"
+		for ((j = 0; j < POD8; j++)); do
+			echo "link set nic$((k * POD8 + j)) mtu 1500" >>"$dir/del-node/$k/batch"
+		done
+		job "$dir/del-node/$k" "$IP" -batch "$dir/del-node/$k/batch"
+	fi
+}
+
 # Shared mode floor: a macvlan child of mst0 made directly in the pod netns.
 floor_macvlan() {
 	local k=$3
@@ -255,17 +295,21 @@ prepare() {
 		for ((k = 0; k < n; k++)); do
 			case $plugin in
 			iproute2)
-				if [[ $mode == move ]]; then
-					floor_move "$dir" "$variant" "$k"
-				else
-					floor_macvlan "$dir" "$variant" "$k"
-				fi
+				case $mode in
+				move) floor_move "$dir" "$variant" "$k" ;;
+				move8) floor_move8 "$dir" "$variant" "$k" ;;
+				*) floor_macvlan "$dir" "$variant" "$k" ;;
+				esac
 				;;
 			*)
 				bin=$CNI_BIN/$plugin
 				[[ $plugin == hpn-* ]] && bin=$PLUGIN
 				[[ $plugin == hpn-base ]] && bin=$BASE
 				c=$(conf "$plugin" "$variant" "$k")
+				# A pod of POD8 NICs from the pool, whatever BENCH_HPN_POOL says:
+				# count needs match. Pod-side names hpn0..hpn7.
+				[[ $mode == move8 ]] && c=$(jq -c --argjson n "$POD8" \
+					'del(.device) | .match = {devices: ["nic*"]} | .count = $n' <<<"$c")
 				local a=
 				[[ $plugin == hpn-k* ]] && a=$(kube_args "$k")
 				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin" "$a"
@@ -288,7 +332,8 @@ run() {
 	"$RUNNER" -n "/run/netns/$NODE" -r "$reps" -w "$warm" -l "$label" "$@" >>"$W/raw"
 }
 
-# The node and pod 0 as they must be between rows: nothing of ours left.
+# node_clean PODS [NICS]: the node and pods 0..PODS-1 as they must be between
+# rows: nothing of ours left, nic0..nic<NICS-1> (default PODS) back in the node.
 node_clean() {
 	local k n
 	for ((k = 0; k < $1; k++)); do
@@ -298,6 +343,8 @@ node_clean() {
 			ip -n "$(pod "$k")" -o link show >&2
 			return 1
 		}
+	done
+	for ((k = 0; k < ${2:-$1}; k++)); do
 		ip -n "$NODE" link show "nic$k" >/dev/null 2>&1 || {
 			echo "bench.sh: nic$k did not come back to the node" >&2
 			return 1
@@ -309,14 +356,39 @@ node_clean() {
 	}
 }
 
-# verify ROW: one ADD, checked (hpn0 in pod 0, with its address), then one DEL,
-# checked: a row is measured only if it does what it claims.
+# row_nics ROW: the NICs a pod of ROW takes (node_clean's second argument).
+row_nics() {
+	if [[ $1 == move8.* ]]; then echo "$POD8"; else echo 1; fi
+}
+
+# verify8 ROW: after ADD, pod 0 holds hpn0..hpn7, each up, and nothing else
+# but lo.
+verify8() {
+	local n
+	n=$(ip -n "$(pod 0)" -j link show | jq -r --argjson n "$POD8" '
+		[.[] | select(.ifname != "lo")] as $l |
+		if ($l | length) == $n and ([$l[] | select((.ifname | test("^hpn[0-9]+$")) and
+			(.ifname[3:] | tonumber) < $n and (.flags | index("UP")))] | length) == $n
+		then "ok" else ([$l[].ifname] | join(" ")) end')
+	[[ $n == ok ]] || {
+		echo "bench.sh: $1: ADD did not leave hpn0..hpn$((POD8 - 1)), up, in the pod: $n" >&2
+		return 1
+	}
+}
+
+# verify ROW: one ADD, checked (hpn0 in pod 0, with its address; a move8 row:
+# all of hpn0..hpn7), then one DEL, checked (every NIC back, no state): a row
+# is measured only if it does what it claims.
 verify() {
 	local row=$1 steps s
 	mapfile -t steps < <(prepare "$row" 1)
 	for s in "${steps[@]}"; do
 		"$RUNNER" -n "/run/netns/$NODE" -r 1 -l verify "$s" >/dev/null
 		case ${s##*/} in 1-add | add-pod)
+			if [[ $row == move8.* ]]; then
+				verify8 "$row" || return 1
+				continue
+			fi
 			ip -n "$(pod 0)" link show hpn0 >/dev/null 2>&1 || {
 				echo "bench.sh: $row: ADD left no hpn0 in the pod" >&2
 				return 1
@@ -329,7 +401,7 @@ verify() {
 			;;
 		esac
 	done
-	node_clean 1
+	node_clean 1 "$(row_nics "$row")"
 }
 
 is_skipped() {

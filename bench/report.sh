@@ -92,6 +92,29 @@ report_json() {
 			 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
 				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
 			else $kube end),
+		  pod8: (if ($r["move8.none.hpn-rdma"].wall_ms | type) == "object" then
+			# A pod of 8 NICs (move, no IPAM) against the floors of 8 moves: the
+			# iproute2 floor in one ip -batch per netns, 8 times the kernel floor of
+			# one move (hpn-bench-kernel, per cycle, taken between the rounds), 8
+			# times the one-NIC iproute2 floor; CPU against 2 starts + 8 kernel moves.
+			($r["move8.none.hpn-rdma"]) as $h |
+			($r["move8.none.iproute2"].wall_ms.median // null) as $ip8 |
+			(if ($kern.wall_ms | type) == "number" then 8 * $kern.wall_ms else null end) as $k8 |
+			(($r["move.none.iproute2"].wall_ms.median // null) as $ip1 |
+			 if $ip1 then 8 * $ip1 else null end) as $ip1x8 |
+			(if ($kern.cpu_ms | type) == "number" and ($start | type) == "number"
+			 then 2 * $start + 8 * $kern.cpu_ms else null end) as $cpu8 |
+			{nics: 8, rows: ["move8.none.hpn-rdma", "move8.none.iproute2"],
+			 note: ("veths: no RDMA device (the host kernel has no RDMA), so the 8 moves," +
+				" the rails and the state only; not the RDMA proofs a multi-NIC ADD runs at once"),
+			 hpn_rdma_ms: $h.wall_ms.median, hpn_rdma_cpu_ms: $h.cpu_ms,
+			 iproute2_8_moves_ms: $ip8, kernel_8x_one_move_ms: $k8,
+			 iproute2_8x_one_move_ms: $ip1x8, cpu_floor_8_moves_ms: $cpu8,
+			 vs_kernel_8x: ratio($h.wall_ms.median; $k8),
+			 vs_iproute2_8_moves: ratio($h.wall_ms.median; $ip8),
+			 vs_iproute2_8x_one_move: ratio($h.wall_ms.median; $ip1x8),
+			 cpu_vs_floor_8: ratio($h.cpu_ms; $cpu8)}
+			else {skipped: "move8.none.hpn-rdma not measured (BENCH_ROWS)"} end),
 		  vm: $vm,
 		  gpu_choice: $gpu,
 		  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
@@ -147,7 +170,9 @@ report_table() {
 		("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
 		("wall/ip" | lpad(9)),
 		(.serial[] | . as $x | ($x.row | split(".")) as $k |
-		 ($r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"]) as $hd |
+		 # No reference plugin attaches 8 NICs in one ADD: move8 rows have no hd.
+		 (if $k[0] == "move8" then null else
+		  $r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"] end) as $hd |
 		 ($r["\($k[0]).\($k[1]).iproute2"]) as $ip |
 		 if .skipped then ($x.row | pad(28)) + "skipped: " + .skipped else
 		 ($x.row | pad(28)) + (f($x.wall_ms.median) | lpad(10)) + (f($x.wall_ms.p99) | lpad(9)) +
@@ -158,6 +183,17 @@ report_table() {
 		 (r(if $ip.wall_ms then $x.wall_ms.median / $ip.wall_ms.median else null end) | lpad(9))
 		 end),
 		"",
+		(if .pod8.hpn_rdma_ms then
+		 "A pod of 8 NICs (move8.none.hpn-rdma: match, count 8; veths, no RDMA device: moves, rails, state only)," +
+		 " ADD+DEL \(f(.pod8.hpn_rdma_ms)) ms, CPU \(f(.pod8.hpn_rdma_cpu_ms)) ms, against",
+		 "  8 x the kernel floor of one move (hpn-bench-kernel)   \(f(.pod8.kernel_8x_one_move_ms) | lpad(8)) ms" +
+		 "   \(r3(.pod8.vs_kernel_8x))",
+		 "  the iproute2 floor of 8 moves (move8.none.iproute2)   \(f(.pod8.iproute2_8_moves_ms) | lpad(8)) ms" +
+		 "   \(r3(.pod8.vs_iproute2_8_moves))",
+		 "  8 x the iproute2 floor of one (move.none.iproute2)    \(f(.pod8.iproute2_8x_one_move_ms) | lpad(8)) ms" +
+		 "   \(r3(.pod8.vs_iproute2_8x_one_move))",
+		 "  CPU: 2 starts of /bin/true + 8 kernel moves           \(f(.pod8.cpu_floor_8_moves_ms) | lpad(8)) ms" +
+		 "   \(r3(.pod8.cpu_vs_floor_8))", "" else empty end),
 		"VERSION",
 		("plugin" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
 		("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("vs hd" | lpad(8)),
@@ -287,7 +323,14 @@ report_check() {
 		([.version[].plugin] | sort) == ($vp | sort) and
 		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
 		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
-			([.serial[] | select((.skipped | not) and (.row | startswith("kube.") | not))] | length)) and
+			([.serial[] | select((.skipped | not) and (.row | test("^(kube|move8)\\.") | not))] |
+			 length)) and
+		# The 8-NIC pod held against each floor that was measured.
+		(([.serial[] | select(.row == "move8.none.hpn-rdma" and (.skipped | not))] | length) == 0 or
+			((.pod8.hpn_rdma_ms > 0) and
+			 (.kernel_floor.skipped or .pod8.vs_kernel_8x > 0) and
+			 (([.serial[].row] | index("move8.none.iproute2")) == null or .pod8.vs_iproute2_8_moves > 0) and
+			 (([.serial[].row] | index("move.none.iproute2")) == null or .pod8.vs_iproute2_8x_one_move > 0))) and
 		# Not a timing: the annotation path asks nothing, the label path once per ADD.
 		(.kubernetes.skipped or ((.kubernetes.rows | map({(.row): .requests_per_add}) | add) as $q |
 			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and

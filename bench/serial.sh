@@ -9,8 +9,18 @@
 # each without IPAM (the plugin's own cost) and with Debian's `static` IPAM
 # (end to end: address and route; the IPAM plugin's CPU and RSS are included,
 # as a runtime pays them).
+#   a pod of 8 NICs (move8.none.*, issue 31): hpn-rdma with `match` (nic*)
+#                and `count: 8`, nic0..nic7 into one pod as hpn0..hpn7, and
+#                the iproute2 floor of the same 8 moves (floor_move8); no IPAM
+#                only (`static` would give all 8 NICs one address); report.sh
+#                also holds them against 8 times the kernel floor of one move
+#                (hpn-bench-kernel) and 8 times move.none.iproute2. Not in the
+#                parallel rows (N pods of 8 would need 8N NICs).
 # hpn-rdma runs with rdmaRequired:false: veths have no RDMA device, so its
-# RDMA discovery runs and finds nothing, and the bind is skipped.
+# RDMA discovery runs and finds nothing, and the bind is skipped. So the 8-NIC
+# rows measure the moves, the rails' settings and the state of a multi-NIC ADD
+# only, not the RDMA proofs such an ADD runs at once (the host kernel has no
+# RDMA; vm.sh's pool8 rows measure them in a VM).
 #
 # Measured per row: ADD+DEL wall (median, p99), CPU (user+sys, children
 # included) per ADD+DEL, peak RSS (largest ru_maxrss of a plugin run and its
@@ -19,15 +29,19 @@
 # process (hpn-bench-kernel) and /bin/true's start. Also: ADD's RDMA
 # discovery timed alone (hpn-bench-discovery).
 
-# select_rows: ROWS, the move and shared rows BENCH_ROWS selects (kube.sh adds
-# its own); none skipped yet.
+# select_rows: ROWS, the move, shared and 8-NIC rows BENCH_ROWS selects
+# (kube.sh adds its own); none skipped yet. Before bench_netns, which makes
+# the 8-NIC rows' NICs.
 select_rows() {
 	local v
-	mapfile -t ROWS < <(for v in none static; do
-		selected "move.$v.hpn-rdma" "move.$v.hpn-agent" ${BASE:+"move.$v.hpn-base"} \
-			"move.$v.host-device" "move.$v.iproute2" \
-			"shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2"
-	done)
+	mapfile -t ROWS < <(
+		for v in none static; do
+			selected "move.$v.hpn-rdma" "move.$v.hpn-agent" ${BASE:+"move.$v.hpn-base"} \
+				"move.$v.host-device" "move.$v.iproute2" \
+				"shared.$v.hpn-macvlan" "shared.$v.macvlan" "shared.$v.iproute2"
+		done
+		selected move8.none.hpn-rdma move8.none.iproute2
+	)
 	SKIPPED=()
 	declare -gA SKIP_WHY=()
 }
@@ -96,7 +110,7 @@ serial_rounds() {
 			run "serial|$row|r$r" "$NODE" "$PER_ROUND" "$warm" "${steps[@]}"
 			[[ $row == kube.* ]] && echo $(($(kube_requests) - q0)) $((PER_ROUND + warm)) \
 				>>"$W/kreq.$row"
-			node_clean 1
+			node_clean 1 "$(row_nics "$row")"
 		done
 		((${#ROWS[@]})) || continue
 		pairs_round "$r" "$warm"

@@ -159,8 +159,8 @@ source "$SRC/bench/gpu.sh" # the GPU-aware NIC choice against the first match
 source "$SRC/bench/report.sh" # the JSON, the targets, the table, --check
 
 bench_prereqs
+select_rows # before the netns: the 8-NIC rows need 8 NICs in the node
 bench_netns
-select_rows
 kube_setup
 probe_hpn_macvlan
 agent_start
