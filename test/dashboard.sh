@@ -4,8 +4,8 @@
 # position, a datasource and targets with a refId and an expr; rows hold
 # none), and every PromQL expression in it (panel targets and the template
 # variables' label_values queries) names at least one metric, every metric it
-# names is one agent/metrics.c exports (histogram series by their _bucket,
-# _sum, _count names), and every $variable it uses is one the dashboard
+# names is one the agent exports (agent/metrics.c, agent/attachmetrics.c;
+# histogram series by their _bucket, _sum, _count names), and every $variable it uses is one the dashboard
 # defines or one of Grafana's own. No privileges; nothing is started.
 #
 #   dashboard.sh               the check (unit.dashboard)
@@ -16,7 +16,7 @@
 set -euo pipefail
 src=${HPN_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dash=${HPN_DASHBOARD:-$src/conf/grafana-dashboard.json}
-metrics_c=$src/agent/metrics.c
+metrics_c=("$src/agent/metrics.c" "$src/agent/attachmetrics.c")
 
 # The expressions: every target's expr, and the query of every query variable.
 exprs() {
@@ -59,9 +59,9 @@ done < <(jq -r '.panels[] | select(.type != "row") |
 dups=$(jq -r '[.panels[].id] | group_by(.) | map(select(length > 1) | .[0]) | .[]' "$dash")
 [[ -z $dups ]] || bad "panel ids used twice: $dups"
 
-# What the agent exports: every hpn_rdma_* name agent/metrics.c writes.
-mapfile -t exported < <(grep -oE '"hpn_rdma_[a-z0-9_]+"' "$metrics_c" | tr -d '"' | sort -u)
-((${#exported[@]} > 20)) || bad "found only ${#exported[@]} metric names in $metrics_c"
+# What the agent exports: every hpn_rdma_* name its metrics files write.
+mapfile -t exported < <(grep -ohE '"hpn_rdma_[a-z0-9_]+"' "${metrics_c[@]}" | tr -d '"' | sort -u)
+((${#exported[@]} > 20)) || bad "found only ${#exported[@]} metric names in ${metrics_c[*]}"
 declare -A known=()
 for m in "${exported[@]}"; do
 	known[$m]=1
