@@ -72,8 +72,8 @@ void expo_family(struct sbuf *b, const char *name, const char *type, const char 
 	expo_add(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Labels as "k1", "v1", "k2", "v2", ..., NULL. */
-void expo_sample(struct sbuf *b, const char *name, const char *const *labels, double v)
+/* A sample's name and labels ("k1", "v1", ..., NULL), up to its value. */
+static void series(struct sbuf *b, const char *name, const char *const *labels)
 {
 	expo_add(b, "%s", name);
 	for (size_t i = 0; labels && labels[i]; i += 2) {
@@ -83,6 +83,11 @@ void expo_sample(struct sbuf *b, const char *name, const char *const *labels, do
 	}
 	if (labels && labels[0])
 		expo_add(b, "}");
+}
+
+void expo_sample(struct sbuf *b, const char *name, const char *const *labels, double v)
+{
+	series(b, name, labels);
 	/* Integers print as integers; %.17g keeps every bit of the others. */
 	if (v == (double)(long long)v && v < 9e15 && v > -9e15)
 		expo_add(b, " %lld\n", (long long)v);
@@ -92,13 +97,6 @@ void expo_sample(struct sbuf *b, const char *name, const char *const *labels, do
 
 void expo_sample_u64(struct sbuf *b, const char *name, const char *const *labels, uint64_t v)
 {
-	expo_add(b, "%s", name);
-	for (size_t i = 0; labels && labels[i]; i += 2) {
-		expo_add(b, "%s%s=\"", i ? "," : "{", labels[i]);
-		value(b, labels[i + 1]);
-		expo_add(b, "\"");
-	}
-	if (labels && labels[0])
-		expo_add(b, "}");
+	series(b, name, labels);
 	expo_add(b, " %llu\n", (unsigned long long)v);
 }
