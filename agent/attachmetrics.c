@@ -438,7 +438,7 @@ static void nics_gpu(struct sbuf *b, struct att_rec *v, size_t n)
 			lab[NIC_LABELS + 5] =
 				hpn_gpu_dist_name((enum hpn_gpu_dist)dist_class(jn->gpu_best));
 			lab[NIC_LABELS + 6] = NULL;
-			expo_sample(b, "hpn_rdma_nic_far", lab, health_nic_far(jn));
+			expo_sample(b, "hpn_rdma_nic_far", lab, hpn_journal_nic_far(jn));
 		}
 }
 

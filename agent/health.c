@@ -90,13 +90,6 @@ static struct health_entry *entry(struct health *h, const char *key, bool add)
 	return &h->st.v[h->st.n++];
 }
 
-bool health_nic_far(const struct hpn_journal_nic *n)
-{
-	int d = hpn_gpu_dist_parse(n->gpu_dist), best = hpn_gpu_dist_parse(n->gpu_best);
-
-	return n->gpu_id[0] && d >= 0 && best >= 0 && d != HPN_DIST_UNKNOWN && d > best;
-}
-
 /* The far NICs of a completed attachment, said once: the NICs stay Healthy. */
 static void gpus_look(struct health_entry *e, const char *key, const struct hpn_journal *j)
 {
@@ -106,7 +99,7 @@ static void gpus_look(struct health_entry *e, const char *key, const struct hpn_
 	for (size_t i = 0; i < j->n_nics && i < HPN_MAX_NICS; i++) {
 		const struct hpn_journal_nic *n = &j->nics[i];
 
-		if (!health_nic_far(n))
+		if (!hpn_journal_nic_far(n))
 			continue;
 		hpn_warn("health: attachment %s%s: NIC %s (%s) serves GPU %s (%s) at %s, but a NIC "
 			 "left free was %s from it: NCCL's traffic crosses more of the PCI tree",

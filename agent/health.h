@@ -54,12 +54,5 @@ void health_stop(struct health *h);
 void health_free(struct health *h);
 /* NULL for NULL (the loop is off). */
 const struct health_stats *health_stats(const struct health *h);
-/*
- * A far NIC: the claim journalled its GPU, and a NIC left free was nearer to
- * that GPU (gpu_best nearer than gpu_dist, both known). Flagged, never
- * Unhealthy: nothing is broken, NCCL's traffic only crosses more of the PCI
- * tree than it had to.
- */
-bool health_nic_far(const struct hpn_journal_nic *n);
 
 #endif

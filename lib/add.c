@@ -494,8 +494,7 @@ static int own_result(struct hpn_attach *a, const struct hpn_env *env,
 			snprintf(ri->gpu_id, sizeof(ri->gpu_id), "%s", n->gpu_id);
 			snprintf(ri->gpu_pci, sizeof(ri->gpu_pci), "%s", n->gpu_pci);
 			snprintf(ri->gpu_dist, sizeof(ri->gpu_dist), "%s", n->gpu_dist);
-			ri->gpu_far =
-				hpn_gpu_dist_parse(n->gpu_dist) > hpn_gpu_dist_parse(n->gpu_best);
+			ri->gpu_far = hpn_journal_nic_far(n);
 		}
 	}
 	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++) {

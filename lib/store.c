@@ -546,6 +546,13 @@ static int json_str(const cJSON *o, const char *k, char *out, size_t len)
 	return hpn_snprintf(out, len, "%s", v->valuestring);
 }
 
+bool hpn_journal_nic_far(const struct hpn_journal_nic *n)
+{
+	int d = hpn_gpu_dist_parse(n->gpu_dist), best = hpn_gpu_dist_parse(n->gpu_best);
+
+	return n->gpu_id[0] && d >= 0 && best >= 0 && d > best;
+}
+
 /*
  * "gpu": {"id", "pci", "distance", "best"}, the GPU the NIC serves. Never
  * needed to undo: one that is not of this shape is dropped, not refused.

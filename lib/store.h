@@ -149,6 +149,14 @@ struct hpn_journal {
 	struct hpn_journal_nic nics[HPN_MAX_NICS];
 };
 
+/*
+ * A far NIC: the claim journalled its GPU, and a NIC left free was nearer to
+ * that GPU (gpu_best nearer than gpu_dist). Said (the result, the agent's
+ * metrics and health loop), never a fault: NCCL's traffic only crosses more
+ * of the PCI tree than it had to.
+ */
+bool hpn_journal_nic_far(const struct hpn_journal_nic *n);
+
 /* An empty journal: every field but nics zeroed. */
 void hpn_journal_init(struct hpn_journal *j);
 /* Frees what j owns and leaves it empty (hpn_journal_init). */
