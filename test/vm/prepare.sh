@@ -55,6 +55,8 @@ MODULES_7=(
 
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"	# skip
+# shellcheck source=../debs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../debs.sh"	# debs_apt, debs_get
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=kernels.sh
 source "$here/kernels.sh"	# vm_kernel_dir, vm_recipe
@@ -124,45 +126,20 @@ fetch_6_1() {
 	vmlinuz=root/boot/vmlinuz-$kver
 }
 
-# apt_errors LOG: apt's error and warning lines of LOG, on one line.
-apt_errors() {
-	grep -E '^(E|W|Err):' <<<"$1" | head -n 3 | tr '\n' ' ' || true
-}
-
-# fetch_7: the same from trixie-backports through a private apt.
+# fetch_7: the same from trixie-backports through a private apt (test/debs.sh).
 fetch_7() {
-	local mirror=${HPN_VM_MIRROR:-http://deb.debian.org/debian}
-	local keyring=/usr/share/keyrings/debian-archive-keyring.gpg apt=$cache/apt log
-	[[ -r $keyring ]] || skip_why "no $keyring (Debian: debian-archive-keyring)"
-	mkdir -p "$apt"/{lists/partial,archives/partial,state,parts,prefs}
-	: >"$apt/state/status"
-	echo "deb [signed-by=$keyring] $mirror trixie-backports main" >"$apt/sources.list"
-	# The machine's apt.conf.d is still read (a proxy it needs applies here
-	# too); its sources, preferences, lists, cache and dpkg status are not.
-	cat >"$apt/apt.conf" <<-EOF
-		Dir::Etc::SourceList "$apt/sources.list";
-		Dir::Etc::SourceParts "$apt/parts";
-		Dir::Etc::Preferences "$apt/prefs/none";
-		Dir::Etc::PreferencesParts "$apt/prefs";
-		Dir::State "$apt/state";
-		Dir::State::Lists "$apt/lists";
-		Dir::State::status "$apt/state/status";
-		Dir::Cache "$apt";
-		Dir::Cache::Archives "$apt/archives";
-		Dir::Cache::pkgcache "";
-		Dir::Cache::srcpkgcache "";
-		APT::Sandbox::User "root";
-	EOF
-	export APT_CONFIG=$apt/apt.conf
-	local dep=
-	# A failed fetch is only a warning to apt-get update (exit 0): the index is
-	# judged by what apt-cache finds in it (lists of an earlier update count).
-	if log=$(apt-get -q update 2>&1); then
+	local dep='' log
+	# A suite that cannot be reached is judged by what apt-cache finds in the
+	# index (lists of an earlier update count).
+	if debs_apt "$cache/apt" "trixie-backports main"; then
+		log=$DEBS_LOG
 		# "  Depends: linux-image-7.3.4+deb13-amd64": the versioned image.
 		dep=$(apt-cache depends linux-image-amd64 2>/dev/null |
 			sed -n 's/^ *Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' | head -n1) || dep=
 		[[ -n $dep || $log == *"W: Failed to fetch"* ]] ||
 			log="trixie-backports has no linux-image-amd64 depending on a linux-image-<v>"
+	else
+		log=$DEBS_LOG
 	fi
 	if [[ -n $dep ]]; then
 		kver=$dep
@@ -173,26 +150,15 @@ fetch_7() {
 		have=${have#linux-binary-}
 		kver=${have%%_*}
 		[[ -n $kver && -n $(compgen -G "linux-modules-${kver}_*_amd64.deb") ]] ||
-			skip_why "cannot fetch the trixie-backports kernel from $mirror:" \
-				"$(apt_errors "$log")"
+			skip_why "cannot fetch the trixie-backports kernel from $DEBS_MIRROR:" \
+				"$(debs_errors "$log")"
 		echo "prepare: trixie-backports unreachable ($(tail -n1 <<<"$log")); keeping $kver"
 	fi
 	pkgs=("linux-binary-$kver" "linux-modules-$kver")
 	echo "prepare: kernel $kver (${pkgs[*]})"
-	local p missing=()
-	for p in "${pkgs[@]}"; do
-		compgen -G "${p}_*_amd64.deb" >/dev/null || missing+=("$p")
-	done
-	if ((${#missing[@]})); then
-		rm -f linux-binary-*.deb linux-modules-*.deb
-		log=$(apt-get download -q "${pkgs[@]}" 2>&1) ||
-			skip_why "apt-get download ${pkgs[*]} from $mirror failed:" \
-				"$(apt_errors "$log")"
-	fi
-	rm -rf root
-	for p in "${pkgs[@]}"; do
-		dpkg -x "${p}"_*_amd64.deb root
-	done
+	# Another version's packages go: debs_get keeps what is there by name.
+	compgen -G "linux-binary-${kver}_*_amd64.deb" >/dev/null || rm -f linux-binary-*.deb linux-modules-*.deb
+	debs_get . "${pkgs[@]}" || skip_why "$DEBS_LOG"
 	# Everything is under usr/lib; depmod and modprobe -d look in lib/.
 	ln -s usr/lib root/lib
 	kroot=root
