@@ -19,8 +19,14 @@
 
 int hpn_status(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
 {
-	/* The doctor's readiness checks (doctor.c), so both give the same reasons. */
-	return hpn_ready_check(conf, env->path, err);
+	/* The doctor's readiness checks (doctor.c), so both give the same reasons. containerd
+	 * 2.x shows the message alone as NetworkReady's ("Network plugin returns error: ..."),
+	 * and kubelet marks the node NotReady with it: it names the plugin. */
+	int r = hpn_ready_check(conf, env->path, err);
+
+	if (r < 0)
+		hpn_err_prefix(err, "hpn-rdma");
+	return r;
 }
 
 #define NOTE(...) hpn_msgf(note, HPN_ERR_MSG, __VA_ARGS__)

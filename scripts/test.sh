@@ -86,10 +86,18 @@ fi
 step=lint
 scripts/lint.sh
 
+# The tiers whose tests wait more than they compute (on the kernel, on
+# containerd, on each other's plugin runs), each test in namespaces named by
+# its PID: $jobs at a time. The vm tier's guests and the bench want the CPU
+# alone: one at a time, after them.
+shared='^(unit|netns|runtime)$'
+
 echo "== ASan+UBSan build and tests"
 build build-asan -DHPN_WERROR=ON -DHPN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	run_ctest asan build-asan -j1 -LE bench "$@"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_ctest asan build-asan -j"$jobs" -L "$shared" "$@"
+run_ctest asan build-asan -j1 -LE "^(bench|unit|netns|runtime)$" "$@"
+unset ASAN_OPTIONS UBSAN_OPTIONS
 
 echo "== fuzz tier (clang, libFuzzer, ${HPN_FUZZ_SECONDS:-60} s per target)"
 build build-fuzz -DCMAKE_C_COMPILER=clang -DHPN_FUZZ=ON -DHPN_WERROR=ON \
@@ -102,7 +110,8 @@ echo "== release build and tests"
 build build -DHPN_WERROR=ON
 # The memcheck tier first, $jobs at a time: valgrind runs one plugin at a
 # time per test, each test in its own namespaces (netns/lib.sh names them by
-# PID), so two cores halve its 19 minutes; everything else one at a time, as
-# the runtime, vm and bench tiers share the machine's CPU with their guests.
+# PID), so two cores halve its 19 minutes; then the shared tiers as above,
+# then the vm, bench and package tiers alone.
 run_ctest release build -j"$jobs" -L memcheck "$@"
-run_ctest release build -j1 -LE memcheck "$@"
+run_ctest release build -j"$jobs" -L "$shared" "$@"
+run_ctest release build -j1 -LE "^(memcheck|unit|netns|runtime)$" "$@"

@@ -160,12 +160,12 @@ else
 		fail "softRoce with rdma_rxe: $OUT"
 fi
 
-# STATUS gives the doctor's reason, word for word (one set of checks).
+# STATUS gives the doctor's reason, word for word after "hpn-rdma: " (one set of checks).
 stat_msg=$(CNI_COMMAND=STATUS CNI_PATH="$T/netns/bin" "$plugin" <"$T/netns/net.d/10-hpn.conf" |
 	jq -r .msg) || true
 doc_msg=$("$plugin" doctor --json --conf-dir "$T/netns/net.d" --cni-path "$T/netns/bin" |
 	jq -r '.checks[] | select(.name == "rdma") | .message') || true
-if [[ -n $stat_msg && $stat_msg == "$doc_msg" ]]; then
+if [[ -n $doc_msg && $stat_msg == "hpn-rdma: $doc_msg" ]]; then
 	ok "STATUS and the doctor give the same reason: $stat_msg"
 else
 	fail "STATUS said \"$stat_msg\", the doctor \"$doc_msg\""

@@ -42,7 +42,10 @@ OUT=
 ERR=
 START_NS=
 
+# The example for this node's containerd: 2.x reads CNI 1.1.0 (and then calls
+# STATUS), 1.6 and 1.7 stay at 1.0.0 (1.7 fails a 1.1.0 result in bridge).
 EXAMPLE=${HPN_SRC:-}/conf/10-hpn-rdma-containerd.conflist
+[[ ${HPN_CTRD:-1.6} != 2.* ]] || EXAMPLE=${HPN_SRC:-}/conf/10-hpn-rdma-containerd2.conflist
 
 # rt_conflist: the example conflist as this node runs it. Changed: the network
 # name, the bridge's name and subnets (inside the node only), no ipMasq (no
@@ -101,7 +104,11 @@ rt_init() {
 	cri rmp "$id" || fail "the warm-up pod was not removed"
 	BASELINE=$(rt_node_state)
 	rm -rf "${CALLS:?}"/*
-	info "node ready: containerd $(cri version | jq -r .runtimeVersion), pool of $POOL," \
+	local v
+	v=$(cri version | jq -r .runtimeVersion)
+	# The test's name says which containerd it ran under: it must be that one.
+	[[ ${v#v} == "$RTN_CTRD".* ]] || fail "HPN_CTRD=$RTN_CTRD, but containerd says $v"
+	info "node ready: containerd $v, $(jq -r .cniVersion "$EXAMPLE") conflist, pool of $POOL," \
 		"$((($(date +%s%N) - START_NS) / 1000000)) ms"
 }
 

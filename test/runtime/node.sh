@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # A throwaway Kubernetes "node" for the runtime tier and the benchmark: its own
-# network namespace, its own containerd (Debian's, with runc) and the CNI
+# network namespace, its own containerd (with Debian 12's runc) and the CNI
 # plugins containerd runs from it, all under one scratch directory. Sourced
 # by test/runtime/lib.sh and by scripts/bench.sh; it needs `skip` and `fail`
 # from the caller (exit 77 with a SKIP line, exit 1 with a FAIL line).
@@ -21,11 +21,32 @@
 # holder) and in its cgroup parent (pod sandboxes and containers), then
 # deletes the netns, the cgroups and the scratch directory. Mounts made in
 # the node's mount namespace go with its last process.
+#
+# Which containerd: HPN_CTRD, one of
+#   1.6  Debian 12's (the machine's, from PATH), the CNI plugins of
+#        containernetworking-plugins (1.1.1, CNI up to 1.0.0)
+#   1.7  trixie's, with CDI on (enable_cdi), the same CNI plugins
+#   2.1  forky's (its config the 1.x one through `containerd config migrate`),
+#        with forky's CNI plugins 1.9 and the conflist at cniVersion 1.1.0
+# 1.7 and 2.1 come unpacked from HPN_RUNTIME_CACHE (test/runtime/fetch.sh,
+# ctest's runtime.fetch). Every version runs Debian 12's runc. RTN_CDI_DIR is
+# the node's one CDI spec directory (1.7 and 2.1 read it; 1.6 has no CDI).
 
 RTN_PREFIX=${RTN_PREFIX:-hpnr-$$-}
 RTN_NS=${RTN_PREFIX}node
 RTN_CGROUP=/${RTN_PREFIX%-}	# the pods' cgroup parent (cgroupfs syntax)
+RTN_CTRD=${HPN_CTRD:-1.6}
+RTN_CACHE=${HPN_RUNTIME_CACHE:-/var/cache/hpn-rdma/runtime}
+RTN_BIN=		# containerd, its shims and ctr (empty: from PATH)
 RTN_CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
+case $RTN_CTRD in
+1.7) RTN_BIN=$RTN_CACHE/containerd-1.7/root/usr/bin ;;
+2.1)
+	RTN_BIN=$RTN_CACHE/containerd-2.1/root/usr/bin
+	RTN_CNI_BIN=${HPN_CNI_BIN:-$RTN_CACHE/cni-1.9/root/usr/lib/cni}
+	;;
+esac
+RTN_CDI_DIR=
 RTN_DIR=		# scratch dir; everything of the node lives under it
 RTN_SOCK=
 RTN_NODE_PID=	# the holder
@@ -40,12 +61,33 @@ rtn_why_not() {
 		echo "needs root (network namespaces, containerd)"
 		return
 	}
-	for t in containerd containerd-shim-runc-v2 ctr; do
-		command -v $t >/dev/null || {
-			echo "$t is not installed (Debian: containerd)"
-			return
-		}
-	done
+	case $RTN_CTRD in
+	1.6)
+		for t in containerd containerd-shim-runc-v2 ctr; do
+			command -v $t >/dev/null || {
+				echo "$t is not installed (Debian: containerd)"
+				return
+			}
+		done
+		;;
+	1.7 | 2.1)
+		for t in "containerd-$RTN_CTRD" "cni-1.9"; do
+			[[ $t == cni-1.9 && $RTN_CTRD != 2.1 ]] && continue
+			if [[ -s $RTN_CACHE/$t/skip-reason ]]; then
+				echo "containerd $RTN_CTRD: $(<"$RTN_CACHE/$t/skip-reason")"
+				return
+			fi
+			[[ -f $RTN_CACHE/$t/stamp ]] || {
+				echo "$RTN_CACHE/$t is not fetched (ctest -R runtime.fetch, or test/runtime/fetch.sh)"
+				return
+			}
+		done
+		;;
+	*)
+		echo "HPN_CTRD=$RTN_CTRD: not one of 1.6, 1.7, 2.1"
+		return
+		;;
+	esac
 	command -v runc >/dev/null || {
 		echo "runc is not installed (Debian: runc)"
 		return
@@ -58,7 +100,7 @@ rtn_why_not() {
 	done
 	for t in bridge host-local loopback; do
 		[[ -x $RTN_CNI_BIN/$t ]] || {
-			echo "$RTN_CNI_BIN/$t is missing (Debian: containernetworking-plugins)"
+			echo "$RTN_CNI_BIN/$t is missing (Debian: containernetworking-plugins; 2.1: runtime.fetch)"
 			return
 		}
 	done
@@ -117,7 +159,8 @@ rtn_holder() {
 rtn_setup() {
 	RTN_DIR=$1
 	RTN_SOCK=$RTN_DIR/containerd.sock
-	mkdir -p "$RTN_DIR"/{root,state,opt,cni/bin,cni/net.d,cgroup-hold,logs}
+	RTN_CDI_DIR=$RTN_DIR/cdi
+	mkdir -p "$RTN_DIR"/{root,state,opt,cni/bin,cni/net.d,cgroup-hold,logs,cdi}
 	# Host paths containerd 1.6 writes to whatever its config says: the shims'
 	# sockets (/run/containerd/s) and libcni's result cache (/var/lib/cni/results,
 	# the prevResult of DEL). The node mounts a tmpfs over each; one that is
@@ -147,9 +190,13 @@ rtn_setup() {
 	for p in bridge host-local loopback; do
 		ln -s "$RTN_CNI_BIN/$p" "$RTN_DIR/cni/bin/$p"
 	done
-	# containerd 1.6 config (version 2). The CRI settings this machine needs
+	# containerd 1.x config (version 2). The CRI settings this machine needs
 	# (DESIGN.md "What the runtime does"); other snapshotters off so nothing
-	# probes the host's disks; the opt plugin's directory kept in the scratch dir.
+	# probes the host's disks; the opt plugin's directory kept in the scratch
+	# dir; NRI off (2.x turns it on; it would serve a socket on the host).
+	local cdi=
+	[[ $RTN_CTRD == 1.6 ]] || cdi="enable_cdi = true
+		  cdi_spec_dirs = [\"$RTN_CDI_DIR\"]"
 	cat >"$RTN_DIR/config.toml" <<-EOF
 		version = 2
 		root = "$RTN_DIR/root"
@@ -157,7 +204,7 @@ rtn_setup() {
 		disabled_plugins = ["io.containerd.snapshotter.v1.btrfs",
 		  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
 		  "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
-		  "io.containerd.tracing.processor.v1.otlp"]
+		  "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
 		[grpc]
 		  address = "$RTN_SOCK"
 		[plugins."io.containerd.internal.v1.opt"]
@@ -168,6 +215,7 @@ rtn_setup() {
 		  netns_mounts_under_state_dir = true
 		  disable_apparmor = true
 		  stream_server_address = "127.0.0.1"
+		  ${cdi}
 		  [plugins."io.containerd.grpc.v1.cri".cni]
 		    bin_dir = "$RTN_DIR/cni/bin"
 		    conf_dir = "$RTN_DIR/cni/net.d"
@@ -178,6 +226,24 @@ rtn_setup() {
 		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
 		      runtime_type = "io.containerd.runc.v2"
 	EOF
+	# 2.x reads version 3: its own migration of the same settings.
+	if [[ $RTN_CTRD == 2.*  ]]; then
+		mv "$RTN_DIR/config.toml" "$RTN_DIR/config-v2.toml"
+		"$RTN_BIN/containerd" --config "$RTN_DIR/config-v2.toml" config migrate \
+			>"$RTN_DIR/config.toml" 2>"$RTN_DIR/migrate.log" ||
+			fail "containerd $RTN_CTRD config migrate failed: $(tail -n 3 "$RTN_DIR/migrate.log")"
+	fi
+}
+
+# rtn_ctrd CMD ARGS...: containerd's own CMD (containerd, ctr) of this node's version.
+rtn_ctrd() {
+	local c=$1
+	shift
+	if [[ -n $RTN_BIN ]]; then
+		rtn_in env PATH="$RTN_BIN:$PATH" "$RTN_BIN/$c" "$@"
+	else
+		rtn_in "$c" "$@"
+	fi
 }
 
 # rtn_plugin BINARY [CALLS_DIR]: the hpn-rdma containerd runs. With CALLS_DIR,
@@ -229,7 +295,7 @@ rtn_ctrd_pid() {
 # rtn_containerd_start: start containerd on the node; wait until it serves CRI.
 rtn_containerd_start() {
 	local i pid
-	rtn_in containerd --config "$RTN_DIR/config.toml" >>"$RTN_DIR/containerd.log" 2>&1 &
+	rtn_ctrd containerd --config "$RTN_DIR/config.toml" >>"$RTN_DIR/containerd.log" 2>&1 &
 	pid=$!
 	disown "$pid"
 	echo "$pid" >"$RTN_DIR/containerd.pid"
@@ -263,7 +329,7 @@ rtn_containerd_stop() {
 # rtn_import_image: the pause image into containerd's k8s.io namespace, where
 # the CRI plugin finds its sandbox_image.
 rtn_import_image() {
-	rtn_in ctr -a "$RTN_SOCK" -n k8s.io images import "$HPN_PAUSE_IMAGE" >/dev/null ||
+	rtn_ctrd ctr -a "$RTN_SOCK" -n k8s.io images import "$HPN_PAUSE_IMAGE" >/dev/null ||
 		fail "ctr could not import $HPN_PAUSE_IMAGE"
 }
 
