@@ -79,6 +79,21 @@ calls() {
 		expect_ready "Status $k"
 	done
 	info "STATUS calls: 0 in 6 s idle, $(status_calls) for 5 CRI Status"
+	# A pod's life: ADD, then DEL at Stop (netns, prevResult) and at Remove
+	# (neither), at the conflist's version; no CHECK, no GC; a restart calls nothing.
+	local id v
+	v=$(jq -r .cniVersion "$EXAMPLE")
+	rm -rf "${CALLS:?}"/*
+	rt_pod life "$OPT_IN"
+	id=$(runp life)
+	stop_remove "$id"
+	rtn_containerd_stop TERM
+	rtn_containerd_start
+	sleep 2
+	jq_ok 'map([.cmd, .conf.cniVersion, .conf.prevResult != null, .netns != "", .rc]) ==
+		[["ADD", $v, true, true, 0], ["DEL", $v, true, true, 0], ["DEL", $v, false, false, 0]]' \
+		"a pod's life through containerd $RTN_CTRD: ADD, DEL, DEL at $v, and nothing else" \
+		"$(rt_calls)" --arg v "$v"
 }
 
 # A used-up pool is not a fault: kubelet must not mark the node NotReady for
