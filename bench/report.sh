@@ -201,6 +201,10 @@ report_table() {
 		 .version[] | (.plugin | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
 		 (f(.cpu_ms) | lpad(9)) + (f(.user_cpu_ms) | lpad(7)) + (f(.peak_rss_kb / 1024) | lpad(8)) +
 		 (r(.wall_ms.median / $v["host-device"].wall_ms.median) | lpad(8))),
+		((.version | map({(.plugin): .}) | add)["hpn-rdma-status"] | if . then
+		 "hpn-rdma-status is one STATUS (CNI 1.1.0, a pool of \"nic*\"): containerd 2.x runs one at every CRI" +
+		 " Status, kubelet asks every 5 s: 720 an hour, \(f(.cpu_ms * 720 / 1000)) s of CPU an hour" +
+		 " (\(f(.cpu_ms * 720 / 3600 / 10)) % of a core)" else empty end),
 		"",
 		(if .kubernetes.skipped then "Kubernetes API rows skipped: " + .kubernetes.skipped, "" else
 		 "Kubernetes API lookup (\(.kubernetes.server)), per ADD+DEL:",
@@ -241,6 +245,15 @@ report_table() {
 		 (if .runtime.passthrough_added_ms then
 		  "hpn-rdma passing a pod through (no move) adds \(f(.runtime.passthrough_added_ms)) ms: containerd running" +
 		  " one more plugin of the chain, three times" else empty end),
+		 "" end),
+		((.runtime.others // [])[] | if .skipped then "Runtime rows skipped: " + .skipped, "" else
+		 "The same through containerd \(.containerd) (CNI \(.cniVersion)):",
+		 (.rows[] | (.row | pad(28)) + (f(.wall_ms.median) | lpad(10)) + (f(.wall_ms.p99) | lpad(9)) +
+		  (f(.run_ms) | lpad(8)) + (f(.stop_ms) | lpad(8)) + (f(.remove_ms) | lpad(8))),
+		 (if .added_ms then
+		  "hpn-rdma adds \(f(.added_ms)) ms per pod (median of the pairs: \(f(.added_paired_ms)) ms);" +
+		  " the iproute2 floor between them: \(f(.floor_ms)) ms (\(r3(.vs_floor)))" +
+		  (if .added_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end) else empty end),
 		 "" end),
 		(if .agent.allocate then
 		 "hpn-rdma-agent through the kubelet stand-in (\(.agent.allocate.calls) calls each): Allocate of one NIC" +

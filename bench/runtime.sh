@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # The runtime rows of scripts/bench.sh: a pod's RunPodSandbox ->
 # StopPodSandbox -> RemovePodSandbox wall time through a real containerd
-# (Debian's 1.6.20 + runc, on a throwaway node of its own:
-# test/runtime/node.sh), with the network bridge alone (runtime.bridge),
+# (each of BENCH_CTRDS, default "1.6 2.1": Debian 12's, forky's from the
+# runtime tier's cache, each with Debian 12's runc, on a throwaway node of its
+# own: test/runtime/node.sh; 2.x at CNI 1.1.0), with the network bridge alone (runtime.bridge),
 # bridge + hpn-rdma in move mode without IPAM (runtime.hpn-rdma), and bridge +
 # hpn-rdma passing the pod through (runtime.passthrough: its podSelector picks
 # no pod), one pod of each in turn. containerd runs hpn-rdma three times per
@@ -11,12 +12,15 @@
 # pod-by-pod differences), printed against the iproute2 floor of the same move
 # (move.none.iproute2, also three processes, run once after each pair of
 # pods, so that the same load falls on all three). Skipped, saying why,
-# without containerd or hpn-cri.
+# without containerd or hpn-cri. The first version's figures are .runtime,
+# each other's one of .runtime.others.
 
-# runtime_rows: make the node, measure, set $rt (JSON). The node is removed by
-# cleanup (rtn_cleanup) whatever happens.
+# runtime_rows LABEL: make the node, measure, set $rt1 (JSON); the floor's
+# runs are labelled LABEL. The node is removed by cleanup (rtn_cleanup)
+# whatever happens.
 runtime_rows() {
-	local d=$W/rt row net r steps bridge pod id
+	local d=$W/rt-$RTN_CTRD row net r steps bridge pod id label=$1 cv=1.0.0
+	[[ $RTN_CTRD != 2.* ]] || cv=1.1.0
 	rtn_setup "$d"
 	rtn_plugin "$PLUGIN"
 	rtn_nic 0
@@ -24,14 +28,14 @@ runtime_rows() {
 	bridge=$(jq -cn --arg ipam "$d/ipam" '{type: "bridge", bridge: "hpnbbr0", isGateway: true,
 		ipam: {type: "host-local", ranges: [[{subnet: "10.252.0.0/24"}]], dataDir: $ipam}}')
 	local -A nets=(
-		[runtime.bridge]=$(jq -cn --argjson b "$bridge" \
-			'{cniVersion: "1.0.0", name: "bench-bridge", plugins: [$b]}')
-		[runtime.hpn-rdma]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" \
-			'{cniVersion: "1.0.0", name: "bench-hpn-rdma", plugins: [$b,
+		[runtime.bridge]=$(jq -cn --argjson b "$bridge" --arg v "$cv" \
+			'{cniVersion: $v, name: "bench-bridge", plugins: [$b]}')
+		[runtime.hpn-rdma]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" --arg v "$cv" \
+			'{cniVersion: $v, name: "bench-hpn-rdma", plugins: [$b,
 			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
 			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h}}]}')
-		[runtime.passthrough]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" \
-			'{cniVersion: "1.0.0", name: "bench-passthrough", plugins: [$b,
+		[runtime.passthrough]=$(jq -cn --argjson b "$bridge" --arg st "$STATE" --arg h "$HINTS" --arg v "$cv" \
+			'{cniVersion: $v, name: "bench-passthrough", plugins: [$b,
 			  {type: "hpn-rdma", ifName: "hpn0", match: {devices: ["rnic*"]},
 			   rdmaRequired: false, stateDir: $st, nccl: {dir: $h},
 			   podSelector: {annotation: "bench.invalid/never", value: "1"}}]}')
@@ -65,21 +69,21 @@ runtime_rows() {
 	# One pod of each row in turn, then the floor once, RT_ITER times: load
 	# that comes and goes falls on neighbours alike, and the added time is
 	# also taken pair by pair (a pod with hpn-rdma minus the pod before it).
-	: >"$W/rt.raw"
+	: >"$d.raw"
 	mapfile -t steps < <(prepare move.none.iproute2 1)
 	for ((r = 0; r < RT_ITER; r++)); do
 		for row in "${RT_ROWS[@]}"; do
 			rtn_conflist "${nets[$row]}"
 			rtn_wait_network "$(jq -r .name <<<"${nets[$row]}")"
 			cri cycle -n 1 -w $((r == 0 ? 2 : 0)) "$pod" |
-				awk -v row="$row" -v i="$r" '{ print row "\t" $1 "\t" $2 "\t" $3 "\t" i }' >>"$W/rt.raw"
+				awk -v row="$row" -v i="$r" '{ print row "\t" $1 "\t" $2 "\t" $3 "\t" i }' >>"$d.raw"
 		done
-		run "rtfloor|move.none.iproute2|r$r" "$NODE" 1 $((r == 0 ? 2 : 0)) "${steps[@]}"
+		run "$label|move.none.iproute2|r$r" "$NODE" 1 $((r == 0 ? 2 : 0)) "${steps[@]}"
 	done
 	node_clean 1
 	local rows=() med p99 n run stop rm
 	for row in "${RT_ROWS[@]}"; do
-		read -r n med p99 run stop rm < <(awk -F'\t' -v row="$row" '$1 == row' "$W/rt.raw" |
+		read -r n med p99 run stop rm < <(awk -F'\t' -v row="$row" '$1 == row' "$d.raw" |
 			awk -F'\t' '
 			function median(a, n,   t, i, j) {
 				for (i = 1; i <= n; i++) t[i] = a[i]
@@ -105,11 +109,12 @@ runtime_rows() {
 	local paired
 	paired=$(awk -F'\t' '$1 == "runtime.bridge" { b[$5] = $2 + $3 + $4 }
 		$1 == "runtime.hpn-rdma" { h[$5] = $2 + $3 + $4 }
-		END { for (i in h) if (i in b) print h[i] - b[i] }' "$W/rt.raw" | sort -n |
+		END { for (i in h) if (i in b) print h[i] - b[i] }' "$d.raw" | sort -n |
 		awk '{ d[NR] = $1 } END { if (!NR) { print "null"; exit }
 			printf "%.3f\n", (NR % 2 ? d[(NR + 1) / 2] : (d[NR / 2] + d[NR / 2 + 1]) / 2) / 1e6 }')
-	rt=$(printf '%s\n' "${rows[@]}" | jq -sc --arg v "$(cri version | jq -r .runtimeVersion)" \
-		--argjson paired "$paired" '{containerd: $v, rows: ., added_paired_ms: $paired}')
+	rt1=$(printf '%s\n' "${rows[@]}" | jq -sc --arg v "$(cri version | jq -r .runtimeVersion)" \
+		--argjson paired "$paired" --arg cv "$cv" --arg l "$label" \
+		'{containerd: $v, cniVersion: $cv, rows: ., added_paired_ms: $paired, floor_label: $l}')
 	rtn_containerd_stop TERM
 }
 
@@ -130,19 +135,32 @@ runtime_section() {
 	}
 	# shellcheck source=../test/runtime/node.sh
 	source "$SRC/test/runtime/node.sh"
-	rt_why=$(rtn_why_not)
-	if [[ -n $rt_why ]]; then
-		rt=$(jq -cn --arg w "$rt_why" '{skipped: $w}')
-		echo "# runtime rows skipped: $rt_why"
-	else
-		runtime_rows
-	fi
+	local v label=rtfloor rt1 others=()
+	for v in ${BENCH_CTRDS:-1.6 2.1}; do
+		rtn_use "$v"
+		rt_why=$(rtn_why_not)
+		if [[ -n $rt_why ]]; then
+			rt1=$(jq -cn --arg w "containerd $v: $rt_why" '{skipped: $w}')
+			echo "# runtime rows skipped: containerd $v: $rt_why"
+		else
+			runtime_rows "$label"
+			rtn_cleanup
+		fi
+		if [[ $label == rtfloor ]]; then
+			rt=$rt1
+		else
+			others+=("$rt1")
+		fi
+		label=rtfloor@$v
+	done
+	rt=$(printf '%s\n' "${others[@]}" | jq -sc --argjson rt "$rt" '$rt + {others: .}')
 }
 
-# runtime_floor_json: rtfloor, the iproute2 floor measured between the runtime
-# rows' rounds.
+# runtime_floor_json: rtfloor, the iproute2 floor measured between the first
+# version's runtime rows' rounds; each other version's added time against its
+# own floor, in rt.others.
 runtime_floor_json() {
-	local n med
+	local n med i l f
 	rtfloor=null
 	if jq -e .rows <<<"$rt" >/dev/null; then
 		read -r n med _ _ _ _ _ < <(stats "rtfloor|move.none.iproute2")
@@ -150,4 +168,17 @@ runtime_floor_json() {
 			rtfloor=$(jq -n --argjson m "$med" '$m / 1e6')
 		fi
 	fi
+	for ((i = 0; i < $(jq '.others | length' <<<"$rt"); i++)); do
+		l=$(jq -r --argjson i "$i" '.others[$i].floor_label // empty' <<<"$rt")
+		[[ -n $l ]] || continue
+		read -r n med _ _ _ _ _ < <(stats "$l|move.none.iproute2")
+		f=null
+		((n > 0)) && f=$(jq -n --argjson m "$med" '$m / 1e6')
+		rt=$(jq -c --argjson i "$i" --argjson f "$f" '.others[$i] |= (
+			(.rows | map({(.row): .wall_ms.median}) | add) as $m |
+			(if $m["runtime.hpn-rdma"] and $m["runtime.bridge"]
+			 then $m["runtime.hpn-rdma"] - $m["runtime.bridge"] else null end) as $a |
+			. + {added_ms: $a, floor_ms: $f,
+			     vs_floor: (if $a and $f and $f > 0 then $a / $f else null end)})' <<<"$rt")
+	done
 }

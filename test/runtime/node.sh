@@ -35,18 +35,26 @@
 RTN_PREFIX=${RTN_PREFIX:-hpnr-$$-}
 RTN_NS=${RTN_PREFIX}node
 RTN_CGROUP=/${RTN_PREFIX%-}	# the pods' cgroup parent (cgroupfs syntax)
-RTN_CTRD=${HPN_CTRD:-1.6}
 RTN_CACHE=${HPN_RUNTIME_CACHE:-/var/cache/hpn-rdma/runtime}
+RTN_CTRD=		# the version (rtn_use)
 RTN_BIN=		# containerd, its shims and ctr (empty: from PATH)
-RTN_CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
-case $RTN_CTRD in
-1.7) RTN_BIN=$RTN_CACHE/containerd-1.7/root/usr/bin ;;
-2.1)
-	RTN_BIN=$RTN_CACHE/containerd-2.1/root/usr/bin
-	RTN_CNI_BIN=${HPN_CNI_BIN:-$RTN_CACHE/cni-1.9/root/usr/lib/cni}
-	;;
-esac
+RTN_CNI_BIN=
 RTN_CDI_DIR=
+
+# rtn_use VERSION: the containerd (and CNI plugins) the next node runs.
+rtn_use() {
+	RTN_CTRD=$1
+	RTN_BIN=
+	RTN_CNI_BIN=${HPN_CNI_BIN:-/usr/lib/cni}
+	case $1 in
+	1.7) RTN_BIN=$RTN_CACHE/containerd-1.7/root/usr/bin ;;
+	2.1)
+		RTN_BIN=$RTN_CACHE/containerd-2.1/root/usr/bin
+		RTN_CNI_BIN=${HPN_CNI_BIN:-$RTN_CACHE/cni-1.9/root/usr/lib/cni}
+		;;
+	esac
+}
+rtn_use "${HPN_CTRD:-1.6}"
 RTN_DIR=		# scratch dir; everything of the node lives under it
 RTN_SOCK=
 RTN_NODE_PID=	# the holder
