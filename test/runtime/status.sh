@@ -94,6 +94,8 @@ calls() {
 		[["ADD", $v, true, true, 0], ["DEL", $v, true, true, 0], ["DEL", $v, false, false, 0]]' \
 		"a pod's life through containerd $RTN_CTRD: ADD, DEL, DEL at $v, and nothing else" \
 		"$(rt_calls)" --arg v "$v"
+	jq_ok '[.[] | select(.cmd == "ADD") | .out.cniVersion] == [$v]' \
+		"the result hpn-rdma gave containerd $RTN_CTRD is at $v" "$(rt_calls)" --arg v "$v"
 }
 
 # A used-up pool is not a fault: kubelet must not mark the node NotReady for
