@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "attach.h"
+#include "cdihook.h"
 #include "cni.h"
 #include "conf.h"
 #include "doctor.h"
@@ -42,7 +43,50 @@ static const char usage[] =
 	"  checks this node: RDMA NICs and which pod holds each, the RDMA netns mode,\n"
 	"  modules, the CNI config (default: the first file in /etc/cni/net.d with an\n"
 	"  hpn-rdma plugin) and the checks STATUS makes. Exit 0 ready, 1 not ready\n"
-	"  (the reasons are listed), 2 usage error. See hpn-rdma(8).\n";
+	"  (the reasons are listed), 2 usage error. See hpn-rdma(8).\n"
+	"\n"
+	"hpn-rdma cdi-hook --state-dir DIR --network NAME ID\n"
+	"  the createRuntime hook of hpn-rdma's CDI devices (written into their specs):\n"
+	"  reads the OCI state on stdin and exits 0 only when NIC ID is attached to the\n"
+	"  container's own pod; else 1, saying why on stderr, and the runtime fails\n"
+	"  CreateContainer. 2 usage error.\n";
+
+/* hpn-rdma cdi-hook ...: the runtime's hook (lib/cdihook.h); the exit code is the verdict. */
+static int cdi_hook(int argc, char **argv)
+{
+	const char *state_dir = NULL, *network = NULL, *id = NULL;
+	struct hpn_err err = { 0 };
+	char state[65536];
+	size_t n;
+	int pid;
+
+	for (int i = 1; i < argc; i++) {
+		if (i + 1 < argc && !strcmp(argv[i], "--state-dir")) {
+			state_dir = argv[++i];
+		} else if (i + 1 < argc && !strcmp(argv[i], "--network")) {
+			network = argv[++i];
+		} else if (!id && argv[i][0] != '-') {
+			id = argv[i];
+		} else {
+			fprintf(stderr, "hpn-rdma cdi-hook: bad argument \"%s\" (see --help)\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	if (!state_dir || !network || !id) {
+		fprintf(stderr, "hpn-rdma cdi-hook: --state-dir, --network and the NIC ID are "
+				"needed (see --help)\n");
+		return 2;
+	}
+	n = fread(state, 1, sizeof(state) - 1, stdin);
+	state[n] = '\0';
+	if (hpn_cdi_hook_pid(state, &pid, &err) < 0 ||
+	    hpn_cdi_hook_check(state_dir, network, id, pid, "/proc", &err) < 0) {
+		fprintf(stderr, "hpn-rdma: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
 
 /* hpn-rdma doctor ...: the report on stdout; the exit code is the verdict. */
 static int doctor(int argc, char **argv)
@@ -192,6 +236,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "doctor"))
 		return doctor(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "cdi-hook"))
+		return cdi_hook(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "--version")) {
 		printf("hpn-rdma %s\n", HPN_VERSION);
 		return 0;

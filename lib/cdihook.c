@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cdihook.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "store.h"
+#include "util.h"
+
+int hpn_cdi_hook_pid(const char *state_json, int *pid, struct hpn_err *err)
+{
+	cJSON *st = cJSON_Parse(state_json);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(st, "pid");
+	bool ok = cJSON_IsNumber(p) && p->valuedouble >= 1 && p->valuedouble <= INT_MAX &&
+		  p->valuedouble == (double)(int)p->valuedouble;
+
+	if (ok)
+		*pid = (int)p->valuedouble;
+	cJSON_Delete(st);
+	if (!ok)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "the OCI state on stdin has no \"pid\" of the container");
+	return 0;
+}
+
+/* The pod a journal names, for messages: "ns/name", else its container ID. */
+static void pod_of(const struct hpn_journal *j, char *buf, size_t len)
+{
+	if (j->pod.name[0])
+		snprintf(buf, len, "%s/%s", j->pod.namespace, j->pod.name);
+	else
+		snprintf(buf, len, "sandbox %.12s", j->container_id ? j->container_id : "?");
+}
+
+/* Whether journal j holds NIC id. */
+static bool holds(const struct hpn_journal *j, const char *id)
+{
+	for (size_t i = 0; i < j->n_nics; i++) {
+		char nid[HPN_ALLOC_ID_MAX];
+
+		hpn_alloc_journal_id(&j->nics[i], nid);
+		if (!strcmp(nid, id))
+			return true;
+	}
+	return false;
+}
+
+int hpn_cdi_hook_check(const char *state_dir, const char *network, const char *id, int pid,
+		       const char *proc_root, struct hpn_err *err)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	char path[PATH_MAX], other[320] = "";
+	char **keys = NULL;
+	struct stat mine, theirs;
+	bool found = false;
+	int r;
+
+	if (!hpn_alloc_id_valid(id))
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL, "bad NIC ID \"%.64s\"", id);
+	if (hpn_snprintf(path, sizeof(path), "%s/%d/ns/net", proc_root, pid) < 0 ||
+	    stat(path, &mine) < 0)
+		return hpn_err_set(err, HPN_E_NETNS, errno, "the container's netns %s: %s", path,
+				   strerror(errno));
+	/* No journals yet: nothing to open (a hook creates nothing on the node). */
+	if (hpn_snprintf(path, sizeof(path), "%s/%s", state_dir, network) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_ENV, ENAMETOOLONG, "state dir too long");
+	r = access(path, F_OK) < 0 && errno == ENOENT
+		    ? 1
+		    : hpn_store_open(state_dir, network, &st, err);
+	if (r == 0)
+		r = hpn_store_keys(&st, &keys, err);
+	for (size_t k = 0; r == 0 && keys[k] && !found; k++) {
+		struct hpn_journal j = { 0 };
+		struct hpn_err jerr = { 0 };
+
+		/* Journals are replaced by rename: each read sees a whole one. */
+		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
+			continue;
+		if (holds(&j, id) && !j.stale) {
+			found = j.netns && stat(j.netns, &theirs) == 0 &&
+				theirs.st_dev == mine.st_dev && theirs.st_ino == mine.st_ino;
+			if (!found && !other[0])
+				pod_of(&j, other, sizeof(other));
+		}
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	hpn_store_close(&st);
+	if (r < 0)
+		return r;
+	if (found)
+		return 0;
+	if (other[0])
+		return hpn_err_set(
+			err, HPN_E_INVALID_ENV, EPERM,
+			"NIC %s (CDI device alibabacloud.com/hpn-rdma=%s) is attached to "
+			"pod %s, not to this container's pod: its RDMA device is not given",
+			id, id, other);
+	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENOENT,
+			   "NIC %s (CDI device alibabacloud.com/hpn-rdma=%s) is attached to no pod "
+			   "of network %s: its RDMA device is given only to the pod that holds it",
+			   id, id, network);
+}
