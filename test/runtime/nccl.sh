@@ -40,7 +40,7 @@ nccl_conflist() {
 }
 
 # pack_probe_image: the probe image archive in $T, imported into the node's
-# containerd (about 3 s: NCCL is 241 MB). The rootfs is trixie's merged /usr:
+# containerd (about 5 s: NCCL is 241 MB). The rootfs is trixie's merged /usr:
 # the loader at /lib64 as the probe's ELF interpreter names it, and only the
 # libraries it loads (LD_DEBUG=libs: libnccl 2.22 carries the CUDA runtime
 # in itself and needs no libcudart; libcuda, the driver, it looks for and
