@@ -380,8 +380,14 @@ scen_proofs() {
 	bg=$!
 	wait_for 20 eval '[[ -n $(proofs_pids "$A") ]]' || fail "no proof ever ran in $A"
 	nap 1
-	pid=$(proofs_pids "$A" | head -n1)
-	read -r _ _ _ ppid _ <"/proc/$pid/stat"
+	# The first one still there: the other NICs' proofs end as this one waits,
+	# and one listed may be gone by the time its stat is read.
+	ppid=
+	for pid in $(proofs_pids "$A"); do
+		{ read -r _ _ _ ppid _ <"/proc/$pid/stat"; } 2>/dev/null && break
+		ppid=
+	done
+	[[ -n $ppid ]] || fail "no proof in $A lived long enough to be seen"
 	[[ $(readlink "/proc/$ppid/exe") == "$HPN_PLUGIN" ]] || fail "$pid in $A is not a child of the plugin"
 	echo "  # proofs in $A: $(proofs_pids "$A" | xargs), the plugin $ppid"
 	kill -9 "$ppid"
