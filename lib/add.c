@@ -258,11 +258,15 @@ static int hints_prepare(struct hpn_attach *a, const struct hpn_env *env,
 		own->nccl_file = NULL;
 		return -ENOMEM;
 	}
+	own->nccl_conf_file =
+		strdup(conf->nccl.conf_file ? conf->nccl.conf_file : HPN_DEFAULT_NCCL_CONF_FILE);
+	if (!own->nccl_conf_file)
+		return -ENOMEM;
 	hpn_hints_owner(conf, env->container_id, env->ifname, &o);
 	o.pod_namespace = hpn_env_arg(env, "K8S_POD_NAMESPACE");
 	o.pod_name = hpn_env_arg(env, "K8S_POD_NAME");
 	o.pod_uid = hpn_env_arg(env, "K8S_POD_UID");
-	*ret = hpn_nccl_format(&own->nccl, &o, nics, n);
+	*ret = hpn_nccl_format(&own->nccl, &o, conf->nccl.conf_file, nics, n);
 	return *ret ? 0 : -ENOMEM;
 }
 

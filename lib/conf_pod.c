@@ -150,6 +150,15 @@ int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *vroot, struct hpn_err
 	if (r >= 0)
 		r = hpn_conf_abs_path(o, "nccl.", "dir", HPN_DEFAULT_NCCL_DIR, &nc->dir, err);
 	if (r >= 0)
+		r = hpn_conf_abs_path(o, "nccl.", "confFile", HPN_DEFAULT_NCCL_CONF_FILE,
+				      &nc->conf_file, err);
+	if (r >= 0 && !hpn_nccl_valid_conf_file(nc->conf_file))
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				"nccl.confFile \"%.64s\" must be a file's absolute path of "
+				"letters, digits, '.', '_', '-' and '/', without . or .. "
+				"(at most %d bytes)",
+				nc->conf_file, HPN_NCCL_VALUE_MAX);
+	if (r >= 0)
 		r = hpn_conf_str(o, "socketIfname", "nccl.", &nc->socket_ifname, err);
 	if (r < 0)
 		return r;

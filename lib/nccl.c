@@ -306,8 +306,25 @@ char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o)
 	return line;
 }
 
+bool hpn_nccl_valid_conf_file(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (path[0] != '/' || n < 2 || n > HPN_NCCL_VALUE_MAX || path[n - 1] == '/')
+		return false;
+	for (const char *c = path; *c; c++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-",
+			    *c))
+			return false;
+	/* No "." or ".." component: the pod's mount path is the one it says. */
+	for (const char *c = path; (c = strstr(c, "/.")); c++)
+		if (c[2] == '/' || c[2] == '\0' || (c[2] == '.' && (c[3] == '/' || c[3] == '\0')))
+			return false;
+	return true;
+}
+
 char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
-		      const struct hpn_bound_nic *nics, size_t n)
+		      const char *conf_file, const struct hpn_bound_nic *nics, size_t n)
 {
 	char ns[256], name[256], uid[256];
 	_cleanup_free_ char *owner = hpn_nccl_owner_line(o);
@@ -328,6 +345,17 @@ char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
 		return NULL;
 	}
 	fprintf(f, "%s\n", owner);
+	/*
+	 * Mounted elsewhere than /etc/nccl.conf, the file is read only through
+	 * NCCL_CONF_FILE, which NCCL has from 2.23 on (older ones read
+	 * ~/.nccl.conf instead). No '=' here either.
+	 */
+	if (conf_file && strcmp(conf_file, HPN_DEFAULT_NCCL_CONF_FILE)) {
+		char cf[HPN_NCCL_VALUE_MAX + 1];
+
+		clean(cf, conf_file, sizeof(cf));
+		fprintf(f, "# for NCCL_CONF_FILE set to %s (NCCL 2.23 and later)\n", cf);
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct hpn_rdma_info *ri = nics[i].rdma;
 		/* Comment text again: one line whatever a result holds. */
@@ -607,6 +635,7 @@ int hpn_nccl_remove(const char *dir, const char *key, const char *owner_line, st
 void hpn_nccl_conf_free(struct hpn_nccl_conf *nc)
 {
 	free(nc->dir);
+	free(nc->conf_file);
 	free(nc->socket_ifname);
 	hpn_vars_free(&nc->env);
 	for (size_t i = 0; i < nc->n_profiles; i++) {

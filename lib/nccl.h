@@ -16,11 +16,12 @@
  * comments (vars.h has its rules for names and values).
  */
 
-#define HPN_DEFAULT_NCCL_DIR  "/run/hpn-rdma/pods"
-#define HPN_DEFAULT_SOCKET_IF "eth0"
-#define HPN_NCCL_FILE	      "nccl.conf"
-#define HPN_NCCL_MAX_PROFILES 64
-#define HPN_NCCL_MAX_GPUS     63
+#define HPN_DEFAULT_NCCL_DIR	   "/run/hpn-rdma/pods"
+#define HPN_DEFAULT_NCCL_CONF_FILE "/etc/nccl.conf" /* NCCL's file without NCCL_CONF_FILE */
+#define HPN_DEFAULT_SOCKET_IF	   "eth0"
+#define HPN_NCCL_FILE		   "nccl.conf"
+#define HPN_NCCL_MAX_PROFILES	   64
+#define HPN_NCCL_MAX_GPUS	   63
 
 enum hpn_nccl_ib {
 	HPN_NCCL_IB_AUTO, /* on when an RDMA device is bound, else off */
@@ -47,6 +48,12 @@ enum {
 struct hpn_nccl_conf {
 	bool enabled;
 	char *dir;
+	/*
+	 * Where the pods mount their hints file: HPN_DEFAULT_NCCL_CONF_FILE, or
+	 * a path of their own for NCCL_CONF_FILE (NCCL 2.23+), which keeps the
+	 * image's /etc/nccl.conf. Said in the file's header and the result.
+	 */
+	char *conf_file;
 	char *socket_ifname;
 	struct hpn_vars env; /* extra keys for every pod of the network */
 	/* The config's own profiles, looked up before the built-in ones. */
@@ -84,9 +91,15 @@ int hpn_nccl_check_driver(const struct hpn_nccl_profile *p, const char *driver,
 int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
 		    const struct hpn_bound_nic *nics, size_t n, struct hpn_vars *out,
 		    struct hpn_err *err);
-/* The file's text: a '#' header (owner, pod, devices) and the KEY=value lines. */
+/*
+ * The file's text: a '#' header (owner, pod, the NCCL_CONF_FILE it is meant
+ * for when conf_file is not NULL or the default, devices) and the KEY=value
+ * lines.
+ */
 char *hpn_nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
-		      const struct hpn_bound_nic *nics, size_t n);
+		      const char *conf_file, const struct hpn_bound_nic *nics, size_t n);
+/* A usable nccl.confFile: absolute, [A-Za-z0-9._/-], no "..", not a directory's. */
+bool hpn_nccl_valid_conf_file(const char *path);
 /* The header line DEL and CHECK compare (malloc'd; NULL when out of memory). */
 char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o);
 /*

@@ -51,6 +51,7 @@ void hpn_result_free(struct hpn_result *res)
 	}
 	hpn_dns_free(&res->dns);
 	free(res->nccl_file);
+	free(res->nccl_conf_file);
 	hpn_vars_free(&res->nccl);
 	free(res);
 }
@@ -344,7 +345,10 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 	return r;
 }
 
-/* "nccl": {"file": "/run/hpn-rdma/pods/<key>/nccl.conf", "env": {"NCCL_...": "..."}} */
+/*
+ * "nccl": {"file": "/run/hpn-rdma/pods/<key>/nccl.conf", "confFile": "/etc/nccl.conf",
+ * "env": {"NCCL_...": "..."}}; confFile is newer than the others.
+ */
 static int parse_nccl(const cJSON *o, struct hpn_result *res, struct hpn_err *err)
 {
 	const cJSON *env, *v;
@@ -355,6 +359,9 @@ static int parse_nccl(const cJSON *o, struct hpn_result *res, struct hpn_err *er
 	if (!cJSON_IsObject(o))
 		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "nccl must be an object");
 	r = hpn_json_str(o, "file", "nccl.", HPN_E_DECODE, 4095, &res->nccl_file, err);
+	if (r >= 0)
+		r = hpn_json_str(o, "confFile", "nccl.", HPN_E_DECODE, HPN_NCCL_VALUE_MAX,
+				 &res->nccl_conf_file, err);
 	if (r < 0)
 		return r;
 	env = cJSON_GetObjectItemCaseSensitive(o, "env");
@@ -566,8 +573,10 @@ int hpn_result_append(struct hpn_result *dst, const struct hpn_result *src, int 
 	/* The newest hints describe the file as it now is. */
 	if (src->nccl_file || src->nccl.n) {
 		free(dst->nccl_file);
-		dst->nccl_file = NULL;
+		free(dst->nccl_conf_file);
+		dst->nccl_file = dst->nccl_conf_file = NULL;
 		if (dup_into(&dst->nccl_file, src->nccl_file) ||
+		    dup_into(&dst->nccl_conf_file, src->nccl_conf_file) ||
 		    hpn_vars_copy(&dst->nccl, &src->nccl) < 0)
 			return -ENOMEM;
 	}
@@ -716,6 +725,8 @@ char *hpn_result_render(const struct hpn_result *res, const char *version)
 		o = cJSON_AddObjectToObject(root, "nccl");
 		if (o && res->nccl_file)
 			cJSON_AddStringToObject(o, "file", res->nccl_file);
+		if (o && res->nccl_conf_file)
+			cJSON_AddStringToObject(o, "confFile", res->nccl_conf_file);
 		env = o ? cJSON_AddObjectToObject(o, "env") : NULL;
 		for (size_t i = 0; env && i < res->nccl.n; i++)
 			cJSON_AddStringToObject(env, res->nccl.v[i].key, res->nccl.v[i].value);

@@ -51,8 +51,12 @@ struct hpn_result {
 	struct hpn_dns dns;
 	struct hpn_rdma_info rdma[HPN_MAX_RDMA];
 	size_t n_rdma;
-	/* The result's "nccl" object, an hpn-rdma extension: the hints file and its settings. */
+	/*
+	 * The result's "nccl" object, an hpn-rdma extension: the hints file, the
+	 * path the pod mounts it at (nccl.confFile) and its settings.
+	 */
 	char *nccl_file;
+	char *nccl_conf_file;
 	struct hpn_vars nccl;
 };
 

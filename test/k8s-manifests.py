@@ -18,7 +18,9 @@ so:
     them; its selector's labels are in the template; a container asks for
     the conflist's GPU resource as an integer; it mounts its own hints file
     (hostPath = nccl.dir, subPathExpr $(POD_UID)/nccl.conf at /etc/nccl.conf,
-    POD_UID from metadata.uid);
+    POD_UID from metadata.uid); its variant dep-demo-hpn-gpu-conffile.yaml
+    (nccl.confFile) is the same but for the mount, at the path its container's
+    NCCL_CONF_FILE names, another than /etc/nccl.conf;
   - the RBAC gives the plugin's ServiceAccount get on pods and nothing else,
     bound cluster-wide to a ServiceAccount defined in the same file;
   - hpn-rdma.yaml, the one manifest a cluster operator applies, holds
@@ -52,6 +54,8 @@ import sys
 import yaml
 
 NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+# nccl.confFile's characters (lib/nccl.c, hpn_nccl_valid_conf_file); . and .. are checked apart.
+CONF_FILE = re.compile(r"^/[A-Za-z0-9._/-]*[^/]$")
 # lib/conf.h: HPN_DEFAULT_STATE_DIR, and HPN_OLD_STATE_DIR it adopts at the first run.
 STATE_DIR = "/run/hpn-rdma/state"
 OLD_STATE_DIR = "/var/lib/cni/hpn-rdma"
@@ -225,8 +229,10 @@ def pod_template(doc, where):
     return meta, pod
 
 
-def seed_deployment(doc, where, plugin):
-    """The seed's pod template, as conf/20-hpn-rdma-gpu.conflist selects and hints it."""
+def seed_deployment(doc, where, plugin, at="/etc/nccl.conf"):
+    """The seed's pod template, as conf/20-hpn-rdma-gpu.conflist selects and hints it; the
+    hints mounted at `at`, which a container's NCCL_CONF_FILE names when it is not NCCL's
+    default."""
     meta, pod = pod_template(doc, where)
     sel = plugin.get("podSelector", {})
     key, value = sel.get("label"), sel.get("value", "rdma")
@@ -243,14 +249,31 @@ def seed_deployment(doc, where, plugin):
     hints = plugin.get("nccl", {}).get("dir", "/run/hpn-rdma/pods")
     vols = {v["name"]: v for v in pod.get("volumes", [])}
     mounts = [(c, m) for c in pod.get("containers", []) for m in c.get("volumeMounts", [])
-              if m.get("mountPath") == "/etc/nccl.conf"]
+              if m.get("mountPath") == at]
     check(mounts and all(vols.get(m["name"], {}).get("hostPath", {}).get("path") == hints and
                          m.get("subPathExpr") == "$(POD_UID)/nccl.conf" and
                          any(e.get("name") == "POD_UID" and
                              e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") ==
-                             "metadata.uid" for e in c.get("env", []))
+                             "metadata.uid" for e in c.get("env", [])) and
+                         (at == "/etc/nccl.conf" or
+                          any(e.get("name") == "NCCL_CONF_FILE" and e.get("value") == at
+                              for e in c.get("env", [])))
                          for c, m in mounts),
-          f"{where}: mounts {hints}/$(POD_UID)/nccl.conf at /etc/nccl.conf")
+          f"{where}: mounts {hints}/$(POD_UID)/nccl.conf at {at}" +
+          ("" if at == "/etc/nccl.conf" else ", which its NCCL_CONF_FILE names"))
+
+
+def conffile_deployment(doc, where, plugin):
+    """The seed's Deployment with the hints at the path NCCL_CONF_FILE names (nccl.confFile)."""
+    pod = doc.get("spec", {}).get("template", {}).get("spec", {})
+    paths = [e.get("value") for c in pod.get("containers", []) for e in c.get("env", [])
+             if e.get("name") == "NCCL_CONF_FILE"]
+    at = paths[0] if paths else None
+    if check(isinstance(at, str) and CONF_FILE.match(at) and at != "/etc/nccl.conf" and
+             "/./" not in at + "/" and "/../" not in at + "/",
+             f"{where}: a container's NCCL_CONF_FILE is a usable nccl.confFile, "
+             "not /etc/nccl.conf"):
+        seed_deployment(doc, where, plugin, at)
 
 
 def conflist(conf, name):
@@ -536,10 +559,14 @@ def main():
                       f"{dw}: ConfigMap data values are strings")
             if d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu.yaml":
                 seed_deployment(d, dw, plugin)
+            elif d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu-conffile.yaml":
+                conffile_deployment(d, dw, plugin)
             elif d["kind"] in ("Deployment", "DaemonSet"):
                 pod_template(d, dw)
         files[name] = good
     check("dep-demo-hpn-gpu.yaml" in files, "k8s/dep-demo-hpn-gpu.yaml holds the seed's Deployment")
+    check("dep-demo-hpn-gpu-conffile.yaml" in files,
+          "k8s/dep-demo-hpn-gpu-conffile.yaml holds its nccl.confFile variant")
     inst = None
     if check("hpn-rdma.yaml" in files, "k8s/hpn-rdma.yaml: the one manifest of the cluster install"):
         docs = files["hpn-rdma.yaml"]

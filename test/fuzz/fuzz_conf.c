@@ -34,11 +34,11 @@ static int nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_pro
 }
 
 static char *nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *o,
-			 const struct hpn_result *res)
+			 const char *conf_file, const struct hpn_result *res)
 {
 	struct hpn_bound_nic b[HPN_MAX_RDMA];
 
-	return hpn_nccl_format(v, o, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
+	return hpn_nccl_format(v, o, conf_file, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
 }
 
 static enum hpn_cmd pick_cmd(uint8_t c)
@@ -102,6 +102,7 @@ static void check_nccl(const struct hpn_conf *c)
 	char *text;
 
 	FUZZ_ASSERT(nc->dir && abs_path_ok(nc->dir));
+	FUZZ_ASSERT(nc->conf_file && hpn_nccl_valid_conf_file(nc->conf_file));
 	FUZZ_ASSERT(!nc->socket_ifname ||
 		    (nc->socket_ifname[0] && hpn_nccl_valid_value(nc->socket_ifname)));
 	check_vars(&nc->env);
@@ -129,7 +130,8 @@ static void check_nccl(const struct hpn_conf *c)
 		    (c->pod_selected && c->nccl.enabled &&
 		     (!c->gpu_model_annotated || !c->gpu_count_annotated)));
 	if (nccl_render(nc, hpn_nccl_profile(nc, c->gpu_model), res, &v, &err) == 0) {
-		text = nccl_format(&v, &o, res);
+		/* The header's NCCL_CONF_FILE line adds no setting either. */
+		text = nccl_format(&v, &o, nc->conf_file, res);
 		FUZZ_ASSERT(text);
 		owner = hpn_nccl_owner_line(&o);
 		FUZZ_ASSERT(owner);

@@ -5,9 +5,10 @@
 #   containerd-1.7/root   trixie's containerd (1.7.x; its shims, ctr)
 #   containerd-2.1/root   forky's containerd (2.1.x)
 #   cni-1.9/root          forky's containernetworking-plugins (1.9.x, CNI 1.1.0)
-#   nccl/root             trixie's libnccl2 (contrib) and libcudart12 (non-free)
-#                         with the trixie libc6, libstdc++6 and libgcc-s1 NCCL
-#                         needs (glibc 2.38+), for the NCCL probe image
+#   nccl/root             trixie's libnccl2 (contrib; it carries the CUDA
+#                         runtime it needs: no libcudart12) with the trixie
+#                         libc6, libstdc++6 and libgcc-s1 it needs (glibc 2.38+),
+#                         for the NCCL probe image
 # Each has a stamp naming its packages' files; a part whose stamp matches is
 # not fetched again (no network needed). Debian 12's runc is used by every
 # containerd (forky's needs glibc 2.38). A part that cannot be had leaves
@@ -33,7 +34,7 @@ declare -A PARTS=(
 	[containerd-1.7]="containerd/trixie"
 	[containerd-2.1]="containerd/forky"
 	[cni-1.9]="containernetworking-plugins/forky"
-	[nccl]="libnccl2/trixie libcudart12/trixie libc6/trixie libstdc++6/trixie libgcc-s1/trixie"
+	[nccl]="libnccl2/trixie libc6/trixie libstdc++6/trixie libgcc-s1/trixie"
 )
 # version_of PART: the version of the part's first package (its .deb).
 version_of() {
@@ -63,7 +64,7 @@ for part in containerd-1.7 containerd-2.1 cni-1.9 nccl; do
 		continue
 	fi
 	if [[ -z $apt_ok ]]; then
-		if debs_apt "$root/apt" "trixie main contrib non-free" "forky main"; then
+		if debs_apt "$root/apt" "trixie main contrib" "forky main"; then
 			apt_ok=1
 		else
 			apt_ok=0

@@ -334,11 +334,13 @@ rtn_containerd_stop() {
 	rm -f "$RTN_DIR/containerd.pid"
 }
 
-# rtn_import_image: the pause image into containerd's k8s.io namespace, where
-# the CRI plugin finds its sandbox_image.
+# rtn_import_image [ARCHIVE]: an OCI image archive (the pause image by default)
+# into containerd's k8s.io namespace, where the CRI plugin finds its
+# sandbox_image and the images of containers.
 rtn_import_image() {
-	rtn_ctrd ctr -a "$RTN_SOCK" -n k8s.io images import "$HPN_PAUSE_IMAGE" >/dev/null ||
-		fail "ctr could not import $HPN_PAUSE_IMAGE"
+	local a=${1:-$HPN_PAUSE_IMAGE}
+	rtn_ctrd ctr -a "$RTN_SOCK" -n k8s.io images import "$a" >/dev/null ||
+		fail "ctr could not import $a"
 }
 
 # rtn_nics N [MTU]: stand-in NICs rnic0..N-1 on the node: veth ends, down as

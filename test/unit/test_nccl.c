@@ -31,7 +31,7 @@ static char *nccl_format(const struct hpn_vars *v, const struct hpn_nccl_owner *
 {
 	struct hpn_bound_nic b[HPN_MAX_RDMA];
 
-	return hpn_nccl_format(v, o, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
+	return hpn_nccl_format(v, o, NULL, b, hpn_result_bound(res, b, HPN_MAX_RDMA));
 }
 
 static char tmp[64];
@@ -374,9 +374,30 @@ static void test_format_parse(void)
 	CHECK_INT_EQ(hpn_nccl_parse(text, other, &got, &mine), 0);
 	CHECK(!mine);
 	hpn_vars_free(&got);
+	/* The default conf file: no NCCL_CONF_FILE line. */
+	CHECK(!strstr(text, "NCCL_CONF_FILE"));
 	free(text);
 	free(owner);
 	free(other);
+	{
+		struct hpn_bound_nic b[HPN_MAX_RDMA];
+		size_t nb = hpn_result_bound(res, b, HPN_MAX_RDMA);
+
+		text = hpn_nccl_format(&v, &o, "/etc/nccl.conf", b, nb);
+		CHECK(!strstr(text, "NCCL_CONF_FILE"));
+		free(text);
+		/* Elsewhere: the header says NCCL_CONF_FILE, with no '=' (a setting to NCCL). */
+		text = hpn_nccl_format(&v, &o, "/etc/hpn-rdma/nccl.conf", b, nb);
+		CHECK_STR_HAS(text, "\n# for NCCL_CONF_FILE set to /etc/hpn-rdma/nccl.conf "
+				    "(NCCL 2.23 and later)\n");
+		owner = hpn_nccl_owner_line(&o);
+		CHECK_INT_EQ(hpn_nccl_parse(text, owner, &got, &mine), 0);
+		CHECK(mine);
+		CHECK(hpn_vars_equal(&got, &v));
+		hpn_vars_free(&got);
+		free(owner);
+		free(text);
+	}
 
 	/* A result's names cannot add lines through the header (fuzz finding). */
 	{
@@ -568,6 +589,7 @@ static void test_conf(void)
 	CHECK_INT_EQ(parse("{" BASE "}", &c, &e), 0);
 	CHECK(c.nccl.enabled);
 	CHECK_STR_EQ(c.nccl.dir, HPN_DEFAULT_NCCL_DIR);
+	CHECK_STR_EQ(c.nccl.conf_file, "/etc/nccl.conf");
 	CHECK(c.nccl.socket_ifname == NULL);
 	CHECK(c.pod_selected);
 	CHECK(c.pod_selector == NULL);
@@ -640,6 +662,25 @@ static void test_conf(void)
 								 "absolute path");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"dir\":\"/run/../etc\"}}", "nccl.dir");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"enabled\":1}}", "nccl.enabled");
+	/* nccl.confFile: where the pods mount the file, for NCCL_CONF_FILE. */
+	CHECK_INT_EQ(
+		parse("{" BASE ",\"nccl\":{\"confFile\":\"/etc/hpn-rdma/nccl.conf\"}}", &c, &e), 0);
+	CHECK_STR_EQ(c.nccl.conf_file, "/etc/hpn-rdma/nccl.conf");
+	hpn_conf_free(&c);
+	CHECK_INT_EQ(parse("{" BASE ",\"nccl\":{\"confFile\":\"/home/u/.nccl.conf\"}}", &c, &e), 0);
+	hpn_conf_free(&c);
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"nccl.conf\"}}",
+		       "nccl.confFile \"nccl.conf\" must be an absolute path");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/../nccl.conf\"}}",
+		       "nccl.confFile \"/etc/../nccl.conf\" must be an absolute path without ..");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/./nccl.conf\"}}",
+		       "nccl.confFile \"/etc/./nccl.conf\" must be a file's absolute path");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/nccl/\"}}", "nccl.confFile");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/\"}}", "nccl.confFile");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/nccl conf\"}}", "nccl.confFile");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/a=b\"}}", "nccl.confFile");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":\"/etc/x\\nNCCL_A=1\"}}", "nccl.confFile");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"confFile\":1}}", "nccl.confFile must be a string");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"socketIfname\":\"\"}}", "nccl.socketIfname");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"socketIfname\":\"eth0\\nNCCL_X=1\"}}",
 		       "nccl.socketIfname");
@@ -698,16 +739,20 @@ static void test_result(void)
 	char *json;
 
 	res->nccl_file = strdup("/run/hpn-rdma/pods/u/nccl.conf");
+	res->nccl_conf_file = strdup("/etc/hpn-rdma/nccl.conf");
 	hpn_vars_set(&res->nccl, "NCCL_IB_HCA", "=mlx5_2:1");
 	hpn_vars_set(&res->nccl, "NCCL_IB_DISABLE", "0");
 	json = hpn_result_render(res, "0.3.1");
-	CHECK_STR_HAS(json, "\"nccl\":{\"file\":\"/run/hpn-rdma/pods/u/nccl.conf\",\"env\":{"
+	CHECK_STR_HAS(json, "\"nccl\":{\"file\":\"/run/hpn-rdma/pods/u/nccl.conf\","
+			    "\"confFile\":\"/etc/hpn-rdma/nccl.conf\",\"env\":{"
 			    "\"NCCL_IB_HCA\":\"=mlx5_2:1\",\"NCCL_IB_DISABLE\":\"0\"}}");
 	CHECK_INT_EQ(hpn_result_parse(json, strlen(json), &back, &err), 0);
 	CHECK_STR_EQ(back->nccl_file, res->nccl_file);
+	CHECK_STR_EQ(back->nccl_conf_file, res->nccl_conf_file);
 	CHECK(hpn_vars_equal(&back->nccl, &res->nccl));
 	CHECK_INT_EQ(hpn_result_append(sum, back, -1), 0);
 	CHECK_STR_EQ(sum->nccl_file, res->nccl_file);
+	CHECK_STR_EQ(sum->nccl_conf_file, res->nccl_conf_file);
 	CHECK(hpn_vars_equal(&sum->nccl, &res->nccl));
 	free(json);
 	hpn_result_free(back);
@@ -720,6 +765,15 @@ static void test_result(void)
 	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
 	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"file\":1}}";
 	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
+	err = (struct hpn_err){ 0 };
+	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"confFile\":[]}}";
+	CHECK(hpn_result_parse(json, strlen(json), &back, &err) < 0);
+	CHECK_STR_HAS(err.msg, "nccl.confFile");
+	/* A result (or journal) from before confFile has none. */
+	json = "{\"cniVersion\":\"1.0.0\",\"nccl\":{\"file\":\"/f\",\"env\":{}}}";
+	CHECK_INT_EQ(hpn_result_parse(json, strlen(json), &back, &err), 0);
+	CHECK(back->nccl_conf_file == NULL);
+	hpn_result_free(back);
 	hpn_result_free(res);
 	hpn_result_free(sum);
 }

@@ -30,6 +30,10 @@
 #            ACTIVE): ADD fails with 108 naming NIC 2's device, rolled back
 #            exactly, no process left in the pod; then the plugin killed while
 #            that proof waits: its children die with it, DEL cleans up.
+#  nccl      a real NCCL 2.22 (the runtime cache's, test/runtime/ncclprobe.sh)
+#            in a softRoce pod: its hints bound at /etc/nccl.conf in a mount
+#            namespace of its own, NCCL takes every setting of theirs it reads
+#            at bootstrap and bootstraps on hpn0's address (a few seconds).
 # Run one: test/vm/run.sh test/vm/vm7-hpn-shared.sh NAME...
 # shellcheck disable=SC2034,SC2016 # counter arrays are used through namerefs
 set -euo pipefail
@@ -39,6 +43,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/floor.sh"
 # shellcheck source=hpn7.sh
 source "$(dirname "$0")/hpn7.sh"
+# shellcheck source=../runtime/ncclprobe.sh
+source "$(dirname "$0")/../runtime/ncclprobe.sh"
 
 [[ -n ${HPN_PLUGIN:-} ]] || fail "HPN_PLUGIN is not set (run through ctest)"
 vm7_require shared
@@ -374,8 +380,14 @@ scen_proofs() {
 	bg=$!
 	wait_for 20 eval '[[ -n $(proofs_pids "$A") ]]' || fail "no proof ever ran in $A"
 	nap 1
-	pid=$(proofs_pids "$A" | head -n1)
-	read -r _ _ _ ppid _ <"/proc/$pid/stat"
+	# The first one still there: the other NICs' proofs end as this one waits,
+	# and one listed may be gone by the time its stat is read.
+	ppid=
+	for pid in $(proofs_pids "$A"); do
+		{ read -r _ _ _ ppid _ <"/proc/$pid/stat"; } 2>/dev/null && break
+		ppid=
+	done
+	[[ -n $ppid ]] || fail "no proof in $A lived long enough to be seen"
 	[[ $(readlink "/proc/$ppid/exe") == "$HPN_PLUGIN" ]] || fail "$pid in $A is not a child of the plugin"
 	echo "  # proofs in $A: $(proofs_pids "$A" | xargs), the plugin $ppid"
 	kill -9 "$ppid"
@@ -393,4 +405,50 @@ scen_proofs() {
 	fx ip netns del "$A"
 }
 
-run_scenarios pods macvlan parent gone crash rails proofs
+# The probe in POD's netns and a private mount namespace where FILE is bound at
+# /etc/nccl.conf (the mount point made for it, then removed: the VM's root is
+# an overlay over this machine's, which has none), through trixie's loader
+# from the runtime cache with only NCCL_DEBUG=INFO in its environment: its
+# output and NCCL's. One process chain, as few starts as TCG allows.
+probe_in() {
+	local made=
+	[[ -e /etc/nccl.conf ]] || { : >/etc/nccl.conf && made=1; }
+	# shellcheck disable=SC2016 # the inner shell's
+	ip netns exec "$1" unshare -m --propagation private bash -c \
+		'mount --bind -o ro "$0" /etc/nccl.conf && exec env -i NCCL_DEBUG=INFO "$@"' \
+		"$2" "$NCCL_LOADER" --library-path "$NCCL_LIBDIR" "$NCCL_PROBE" 2>&1 || true
+	[[ -z $made ]] || rm -f /etc/nccl.conf
+}
+
+scen_nccl() {
+	local why f log t0
+	why=$(ncclprobe_why_not)
+	[[ -z $why ]] || skip "$why"
+	info "nccl: ${VM_NICS[0]} -> $A (softRoce), NCCL $NCCL_BOOT_VERSION reading its hints at /etc/nccl.conf"
+	pod_add "$A"
+	# The bootstrap on hpn0 (the pod has no eth0 here) and the family, which
+	# NCCL reads at bootstrap too; NCCL_DEBUG, which the probe's own wins over.
+	hpn_add "$A" "$(hconf "$(pci 0)" 10.81.0.1/24 '.nccl.socketIfname = "hpn0" |
+		.nccl.env = {NCCL_SOCKET_FAMILY: "AF_INET", NCCL_DEBUG: "WARN"}')"
+	soft_named "$A" 0
+	f=$(jq -r .nccl.file <<<"${RES[$A]}")
+	t0=${EPOCHREALTIME/./}
+	log=$(probe_in "$A" "$f")
+	sed 's/^/  | /' <<<"$log"
+	echo "  # the probe: $(((${EPOCHREALTIME/./} - t0) / 1000)) ms"
+	# The hints also name the rxe device and its GID (NCCL_IB_HCA,
+	# NCCL_IB_GID_INDEX) and NCCL_IB_DISABLE=0: NCCL 2.22 reads those only at
+	# communicator init, which needs a GPU, so the check (exactly the lines
+	# NCCL_BOOT_KEYS predicts) also proves it logged none of them here.
+	nccl_took "$log" "$(<"$f")" 10.81.0.1 ||
+		fail "NCCL did not take its bootstrap settings from the hints: $NCCL_WHY"
+	echo "  # NCCL $NCCL_VERSION took from the hints: $(printf '%s; ' "${NCCL_WANT[@]}")$NCCL_BOOT"
+	[[ ${#NCCL_WANT[@]} == 2 ]] || fail "expected NCCL_SOCKET_FAMILY and NCCL_SOCKET_IFNAME: ${NCCL_WANT[*]}"
+	hpn_del "$A"
+	wait_for 5 rdma_none || fail "rdma links left after DEL: $(rdma link show)"
+	nics_as_booted
+	no_state
+	fx ip netns del "$A"
+}
+
+run_scenarios pods macvlan parent gone crash rails proofs nccl
