@@ -9,8 +9,8 @@
 #                         runtime it needs: no libcudart12) with the trixie
 #                         libc6, libstdc++6 and libgcc-s1 it needs (glibc 2.38+),
 #                         for the NCCL probe image
-# Each has a stamp naming its packages' files; a part whose stamp matches is
-# not fetched again (no network needed). Debian 12's runc is used by every
+# Each has a stamp naming its packages and their files; a part whose stamp
+# matches is not fetched again (no network needed). Debian 12's runc is used by every
 # containerd (forky's needs glibc 2.38). A part that cannot be had leaves
 # CACHE_DIR/<part>/skip-reason, which the tests that need it repeat when they
 # skip; the others are still fetched. Exit 0 when every part is there, 77
@@ -58,7 +58,7 @@ for part in containerd-1.7 containerd-2.1 cni-1.9 nccl; do
 	# shellcheck disable=SC2086 # a word list
 	read -r -a pkgs <<<"${PARTS[$part]}"
 	if [[ -f $d/stamp && -d $d/root ]] &&
-		[[ $(<"$d/stamp") == "$(cd "$d" && ls -1 ./*.deb 2>/dev/null)" ]]; then
+		[[ $(<"$d/stamp") == "${PARTS[$part]} $(cd "$d" && ls -1 ./*.deb 2>/dev/null)" ]]; then
 		echo "fetch: $part up to date ($(version_of "$part"))"
 		have=$((have + 1))
 		continue
@@ -85,7 +85,7 @@ for part in containerd-1.7 containerd-2.1 cni-1.9 nccl; do
 		echo "fetch: $part: $(<"$d/skip-reason")"
 		continue
 	fi
-	(cd "$d" && ls -1 ./*.deb) >"$d/stamp"
+	echo "${PARTS[$part]} $(cd "$d" && ls -1 ./*.deb)" >"$d/stamp"
 	echo "fetch: $part $v"
 	have=$((have + 1))
 done
