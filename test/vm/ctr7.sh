@@ -93,7 +93,8 @@ vctr_conflist() {
 		 ifName: "hpn0", softRoce: true, logLevel: "debug", match: {pciAddresses: $p},
 		 podSelector: {annotation: "alibabacloud.com/hpn-type", value: "rdma"},
 		 stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/hints")},
-		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), required: true},
+		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), cdiDir: ($t + "/cdi"),
+			required: true},
 		 ipam: {type: "host-local", dataDir: ($t + "/ipam"), ranges: [[{subnet: "10.251.0.0/24"}]]}}]}'
 }
 

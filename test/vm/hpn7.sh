@@ -15,7 +15,7 @@ hconf() {
 	jq -cn --argjson sel "$1" --arg a "$2" --arg t "$T" --arg n "$HPN7_NET" '{cniVersion: "1.0.0",
 		name: $n, type: "hpn-rdma", ifName: "hpn0", softRoce: true, logLevel: "debug",
 		stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/pods")},
-		agent: {lookup: false, deviceDir: ($t + "/devdir")},
+		agent: {lookup: false, deviceDir: ($t + "/devdir"), cdiDir: ($t + "/cdi")},
 		ipam: {type: "static", addresses: [{address: $a}]}} + $sel | '"${3:-.}"
 }
 
