@@ -328,31 +328,24 @@ static int rename_in(int dfd, const char *tmp, const char *file, bool fresh)
 	return renameat(dfd, tmp, dfd, file) < 0 ? -errno : 0;
 }
 
-int hpn_cdi_write(const char *dir, enum hpn_cdi_owner o, const struct hpn_cdi_dev *d,
-		  struct hpn_err *err)
+/* dir/file (a spec of id) made to hold text: hpn_cdi_write's work once text is rendered. */
+static int write_spec(const char *dir, const char *file, const char *id, const char *text,
+		      struct hpn_err *err)
 {
-	_cleanup_free_ char *text = NULL, *old = NULL;
+	_cleanup_free_ char *old = NULL;
 	_cleanup_close_ int dfd = -1;
-	char file[HPN_CDI_FILE_MAX], tmp[HPN_CDI_FILE_MAX + 32], why[160] = "";
+	char tmp[HPN_CDI_FILE_MAX + 32], why[160] = "";
+	size_t len = strlen(text);
 	mode_t mode = 0;
-	size_t len;
 	int r, fd;
 
-	r = check_dev(d, err);
-	if (r < 0)
-		return r;
-	hpn_cdi_file(o, d->id, file);
-	text = hpn_cdi_render(d);
-	if (!text)
-		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-	len = strlen(text);
 	r = open_dir(dir, &dfd, err);
 	if (r == -ENOENT)
 		return hpn_err_set(err, HPN_E_IO, ENOENT, "the CDI directory %s does not exist",
 				   dir);
 	if (r < 0)
 		return r;
-	r = inspect(dfd, file, d->id, &old, &mode, why, sizeof(why));
+	r = inspect(dfd, file, id, &old, &mode, why, sizeof(why));
 	if (r == 0 && mode == SPEC_MODE && !strcmp(old, text))
 		return 0;
 	if (r == -EEXIST)
@@ -395,6 +388,23 @@ int hpn_cdi_write(const char *dir, enum hpn_cdi_owner o, const struct hpn_cdi_de
 		return hpn_err_set(err, HPN_E_IO, errno, "sync the CDI directory %s: %s", dir,
 				   strerror(errno));
 	return 1;
+}
+
+int hpn_cdi_write(const char *dir, enum hpn_cdi_owner o, const struct hpn_cdi_dev *d,
+		  struct hpn_err *err)
+{
+	char file[HPN_CDI_FILE_MAX], *text;
+	int r = check_dev(d, err);
+
+	if (r < 0)
+		return r;
+	hpn_cdi_file(o, d->id, file);
+	text = hpn_cdi_render(d);
+	if (!text)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	r = write_spec(dir, file, d->id, text, err);
+	free(text);
+	return r;
 }
 
 int hpn_cdi_remove(const char *dir, const char *file, struct hpn_err *err)
