@@ -34,7 +34,6 @@ struct said {
 struct cdispecs {
 	struct cdispecs_opts o;
 	struct node *node;
-	struct cdispecs_stats st;
 	struct said said[HPN_AGENT_MAX_DEVICES + 1];
 	size_t n_said;
 	/* During a sync: the IDs whose spec stays (written or kept), for the stale sweep. */
@@ -54,12 +53,11 @@ static struct said *said_of(struct cdispecs *c, const char *id, bool add)
 	return &c->said[c->n_said++];
 }
 
-/* A problem with id's spec (or the directory, id ""): warned once per cause, counted. */
+/* A problem with id's spec (or the directory, id ""): warned once per cause. */
 static void problem(struct cdispecs *c, const char *id, const char *msg)
 {
 	struct said *s = said_of(c, id, true);
 
-	c->st.failures++;
 	if (s && !strcmp(s->msg, msg))
 		return;
 	hpn_warn("%s (the device plugin serves on; Allocate names no CDI device for %s)", msg,
@@ -172,10 +170,8 @@ static void remove_spec(struct cdispecs *c, const char *id, const char *why)
 		return;
 	}
 	solved(c, id);
-	if (there) {
-		c->st.removed++;
+	if (there)
 		hpn_info("CDI: removed %s/%s (%s)", c->o.dir, file, why);
-	}
 }
 
 /* d's spec in step: written, kept or removed. Whether a spec of ours is there after. */
@@ -203,11 +199,9 @@ static bool sync_dev(struct cdispecs *c, const struct agent_dev *d)
 		return false;
 	}
 	solved(c, d->id);
-	if (r > 0) {
-		c->st.written++;
+	if (r > 0)
 		hpn_info("CDI: %s=%s (%s, %s: %zu device nodes) in %s", HPN_CDI_KIND, d->id,
 			 d->ifname, d->rdma, cd.n_nodes, c->o.dir);
-	}
 	return true;
 }
 
@@ -268,11 +262,6 @@ int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdis
 	cdispecs_sync(c);
 	*ret = c;
 	return 0;
-}
-
-const struct cdispecs_stats *cdispecs_stats(const struct cdispecs *c)
-{
-	return c ? &c->st : NULL;
 }
 
 void cdispecs_free(struct cdispecs *c)

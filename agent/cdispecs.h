@@ -3,7 +3,6 @@
 #define HPN_AGENT_CDISPECS_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 struct node;
 
@@ -22,10 +21,6 @@ struct cdispecs_opts {
 	const char *dev_root; /* --dev-root: the host side of the device nodes */
 };
 
-struct cdispecs_stats {
-	uint64_t written, removed, failures;
-};
-
 struct cdispecs;
 
 int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdispecs **ret);
@@ -36,7 +31,6 @@ void cdispecs_sync(struct cdispecs *c);
  * (false for a NIC without an RDMA device on the host, or c NULL: CDI off).
  */
 bool cdispecs_ready(struct cdispecs *c, const char *id);
-const struct cdispecs_stats *cdispecs_stats(const struct cdispecs *c);
 void cdispecs_free(struct cdispecs *c);
 
 #endif
