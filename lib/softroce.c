@@ -264,8 +264,9 @@ int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_r
 	hpn_alloc_journal_id(n, d.id);
 	snprintf(d.ibdev, sizeof(d.ibdev), "%s", n->rdma.name);
 	/* Where the node is on the host: the one ADD made in Allocate's directory, else devtmpfs's. */
-	if (n->rdma.n_nodes && j->devices_dir)
-		nodes_dir(j->devices_dir, n, made, sizeof(made));
+	if (n->rdma.n_nodes && j->devices_dir &&
+	    nodes_dir(j->devices_dir, n, made, sizeof(made)) < 0)
+		made[0] = '\0';
 	/* uverbsN first: it is what libibverbs opens; then umadN (issmN). */
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t k = 0; k < cd->n; k++) {
