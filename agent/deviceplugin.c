@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdi.h"
+#include "cdispecs.h"
 #include "deviceplugin.h"
 #include "deviceplugin.pb-c.h"
 #include "log.h"
@@ -320,7 +322,36 @@ struct container_answer {
 	V1beta1__ContainerAllocateResponse__EnvsEntry env[3];
 	V1beta1__ContainerAllocateResponse__EnvsEntry *envp[3];
 	char ids[4096], ibdevs[4096], uverbs[8192];
+	V1beta1__CDIDevice cdi[HPN_AGENT_MAX_DEVICES];
+	V1beta1__CDIDevice *cdip[HPN_AGENT_MAX_DEVICES];
+	char cdi_names[HPN_AGENT_MAX_DEVICES][HPN_CDI_NAME_MAX];
 };
+
+/* The CDI device of NIC id: resolved by the runtime from a spec in a CDI directory. */
+static void add_cdi(struct container_answer *ca, const char *id)
+{
+	size_t i = ca->resp.n_cdi_devices;
+
+	if (i == HPN_AGENT_MAX_DEVICES)
+		return;
+	hpn_cdi_name(id, ca->cdi_names[i]);
+	v1beta1__cdidevice__init(&ca->cdi[i]);
+	ca->cdi[i].name = ca->cdi_names[i];
+	ca->cdip[i] = &ca->cdi[i];
+	ca->resp.n_cdi_devices = i + 1;
+}
+
+/*
+ * Will ADD write a CDI spec for the device it makes (softRoce) on NIC id:
+ * agent.cdiDir set and a directory, as ADD checks it (softroce.c).
+ */
+static bool soft_cdi(const struct hpn_conf *conf, const char *id)
+{
+	struct stat st;
+
+	return conf->soft_roce && conf->agent.cdi_dir && hpn_cdi_id_valid(id) &&
+	       stat(conf->agent.cdi_dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 static void add_spec(struct container_answer *ca, const char *host, const char *container)
 {
@@ -428,20 +459,26 @@ static int answer_container(const struct deviceplugin *dp, char **ids, size_t n,
 
 	v1beta1__container_allocate_response__init(&ca->resp);
 	ca->resp.devices = ca->specp;
+	ca->resp.cdi_devices = ca->cdip;
 	for (size_t i = 0; i < n; i++) {
 		const struct agent_dev *d = agent_devs_find(&dp->node->devs, ids[i]);
 		struct hpn_rdma_cdevs cd;
 
 		append(ca->ids, sizeof(ca->ids), d->id);
 		if (!d->rdma[0]) {
-			/* Made by ADD, in the pod: named by the directory below. */
+			/* Made by ADD, in the pod: named by the directory below, and its CDI spec. */
 			if (dp->node->conf.soft_roce && n_soft < HPN_AGENT_MAX_DEVICES) {
 				soft[n_soft++] = ids[i];
 				if (!key || strcmp(ids[i], key) < 0)
 					key = ids[i];
+				if (soft_cdi(&dp->node->conf, ids[i]))
+					add_cdi(ca, ids[i]);
 			}
 			continue;
 		}
+		/* Its CDI device too (runtimes that read CDI), when its spec is in place now. */
+		if (cdispecs_ready(dp->o.cdi, ids[i]))
+			add_cdi(ca, ids[i]);
 		append(ca->ibdevs, sizeof(ca->ibdevs), d->rdma);
 		hpn_rdma_cdevs(dp->node->conf.sysfs_root, d->rdma, &cd);
 		for (size_t k = 0; k < cd.n; k++) {
@@ -524,8 +561,10 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 			goto out;
 		}
 		crp[i] = &ca[i].resp;
-		hpn_info("Allocate: container %zu gets %s (RDMA %s; %zu device nodes)", i + 1,
-			 ca[i].ids, ca[i].ibdevs[0] ? ca[i].ibdevs : "none", ca[i].resp.n_devices);
+		hpn_info("Allocate: container %zu gets %s (RDMA %s; %zu device nodes, %zu CDI "
+			 "devices)",
+			 i + 1, ca[i].ids, ca[i].ibdevs[0] ? ca[i].ibdevs : "none",
+			 ca[i].resp.n_devices, ca[i].resp.n_cdi_devices);
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;

@@ -6,6 +6,7 @@
 
 #include "err.h"
 
+struct cdispecs;
 struct loop;
 struct node;
 struct rpc;
@@ -23,6 +24,7 @@ struct dp_opts {
 	const char *endpoint; /* our socket's name in device-plugins/ */
 	const char *dev_root; /* where Allocate's host device paths are: /dev */
 	int retry_s;	      /* Register again this often until it took */
+	struct cdispecs *cdi; /* the agent's CDI specs (cdispecs.h); NULL: off */
 };
 
 struct deviceplugin;

@@ -166,6 +166,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 				snprintf(d.rdma, sizeof(d.rdma), "%s", old->rdma);
 				d.port = old->port;
 				d.healthy = false;
+				d.gone = true;
 				snprintf(d.why, sizeof(d.why), "its RDMA device %s vanished",
 					 old->rdma);
 			}
@@ -176,6 +177,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 			d.healthy = false;
 			d.held = false;
 			d.broken = false;
+			d.gone = true;
 			snprintf(d.why, sizeof(d.why), "\"%s\" vanished from the host",
 				 old->ifname);
 		}

@@ -37,6 +37,11 @@ struct agent_dev {
 	 */
 	bool broken;
 	bool base_healthy; /* the health the node shows, before broken */
+	/*
+	 * Gone from the node: the NIC (neither on the host nor in a journal) or
+	 * its RDMA device; kept in the list, Unhealthy, with rdma as last seen.
+	 */
+	bool gone;
 };
 
 struct agent_devs {

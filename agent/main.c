@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cdi.h"
+#include "cdispecs.h"
 #include "cnilog.h"
 #include "deviceplugin.h"
 #include "gc.h"
@@ -65,6 +67,9 @@ static const char usage[] =
 	"  --poll-interval SEC  health re-check besides link events (default 10)\n"
 	"  --dev-root DIR       where Allocate's host device paths are (default /dev;\n"
 	"                       the container path is always /dev/infiniband/NAME)\n"
+	"  --cdi-dir DIR        keep a CDI spec of each pool NIC with an RDMA device\n"
+	"                       there, and name it in Allocate's answer (default: the\n"
+	"                       entry's agent.cdiDir, " HPN_DEFAULT_CDI_DIR "; empty: no CDI)\n"
 	"  --gpu-resource NAMES the device plugin resources whose IDs are a pod's GPUs,\n"
 	"                       comma-separated (default " DEFAULT_GPU_RES "; empty: none);\n"
 	"                       the lookup answers them to the CNI\n"
@@ -102,6 +107,7 @@ static const char usage[] =
 struct opts {
 	const char *config_path;
 	const char *lookup_path; /* NULL: the entry's agent.socket */
+	const char *cdi_dir;	 /* NULL: the entry's agent.cdiDir; "": off */
 	const char *metrics_address;
 	const char *gpu_resources, *gpu_driver;
 	int poll_s;
@@ -122,6 +128,8 @@ struct agent {
 	struct health *health;
 	struct gc *gc;
 	struct cnilog *cnilog;
+	struct cdispecs *cdi;
+	char cdi_dir[HPN_CDI_DIR_MAX + 1];
 	struct metrics *metrics;
 	struct kc_watch *kc;
 	struct loop_src signals, kc_events, kc_timer;
@@ -205,6 +213,14 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'd':
 		o->dp.dev_root = v;
 		return true;
+	case 'I':
+		o->cdi_dir = v;
+		if (!v[0] || (v[0] == '/' && strlen(v) <= HPN_CDI_DIR_MAX && !strstr(v, "/../")))
+			return true;
+		fprintf(stderr,
+			"hpn-rdma-agent: --cdi-dir must be absolute (at most %d bytes), or empty\n",
+			HPN_CDI_DIR_MAX);
+		return false;
 	case 'U':
 		o->gpu_resources = v;
 		return true;
@@ -308,6 +324,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "lookup-socket", required_argument, NULL, 'l' },
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "dev-root", required_argument, NULL, 'd' },
+		{ "cdi-dir", required_argument, NULL, 'I' },
 		{ "gpu-resource", required_argument, NULL, 'U' },
 		{ "gpu-driver", required_argument, NULL, 'D' },
 		{ "metrics-address", required_argument, NULL, 'M' },
@@ -385,6 +402,14 @@ static void devices_changed(void *ud)
 
 	if (a->dp)
 		deviceplugin_broadcast(a->dp);
+}
+
+/* Every scan: the CDI specs in step with what it found. */
+static void scanned(void *ud)
+{
+	struct agent *a = ud;
+
+	cdispecs_sync(a->cdi);
 }
 
 static void config_reloaded(void *ud)
@@ -493,6 +518,7 @@ static int start(struct agent *a, struct opts *o)
 	}
 	a->node.on_devices = devices_changed;
 	a->node.on_reload = config_reloaded;
+	a->node.on_scan = scanned;
 	a->node.ud = a;
 	r = node_start(&a->node, a->loop, o->poll_s, &err);
 	if (r < 0)
@@ -527,6 +553,24 @@ static int start(struct agent *a, struct opts *o)
 	}
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,
 		 a->node.conf.name, a->node.devs.n, o->dp.resource);
+	/* Its own copy of the directory too: a reloaded config replaces conf. */
+	if (!o->cdi_dir && a->node.conf.agent.cdi_dir)
+		snprintf(a->cdi_dir, sizeof(a->cdi_dir), "%s", a->node.conf.agent.cdi_dir);
+	else if (o->cdi_dir)
+		snprintf(a->cdi_dir, sizeof(a->cdi_dir), "%s", o->cdi_dir);
+	if (a->cdi_dir[0]) {
+		r = cdispecs_start(
+			&a->node,
+			&(struct cdispecs_opts){ .dir = a->cdi_dir, .dev_root = o->dp.dev_root },
+			&a->cdi);
+		if (r < 0) {
+			hpn_err_set(&err, HPN_E_INTERNAL, -r, "CDI specs: %s", strerror(-r));
+			goto fail;
+		}
+	} else {
+		hpn_info("CDI: off (--cdi-dir or agent.cdiDir empty)");
+	}
+	o->dp.cdi = a->cdi;
 	r = deviceplugin_start(a->loop, a->rpc, &a->node, &o->dp, &a->dp, &err);
 	if (r < 0)
 		goto fail;
@@ -551,6 +595,7 @@ static void stop(struct agent *a)
 	if (a->rpc && !deviceplugin_serving(a->dp) && rpc_busy(a->rpc) == 0)
 		rpc_close(a->rpc);
 	deviceplugin_free(a->dp);
+	cdispecs_free(a->cdi);
 	if (a->kc)
 		kc_watch_stop(a->kc);
 	loop_close(&a->kc_events);

@@ -76,6 +76,8 @@ static void scan(void *ud)
 		hpn_warn("scanning the pool: %s", err.msg[0] ? err.msg : strerror(-r));
 	else if (r > 0)
 		node_devices_changed(n);
+	if (r >= 0 && n->on_scan)
+		n->on_scan(n->ud);
 }
 
 void node_rescan(struct node *n)

@@ -23,9 +23,14 @@ struct node {
 	struct hpn_conf conf;
 	char *conf_text; /* the entry as JSON, for the worker's jobs; conf points into it */
 	struct agent_devs devs;
-	/* Set by main.c before node_start: the list the kubelet sees changed; a new pool. */
+	/*
+	 * Set by main.c before node_start: the list the kubelet sees changed; a
+	 * new pool; a scan done (every one, changed or not: what the list does
+	 * not show, such as an RDMA device's numbers, may have changed).
+	 */
 	void (*on_devices)(void *ud);
 	void (*on_reload)(void *ud);
+	void (*on_scan)(void *ud);
 	void *ud;
 
 	const char *path;

@@ -30,7 +30,7 @@ agent_start() {
 		AGENT_PIDS=$!
 		for ((i = 0; i < 100; i++)); do [[ -S $KL/device-plugins/kubelet.sock ]] && break; sleep 0.05; done
 		ip netns exec "$NODE" "$AGENT" --config "$W/agent.conflist" --kubelet-dir "$KL" \
-			--lookup-socket "$W/agent.sock" 2>"$W/agent.log" &
+			--lookup-socket "$W/agent.sock" --cdi-dir "$W/cdi" 2>"$W/agent.log" &
 		AGENT_PIDS+=" $!"
 		for ((i = 0; i < 200; i++)); do grep -q '"event":"list"' "$W/kubelet.events" 2>/dev/null && break; sleep 0.05; done
 		grep -q '"event":"list"' "$W/kubelet.events" ||

@@ -628,6 +628,20 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 			if (r == 0)
 				r = fault("nodes", err);
 		}
+		/*
+		 * And its CDI spec, which the agent's Allocate named: journalled
+		 * first too, written before ADD returns (the runtime reads it at
+		 * CreateContainer, after the sandbox's ADD).
+		 */
+		if (r == 0 && plans[i].rdma.create)
+			r = hpn_soft_cdi_plan(&a->j, i, conf->agent.cdi_dir, err);
+		if (r > 0) {
+			r = journal_step(a, a->j.phase, err);
+			if (r == 0)
+				r = hpn_soft_cdi_write(&a->j, i, &bind[i].cdevs, err);
+			if (r == 0)
+				r = fault("cdi", err);
+		}
 	}
 	fault_nic = 0;
 	free(proofs);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cdi.h"
 #include "conf_read.h"
 #include "store.h"
 #include "util.h"
@@ -419,6 +420,22 @@ static int parse_valid_attachments(struct hpn_conf *conf, const cJSON *root, str
 static const char *const unsupported_caps[] = { "mac", "infinibandGUID", "portMappings",
 						"bandwidth" };
 
+/* "agent.cdiDir": an absolute path, or "" for no CDI specs at all. */
+static int parse_cdi_dir(struct hpn_conf *conf, const cJSON *a, struct hpn_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "cdiDir");
+	int r;
+
+	if (cJSON_IsString(v) && !v->valuestring[0])
+		return 0;
+	r = hpn_conf_abs_path(a, "agent.", "cdiDir", HPN_DEFAULT_CDI_DIR, &conf->agent.cdi_dir,
+			      err);
+	if (r >= 0 && strlen(conf->agent.cdi_dir) > HPN_CDI_DIR_MAX)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"agent.cdiDir is over %d bytes", HPN_CDI_DIR_MAX);
+	return r;
+}
+
 /* "agent": the lookup of the kubelet's allocation through hpn-rdma-agent (doc/agent.md). */
 static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
@@ -442,6 +459,8 @@ static int parse_agent(struct hpn_conf *conf, const cJSON *root, struct hpn_err 
 	if (r >= 0 && strlen(conf->agent.device_dir) > HPN_AGENT_DEVICE_DIR_MAX)
 		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				"agent.deviceDir is over %d bytes", HPN_AGENT_DEVICE_DIR_MAX);
+	if (r >= 0)
+		r = parse_cdi_dir(conf, a, err);
 	if (r >= 0)
 		r = hpn_json_bool(a, "lookup", "agent.", HPN_E_INVALID_CONFIG, &conf->agent.lookup,
 				  err);
@@ -759,6 +778,7 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->gpus.proc_root);
 	free(conf->agent.socket);
 	free(conf->agent.device_dir);
+	free(conf->agent.cdi_dir);
 	hpn_nccl_conf_free(&conf->nccl);
 	free(conf->pod_selector);
 	free(conf->pod_annotation);

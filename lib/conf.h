@@ -146,7 +146,12 @@ struct hpn_conf {
 		bool required;	  /* "required" (default false): no agent fails ADD */
 		char *socket;	  /* "socket" (default HPN_DEFAULT_AGENT_SOCKET) */
 		char *device_dir; /* "deviceDir" (default HPN_DEFAULT_AGENT_DEVICE_DIR) */
-		int timeout_ms;	  /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
+		/*
+		 * "cdiDir" (default HPN_DEFAULT_CDI_DIR; "": NULL, off): where ADD
+		 * writes the CDI spec of a device it made (softRoce), cdi.h.
+		 */
+		char *cdi_dir;
+		int timeout_ms; /* "timeoutMs" (default HPN_DEFAULT_AGENT_TIMEOUT) */
 	} agent;
 	/*
 	 * "gpus": with match and the agent, each NIC is the free one nearest a

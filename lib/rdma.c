@@ -963,4 +963,11 @@ void hpn_rdma_cdevs(const char *sysfs_root, const char *ibdev, struct hpn_rdma_c
 	/* Sorted, so that every caller sees them in the same order. */
 	qsort(out->v, out->n, sizeof(out->v[0]), cdev_cmp);
 	out->rdma_cm = hpn_sysfs_exists("%s/class/misc/rdma_cm", sysfs_root);
+	snprintf(out->cm.name, sizeof(out->cm.name), "rdma_cm");
+	if (out->rdma_cm) {
+		char v[32];
+
+		if (hpn_sysfs_read(v, sizeof(v), "%s/class/misc/rdma_cm/dev", sysfs_root) == 0)
+			dev_numbers(v, &out->cm);
+	}
 }

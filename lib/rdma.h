@@ -122,7 +122,7 @@ void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);
  * container needs in /dev/infiniband to use it: uverbsN (class
  * infiniband_verbs), umadN and issmN (infiniband_mad, where the port has
  * them), each with the kernel's numbers from its "dev" file (0:0 when it has
- * none), sorted by name; and whether rdma_cm is there (class misc).
+ * none), sorted by name; and whether rdma_cm is there (class misc), with its numbers.
  */
 #define HPN_RDMA_CDEVS_MAX 8
 struct hpn_rdma_cdevs {
@@ -131,7 +131,8 @@ struct hpn_rdma_cdevs {
 		unsigned int major, minor;
 	} v[HPN_RDMA_CDEVS_MAX];
 	size_t n;
-	bool rdma_cm; /* <root>/class/misc/rdma_cm: /dev/infiniband/rdma_cm exists */
+	bool rdma_cm;		 /* <root>/class/misc/rdma_cm: /dev/infiniband/rdma_cm exists */
+	struct hpn_rdma_cdev cm; /* "rdma_cm" and its numbers (0:0 when its "dev" says none) */
 };
 void hpn_rdma_cdevs(const char *sysfs_root, const char *ibdev, struct hpn_rdma_cdevs *out);
 

@@ -153,6 +153,28 @@ int hpn_soft_nodes_plan(struct hpn_journal *j, size_t i, const char *root,
 			const struct hpn_rdma_cdevs *cd, struct hpn_err *err);
 int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *err);
 /*
+ * ADD, after NIC i's nodes: when cdi_dir (agent.cdiDir) is a directory that
+ * exists, records the name of the CDI spec of its made device (HPN_CDI_POD,
+ * its NIC ID) and the directory in the journal and returns 1 (the caller
+ * journals, then writes it with hpn_soft_cdi_write); 0 when there is none to
+ * write (no directory, or an ID that cannot name a CDI device); -ENOMEM.
+ */
+int hpn_soft_cdi_plan(struct hpn_journal *j, size_t i, const char *cdi_dir, struct hpn_err *err);
+/*
+ * Writes NIC i's CDI spec: the made device's character devices cd (as the
+ * pod sees them: uverbsN first, umadN, rdma_cm) with the kernel's numbers.
+ * A file there that is not ours fails it (code 5, naming the path).
+ */
+int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_rdma_cdevs *cd,
+		       struct hpn_err *err);
+/*
+ * Undo: removes every NIC's journalled CDI spec that is still ours (another
+ * writer's file at the name is left, with a warning); before any device goes,
+ * so that no runtime resolves the name to numbers a later device may get.
+ * Gone already is success.
+ */
+int hpn_soft_cdi_remove(const struct hpn_journal *j, struct hpn_err *err);
+/*
  * Undo: removes n's device nodes that still have their numbers, then
  * deletes n's created device (RDMA netlink DELLINK) in the pod netns pod_fd
  * (-1: gone), then in the host netns, wherever it still is; before the NIC

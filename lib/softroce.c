@@ -23,7 +23,9 @@
  *    an ipvlan child carries nothing between pods (every packet sent, none
  *    received): the config refuses softRoce with ipvlan.
  * Its character devices are born at ADD, after the kubelet's Allocate: their
- * nodes go into the directory Allocate named for the container (doc/agent.md).
+ * nodes go into the directory Allocate named for the container, and their
+ * numbers into a CDI spec of the NIC's ID that Allocate named too (the
+ * runtime reads both at CreateContainer, after ADD; doc/agent.md).
  */
 #include "session.h"
 
@@ -38,6 +40,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cdi.h"
 #include "log.h"
 #include "netns.h"
 #include "util.h"
@@ -213,6 +216,100 @@ int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *e
 			  n->rdma.name);
 	}
 	return 0;
+}
+
+int hpn_soft_cdi_plan(struct hpn_journal *j, size_t i, const char *cdi_dir, struct hpn_err *err)
+{
+	struct hpn_journal_nic *n = &j->nics[i];
+	char id[HPN_ALLOC_ID_MAX];
+	struct stat st;
+
+	/* No directory, no runtime that reads one (and no Allocate that named the device). */
+	if (!n->rdma.created || !cdi_dir || stat(cdi_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	hpn_alloc_journal_id(n, id);
+	if (hpn_cdi_file(HPN_CDI_POD, id, n->rdma.cdi_spec) < 0) {
+		/* The agent's Allocate names no CDI device for it either. */
+		hpn_warn("NIC ID \"%s\" cannot name a CDI device: no CDI spec for \"%s\"", id,
+			 n->rdma.name);
+		return 0;
+	}
+	if (!j->cdi_dir && !(j->cdi_dir = strdup(cdi_dir)))
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	return 1;
+}
+
+/* cd's node named name into out (host path host_dir/name), if it has numbers. */
+static void cdi_node(struct hpn_cdi_dev *out, const struct hpn_rdma_cdev *c, const char *host_dir)
+{
+	struct hpn_cdi_node *d = &out->nodes[out->n_nodes];
+
+	if (!c->major || out->n_nodes == HPN_CDI_NODES_MAX || strlen(c->name) >= sizeof(d->name) ||
+	    hpn_snprintf(d->host_path, sizeof(d->host_path), "%s/%s", host_dir, c->name) < 0)
+		return;
+	memcpy(d->name, c->name, strlen(c->name) + 1);
+	d->major = c->major;
+	d->minor = c->minor;
+	out->n_nodes++;
+}
+
+int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_rdma_cdevs *cd,
+		       struct hpn_err *err)
+{
+	const struct hpn_journal_nic *n = &j->nics[i];
+	struct hpn_cdi_dev d = { 0 };
+	char made[PATH_MAX] = "";
+	int r;
+
+	hpn_alloc_journal_id(n, d.id);
+	snprintf(d.ibdev, sizeof(d.ibdev), "%s", n->rdma.name);
+	/* Where the node is on the host: the one ADD made in Allocate's directory, else devtmpfs's. */
+	if (n->rdma.n_nodes && j->devices_dir &&
+	    nodes_dir(j->devices_dir, n, made, sizeof(made)) < 0)
+		made[0] = '\0';
+	/* uverbsN first: it is what libibverbs opens; then umadN (issmN). */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < cd->n; k++) {
+			bool verbs = !strncmp(cd->v[k].name, "uverbs", 6), here = false;
+
+			if (verbs != (pass == 0))
+				continue;
+			for (size_t m = 0; made[0] && m < n->rdma.n_nodes; m++)
+				here |= !strcmp(n->rdma.nodes[m].name, cd->v[k].name);
+			cdi_node(&d, &cd->v[k], here ? made : "/dev/infiniband");
+		}
+	if (cd->rdma_cm)
+		cdi_node(&d, &cd->cm, "/dev/infiniband");
+	r = hpn_cdi_write(j->cdi_dir, HPN_CDI_POD, &d, err);
+	if (r < 0)
+		return r;
+	hpn_debug("CDI spec %s/%s: device %s=%s, %zu device nodes", j->cdi_dir, n->rdma.cdi_spec,
+		  HPN_CDI_KIND, d.id, d.n_nodes);
+	return 0;
+}
+
+int hpn_soft_cdi_remove(const struct hpn_journal *j, struct hpn_err *err)
+{
+	int r = 0;
+
+	for (size_t i = 0; j->cdi_dir && i < j->n_nics; i++) {
+		const struct hpn_journal_nic *n = &j->nics[i];
+		struct hpn_err e = { 0 };
+		int ri;
+
+		if (!n->rdma.cdi_spec[0])
+			continue;
+		ri = hpn_cdi_remove(j->cdi_dir, n->rdma.cdi_spec, &e);
+		if (ri == 1)
+			hpn_warn("%s", e.msg);
+		else if (ri == 0)
+			hpn_debug("removed CDI spec %s/%s", j->cdi_dir, n->rdma.cdi_spec);
+		else if (r == 0) {
+			*err = e;
+			r = ri;
+		}
+	}
+	return r;
 }
 
 /* Removes n's device nodes that still carry the numbers ADD gave them. */

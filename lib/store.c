@@ -367,6 +367,7 @@ void hpn_journal_free(struct hpn_journal *j)
 	free(j->result);
 	free(j->hints_dir);
 	free(j->devices_dir);
+	free(j->cdi_dir);
 	hpn_journal_init(j);
 }
 
@@ -451,6 +452,8 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 				cJSON_AddItemToArray(a, e);
 			}
 		}
+		if (n->rdma.cdi_spec[0])
+			cJSON_AddStringToObject(r, "cdiSpec", n->rdma.cdi_spec);
 	}
 	if (n->rail_table) {
 		cJSON *r = cJSON_AddObjectToObject(o, "rail");
@@ -496,6 +499,8 @@ int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_jo
 	}
 	if (j->devices_dir)
 		cJSON_AddStringToObject(root, "devicesDir", j->devices_dir);
+	if (j->cdi_dir)
+		cJSON_AddStringToObject(root, "cdiDir", j->cdi_dir);
 	if (j->result)
 		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
 	/* Optional: journals before it read as a pod with no names. */
@@ -603,6 +608,18 @@ static int json_nodes(const cJSON *a, struct hpn_journal_rdma *r)
 	return 0;
 }
 
+/* A created device's CDI spec: a file DEL may remove, so only a name of ADD's rule. */
+static int json_cdi_spec(const cJSON *v, struct hpn_journal_rdma *r)
+{
+	enum hpn_cdi_owner o;
+	char id[HPN_CDI_ID_MAX];
+
+	if (!r->created || json_str(v, "cdiSpec", r->cdi_spec, sizeof(r->cdi_spec)) < 0 ||
+	    hpn_cdi_parse_file(r->cdi_spec, &o, id) < 0 || o != HPN_CDI_POD)
+		return -EINVAL;
+	return 0;
+}
+
 static int json_mac(const cJSON *o, const char *k, uint8_t *mac, bool *has)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -702,6 +719,8 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 		return -EINVAL;
 	if (v && json_nodes(cJSON_GetObjectItemCaseSensitive(v, "nodes"), &n->rdma) < 0)
 		return -EINVAL;
+	if (v && cJSON_GetObjectItemCaseSensitive(v, "cdiSpec") && json_cdi_spec(v, &n->rdma) < 0)
+		return -EINVAL;
 	v = cJSON_GetObjectItemCaseSensitive(o, "rail");
 	if (v) {
 		const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "table");
@@ -780,6 +799,14 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 			return -EINVAL;
 		j->devices_dir = strdup(v->valuestring);
 		if (!j->devices_dir)
+			return -ENOMEM;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(root, "cdiDir");
+	if (v) {
+		if (!cJSON_IsString(v) || v->valuestring[0] != '/')
+			return -EINVAL;
+		j->cdi_dir = strdup(v->valuestring);
+		if (!j->cdi_dir)
 			return -ENOMEM;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(root, "result");

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 
+#include "cdi.h"
 #include "err.h"
 #include "types.h"
 
@@ -91,6 +92,13 @@ struct hpn_journal_nic {
 			unsigned int major, minor;
 		} nodes[HPN_JOURNAL_NODES_MAX];
 		size_t n_nodes;
+		/*
+		 * The CDI spec ADD writes for the created device (cdi.h, the
+		 * file name of HPN_CDI_POD's rule, in the journal's cdi_dir);
+		 * journalled before it is written, undone by removing it if it
+		 * is still ours. Empty: none (and in journals before it).
+		 */
+		char cdi_spec[HPN_CDI_FILE_MAX];
 	} rdma;
 	/*
 	 * A rail (an attachment of several NICs): the NIC's own routing table
@@ -120,6 +128,7 @@ struct hpn_journal {
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */
 	char *devices_dir;		  /* agent.deviceDir, when a NIC has nodes there */
+	char *cdi_dir;			  /* agent.cdiDir, when a NIC has a CDI spec there */
 	char *result;			  /* JSON of this attachment's own result, once attached */
 	/*
 	 * The Kubernetes pod, from CNI_ARGS (K8S_POD_NAMESPACE, K8S_POD_NAME,

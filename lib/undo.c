@@ -314,6 +314,11 @@ int hpn_undo(struct hpn_nsctx *ns, const struct hpn_env *env, const struct hpn_c
 
 	if (j)
 		rh = remove_hints(conf, j, &herr);
+	/* The CDI specs before any device goes (and of an earlier boot's: /etc/cdi persists). */
+	if (j && rh == 0)
+		rh = hpn_soft_cdi_remove(j, &herr);
+	else if (j)
+		(void)hpn_soft_cdi_remove(j, &(struct hpn_err){ 0 });
 	for (size_t i = 0; ipam && conf->has_ipam && i < (n ? n : 1); i++) {
 		struct hpn_env ienv = *env;
 		struct hpn_err ierr = { 0 };

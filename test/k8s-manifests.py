@@ -411,6 +411,10 @@ def cluster(docs, where, conf, src):
         at_host_path(agent, vols, path, dw, "the kubelet's", True)
     sock = entry.get("agent", {}).get("socket", "/run/hpn-rdma/agent.sock")
     at_host_path(agent, vols, os.path.dirname(sock), dw, "agent.socket's directory", True)
+    # The CDI specs: --cdi-dir, else the entry's agent.cdiDir ("": none).
+    cdi = a.get("--cdi-dir", entry.get("agent", {}).get("cdiDir", "/var/run/cdi"))
+    if cdi:
+        at_host_path(agent, vols, cdi, dw, "the CDI spec directory", True)
     state = entry.get("stateDir", STATE_DIR)
     at_host_path(agent, vols, state, dw, "the journals' stateDir", True)
     if "stateDir" not in entry:

@@ -31,12 +31,15 @@ pool_conf() {
 
 # mk_rdma ROOT PCI IBDEV CHARDEV...: an RDMA device on PCI function PCI (made
 # by mk_fake_pci) with port 1 ACTIVE, and its character devices
-# (uverbsN, umadN, issmN) in the classes the kernel puts them in.
+# (uverbsN, umadN, issmN) in the classes the kernel puts them in, with the
+# kernel's numbers (uverbsN 231:192+N, umadN 231:N, issmN 231:64+N; rdma_cm
+# 10:58).
 mk_rdma() {
-	local root=$1 addr=$2 ib=$3 rel d
+	local root=$1 addr=$2 ib=$3 rel d n
 	shift 3
 	rel="devices/pci0000:ae/0000:ae:00.0/$addr/infiniband/$ib"
 	mkdir -p "$root/$rel/ports/1" "$root/class/infiniband" "$root/class/misc/rdma_cm"
+	echo "10:58" >"$root/class/misc/rdma_cm/dev"
 	echo "4: ACTIVE" >"$root/$rel/ports/1/state"
 	echo "Ethernet" >"$root/$rel/ports/1/link_layer"
 	echo "1: CA" >"$root/$rel/node_type"
@@ -44,9 +47,12 @@ mk_rdma() {
 	ln -sfn "../../$rel" "$root/class/infiniband/$ib"
 	for d in "$@"; do
 		local cls=infiniband_mad
-		[[ $d == uverbs* ]] && cls=infiniband_verbs
+		n=${d##*[a-z]}
+		[[ $d == uverbs* ]] && cls=infiniband_verbs n=$((192 + n))
+		[[ $d == issm* ]] && n=$((64 + n))
 		mkdir -p "$root/class/$cls/$d"
 		echo "$ib" >"$root/class/$cls/$d/ibdev"
+		echo "231:$n" >"$root/class/$cls/$d/dev"
 	done
 }
 
@@ -72,8 +78,8 @@ mk_node() {
 
 # The CNI config, and the agent's conflist around it.
 agent_net_conf() {
-	pool_conf '.sysfsRoot = $s | .agent = {socket: $a, timeoutMs: 2000} | '"${1:-.}" \
-		--arg s "$T/sysfs" --arg a "$T/agent.sock"
+	pool_conf '.sysfsRoot = $s | .agent = {socket: $a, timeoutMs: 2000, cdiDir: $c} | '"${1:-.}" \
+		--arg s "$T/sysfs" --arg a "$T/agent.sock" --arg c "$T/cdi"
 }
 
 write_conflist() {

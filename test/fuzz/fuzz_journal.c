@@ -106,7 +106,8 @@ static void check_same_nic(const struct hpn_journal_nic *a, const struct hpn_jou
 	if (a->rdma.name[0])
 		FUZZ_ASSERT(!strcmp(a->rdma.netdev, b->rdma.netdev) &&
 			    !strcmp(a->rdma.soft_type, b->rdma.soft_type) &&
-			    a->rdma.moved == b->rdma.moved);
+			    a->rdma.moved == b->rdma.moved &&
+			    !strcmp(a->rdma.cdi_spec, b->rdma.cdi_spec));
 }
 
 static void check_same(const struct hpn_journal *a, const struct hpn_journal *b)
@@ -116,6 +117,7 @@ static void check_same(const struct hpn_journal *a, const struct hpn_journal *b)
 	FUZZ_ASSERT(!strcmp(a->cni_ifname, b->cni_ifname));
 	FUZZ_ASSERT(str_eq(a->netns, b->netns));
 	FUZZ_ASSERT(str_eq(a->result, b->result));
+	FUZZ_ASSERT(str_eq(a->cdi_dir, b->cdi_dir));
 	FUZZ_ASSERT(a->owner_pid == b->owner_pid &&
 		    (!a->owner_pid || a->owner_start == b->owner_start));
 	FUZZ_ASSERT(a->n_nics == b->n_nics);
@@ -143,6 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(j.phase >= HPN_PHASE_SELECTED && j.phase <= HPN_PHASE_ATTACHED);
 	FUZZ_ASSERT(j.container_id);
 	FUZZ_ASSERT(j.n_nics >= 1 && j.n_nics <= HPN_MAX_NICS);
+	FUZZ_ASSERT(!j.cdi_dir || j.cdi_dir[0] == '/');
 	for (size_t i = 0; i < j.n_nics; i++) {
 		const struct hpn_journal_nic *n = &j.nics[i];
 
@@ -151,6 +154,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* A child is deleted by kind: only the kinds ADD creates. */
 		FUZZ_ASSERT((n->kind == HPN_NIC_CHILD) == (!strcmp(n->child_kind, "macvlan") ||
 							   !strcmp(n->child_kind, "ipvlan")));
+		/* A CDI spec DEL removes: a file name of ADD's rule, in an absolute directory. */
+		if (n->rdma.cdi_spec[0]) {
+			enum hpn_cdi_owner o;
+			char id[HPN_CDI_ID_MAX];
+
+			FUZZ_ASSERT(hpn_cdi_parse_file(n->rdma.cdi_spec, &o, id) == 0 &&
+				    o == HPN_CDI_POD && n->rdma.created);
+		}
 	}
 
 	/*

@@ -69,7 +69,7 @@ cri -timeout 5 status -v | jq -e '.info.cniconfig | tostring | contains("hpnr-ga
 start_agent() {
 	# nsenter itself, not rtn_in: a function run with & is a subshell, and its pid not the agent's.
 	nsenter -t "$RTN_NODE_PID" -m -n -- "$HPN_AGENT" --config "$T/gated.conflist" \
-		--kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" \
+		--kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" --cdi-dir "$T/cdi" \
 		--cri-socket "$1" --cni-path "$RTN_DIR/cni/bin" --gc-interval 1 --gc-grace 30 \
 		--health-interval 1 --metrics-address "127.0.0.1:$MPORT" 2>>"$T/agent.log" &
 	AGENT_PID=$!

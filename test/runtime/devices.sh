@@ -66,8 +66,8 @@ echo '[{"namespace":"hpnr","name":"rdma-pod","containers":[{"name":"main","devic
 "$HPN_KUBELET" serve -dir "$KL" -out "$T/kubelet.events" -pods "$T/pods.json" 2>"$T/kubelet.log" &
 KUBELET_PID=$!
 # The agent's config: the node's network, its pool read through the fake tree.
-rt_conflist | jq -c --arg s "$S" --arg a "$T/agent.sock" '.plugins |= map(
-	if .type == "hpn-rdma" then .sysfsRoot = $s | .agent = {socket: $a} else . end)' \
+rt_conflist | jq -c --arg s "$S" --arg a "$T/agent.sock" --arg c "$T/cdi" '.plugins |= map(
+	if .type == "hpn-rdma" then .sysfsRoot = $s | .agent = {socket: $a, cdiDir: $c} else . end)' \
 	>"$T/agent.conflist"
 for ((i = 0; i < 100; i++)); do [[ -S $KL/device-plugins/kubelet.sock ]] && break; sleep 0.05; done
 rtn_in "$HPN_AGENT" --config "$T/agent.conflist" --kubelet-dir "$KL" --dev-root "$T/dev" \

@@ -254,9 +254,22 @@ static void test_conf(void)
 		{ ",\"agent\":{\"socket\":\"rel.sock\"}", -EINVAL, "agent.socket" },
 		{ ",\"agent\":{\"timeoutMs\":5}", -EINVAL, "agent.timeoutMs" },
 		{ ",\"agent\":{\"required\":\"yes\"}", -EINVAL, "agent.required" },
+		{ ",\"agent\":{\"cdiDir\":\"\"}", 0, NULL },
+		{ ",\"agent\":{\"cdiDir\":\"/etc/cdi\"}", 0, NULL },
+		{ ",\"agent\":{\"cdiDir\":\"etc/cdi\"}", -EINVAL,
+		  "agent.cdiDir \"etc/cdi\" must be"
+		  " an absolute path" },
+		{ ",\"agent\":{\"cdiDir\":\"/etc/../cdi\"}", -EINVAL, "agent.cdiDir" },
+		{ ",\"agent\":{\"cdiDir\":7}", -EINVAL, "agent.cdiDir" },
+		{ ",\"agent\":{\"cdiDir\":\"/"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "aaaaa"
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+		  -ENAMETOOLONG, "agent.cdiDir is over 200 bytes" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char json[512];
+		char json[1024];
 		struct hpn_conf conf;
 		struct hpn_err err = { 0 };
 		int r;
@@ -270,6 +283,7 @@ static void test_conf(void)
 			CHECK_STR_EQ(conf.agent.socket, HPN_DEFAULT_AGENT_SOCKET);
 			CHECK(conf.agent.lookup && !conf.agent.required);
 			CHECK_INT_EQ(conf.agent.timeout_ms, HPN_DEFAULT_AGENT_TIMEOUT);
+			CHECK_STR_EQ(conf.agent.cdi_dir, "/var/run/cdi");
 		}
 		if (r == 0 && i == 1) {
 			CHECK_STR_EQ(conf.agent.socket, "/run/x.sock");
@@ -278,6 +292,11 @@ static void test_conf(void)
 		}
 		if (r == 0 && i == 2)
 			CHECK(!conf.agent.lookup);
+		/* "": no CDI specs; a directory of one's own. */
+		if (r == 0 && i == 7)
+			CHECK(conf.agent.cdi_dir == NULL);
+		if (r == 0 && i == 8)
+			CHECK_STR_EQ(conf.agent.cdi_dir, "/etc/cdi");
 		hpn_conf_free(&conf);
 	}
 }

@@ -688,6 +688,11 @@ static void test_cdevs(void)
 	CHECK_STR_EQ(cd.v[2].name, "uverbs3");
 	CHECK(cd.v[2].major == 231 && cd.v[2].minor == 195);
 	CHECK(cd.rdma_cm);
+	CHECK(cd.cm.major == 0 && cd.cm.minor == 0); /* no dev file */
+	write_at(root, "class/misc/rdma_cm/dev", "10:58");
+	hpn_rdma_cdevs(root, "rxe_a", &cd);
+	CHECK_STR_EQ(cd.cm.name, "rdma_cm");
+	CHECK(cd.cm.major == 10 && cd.cm.minor == 58);
 	if (tmpdir_rm(root) < 0)
 		perror("remove scratch directory");
 }

@@ -758,6 +758,18 @@ static void test_journal_nics(void)
 			     "\"created\":true,\"nodes\":[{\"name\":\"passwd\",\"major\":231,"
 			     "\"minor\":192}]}") "}",
 		J_NICS(J_NIC) ",\"devicesDir\":\"run\"}",
+		/* A CDI spec DEL removes: only of a device ADD made, only a name of ADD's rule. */
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"mlx5_0\",\"netdev\":\"hpn0\","
+			     "\"cdiSpec\":\"alibabacloud.com-hpn-rdma-pod_ens1.json\"}") "}",
+		J_NICS(J_NIC
+		       ",\"rdma\":{\"name\":\"rxe_0123456789ab\",\"netdev\":\"hpn0\","
+		       "\"created\":true,\"cdiSpec\":\"alibabacloud.com-hpn-rdma_ens1.json\"}") "}",
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"rxe_0123456789ab\",\"netdev\":\"hpn0\","
+			     "\"created\":true,\"cdiSpec\":\"../../etc/cdi/x.json\"}") "}",
+		J_NICS(J_NIC ",\"rdma\":{\"name\":\"rxe_0123456789ab\",\"netdev\":\"hpn0\","
+			     "\"created\":true,\"cdiSpec\":7}") "}",
+		J_NICS(J_NIC) ",\"cdiDir\":\"var/run/cdi\"}",
+		J_NICS(J_NIC) ",\"cdiDir\":true}",
 		J_NICS(J_NIC ",\"rail\":{\"table\":254,\"priority\":1000}") "}",
 		J_NICS(J_NIC ",\"rail\":{\"table\":1003,\"priority\":32766}") "}",
 		J_NICS(J_NIC ",\"rail\":{\"table\":\"1003\",\"priority\":1000}") "}",
@@ -793,6 +805,9 @@ static void test_journal_nics(void)
 	j.nics[1].rdma.nodes[1] = (struct hpn_journal_node){ "uverbs3", 231, 195 };
 	j.nics[1].rdma.n_nodes = 2;
 	j.devices_dir = strdup("/run/hpn-rdma/dev");
+	/* Its CDI spec, written by ADD. */
+	strcpy(j.nics[1].rdma.cdi_spec, "alibabacloud.com-hpn-rdma-pod_ens2.json");
+	j.cdi_dir = strdup("/var/run/cdi");
 	j.nics[0].rail_table = 1003;
 	j.nics[0].rail_priority = 1000;
 	j.nics[1].rail_table = 1005;
@@ -832,6 +847,9 @@ static void test_journal_nics(void)
 	CHECK_INT_EQ(got.nics[1].rdma.nodes[1].major, 231);
 	CHECK_INT_EQ(got.nics[1].rdma.nodes[1].minor, 195);
 	CHECK_STR_EQ(got.devices_dir, "/run/hpn-rdma/dev");
+	CHECK_STR_EQ(got.nics[0].rdma.cdi_spec, "");
+	CHECK_STR_EQ(got.nics[1].rdma.cdi_spec, "alibabacloud.com-hpn-rdma-pod_ens2.json");
+	CHECK_STR_EQ(got.cdi_dir, "/var/run/cdi");
 	CHECK_INT_EQ(got.nics[0].rail_table, 1003);
 	CHECK_INT_EQ(got.nics[0].rail_priority, 1000);
 	CHECK_INT_EQ(got.nics[1].rail_table, 1005);
@@ -878,6 +896,9 @@ static void test_journal_nics(void)
 	CHECK_INT_EQ(got.nics[1].rail_table, 0);
 	CHECK_STR_EQ(got.hints_key, "pod-uid-1");
 	CHECK(got.devices_dir == NULL && got.nics[1].rdma.n_nodes == 0);
+	/* Before CDI specs: none to remove. */
+	CHECK(got.cdi_dir == NULL && !got.nics[0].rdma.cdi_spec[0] &&
+	      !got.nics[1].rdma.cdi_spec[0]);
 	hpn_journal_free(&got);
 
 	/* A journal written before version 2. */

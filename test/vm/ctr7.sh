@@ -93,7 +93,8 @@ vctr_conflist() {
 		 ifName: "hpn0", softRoce: true, logLevel: "debug", match: {pciAddresses: $p},
 		 podSelector: {annotation: "alibabacloud.com/hpn-type", value: "rdma"},
 		 stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/hints")},
-		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), required: true},
+		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), cdiDir: ($t + "/cdi"),
+			required: true},
 		 ipam: {type: "host-local", dataDir: ($t + "/ipam"), ranges: [[{subnet: "10.251.0.0/24"}]]}}]}'
 }
 
@@ -175,9 +176,35 @@ vctr_pod() {
 			{network: "POD", pid: "CONTAINER", ipc: "POD"}}}}' >"$f/$name.json"
 	mkdir -p "$VCTR_DIR/n/logs/$uid"
 	vctr_ms
+	if [[ -n ${VCTR_FAILS:-} ]]; then
+		# shellcheck disable=SC2034 # OUT is the caller's
+		! OUT=$(cri runp "$f/$name.json" 2>&1) || fail "RunPodSandbox $name succeeded: $OUT"
+		return 0
+	fi
 	VCTR_POD[$name]=$(cri runp "$f/$name.json") || fail "RunPodSandbox $name failed: $(tail -n 5 "$T/plugin.log" 2>/dev/null)"
 	vctr_ms
 	info "RunPodSandbox $name: $MS ms"
+}
+
+# vctr_pod_fails NAME ANNOTATIONS_JSON: RunPodSandbox as vctr_pod, which must
+# fail; what the runtime said in OUT.
+vctr_pod_fails() {
+	VCTR_FAILS=1 vctr_pod "$@"
+}
+
+# vctr_fail_at STEP [kill]: the node's plugin, through a wrapper, from now on
+# runs with HPN_FAIL_AT=STEP (and HPN_FAIL_KILL=1); no STEP: the plugin itself
+# again. containerd runs the plugin from its CNI bin dir at every call.
+vctr_fail_at() {
+	local wrapper=$RTN_DIR/cni/bin/hpn-rdma
+	rm -f "$wrapper"
+	if [[ -z ${1:-} ]]; then
+		ln -s "$HPN_PLUGIN" "$wrapper"
+		return
+	fi
+	printf '#!/bin/bash\nexport HPN_FAIL_AT=%q%s\nexec %q "$@"\n' "$1" \
+		"${2:+$'\n'export HPN_FAIL_KILL=1}" "$HPN_PLUGIN" >"$wrapper"
+	chmod 0755 "$wrapper"
 }
 
 # vctr_pod_pid NAME: the pause process of pod NAME (its netns is the pod's).
@@ -235,25 +262,32 @@ vctr_agent_up() {
 }
 
 # vctr_allocate ID: the kubelet's Allocate of device ID for one container, as
-# the CRI devices of CreateContainer (what the kubelet passes on).
+# the CRI devices of CreateContainer (what the kubelet passes on); the whole
+# answer in $T/alloc-ID.json, and its CDI devices, as CRI CDIDevices, in
+# $T/alloc-ID.cdi.
 vctr_allocate() {
-	"$HPN_KUBELET" allocate -socket "$VCTR_KL/device-plugins/hpn-rdma.sock" "$1" |
-		jq -c '[.[0].devices[] | {containerPath: .container, hostPath: .host, permissions}]'
+	"$HPN_KUBELET" allocate -socket "$VCTR_KL/device-plugins/hpn-rdma.sock" "$1" >"$T/alloc-$1.json" ||
+		fail "Allocate of $1 failed: $(tail -n 3 "$T/agent.log")"
+	jq -c '[.[0].cdi[] | {name: .}]' "$T/alloc-$1.json" >"$T/alloc-$1.cdi"
+	jq -c '[.[0].devices[] | {containerPath: .container, hostPath: .host, permissions}]' \
+		"$T/alloc-$1.json"
 }
 
-# vctr_ctr POD DEVICES_JSON: container "main" in pod POD, not privileged,
-# the pause image as its root with the guest's /usr, /bin, /lib, /lib64 and
-# /etc/libibverbs.d (libibverbs' provider list) read-only over it, PATH
-# through them (the image sets none), plus the CRI devices; created and started. VCTR_CTR is its ID. Timed.
+# vctr_ctr POD DEVICES_JSON [CDI_JSON]: container "main" in pod POD, not
+# privileged, the pause image as its root with the guest's /usr, /bin, /lib,
+# /lib64 and /etc/libibverbs.d (libibverbs' provider list) read-only over it,
+# PATH through them (the image sets none), plus the CRI devices and CDI
+# devices (ContainerConfig.CDI_devices, [{name}]: what a kubelet passes of
+# Allocate's cdi_devices); created and started. VCTR_CTR is its ID. Timed.
 VCTR_CTR=
 vctr_ctr() {
-	local pod=$1 f=$VCTR_DIR/n/pods/$1 mounts='[]' d
+	local pod=$1 f=$VCTR_DIR/n/pods/$1 mounts='[]' d cdi=${3:-[]}
 	for d in /usr /bin /lib /lib64 /etc/libibverbs.d; do
 		[[ -e $d ]] && mounts=$(jq -c --arg d "$d" '. + [{containerPath: $d, hostPath: $d, readonly: true}]' <<<"$mounts")
 	done
-	jq -n --argjson m "$mounts" --argjson devs "$2" --arg img "$RTN_IMAGE" '{
+	jq -n --argjson m "$mounts" --argjson devs "$2" --argjson cdi "$cdi" --arg img "$RTN_IMAGE" '{
 		metadata: {name: "main", attempt: 0}, image: {image: $img},
-		command: ["/pause"], mounts: $m, devices: $devs, logPath: "main/0.log",
+		command: ["/pause"], mounts: $m, devices: $devs, CDIDevices: $cdi, logPath: "main/0.log",
 		envs: [{key: "PATH", value: "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"}],
 		linux: {securityContext: {privileged: false}}}' >"$f.ctr.json"
 	vctr_ms

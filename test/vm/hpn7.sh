@@ -10,12 +10,13 @@ declare -A CONFS=() RES=()
 
 # hconf SELECTOR ADDR [FILTER]: a softRoce config: the device of SELECTOR (a
 # JSON object such as {"pciBusID": "0000:00:04.0"}) as hpn0, static ADDR, a
-# state dir, log and hints dir under $T; then FILTER.
+# state dir, log and hints dir under $T, agent.cdiDir $T/cdi (which no one
+# makes: no CDI spec unless a scenario makes it); then FILTER.
 hconf() {
 	jq -cn --argjson sel "$1" --arg a "$2" --arg t "$T" --arg n "$HPN7_NET" '{cniVersion: "1.0.0",
 		name: $n, type: "hpn-rdma", ifName: "hpn0", softRoce: true, logLevel: "debug",
 		stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/pods")},
-		agent: {lookup: false, deviceDir: ($t + "/devdir")},
+		agent: {lookup: false, deviceDir: ($t + "/devdir"), cdiDir: ($t + "/cdi")},
 		ipam: {type: "static", addresses: [{address: $a}]}} + $sel | '"${3:-.}"
 }
 

@@ -21,6 +21,15 @@
 #            has no /dev/infiniband, and a node it makes itself cannot be
 #            opened (EPERM: the device cgroup is real). Every pod removed: no
 #            rdma link, no journal, no device node left, the NICs back.
+#            CDI: Allocate names each pod's CDI device
+#            (alibabacloud.com/hpn-rdma=<PCI>) beside the directory; ADD
+#            writes its spec in agent.cdiDir with the made device's numbers
+#            (the nodes of the directory, rdma_cm), journalled; containerd 1.6
+#            skips the CRI CDI devices the containers get; DEL removes the
+#            spec. Through containerd: an ADD failing after the spec is
+#            written (HPN_FAIL_AT=cdi) rolls it back, one killed there leaves
+#            it to containerd's DEL, and a file not ours at its name fails
+#            ADD (naming the path) and is left as it was.
 # Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices]
 set -euo pipefail
 # shellcheck source=lib.sh
@@ -41,6 +50,42 @@ hpn0_addr() {
 	l=$(nsenter -t "$(vctr_pod_pid "$1")" -n ip -4 -o addr show dev hpn0)
 	[[ $l =~ inet\ ([0-9.]+)/ ]] || fail "no IPv4 address on hpn0 in $1: $l"
 	echo "${BASH_REMATCH[1]}"
+}
+
+# cdi_spec ID: ADD's CDI spec for NIC ID.
+cdi_spec() {
+	echo "$T/cdi/alibabacloud.com-hpn-rdma-pod_$1.json"
+}
+
+# spec_of ID DEV UVERBS MAJMIN: ADD's CDI spec for ID names device ID with
+# DEV's nodes: UVERBS first (MAJMIN, its node in Allocate's directory), then
+# umadN, then rdma_cm with the kernel's numbers; the journal names it.
+spec_of() {
+	local id=$1 s cm journal
+	[[ -f $(cdi_spec "$id") ]] || fail "ADD wrote no CDI spec for $id: $(ls -la "$T/cdi")"
+	s=$(<"$(cdi_spec "$id")")
+	read -r cm </sys/class/misc/rdma_cm/dev
+	jq_ok '.cdiVersion == "0.5.0" and .kind == "alibabacloud.com/hpn-rdma" and
+		(.devices | length) == 1 and .devices[0].name == $id and
+		(.devices[0].containerEdits.deviceNodes as $n |
+			$n[0] == {path: ("/dev/infiniband/" + $u), hostPath: ($d + "/" + $id + "/" + $u),
+				type: "c", major: ($mm | split(":")[0] | tonumber),
+				minor: ($mm | split(":")[1] | tonumber), permissions: "rw"} and
+			all($n[1:-1][]; .path | test("^/dev/infiniband/umad[0-9]+$")) and
+			$n[-1] == {path: "/dev/infiniband/rdma_cm", hostPath: "/dev/infiniband/rdma_cm",
+				type: "c", major: ($cm | split(":")[0] | tonumber),
+				minor: ($cm | split(":")[1] | tonumber), permissions: "rw"}) and
+		(.devices[0].containerEdits.env | index("HPN_RDMA_DEVICE_" +
+			($id | ascii_upcase | gsub("[^A-Z0-9]"; "_")) + "=" + $dev))' \
+		"ADD's CDI spec for $id" "$s" --arg id "$id" --arg dev "$2" --arg u "$3" --arg mm "$4" \
+		--arg cm "$cm" --arg d "$T/devdir"
+	echo "  # CDI spec of $id: $(jq -c '[.devices[0].containerEdits.deviceNodes[] |
+		"\(.path) \(.major):\(.minor)"]' <<<"$s")"
+	[[ $(stat -c %a "$(cdi_spec "$id")") == 644 ]] || fail "ADD's CDI spec is not 0644"
+	journal=$(jq -cs . "$T/state/$VCTR_NET"/*)
+	jq_ok 'any(.[]; .cdiDir == $d and any(.nics[]; .rdma.cdiSpec == $f))' \
+		"a journal names the spec for DEL" "$journal" --arg d "$T/cdi" \
+		--arg f "alibabacloud.com-hpn-rdma-pod_$id.json"
 }
 
 # node_of ID UVERBS MAJMIN: Allocate's directory for ID holds the node UVERBS
@@ -67,6 +112,11 @@ scen_devices() {
 		{containerPath: "/dev/infiniband/rdma_cm", hostPath: "/dev/infiniband/rdma_cm", permissions: "rw"}]' \
 		"Allocate for pod a (softRoce: the container's directory and rdma_cm)" "$alla" \
 		--arg d "$T/devdir" --arg id "${VM_PCIS[0]}"
+	jq_ok '.[0].cdi == ["alibabacloud.com/hpn-rdma=" + $id]' \
+		"Allocate for pod a names the CDI device ADD's spec will define" \
+		"$(<"$T/alloc-${VM_PCIS[0]}.json")" --arg id "${VM_PCIS[0]}"
+	[[ -d $T/cdi && -z $(ls -A "$T/cdi") ]] ||
+		fail "the agent made no empty CDI directory (the NICs have no RDMA device): $(ls -la "$T/cdi")"
 	allc=$(vctr_allocate "${VM_PCIS[1]}")
 	[[ -d $T/devdir/${VM_PCIS[0]} && -z $(ls -A "$T/devdir/${VM_PCIS[0]}") ]] ||
 		fail "Allocate's directory for pod a is not there, empty: $(ls -la "$T/devdir")"
@@ -78,15 +128,19 @@ scen_devices() {
 	[[ $(nsenter -t "$(vctr_pod_pid a)" -n ip -o link show hpn0) == *" link/ether ${VM_MACS[0]} "* ]] ||
 		fail "pod a's hpn0 is not the NIC the kubelet allocated to it (${VM_PCIS[0]})"
 	node_of "${VM_PCIS[0]}" "$uva" "$mma"
+	spec_of "${VM_PCIS[0]}" "$deva" "$uva" "$mma"
 	vctr_pod c "$OPT_IN"
 	vctr_rxe c
 	devc=$DEV uvc=$UVERBS
 	[[ $devc != "$deva" ]] || fail "pods a and c share $deva"
 	info "pod c: $devc on hpn0, $uvc ($MAJMIN)"
 	node_of "${VM_PCIS[1]}" "$uvc" "$MAJMIN"
+	spec_of "${VM_PCIS[1]}" "$devc" "$uvc" "$MAJMIN"
 	vctr_pod b '{}'
 
-	vctr_ctr a "$alla"
+	# With the CDI devices Allocate named, as a kubelet passes them: containerd 1.6
+	# does not know the field and takes the DeviceSpecs alone.
+	vctr_ctr a "$alla" "$(<"$T/alloc-${VM_PCIS[0]}.cdi")"
 	ctra=$VCTR_CTR
 	# The spec containerd gave runc (the shim's bundle): the expanded node,
 	# its cgroup rule, rdma_cm; not privileged (no allow-all rule, no
@@ -110,7 +164,7 @@ scen_devices() {
 		fail "ibv_devinfo -d $deva in container a: exit $RC: $OUT"
 	echo "  # container a: ibv_devinfo -d $deva: port 1 PORT_ACTIVE"
 
-	vctr_ctr c "$allc"
+	vctr_ctr c "$allc" "$(<"$T/alloc-${VM_PCIS[1]}.cdi")"
 	ctrc=$VCTR_CTR
 
 	vctr_ctr b '[]'
@@ -152,10 +206,55 @@ scen_devices() {
 	[[ -z $(compgen -G "$T/state/$VCTR_NET/*") ]] || fail "journals left: $(ls "$T/state/$VCTR_NET")"
 	[[ -z $(compgen -G "$T/devdir/*/*") ]] ||
 		fail "DEL left device nodes: $(ls -lR "$T/devdir")"
+	[[ -z $(ls -A "$T/cdi") ]] || fail "DEL left CDI specs: $(ls -la "$T/cdi")"
 	# The NICs back on the node are Healthy for the next pod: the rxe that
 	# went with DEL was the pod's, not the NIC's.
 	wait_for 10 all_healthy ||
 		fail "the agent does not list both NICs Healthy after DEL: $(last_list)"
+	cdi_failures
+}
+
+# no_leftovers WHAT: no pod's CDI spec, journal or rdma link left.
+no_leftovers() {
+	[[ ! -e $(cdi_spec "${VM_PCIS[0]}") ]] || fail "$1: the CDI spec is left"
+	[[ -z $(compgen -G "$T/state/$VCTR_NET/*") ]] || fail "$1: journals left: $(ls "$T/state/$VCTR_NET")"
+	wait_for 10 rdma_none || fail "$1: rdma links left: $(rdma link show)"
+}
+
+# Pod a again, through containerd, with its ADD failing around the CDI spec.
+cdi_failures() {
+	local f n0 n1 sum
+	f=$(cdi_spec "${VM_PCIS[0]}")
+	# Failing once the spec is written: the rollback removes it (after it was written).
+	vctr_fail_at cdi
+	n0=$(grep -c "CDI spec $f: device" "$T/plugin.log" || true)
+	vctr_pod_fails a "$OPT_IN"
+	grep -q 'injected failure after step cdi' "$T/plugin.log" ||
+		fail "ADD did not fail at the cdi step: $OUT"
+	n1=$(grep -c "CDI spec $f: device" "$T/plugin.log" || true)
+	((n1 == n0 + 1)) || fail "the failing ADD did not write the spec first ($n0 -> $n1 writes)"
+	grep -q "removed CDI spec $f" "$T/plugin.log" || fail "the rollback did not remove $f"
+	no_leftovers "ADD failing after the CDI spec"
+	info "ADD failing after the CDI spec: rolled back, spec removed"
+	# Killed there: the journal names the spec, and containerd's DEL after the failed ADD removes it.
+	vctr_fail_at cdi kill
+	vctr_pod_fails a "$OPT_IN"
+	n0=$(grep -c "CDI spec $f: device" "$T/plugin.log" || true)
+	((n0 == n1 + 1)) || fail "the killed ADD did not write the spec ($n1 -> $n0 writes)"
+	no_leftovers "ADD killed after the CDI spec, then containerd's DEL"
+	info "ADD killed after the CDI spec: containerd's DEL removed it"
+	vctr_fail_at
+	# Another writer's file at the name: ADD fails naming it, rolled back, the file untouched.
+	echo '{"cdiVersion":"0.5.0","kind":"example.com/nic","devices":[]}' >"$f"
+	sum=$(sha256sum <"$f")
+	vctr_pod_fails a "$OPT_IN"
+	[[ $OUT == *"CDI spec $f is a spec of kind "*"example.com/nic"*"not hpn-rdma's: left as it is"* ]] ||
+		fail "the runtime's error does not name the foreign spec: $OUT"
+	[[ $(sha256sum <"$f") == "$sum" ]] || fail "the foreign spec at $f was changed"
+	rm "$f"
+	no_leftovers "ADD refused for a foreign spec"
+	info "a foreign spec at ADD's name: ADD refused, the file left"
+	wait_for 10 all_healthy || fail "the NICs are not Healthy after the failed ADDs: $(last_list)"
 }
 
 # last_list: the devices of the agent's latest ListAndWatch response.

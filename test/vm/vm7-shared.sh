@@ -501,7 +501,7 @@ scen_agent() {
 		lo_up=false
 	$lo_up || fx ip link set lo up
 	"$agent" --config "$T/agent.conf" --kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" \
-		--cri-socket none --health-interval 1 --metrics-address "127.0.0.1:$AGENT_PORT" \
+		--cdi-dir "$T/cdi" --cri-socket none --health-interval 1 --metrics-address "127.0.0.1:$AGENT_PORT" \
 		2>"$T/agent.log" &
 	pid=$!
 	# shellcheck disable=SC2064 # the pid now

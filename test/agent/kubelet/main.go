@@ -45,7 +45,8 @@ const usage = `usage: hpn-kubelet COMMAND [FLAGS]
                                           the kubelet's servers (until SIGTERM);
                                           List answers after DURATION (1s, 500ms)
   allocate -socket SOCK IDS [IDS...]      Allocate, one container per IDS (a,b,c);
-                                          prints the response as JSON
+                                          prints the response as JSON (per container:
+                                          envs, devices, mounts, annotations, cdi)
   prefer -socket SOCK -available a,b -must c -size N
                                           GetPreferredAllocation; prints the IDs
   bench -socket SOCK -n N IDS             N Allocate calls, then N ListAndWatch
@@ -321,8 +322,12 @@ func allocate(args []string) int {
 				"host": d.HostPath, "permissions": d.Permissions})
 		}
 		mounts := len(cr.Mounts)
+		cdi := []string{}
+		for _, d := range cr.CdiDevices {
+			cdi = append(cdi, d.Name)
+		}
 		out = append(out, map[string]interface{}{"envs": cr.Envs, "devices": devs,
-			"mounts": mounts, "annotations": cr.Annotations})
+			"mounts": mounts, "annotations": cr.Annotations, "cdi": cdi})
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
