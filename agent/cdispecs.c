@@ -34,6 +34,7 @@ struct said {
 struct cdispecs {
 	struct cdispecs_opts o;
 	struct node *node;
+	bool hook_ok; /* o.hook names an executable */
 	struct said said[HPN_AGENT_MAX_DEVICES + 1];
 	size_t n_said;
 	/* During a sync: the IDs whose spec stays (written or kept), for the stale sweep. */
@@ -119,6 +120,11 @@ static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct
 		return ACT_REMOVE;
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", d->id);
+	if (c->hook_ok) {
+		snprintf(out->hook.path, sizeof(out->hook.path), "%s", c->o.hook);
+		snprintf(out->hook.state_dir, sizeof(out->hook.state_dir), "%s", conf->state_dir);
+		snprintf(out->hook.network, sizeof(out->hook.network), "%s", conf->name);
+	}
 	snprintf(out->ibdev, sizeof(out->ibdev), "%s", d->rdma);
 	hpn_rdma_cdevs(conf->sysfs_root, d->rdma, &cd);
 	/* uverbsN first, as Allocate lists them for libibverbs; only nodes with numbers. */
@@ -258,7 +264,15 @@ int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdis
 		return -ENOMEM;
 	c->o = *o;
 	c->node = node;
-	hpn_info("CDI: specs of kind %s in %s", HPN_CDI_KIND, o->dir);
+	c->hook_ok = o->hook && o->hook[0] && access(o->hook, X_OK) == 0;
+	if (c->hook_ok)
+		hpn_info("CDI: specs of kind %s in %s, hook %s cdi-hook", HPN_CDI_KIND, o->dir,
+			 o->hook);
+	else
+		hpn_warn("CDI: specs of kind %s in %s without the hook (--cdi-hook %s: %s): a "
+			 "container of any pod that names a device gets it",
+			 HPN_CDI_KIND, o->dir, o->hook ? o->hook : "",
+			 o->hook && o->hook[0] ? strerror(errno) : "empty");
 	cdispecs_sync(c);
 	*ret = c;
 	return 0;

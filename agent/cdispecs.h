@@ -19,6 +19,7 @@ struct node;
 struct cdispecs_opts {
 	const char *dir;      /* --cdi-dir, made if missing */
 	const char *dev_root; /* --dev-root: the host side of the device nodes */
+	const char *hook;     /* --cdi-hook: the hpn-rdma binary (empty, unusable: none) */
 };
 
 struct cdispecs;

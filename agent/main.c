@@ -44,6 +44,7 @@
 #define DEFAULT_CNI_PATH "/opt/cni/bin"
 #define DEFAULT_GPU_RES	 "nvidia.com/gpu"
 #define DEFAULT_GPU_DRV	 "gpu.nvidia.com"
+#define DEFAULT_CDI_HOOK DEFAULT_CNI_PATH "/hpn-rdma"
 #define DEFAULT_POLL_S	 10
 #define STOP_GRACE_S	 6
 #define WORKER_GRACE_MS	 3000
@@ -70,6 +71,10 @@ static const char usage[] =
 	"  --cdi-dir DIR        keep a CDI spec of each pool NIC with an RDMA device\n"
 	"                       there, and name it in Allocate's answer (default: the\n"
 	"                       entry's agent.cdiDir, " HPN_DEFAULT_CDI_DIR "; empty: no CDI)\n"
+	"  --cdi-hook PATH      the hpn-rdma binary each spec names as its createRuntime\n"
+	"                       hook (hpn-rdma cdi-hook: only the pod that holds the NIC\n"
+	"                       gets its device; default " DEFAULT_CDI_HOOK "; empty,\n"
+	"                       or not executable: specs without it, said once)\n"
 	"  --gpu-resource NAMES the device plugin resources whose IDs are a pod's GPUs,\n"
 	"                       comma-separated (default " DEFAULT_GPU_RES "; empty: none);\n"
 	"                       the lookup answers them to the CNI\n"
@@ -108,6 +113,7 @@ struct opts {
 	const char *config_path;
 	const char *lookup_path; /* NULL: the entry's agent.socket */
 	const char *cdi_dir;	 /* NULL: the entry's agent.cdiDir; "": off */
+	const char *cdi_hook;	 /* the hpn-rdma binary the specs name as their hook */
 	const char *metrics_address;
 	const char *gpu_resources, *gpu_driver;
 	int poll_s;
@@ -213,6 +219,12 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'd':
 		o->dp.dev_root = v;
 		return true;
+	case 'J':
+		o->cdi_hook = v;
+		if (!v[0] || (v[0] == '/' && strlen(v) < sizeof(((struct hpn_cdi_hook *)0)->path)))
+			return true;
+		fprintf(stderr, "hpn-rdma-agent: --cdi-hook must be an absolute path, or empty\n");
+		return false;
 	case 'I':
 		o->cdi_dir = v;
 		if (!v[0] || (v[0] == '/' && strlen(v) <= HPN_CDI_DIR_MAX && !strstr(v, "/../")))
@@ -325,6 +337,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "poll-interval", required_argument, NULL, 'p' },
 		{ "dev-root", required_argument, NULL, 'd' },
 		{ "cdi-dir", required_argument, NULL, 'I' },
+		{ "cdi-hook", required_argument, NULL, 'J' },
 		{ "gpu-resource", required_argument, NULL, 'U' },
 		{ "gpu-driver", required_argument, NULL, 'D' },
 		{ "metrics-address", required_argument, NULL, 'M' },
@@ -559,10 +572,11 @@ static int start(struct agent *a, struct opts *o)
 	else if (o->cdi_dir)
 		snprintf(a->cdi_dir, sizeof(a->cdi_dir), "%s", o->cdi_dir);
 	if (a->cdi_dir[0]) {
-		r = cdispecs_start(
-			&a->node,
-			&(struct cdispecs_opts){ .dir = a->cdi_dir, .dev_root = o->dp.dev_root },
-			&a->cdi);
+		r = cdispecs_start(&a->node,
+				   &(struct cdispecs_opts){ .dir = a->cdi_dir,
+							    .dev_root = o->dp.dev_root,
+							    .hook = o->cdi_hook },
+				   &a->cdi);
 		if (r < 0) {
 			hpn_err_set(&err, HPN_E_INTERNAL, -r, "CDI specs: %s", strerror(-r));
 			goto fail;
@@ -612,6 +626,7 @@ int main(int argc, char **argv)
 		.metrics_address = DEFAULT_METRICS,
 		.gpu_resources = DEFAULT_GPU_RES,
 		.gpu_driver = DEFAULT_GPU_DRV,
+		.cdi_hook = DEFAULT_CDI_HOOK,
 		.dp = { .kubelet_dir = DEFAULT_KUBELET,
 			.resource = DEFAULT_RESOURCE,
 			.endpoint = DEFAULT_ENDPOINT,

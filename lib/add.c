@@ -638,7 +638,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 		if (r > 0) {
 			r = journal_step(a, a->j.phase, err);
 			if (r == 0)
-				r = hpn_soft_cdi_write(&a->j, i, &bind[i].cdevs, err);
+				r = hpn_soft_cdi_write(&a->j, i, &bind[i].cdevs, conf, err);
 			if (r == 0)
 				r = fault("cdi", err);
 		}

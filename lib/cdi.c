@@ -148,6 +148,19 @@ char *hpn_cdi_render(const struct hpn_cdi_dev *d)
 		cJSON_AddNumberToObject(o, "minor", n->minor);
 		cJSON_AddStringToObject(o, "permissions", "rw");
 	}
+	if (d->hook.path[0]) {
+		const char *argv[] = { "hpn-rdma",    "cdi-hook",
+				       "--state-dir", d->hook.state_dir,
+				       "--network",   d->hook.network,
+				       d->id };
+		cJSON *hooks = cJSON_AddArrayToObject(edits, "hooks"), *h = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(hooks, h);
+		cJSON_AddStringToObject(h, "hookName", "createRuntime");
+		cJSON_AddStringToObject(h, "path", d->hook.path);
+		cJSON_AddItemToObject(h, "args",
+				      cJSON_CreateStringArray(argv, HPN_ARRAY_SIZE(argv)));
+	}
 	text = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (!text)

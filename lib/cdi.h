@@ -54,6 +54,17 @@ struct hpn_cdi_dev {
 	char ibdev[HPN_IBDEV_MAX]; /* its RDMA device, for the env; may be empty */
 	struct hpn_cdi_node nodes[HPN_CDI_NODES_MAX];
 	size_t n_nodes;
+	/*
+	 * The createRuntime hook the spec names, `<path> cdi-hook --state-dir
+	 * <state_dir> --network <network> <id>` (lib/cdihook.h): the runtime gives
+	 * the device only to a container of the pod that holds the NIC. path
+	 * empty: no hook.
+	 */
+	struct hpn_cdi_hook {
+		char path[256];
+		char state_dir[256];
+		char network[128];
+	} hook;
 };
 
 /*

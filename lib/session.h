@@ -162,11 +162,13 @@ int hpn_soft_nodes_make(const struct hpn_journal *j, size_t i, struct hpn_err *e
 int hpn_soft_cdi_plan(struct hpn_journal *j, size_t i, const char *cdi_dir, struct hpn_err *err);
 /*
  * Writes NIC i's CDI spec: the made device's character devices cd (as the
- * pod sees them: uverbsN first, umadN, rdma_cm) with the kernel's numbers.
- * A file there that is not ours fails it (code 5, naming the path).
+ * pod sees them: uverbsN first, umadN, rdma_cm) with the kernel's numbers,
+ * and this binary as its hook (hpn-rdma cdi-hook, conf's stateDir and
+ * network: only the pod's own containers get it). A file there that is not
+ * ours fails it (code 5, naming the path).
  */
 int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_rdma_cdevs *cd,
-		       struct hpn_err *err);
+		       const struct hpn_conf *conf, struct hpn_err *err);
 /*
  * Undo: removes every NIC's journalled CDI spec that is still ours (another
  * writer's file at the name is left, with a warning); before any device goes,

@@ -254,12 +254,26 @@ static void cdi_node(struct hpn_cdi_dev *out, const struct hpn_rdma_cdev *c, con
 }
 
 int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_rdma_cdevs *cd,
-		       struct hpn_err *err)
+		       const struct hpn_conf *conf, struct hpn_err *err)
 {
 	const struct hpn_journal_nic *n = &j->nics[i];
 	struct hpn_cdi_dev d = { 0 };
 	char made[PATH_MAX] = "";
+	ssize_t len;
 	int r;
+
+	/* The hook is this binary, as the runtime that ran it found it. */
+	len = readlink("/proc/self/exe", d.hook.path, sizeof(d.hook.path) - 1);
+	if (len <= 0 || (size_t)len >= sizeof(d.hook.path) - 1 ||
+	    strlen(conf->state_dir) >= sizeof(d.hook.state_dir) ||
+	    strlen(conf->name) >= sizeof(d.hook.network))
+		return hpn_err_set(err, HPN_E_INTERNAL, ENAMETOOLONG,
+				   "the CDI hook of \"%s\": this binary's path, stateDir or the "
+				   "network name is too long",
+				   n->pod_ifname);
+	d.hook.path[len] = '\0';
+	memcpy(d.hook.state_dir, conf->state_dir, strlen(conf->state_dir) + 1);
+	memcpy(d.hook.network, conf->name, strlen(conf->name) + 1);
 
 	hpn_alloc_journal_id(n, d.id);
 	snprintf(d.ibdev, sizeof(d.ibdev), "%s", n->rdma.name);

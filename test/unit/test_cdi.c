@@ -191,6 +191,35 @@ static void test_content(void)
 	text = hpn_cdi_render(&d);
 	CHECK_STR_LACKS(text, "HPN_RDMA_DEVICE_");
 	CHECK_STR_HAS(text, "HPN_RDMA_UVERBS_0000_AF_00_1=/dev/infiniband/uverbs1");
+	CHECK_STR_LACKS(text, "hooks");
+	free(text);
+
+	/* With a hook: createRuntime, the binary, and the arguments cdi-hook reads. */
+	strcpy(d.hook.path, "/opt/cni/bin/hpn-rdma");
+	strcpy(d.hook.state_dir, "/run/hpn-rdma/state");
+	strcpy(d.hook.network, "hpn-containerd");
+	text = hpn_cdi_render(&d);
+	root = cJSON_Parse(text);
+	{
+		const cJSON *h = cJSON_GetArrayItem(
+			cJSON_GetObjectItem(
+				cJSON_GetObjectItem(
+					cJSON_GetArrayItem(cJSON_GetObjectItem(root, "devices"), 0),
+					"containerEdits"),
+				"hooks"),
+			0);
+		char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(h, "args"));
+
+		CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(h, "hookName")),
+			     "createRuntime");
+		CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(h, "path")),
+			     "/opt/cni/bin/hpn-rdma");
+		CHECK_STR_EQ(args,
+			     "[\"hpn-rdma\",\"cdi-hook\",\"--state-dir\",\"/run/hpn-rdma/state\","
+			     "\"--network\",\"hpn-containerd\",\"0000:af:00.1\"]");
+		free(args);
+	}
+	cJSON_Delete(root);
 	free(text);
 }
 
