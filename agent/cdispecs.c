@@ -105,9 +105,10 @@ static bool dir_ready(struct cdispecs *c)
 
 /*
  * What d's spec should be: written with d's character devices (out), kept
- * as it is (a NIC moved into a pod whose device the host no longer sees,
- * exclusive mode), or removed (no device, gone, an ID CDI cannot name, or
- * ADD's own spec for it there: the runtime must never see a name twice).
+ * as it is (a NIC moved into a pod whose device the host no longer sees or
+ * names: exclusive mode, or a journal that names none), or removed (no
+ * device, gone, an ID CDI cannot name, or ADD's own spec for it there: the
+ * runtime must never see a name twice).
  */
 static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct hpn_cdi_dev *out)
 {
@@ -115,9 +116,11 @@ static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct
 	struct hpn_rdma_cdevs cd;
 	bool verbs = false;
 
-	if (d->gone || !d->rdma[0] || !hpn_cdi_id_valid(d->id) ||
-	    hpn_cdi_present(c->o.dir, HPN_CDI_POD, d->id))
+	if (d->gone || !hpn_cdi_id_valid(d->id) || hpn_cdi_present(c->o.dir, HPN_CDI_POD, d->id))
 		return ACT_REMOVE;
+	/* In a pod, with a device the host cannot name: the spec made while it was here stays. */
+	if (!d->rdma[0])
+		return d->held ? ACT_KEEP : ACT_REMOVE;
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", d->id);
 	if (c->hook_ok) {

@@ -46,6 +46,8 @@ mk_fake_rdma() {
 	echo rnic1 >"$ib/ports/1/gid_attrs/ndevs/0"
 	echo "RoCE v2" >"$ib/ports/1/gid_attrs/types/0"
 	echo mlx5_1 >"$S/class/infiniband_verbs/uverbs1/ibdev"
+	echo 231:193 >"$S/class/infiniband_verbs/uverbs1/dev"	# the numbers CDI specs carry
+	echo 10:250 >"$S/class/misc/rdma_cm/dev"
 	mknod -m 0666 "$T/dev/infiniband/uverbs1" c 231 193
 	mknod -m 0666 "$T/dev/infiniband/rdma_cm" c 10 250
 }
@@ -70,8 +72,9 @@ rt_conflist | jq -c --arg s "$S" --arg a "$T/agent.sock" --arg c "$T/cdi" '.plug
 	if .type == "hpn-rdma" then .sysfsRoot = $s | .agent = {socket: $a, cdiDir: $c} else . end)' \
 	>"$T/agent.conflist"
 for ((i = 0; i < 100; i++)); do [[ -S $KL/device-plugins/kubelet.sock ]] && break; sleep 0.05; done
+# CDI: the node's spec dir (1.7 and 2.1 read it), the plugin as the specs' hook.
 rtn_in "$HPN_AGENT" --config "$T/agent.conflist" --kubelet-dir "$KL" --dev-root "$T/dev" \
-	--poll-interval 1 2>"$T/agent.log" &
+	--cdi-dir "$RTN_CDI_DIR" --cdi-hook "$HPN_PLUGIN" --poll-interval 1 2>"$T/agent.log" &
 AGENT_PID=$!
 for ((i = 0; i < 200; i++)); do
 	grep -q '"event":"list"' "$T/kubelet.events" 2>/dev/null && break
@@ -84,24 +87,34 @@ rtn_conflist "$(rt_conflist | jq -c --arg a "$T/agent.sock" '.plugins |= map(
 	if .type == "hpn-rdma" then .agent = {socket: $a, required: true} else . end)')"
 rtn_wait_network "$NET"
 
-# ctr_with POD_ID POD_NAME DEVICES_JSON ENVS_JSON: container "main" as
-# rt_container makes it, plus CRI devices and envs (what the kubelet takes
-# from Allocate's ContainerAllocateResponse). Prints its ID.
+# ctr_with POD_ID POD_NAME DEVICES_JSON ENVS_JSON [CDI_JSON]: container "main"
+# as rt_container makes it, plus CRI devices, envs and CDI devices (what the
+# kubelet takes from Allocate's ContainerAllocateResponse). Prints its ID.
 ctr_with() {
-	local pod=$1 name=$2 devs=$3 envs=$4 mounts='[]' d id
+	try_ctr "$@" || fail "CreateContainer in $2 failed: $(<"$T/create.err")"
+	echo "$OUT"
+}
+
+# try_ctr as ctr_with: sets OUT (the container's ID, once created) and
+# returns non-zero, the runtime's error in $T/create.err, when CreateContainer
+# or StartContainer fails (containerd runs runc, and so the OCI hooks, at
+# StartContainer).
+try_ctr() {
+	local pod=$1 name=$2 devs=$3 envs=$4 cdi=${5:-'[]'} mounts='[]' d id
 	for d in /usr /bin /lib /lib64; do
 		[[ -e $d ]] || continue
 		mounts=$(jq -c --arg d "$d" '. + [{containerPath: $d, hostPath: $d, readonly: true}]' <<<"$mounts")
 	done
 	jq -n --argjson m "$mounts" --argjson devs "$devs" --argjson envs "$envs" \
-		--arg img "$RTN_IMAGE" '{
+		--argjson cdi "$cdi" --arg img "$RTN_IMAGE" '{
 		metadata: {name: "main", attempt: 0}, image: {image: $img},
 		command: ["/pause"], envs: $envs, mounts: $m, devices: $devs,
-		logPath: "main/0.log"}' >"$T/pods/$name.ctr.json"
-	id=$(cri create "$pod" "$T/pods/$name.ctr.json" "$T/pods/$name.json") ||
-		fail "CreateContainer in $name failed"
-	cri start "$id" || fail "StartContainer $id failed"
-	echo "$id"
+		CDI_devices: [$cdi[] | {name: .}], logPath: "main/0.log"}' >"$T/pods/$name.ctr.json"
+	OUT=
+	id=$(cri create "$pod" "$T/pods/$name.ctr.json" "$T/pods/$name.json" 2>"$T/create.err") ||
+		return 1
+	OUT=$id
+	cri start "$id" 2>"$T/create.err"
 }
 
 # open_errno ID PATH: the errno name of opening PATH read-write in the container.
@@ -167,6 +180,65 @@ allocated_devices() {
 	ip -n "$RTN_NS" link show rnic1 >/dev/null 2>&1 || fail "rnic1 did not come back"
 }
 
+# The kubelet of 1.32+ passes a device plugin's CDI devices only in CRI's
+# CDI_devices: on 1.7 and 2.1 the container created with nothing else has
+# rnic1's nodes (the agent's spec, resolved by containerd at CreateContainer),
+# its env, and may open them; a container of another pod naming the same
+# device is refused by the spec's hook (hpn-rdma cdi-hook) with a message
+# naming the pod that holds the NIC, and nothing of it is left. 1.6 reads no
+# CDI_devices: the container has no node.
+cdi_devices() {
+	local alloc cdi spec id ctr got other
+	alloc=$("$HPN_KUBELET" allocate -socket "$KL/device-plugins/hpn-rdma.sock" rnic1)
+	jq_ok '.[0].cdi == ["alibabacloud.com/hpn-rdma=rnic1"]' "Allocate names rnic1's CDI device" "$alloc"
+	cdi=$(jq -c '.[0].cdi' <<<"$alloc")
+	spec=$RTN_CDI_DIR/alibabacloud.com-hpn-rdma_rnic1.json
+	jq_ok '.kind == "alibabacloud.com/hpn-rdma" and .devices[0].name == "rnic1" and
+		(.devices[0].containerEdits.deviceNodes | map(.path)) ==
+			["/dev/infiniband/uverbs1", "/dev/infiniband/rdma_cm"] and
+		.devices[0].containerEdits.hooks[0].hookName == "createRuntime" and
+		.devices[0].containerEdits.hooks[0].path == $p' \
+		"the agent's spec for rnic1, with its hook" "$(cat "$spec")" --arg p "$HPN_PLUGIN"
+
+	rt_pod rdma-pod "$OPT_IN"
+	id=$(runp rdma-pod)
+	ctr=$(ctr_with "$id" rdma-pod '[]' '[]' "$cdi")
+	if [[ $RTN_CTRD == 1.6 ]]; then
+		in_ctr "$ctr" test ! -e /dev/infiniband/uverbs1 ||
+			fail "containerd 1.6 resolved a CDI device (it has no CDI)"
+	else
+		got=$(in_ctr "$ctr" stat -c '%F %t:%T' /dev/infiniband/uverbs1 /dev/infiniband/rdma_cm)
+		[[ $got == $'character special file e7:c1\ncharacter special file a:fa' ]] ||
+			fail "the container's CDI device nodes are not the spec's: $got"
+		got=$(open_errno "$ctr" /dev/infiniband/uverbs1)
+		[[ $got == ENXIO || $got == ENODEV ]] ||
+			fail "opening the CDI device uverbs1 in the container: $got (the cgroup must let it reach the kernel)"
+		[[ $(in_ctr "$ctr" printenv HPN_RDMA_DEVICE_RNIC1) == mlx5_1 ]] ||
+			fail "the container lacks the spec's env"
+
+		# Another pod's container naming rnic1's device: refused by the hook.
+		rt_pod thief '{}'
+		other=$(runp thief)
+		if try_ctr "$other" thief '[]' '[]' "$cdi"; then
+			fail "a container of pod thief was given rnic1's device, which pod rdma-pod holds"
+		fi
+		grep -q "attached to pod hpnr/rdma-pod, not to this container's pod" "$T/create.err" ||
+			fail "the container in thief failed, but not with the hook's message: $(<"$T/create.err")"
+		info "thief refused: $(grep -o 'hpn-rdma: NIC.*' "$T/create.err" | head -n 1 | cut -c1-160)"
+		# Never ran: no process of it; the kubelet removes it, as here.
+		jq_ok '[.containers[] | select(.podSandboxId == $p) | .state] - ["CONTAINER_CREATED",
+			"CONTAINER_EXITED"] == []' "the refused container never ran" "$(cri ps)" --arg p "$other"
+		[[ -z $OUT ]] || cri rm "$OUT" || fail "RemoveContainer of the refused container failed"
+		stop_remove "$other"
+	fi
+	cri stop "$ctr" || fail "StopContainer failed"
+	cri rm "$ctr" || fail "RemoveContainer failed"
+	stop_remove "$id"
+	ip -n "$RTN_NS" link show rnic1 >/dev/null 2>&1 || fail "rnic1 did not come back"
+}
+
 scenario "a pod's container gets Allocate's devices, not privileged; without the resource, EPERM" \
 	allocated_devices
+scenario "CDI: the kubelet's CDI_devices alone give the device; another pod's container is refused" \
+	cdi_devices
 rt_done
