@@ -85,7 +85,7 @@ vctr_cgroup() {
 vctr_conflist() {
 	local pcis
 	pcis=$(printf '%s\n' "$@" | jq -Rsc 'split("\n") | map(select(. != ""))')
-	jq -cn --arg n "$VCTR_NET" --arg t "$T" --argjson p "$pcis" '{cniVersion: "1.0.0", name: $n,
+	jq -cn --arg n "$VCTR_NET" --arg t "$T" --arg cdi "$RTN_CDI_DIR" --argjson p "$pcis" '{cniVersion: "1.0.0", name: $n,
 		plugins: [
 		{type: "bridge", bridge: "hpnvbr0", isGateway: true, ipMasq: false,
 		 ipam: {type: "host-local", dataDir: ($t + "/ipam"), ranges: [[{subnet: "10.250.0.0/24"}]]}},
@@ -93,7 +93,7 @@ vctr_conflist() {
 		 ifName: "hpn0", softRoce: true, logLevel: "debug", match: {pciAddresses: $p},
 		 podSelector: {annotation: "alibabacloud.com/hpn-type", value: "rdma"},
 		 stateDir: ($t + "/state"), logFile: ($t + "/plugin.log"), nccl: {dir: ($t + "/hints")},
-		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), cdiDir: ($t + "/cdi"),
+		 agent: {socket: ($t + "/agent.sock"), deviceDir: ($t + "/devdir"), cdiDir: $cdi,
 			required: true},
 		 ipam: {type: "host-local", dataDir: ($t + "/ipam"), ranges: [[{subnet: "10.251.0.0/24"}]]}}]}'
 }

@@ -30,7 +30,16 @@
 #            written (HPN_FAIL_AT=cdi) rolls it back, one killed there leaves
 #            it to containerd's DEL, and a file not ours at its name fails
 #            ADD (naming the path) and is left as it was.
-# Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices]
+#  cdi21     the same node under containerd 2.1 (forky's, from the runtime
+#            tier's cache, with its CNI plugins 1.9), which resolves CDI: pod
+#            a's container, created with only the CDI device Allocate named,
+#            has its own rxe's uverbsN and rdma_cm from ADD's spec (ibv_devinfo:
+#            PORT_ACTIVE); pod b's container naming a's device is refused at
+#            StartContainer by the spec's hook (hpn-rdma cdi-hook, naming pod
+#            a) and never runs; DEL removes the spec.
+# The node's CDI directory is containerd's cdi_spec_dirs (node.sh) and the
+# network's agent.cdiDir.
+# Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices|cdi21]
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -54,7 +63,7 @@ hpn0_addr() {
 
 # cdi_spec ID: ADD's CDI spec for NIC ID.
 cdi_spec() {
-	echo "$T/cdi/alibabacloud.com-hpn-rdma-pod_$1.json"
+	echo "$RTN_CDI_DIR/alibabacloud.com-hpn-rdma-pod_$1.json"
 }
 
 # spec_of ID DEV UVERBS MAJMIN: ADD's CDI spec for ID names device ID with
@@ -62,7 +71,7 @@ cdi_spec() {
 # umadN, then rdma_cm with the kernel's numbers; the journal names it.
 spec_of() {
 	local id=$1 s cm journal
-	[[ -f $(cdi_spec "$id") ]] || fail "ADD wrote no CDI spec for $id: $(ls -la "$T/cdi")"
+	[[ -f $(cdi_spec "$id") ]] || fail "ADD wrote no CDI spec for $id: $(ls -la "$RTN_CDI_DIR")"
 	s=$(<"$(cdi_spec "$id")")
 	read -r cm </sys/class/misc/rdma_cm/dev
 	jq_ok '.cdiVersion == "0.5.0" and .kind == "alibabacloud.com/hpn-rdma" and
@@ -84,7 +93,7 @@ spec_of() {
 	[[ $(stat -c %a "$(cdi_spec "$id")") == 644 ]] || fail "ADD's CDI spec is not 0644"
 	journal=$(jq -cs . "$T/state/$VCTR_NET"/*)
 	jq_ok 'any(.[]; .cdiDir == $d and any(.nics[]; .rdma.cdiSpec == $f))' \
-		"a journal names the spec for DEL" "$journal" --arg d "$T/cdi" \
+		"a journal names the spec for DEL" "$journal" --arg d "$RTN_CDI_DIR" \
 		--arg f "alibabacloud.com-hpn-rdma-pod_$id.json"
 }
 
@@ -115,8 +124,8 @@ scen_devices() {
 	jq_ok '.[0].cdi == ["alibabacloud.com/hpn-rdma=" + $id]' \
 		"Allocate for pod a names the CDI device ADD's spec will define" \
 		"$(<"$T/alloc-${VM_PCIS[0]}.json")" --arg id "${VM_PCIS[0]}"
-	[[ -d $T/cdi && -z $(ls -A "$T/cdi") ]] ||
-		fail "the agent made no empty CDI directory (the NICs have no RDMA device): $(ls -la "$T/cdi")"
+	[[ -d $RTN_CDI_DIR && -z $(ls -A "$RTN_CDI_DIR") ]] ||
+		fail "the agent made no empty CDI directory (the NICs have no RDMA device): $(ls -la "$RTN_CDI_DIR")"
 	allc=$(vctr_allocate "${VM_PCIS[1]}")
 	[[ -d $T/devdir/${VM_PCIS[0]} && -z $(ls -A "$T/devdir/${VM_PCIS[0]}") ]] ||
 		fail "Allocate's directory for pod a is not there, empty: $(ls -la "$T/devdir")"
@@ -206,7 +215,7 @@ scen_devices() {
 	[[ -z $(compgen -G "$T/state/$VCTR_NET/*") ]] || fail "journals left: $(ls "$T/state/$VCTR_NET")"
 	[[ -z $(compgen -G "$T/devdir/*/*") ]] ||
 		fail "DEL left device nodes: $(ls -lR "$T/devdir")"
-	[[ -z $(ls -A "$T/cdi") ]] || fail "DEL left CDI specs: $(ls -la "$T/cdi")"
+	[[ -z $(ls -A "$RTN_CDI_DIR") ]] || fail "DEL left CDI specs: $(ls -la "$RTN_CDI_DIR")"
 	# The NICs back on the node are Healthy for the next pod: the rxe that
 	# went with DEL was the pod's, not the NIC's.
 	wait_for 10 all_healthy ||
@@ -272,4 +281,51 @@ all_healthy() {
 	[[ $l == *'"health":"Healthy"'* && $l != *'"health":"Unhealthy"'* ]]
 }
 
-run_scenarios devices
+scen_cdi21() {
+	local deva uva mma ctra out id
+	rtn_use 2.1
+	trap 'vctr_down; rtn_use 1.6' EXIT
+	vctr_up
+	vctr_agent_up "$(jq -cn --arg a "${VM_PCIS[0]}" '[{namespace: "hpnv", name: "a",
+		containers: [{name: "main", devices: [{resource: "rdma/hpn", ids: [$a]}]}]}]')"
+	vctr_allocate "${VM_PCIS[0]}" >/dev/null
+	vctr_pod a "$OPT_IN"
+	vctr_rxe a
+	deva=$DEV uva=$UVERBS mma=$MAJMIN
+	spec_of "${VM_PCIS[0]}" "$deva" "$uva" "$mma"
+	jq_ok '.devices[0].containerEdits.hooks == [{hookName: "createRuntime", path: $p,
+		args: ["hpn-rdma", "cdi-hook", "--state-dir", ($t + "/state"), "--network", $n, $id]}]' \
+		"ADD's spec names the plugin as its hook" "$(<"$(cdi_spec "${VM_PCIS[0]}")")" \
+		--arg p "$HPN_PLUGIN" --arg t "$T" --arg n "$VCTR_NET" --arg id "${VM_PCIS[0]}"
+	# Only the CDI device: no DeviceSpecs, as a kubelet of 1.32+ passes them.
+	vctr_ctr a '[]' "$(<"$T/alloc-${VM_PCIS[0]}.cdi")"
+	ctra=$VCTR_CTR
+	vctr_exec "$ctra" stat -c '%n %t:%T' "/dev/infiniband/$uva" /dev/infiniband/rdma_cm
+	printf -v out '%x:%x' "${mma%:*}" "${mma#*:}"
+	((RC == 0)) && [[ $OUT == "/dev/infiniband/$uva $out"* ]] ||
+		fail "container a has not its device from the CDI spec: $OUT"
+	vctr_exec "$ctra" ibv_devinfo -d "$deva"
+	((RC == 0)) && [[ $OUT == *"PORT_ACTIVE"* ]] ||
+		fail "ibv_devinfo -d $deva in container a (CDI only): exit $RC: $OUT"
+	echo "  # container a (CDI only): /dev/infiniband/$uva $mma, ibv_devinfo -d $deva: PORT_ACTIVE"
+	# Pod b's container naming a's device: the hook refuses it.
+	vctr_pod b '{}'
+	jq -n --arg img "$RTN_IMAGE" --argjson cdi "$(<"$T/alloc-${VM_PCIS[0]}.cdi")" '{
+		metadata: {name: "main", attempt: 0}, image: {image: $img}, command: ["/pause"],
+		CDIDevices: $cdi, logPath: "main/0.log"}' >"$VCTR_DIR/n/pods/b.ctr.json"
+	id=$(cri create "${VCTR_POD[b]}" "$VCTR_DIR/n/pods/b.ctr.json" "$VCTR_DIR/n/pods/b.json") ||
+		fail "CreateContainer in b failed (the refusal comes at StartContainer)"
+	! out=$(cri start "$id" 2>&1) || fail "pod b's container was given pod a's device"
+	[[ $out == *"attached to pod hpnv/a, not to this container's pod"* ]] ||
+		fail "pod b's container failed, but not with the hook's message: $out"
+	echo "  # container b naming a's device: ${out##*stderr: }"
+	cri rm "$id" || fail "RemoveContainer of b's refused container failed"
+	cri stop "$ctra" && cri rm "$ctra" || fail "StopContainer/RemoveContainer of a failed"
+	for id in b a; do
+		cri stopp "${VCTR_POD[$id]}" && cri rmp "${VCTR_POD[$id]}" || fail "stop/remove of pod $id failed"
+	done
+	wait_for 10 rdma_none || fail "rdma links left: $(rdma link show)"
+	[[ -z $(ls -A "$RTN_CDI_DIR") ]] || fail "DEL left CDI specs: $(ls -la "$RTN_CDI_DIR")"
+}
+
+run_scenarios devices cdi21
