@@ -309,21 +309,6 @@ static int open_dir(const char *dir, int *ret, struct hpn_err *err)
 	return 0;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		data += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * tmp (a fresh file of ours) renamed to file: over nothing when nothing was
  * there (RENAME_NOREPLACE: what appeared meanwhile is not replaced), over
@@ -377,7 +362,7 @@ static int write_spec(const char *dir, const char *file, const char *id, const c
 		return hpn_err_set(err, HPN_E_IO, errno, "create %s/%s: %s", dir, tmp,
 				   strerror(errno));
 	/* Exactly 0644 whatever the umask: the runtime reads it, as root or not. */
-	r = write_all(fd, text, len);
+	r = hpn_write_all(fd, text, len);
 	if (r == 0 && fchmod(fd, SPEC_MODE) < 0)
 		r = -errno;
 	if (r == 0 && fsync(fd) < 0)

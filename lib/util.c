@@ -215,7 +215,7 @@ int hpn_mkdir_p(const char *path, mode_t mode)
 	}
 }
 
-static int write_all(int fd, const char *data, size_t len)
+int hpn_write_all(int fd, const char *data, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, data, len);
@@ -239,7 +239,7 @@ static int write_all(int fd, const char *data, size_t len)
 static int tmp_finish(int fd, int dfd, const char *tmp, const char *name, const char *data,
 		      size_t len, mode_t mode, bool durable)
 {
-	int r = write_all(fd, data, len);
+	int r = hpn_write_all(fd, data, len);
 
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;

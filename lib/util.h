@@ -109,6 +109,8 @@ int hpn_read_file(const char *path, size_t max, char **ret, size_t *ret_len, str
  * and mode (path itself), whatever the umask; what exists is left as it is.
  */
 int hpn_mkdir_p(const char *path, mode_t mode);
+/* All of data to fd, through short writes and EINTR: 0 or -errno. */
+int hpn_write_all(int fd, const char *data, size_t len);
 /*
  * Replaces dfd/name with data atomically: a fresh dfd/tmp (never written
  * through a symlink or an earlier file), exactly mode, data, rename. Atomic
