@@ -217,7 +217,7 @@ soft_roce_refused() {
 	fi
 	# STATUS says the same, with code 50.
 	run_plugin STATUS "$(net_conf 1.1.0 'del(.rdmaRequired) | .softRoce = true | .device = "nic0"')"
-	expect_err 50 "STATUS with softRoce" '^softRoce: Soft-RoCE in a pod netns needs '
+	expect_err 50 "STATUS with softRoce" '^hpn-rdma: softRoce: Soft-RoCE in a pod netns needs '
 	for w in "${want[@]}"; do
 		jq_ok '.msg | contains($w)' "STATUS names '$w'" "$OUT" --arg w "$w"
 	done

@@ -186,7 +186,7 @@ expect_err 108 "softRoce on 6.1" \
 	"Soft-RoCE in a pod netns needs Linux 7\\.1 or later \\(before it, every rxe device sends from the initial netns; this kernel is $(uname -r | sed 's/[.+]/\\&/g')\\)( |\$)"
 restored "after the refused softRoce ADD"
 run_plugin STATUS "$(conf "$nic1" '.softRoce = true | .cniVersion = "1.1.0"')"
-expect_err 50 "STATUS with softRoce on 6.1" '^softRoce: Soft-RoCE in a pod netns needs Linux 7\.1'
+expect_err 50 "STATUS with softRoce on 6.1" '^hpn-rdma: softRoce: Soft-RoCE in a pod netns needs Linux 7\.1'
 run_plugin ADD "$(conf mv0 '.softRoce = true')"
 expect_result "softRoce on 6.1, macvlan of rxe0: the parent's device, as before"
 jq_ok '.rdma[0].device == "rxe0"' "softRoce does not replace a device that serves"
