@@ -85,7 +85,8 @@ mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM
 MAP=(--map "/opt/cni/bin=$CNIBIN" --map "/etc/cni/net.d=$CNICONF" --map "/var/lib/kubelet=$KL"
 	--map "/run/hpn-rdma=$RUNDIR" --map "/var/lib/cni/hpn-rdma=$STATE"
 	--map "/var/lib/cni/networks=$IPAM" --map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma
-	--map "/run/containerd/containerd.sock=$RTN_SOCK" --map "/var/run/netns=$T/netns")
+	--map "/run/containerd/containerd.sock=$RTN_SOCK" --map "/var/run/netns=$T/netns"
+	--map "/var/run/cdi=$RTN_CDI_DIR")
 KUBECONFIG_HOST=$CNICONF/hpn-rdma.d/hpn-rdma.kubeconfig
 
 # The plugin's loader is /opt/hpn-rdma/<id>/lib/ld-linux*: the node sees the
