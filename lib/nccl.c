@@ -308,17 +308,16 @@ char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o)
 
 bool hpn_nccl_valid_conf_file(const char *path)
 {
+	char buf[HPN_NCCL_VALUE_MAX + 1];
 	size_t n = strlen(path);
 
 	if (path[0] != '/' || n < 2 || n > HPN_NCCL_VALUE_MAX || path[n - 1] == '/')
 		return false;
-	for (const char *c = path; *c; c++)
-		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-",
-			    *c))
-			return false;
-	/* No "." or ".." component: the pod's mount path is the one it says. */
-	for (const char *c = path; (c = strstr(c, "/.")); c++)
-		if (c[2] == '/' || c[2] == '\0' || (c[2] == '.' && (c[3] == '/' || c[3] == '\0')))
+	/* Each component a file name we would create (no "." or ".."): the pod's mount path is
+	 * the one it says. */
+	memcpy(buf, path, n + 1);
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save))
+		if (!hpn_valid_path_component(c))
 			return false;
 	return true;
 }
