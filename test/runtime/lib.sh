@@ -319,6 +319,19 @@ in_ctr() {
 	echo "$out"
 }
 
+# ctr_read ID FILE: FILE's text in container ID, a file never empty. An exec
+# whose process exits at once can lose its output in the runtime's copy (seen
+# once in this tier, under load): an empty answer is asked again, twice.
+ctr_read() {
+	local out try
+	for try in 1 2 3; do
+		out=$(in_ctr "$1" cat "$2")
+		[[ -z $out ]] || break
+	done
+	[[ -n $out ]] || fail "$2 in $1 read empty three times"
+	echo "$out"
+}
+
 # pod_netns ID: the netns path containerd made for the sandbox.
 pod_netns() {
 	cri inspectp "$1" | jq -r '.info.info.runtimeSpec.linux.namespaces[]

@@ -48,7 +48,7 @@ check_add_call() {
 # Then Stop (DEL with the netns and prevResult; the NIC back under its name
 # and MTU, the hints gone) and Remove (DEL without netns or prevResult).
 opted_in() {
-	local id ctr add res uid addr mac file inside env nic calls del
+	local id ctr add res uid addr mac file inside env nic calls del cg rules
 	rt_pod opted-in "$OPT_IN" '{"app": "hpnr-label-app"}'
 	uid=$(pod_uid opted-in)
 	id=$(runp opted-in)
@@ -81,15 +81,19 @@ opted_in() {
 	# pod's parent that does not allow every device.
 	[[ $(in_ctr "$ctr" readlink /proc/self/ns/mnt) != "$(readlink /proc/self/ns/mnt)" ]] ||
 		fail "the container shares the test's mount namespace"
+	# Matched in the shell, not by grep -q in a pipe, whose early exit could
+	# SIGPIPE the writer (pipefail calls that a failure); failures show the text.
+	cg=$(ctr_read "$ctr" /proc/self/cgroup)
 	if [[ -d /sys/fs/cgroup/devices ]]; then
-		in_ctr "$ctr" cat /proc/self/cgroup | grep -q "devices:$RTN_CGROUP/" ||
-			fail "the container's device cgroup is not under $RTN_CGROUP"
-		! in_ctr "$ctr" cat /sys/fs/cgroup/devices/devices.list | grep -qx 'a \*:\* rwm' ||
-			fail "the container's device cgroup allows every device"
+		[[ $'\n'$cg =~ $'\n'[0-9]+:devices:$RTN_CGROUP/ ]] ||
+			fail "the container's device cgroup is not under $RTN_CGROUP: $cg"
+		rules=$(ctr_read "$ctr" /sys/fs/cgroup/devices/devices.list)
+		[[ $'\n'$rules$'\n' != *$'\na *:* rwm\n'* ]] ||
+			fail "the container's device cgroup allows every device: $rules"
 	else
 		# cgroup v2: the device rules are an eBPF program on the container's cgroup.
-		in_ctr "$ctr" cat /proc/self/cgroup | grep -q "^0::$RTN_CGROUP/" ||
-			fail "the container's cgroup is not under $RTN_CGROUP"
+		[[ $'\n'$cg =~ $'\n'0::$RTN_CGROUP/ ]] ||
+			fail "the container's cgroup is not under $RTN_CGROUP: $cg"
 	fi
 
 	cri stop "$ctr" || fail "StopContainer failed"
