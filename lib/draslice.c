@@ -118,8 +118,10 @@ static int read_rdma(const char *root, struct hpn_dra_nic *nic, struct hpn_err *
 	/* No kind: a NIC of the pool is never a stacked link, so no rtnetlink socket is needed. */
 	r = hpn_rdma_of_netdev(root, NULL, &l, &rd, err);
 	if (r == -ENODEV) {
-		nic->softroce_capable = false;
-		goto no_rdma;
+		/* None: the netdev's type says the link layer; rxe could serve an Ethernet one. */
+		netdev_link_layer(root, nic->ifname, nic->link_layer, sizeof(nic->link_layer));
+		nic->softroce_capable = !strcmp(nic->link_layer, "Ethernet");
+		return 0;
 	}
 	if (r < 0)
 		return r;
@@ -139,10 +141,6 @@ static int read_rdma(const char *root, struct hpn_dra_nic *nic, struct hpn_err *
 		snprintf(nic->transport, sizeof(nic->transport), "roce");
 	/* An rxe device already over it: Soft-RoCE serves it today. */
 	nic->softroce_capable = rd.soft && !strcmp(nic->link_layer, "Ethernet");
-	return 0;
-no_rdma:
-	netdev_link_layer(root, nic->ifname, nic->link_layer, sizeof(nic->link_layer));
-	nic->softroce_capable = !strcmp(nic->link_layer, "Ethernet");
 	return 0;
 }
 

@@ -5,8 +5,9 @@
  * as a ResourceSlice, each device's pcieRoot, pciBusID and numaNode held to
  * what the fixture's .tree file says (read here, not through lib/gpu.c); the
  * facts mknode.sh does not write (speed, driver, link layer, node type, a NIC
- * without PCI function) added to the scratch tree; device names stable and
- * DNS labels; the API's limits refused with messages; 200 NICs in two slices.
+ * without PCI function) added to the scratch tree; vm-flat's virtio-net NIC;
+ * device names stable and DNS labels; the API's limits refused with messages;
+ * 200 NICs in two slices.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -418,6 +419,56 @@ static void test_limits(void)
 	free(text);
 }
 
+/*
+ * vm-flat's virtio-net eth0: the netdev on the virtio0 child, the PCI function
+ * its parent, the driver virtio_net's (the link added here), no RDMA device.
+ */
+static void test_virtio(void)
+{
+	char dest[512], sys[PATH_MAX], link[PATH_MAX + 64], name[HPN_DRA_NAME_MAX];
+	struct hpn_err err = { 0 };
+	struct hpn_dra_nic n;
+	FILE *f;
+
+	snprintf(dest, sizeof(dest), "%s/vm-flat", scratch);
+	mknode("vm-flat", dest);
+	snprintf(sys, sizeof(sys), "%s/sys", dest);
+	snprintf(link, sizeof(link), "%s/class/net/eth0/device/driver", sys);
+	CHECK_INT_EQ(symlink("../../../../bus/virtio/drivers/virtio_net", link), 0);
+	snprintf(link, sizeof(link), "%s/class/net/eth0/type", sys);
+	f = fopen(link, "we");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	CHECK_INT_EQ(hpn_dra_nic_read(sys, "eth0", 0, &n, &err), 0);
+	CHECK_STR_EQ(n.pci, "0000:00:03.0");
+	CHECK_STR_EQ(n.pos.path, "pci0000:00/0000:00:03.0");
+	CHECK_INT_EQ(n.pos.numa, -1);
+	CHECK_STR_EQ(n.driver, "virtio_net");
+	CHECK_STR_EQ(n.rdma, "");
+	CHECK_STR_EQ(n.link_layer, "Ethernet");
+	CHECK_STR_EQ(n.transport, "");
+	CHECK(n.softroce_capable);
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name), 0);
+	CHECK_STR_EQ(name, "pci-0000-00-03-0");
+	/* NUMA -1 (a flat VM): no numaNode attribute. */
+	{
+		char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "vm", "vm", 0, &n, 1, 0, 1, &err);
+
+		CHECK_STR_HAS(text,
+			      "\"resource.kubernetes.io/pcieRoot\":{\"string\":\"pci0000:00\"}");
+		CHECK_STR_LACKS(text, "numaNode");
+		CHECK_STR_HAS(text, "\"kernelDriver\":{\"string\":\"virtio_net\"}");
+		free(text);
+	}
+	/* A name that is no netdev name at all. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_dra_nic_read(sys, "../eth0", 0, &n, &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "\"../eth0\" is not a netdev name");
+}
+
 /* 200 NICs: two slices, 128 and 72 devices, each saying the pool has 2. */
 static void test_split(void)
 {
@@ -478,6 +529,7 @@ int main(void)
 	test_hgx();
 	test_more_facts();
 	test_limits();
+	test_virtio();
 	test_split();
 	tmpdir_rm(scratch);
 	return check_done();
