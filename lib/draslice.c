@@ -242,10 +242,6 @@ static void slice_name(const char *node, const char *driver, size_t idx, char ou
 	snprintf(out, 254, "%.*s-%016llx", (int)len, full, (unsigned long long)hpn_hash64(full));
 }
 
-/* The attributes of one device; a string attribute only when known. */
-#define HPN_DRA_NIC_ATTRS 11
-_Static_assert(HPN_DRA_NIC_ATTRS <= HPN_DRA_MAX_ATTRS, "a device's attributes fit the API's limit");
-
 /* attrs[key] = {type: v}, as DeviceAttribute's one-of; v is freed on failure. */
 static int add_attr(cJSON *attrs, const char *key, const char *type, cJSON *v, struct hpn_err *err)
 {
@@ -319,6 +315,12 @@ static int device(cJSON *devs, const struct hpn_dra_nic *nic, const char *name, 
 			     err);
 	if (r == 0)
 		r = add_attr(attrs, "rail", "int", cJSON_CreateNumber(nic->rail), err);
+	/* 11 at most today; the guard is for the next one added. */
+	if (r == 0 && cJSON_GetArraySize(attrs) > HPN_DRA_MAX_ATTRS)
+		r = hpn_err_set(
+			err, HPN_E_INTERNAL, E2BIG,
+			"NIC \"%s\": %d attributes, more than the %d resource.k8s.io allows",
+			nic->ifname, cJSON_GetArraySize(attrs), HPN_DRA_MAX_ATTRS);
 	return r;
 }
 

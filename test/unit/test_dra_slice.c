@@ -280,6 +280,8 @@ static void test_more_facts(void)
 		CHECK_STR_EQ(attr_str(d, "kernelDriver"), "mlx5_core");
 		CHECK_STR_EQ(attr_str(d, "linkLayer"), "Ethernet");
 		CHECK_STR_EQ(attr_str(d, "transport"), "roce");
+		/* Every attribute there is, within the API's 32. */
+		CHECK_INT_EQ(n_attrs(d), 11);
 	}
 	cJSON_Delete(slice);
 	free(text);
