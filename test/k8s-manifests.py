@@ -42,6 +42,17 @@ so:
     uninstall --check with the same flags), the NetworkAttachmentDefinition
     names the agent's resource, and the Deployment asking for that resource
     does so beside nvidia.com/gpu, requests equal to limits, unprivileged.
+  - the DRA manifests (resource.k8s.io/v1, doc/dra.md): the DeviceClass
+    named for hpn-rdma's driver (HPN_DRA_DRIVER of lib/draslice.h) selects
+    exactly that driver's devices by CEL; dra-claims.yaml's
+    ResourceClaimTemplates hpn-gpuN-rdmaN (N = 1, 2, 4, 8) each ask for N
+    GPUs of gpu.nvidia.com and N NICs of that class, one device per
+    `exactly` request, and pair them with N matchAttribute constraints on
+    resource.kubernetes.io/pcieRoot, each of one GPU and one NIC request,
+    every request in one pair (the API's limits of 32 requests and 32
+    constraints kept); the example Pod names one of those templates and its
+    container the Pod's claim. No DRA object is in hpn-rdma.yaml: the CNI
+    install must not need the DRA API.
 Prints one "ok:" or "FAIL:" line per check and "N passed, N failed" last;
 exits 1 when any failed.
 usage: k8s-manifests.py CONF_DIR
@@ -74,6 +85,9 @@ KINDS = {
                                                              "roleRef", "subjects"}),
     "NetworkAttachmentDefinition": ("k8s.cni.cncf.io/v1", {"apiVersion", "kind", "metadata",
                                                             "spec"}),
+    "Pod": ("v1", {"apiVersion", "kind", "metadata", "spec"}),
+    "DeviceClass": ("resource.k8s.io/v1", {"apiVersion", "kind", "metadata", "spec"}),
+    "ResourceClaimTemplate": ("resource.k8s.io/v1", {"apiVersion", "kind", "metadata", "spec"}),
 }
 # Field names by path (from the API reference: ObjectMeta, DeploymentSpec,
 # DaemonSetSpec, DaemonSetUpdateStrategy, PodTemplateSpec, PodSpec, Affinity,
@@ -110,7 +124,7 @@ FIELDS = {
     "pod": {"containers", "initContainers", "volumes", "nodeSelector", "tolerations",
             "affinity", "serviceAccountName", "restartPolicy", "hostNetwork", "dnsPolicy",
             "terminationGracePeriodSeconds", "securityContext", "priorityClassName",
-            "automountServiceAccountToken"},
+            "automountServiceAccountToken", "resourceClaims"},
     "container": {"name", "image", "command", "args", "env", "envFrom", "resources",
                   "volumeMounts", "ports", "workingDir", "securityContext", "imagePullPolicy",
                   "readinessProbe", "livenessProbe", "startupProbe"},
@@ -128,7 +142,26 @@ FIELDS = {
     "roleRef": {"apiGroup", "kind", "name"},
     "subject": {"kind", "name", "namespace", "apiGroup"},
     "NetworkAttachmentDefinition.spec": {"config"},
+    # resource.k8s.io/v1 (DeviceClassSpec, DeviceSelector, CELDeviceSelector,
+    # ResourceClaimTemplateSpec, ResourceClaimSpec, DeviceClaim, DeviceRequest,
+    # ExactDeviceRequest, DeviceConstraint) and core/v1's PodResourceClaim and
+    # ResourceClaim (a container's resources.claims entry).
+    "DeviceClass.spec": {"selectors", "config", "extendedResourceName"},
+    "deviceSelector": {"cel"},
+    "cel": {"expression"},
+    "ResourceClaimTemplate.spec": {"metadata", "spec"},
+    "claimSpec": {"devices"},
+    "deviceClaim": {"requests", "constraints", "config"},
+    "deviceRequest": {"name", "exactly", "firstAvailable"},
+    "exactly": {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
+                "tolerations", "capacity"},
+    "constraint": {"requests", "matchAttribute", "distinctAttribute"},
+    "podResourceClaim": {"name", "resourceClaimName", "resourceClaimTemplateName"},
+    "containerClaim": {"name", "request"},
 }
+DRA_GPU_CLASS = "gpu.nvidia.com"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 passed = failed = 0
 
@@ -523,6 +556,104 @@ def rbac(docs, where):
     return bool(sas)
 
 
+def dra_driver(src):
+    """The driver name the agent publishes (lib/draslice.h), the one source of it."""
+    with open(os.path.join(src, "lib", "draslice.h")) as f:
+        return re.search(r'#define HPN_DRA_DRIVER "([^"]+)"', f.read()).group(1)
+
+
+def dra_class(d, where, driver):
+    """The DeviceClass of hpn-rdma's driver: its name, selecting that driver by CEL."""
+    spec = d.get("spec", {})
+    fields(spec, "DeviceClass.spec", f"{where}.spec")
+    sels = spec.get("selectors", [])
+    for i, sel in enumerate(sels):
+        fields(sel, "deviceSelector", f"{where}.spec.selectors[{i}]")
+        fields(sel.get("cel"), "cel", f"{where}.spec.selectors[{i}].cel")
+    check(d["metadata"]["name"] == driver, f"{where}: named for the driver ({driver})")
+    exprs = [s.get("cel", {}).get("expression") for s in sels]
+    check(exprs == [f'device.driver == "{driver}"'],
+          f"{where}: one selector, device.driver == \"{driver}\"")
+
+
+def dra_template(d, where, nic_class):
+    """A ResourceClaimTemplate hpn-gpuN-rdmaN: N GPU/NIC pairs, each under one PCIe root."""
+    spec = d.get("spec", {})
+    fields(spec, "ResourceClaimTemplate.spec", f"{where}.spec")
+    claim = spec.get("spec", {})
+    fields(claim, "claimSpec", f"{where}.spec.spec")
+    devs = claim.get("devices", {})
+    fields(devs, "deviceClaim", f"{where}.spec.spec.devices")
+    reqs, cons = devs.get("requests", []), devs.get("constraints", [])
+    check(len(reqs) <= 32 and len(cons) <= 32,
+          f"{where}: at most 32 requests and 32 constraints (the API's limits)")
+    cls = {}
+    for i, r in enumerate(reqs):
+        rw = f"{where}.spec.spec.devices.requests[{i}]"
+        fields(r, "deviceRequest", rw)
+        ex = r.get("exactly", {})
+        fields(ex, "exactly", f"{rw}.exactly")
+        check(isinstance(r.get("name"), str) and LABEL.match(r["name"]) and r["name"] not in cls,
+              f"{rw}: a name of its own, a DNS label")
+        check("firstAvailable" not in r and ex.get("allocationMode", "ExactCount") ==
+              "ExactCount" and ex.get("count", 1) == 1,
+              f"{rw}: exactly one device (exactly, ExactCount, count 1)")
+        cls[r.get("name")] = ex.get("deviceClassName")
+    name = d["metadata"]["name"]
+    m = re.match(r"^hpn-gpu(\d+)-rdma(\d+)$", name)
+    if not check(m and m.group(1) == m.group(2), f"{where}: named hpn-gpu<N>-rdma<N>"):
+        return None
+    n = int(m.group(1))
+    check(sorted(cls.values()) == sorted([DRA_GPU_CLASS] * n + [nic_class] * n),
+          f"{where}: {n} GPU requests ({DRA_GPU_CLASS}) and {n} NIC requests ({nic_class})")
+    paired = []
+    for i, c in enumerate(cons):
+        cw = f"{where}.spec.spec.devices.constraints[{i}]"
+        fields(c, "constraint", cw)
+        rs = c.get("requests", [])
+        check(c.get("matchAttribute") == PCIE_ROOT and len(rs) == 2 and
+              sorted(cls.get(r) for r in rs) == sorted([DRA_GPU_CLASS, nic_class]),
+              f"{cw}: one GPU and one NIC request under one {PCIE_ROOT}")
+        paired += rs
+    check(len(cons) == n and sorted(paired) == sorted(cls),
+          f"{where}: {n} constraints, every request in exactly one")
+    return n
+
+
+def dra(files, driver):
+    """conf/k8s/dra-*.yaml: the class, the templates, the example Pod; none in the install."""
+    classes = [d for d in files.get("dra-deviceclass.yaml", []) if d["kind"] == "DeviceClass"]
+    if check(len(classes) == 1, "k8s/dra-deviceclass.yaml holds one DeviceClass"):
+        dra_class(classes[0], "k8s/dra-deviceclass.yaml[0]", driver)
+    sizes, names = set(), set()
+    for i, d in enumerate(files.get("dra-claims.yaml", [])):
+        if check(d["kind"] == "ResourceClaimTemplate",
+                 f"k8s/dra-claims.yaml[{i}] is a ResourceClaimTemplate"):
+            sizes.add(dra_template(d, f"k8s/dra-claims.yaml[{i}]", driver))
+            names.add(d["metadata"]["name"])
+    check(sizes == {1, 2, 4, 8}, "k8s/dra-claims.yaml: templates for 1, 2, 4 and 8 GPUs")
+    for i, d in enumerate(files.get("dra-pod.yaml", [])):
+        where = f"k8s/dra-pod.yaml[{i}]"
+        pod = d.get("spec", {})
+        fields(pod, "pod", f"{where}.spec")
+        rcs = pod.get("resourceClaims", [])
+        for j, rc in enumerate(rcs):
+            fields(rc, "podResourceClaim", f"{where}.spec.resourceClaims[{j}]")
+        check(rcs and all(rc.get("resourceClaimTemplateName") in names for rc in rcs),
+              f"{where}: its resourceClaims name templates of dra-claims.yaml")
+        for c in pod.get("containers", []):
+            fields(c, "container", f"{where}: container {c.get('name')}")
+            claims = c.get("resources", {}).get("claims", [])
+            for j, cc in enumerate(claims):
+                fields(cc, "containerClaim", f"{where}: container {c.get('name')} claims[{j}]")
+            check(claims and all(cc.get("name") in {rc.get("name") for rc in rcs}
+                                 for cc in claims),
+                  f"{where}: container {c.get('name')} uses the Pod's claim")
+    inst = [d["kind"] for d in files.get("hpn-rdma.yaml", []) if
+            d["kind"] in ("DeviceClass", "ResourceClaimTemplate")]
+    check(not inst, "k8s/hpn-rdma.yaml holds no DRA object (the CNI install needs no DRA API)")
+
+
 def main():
     conf = sys.argv[1]
     src = os.path.dirname(os.path.abspath(conf))
@@ -600,6 +731,7 @@ def main():
         with open(os.path.join(k8s, "dep-rdma-gpu.yaml")) as f:
             (dep,) = [d for d in yaml.safe_load_all(f) if d]
         rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", inst["resource"], inst["entry"])
+    dra(files, dra_driver(src))
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 

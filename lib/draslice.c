@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "draslice.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rdma.h"
+#include "sysfs.h"
+#include "util.h"
+
+/* Kubernetes' names: a DNS label is 1-63 of [a-z0-9-], alphanumeric at both ends. */
+static bool dns_label(const char *s, size_t len)
+{
+	if (!len || len > 63 || !isalnum((unsigned char)s[0]) ||
+	    !isalnum((unsigned char)s[len - 1]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/*
+ * A DNS subdomain as the API server checks an object's name (IsDNS1123Subdomain):
+ * at most max characters, labels of [a-z0-9-] joined by '.', each alphanumeric
+ * at both ends (their length is not held to 63 there, nor here).
+ */
+static bool dns_subdomain(const char *s, size_t len, size_t max)
+{
+	size_t start = 0;
+
+	if (!len || len > max)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '.')
+			continue;
+		if (i == start || !isalnum((unsigned char)s[start]) ||
+		    !isalnum((unsigned char)s[i - 1]))
+			return false;
+		for (size_t k = start; k < i; k++)
+			if (!(islower((unsigned char)s[k]) || isdigit((unsigned char)s[k]) ||
+			      s[k] == '-'))
+				return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* A pool name: at most 253 characters, DNS subdomains joined by '/'. */
+static bool pool_name(const char *s)
+{
+	size_t len = strlen(s), start = 0;
+
+	if (!len || len > 253)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != '/')
+			continue;
+		if (!dns_subdomain(s + start, i - start, 253))
+			return false;
+		start = i + 1;
+	}
+	return true;
+}
+
+/* The basename of the symlink <dir>/driver's text: the kernel driver bound to dir. */
+static void bound_driver(const char *dir, char *out, size_t len)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	out[0] = '\0';
+	if (hpn_snprintf(path, sizeof(path), "%s/driver", dir) < 0)
+		return;
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	hpn_msgf(out, len, "%s", base ? base + 1 : link);
+}
+
+/* netdev type (ARPHRD_*) as a link layer: 1 Ethernet, 32 InfiniBand. */
+static void netdev_link_layer(const char *root, const char *ifname, char *out, size_t len)
+{
+	char v[16];
+
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/type", root, ifname) < 0)
+		return;
+	if (!strcmp(v, "1"))
+		snprintf(out, len, "Ethernet");
+	else if (!strcmp(v, "32"))
+		snprintf(out, len, "InfiniBand");
+}
+
+/* The RDMA device serving the NIC, its link layer and transport. */
+static int read_rdma(const char *root, struct hpn_dra_nic *nic, struct hpn_err *err)
+{
+	struct hpn_link l = { 0 };
+	struct hpn_rdma_dev rd;
+	char v[32];
+	int r;
+
+	snprintf(l.name, sizeof(l.name), "%s", nic->ifname);
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/ifindex", root, nic->ifname) == 0)
+		l.ifindex = (int)strtol(v, NULL, 10);
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/address", root, nic->ifname) == 0 &&
+	    hpn_mac_parse(v, l.mac) == 0)
+		l.has_mac = true;
+	/* No kind: a NIC of the pool is never a stacked link, so no rtnetlink socket is needed. */
+	r = hpn_rdma_of_netdev(root, NULL, &l, &rd, err);
+	if (r == -ENODEV) {
+		/* None: the netdev's type says the link layer; rxe could serve an Ethernet one. */
+		netdev_link_layer(root, nic->ifname, nic->link_layer, sizeof(nic->link_layer));
+		nic->softroce_capable = !strcmp(nic->link_layer, "Ethernet");
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	snprintf(nic->rdma, sizeof(nic->rdma), "%s", rd.name);
+	hpn_sysfs_read(nic->link_layer, sizeof(nic->link_layer),
+		       "%s/class/infiniband/%s/ports/%u/link_layer", root, rd.name,
+		       rd.port ? rd.port : 1);
+	if (!nic->link_layer[0])
+		netdev_link_layer(root, nic->ifname, nic->link_layer, sizeof(nic->link_layer));
+	/* node_type "4: RNIC" is iWARP (erdma, siw); a channel adapter speaks its link layer. */
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/infiniband/%s/node_type", root, rd.name) == 0 &&
+	    v[0] == '4')
+		snprintf(nic->transport, sizeof(nic->transport), "iwarp");
+	else if (!strcmp(nic->link_layer, "InfiniBand"))
+		snprintf(nic->transport, sizeof(nic->transport), "ib");
+	else if (!strcmp(nic->link_layer, "Ethernet"))
+		snprintf(nic->transport, sizeof(nic->transport), "roce");
+	/* An rxe device already over it: Soft-RoCE serves it today. */
+	nic->softroce_capable = rd.soft && !strcmp(nic->link_layer, "Ethernet");
+	return 0;
+}
+
+int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int rail,
+		     struct hpn_dra_nic *ret, struct hpn_err *err)
+{
+	struct hpn_dra_nic nic = { .pos = { .numa = -1 }, .rail = rail };
+	char v[32], dev[PATH_MAX];
+	int r;
+
+	if (!hpn_valid_ifname(ifname))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "\"%.*s\" is not a netdev name", HPN_IFNAMSIZ, ifname);
+	if (!hpn_sysfs_exists("%s/class/net/%s", sysfs_root, ifname))
+		return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENODEV,
+				   "netdev \"%s\" not found in %s/class/net", ifname, sysfs_root);
+	snprintf(nic.ifname, sizeof(nic.ifname), "%s", ifname);
+	if (hpn_sysfs_netdev_pci(sysfs_root, ifname, nic.pci) < 0)
+		nic.pci[0] = '\0';
+	else
+		hpn_pci_pos_of_pci(sysfs_root, nic.pci, &nic.pos);
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/dev_port", sysfs_root, ifname) == 0)
+		nic.dev_port = (unsigned int)strtoul(v, NULL, 0);
+	/* "-1" or EINVAL while the link is down: unknown. */
+	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/speed", sysfs_root, ifname) == 0) {
+		char *e;
+		long s = strtol(v, &e, 10);
+
+		if (!*e && s > 0)
+			nic.speed_mbps = (unsigned long)s;
+	}
+	/* The device's driver: the PCI function's, or a virtio NIC's virtio_net. */
+	if (hpn_snprintf(dev, sizeof(dev), "%s/class/net/%s/device", sysfs_root, ifname) == 0)
+		bound_driver(dev, nic.driver, sizeof(nic.driver));
+	r = read_rdma(sysfs_root, &nic, err);
+	if (r < 0) {
+		hpn_err_prefix(err, "NIC \"%s\"", ifname);
+		return r;
+	}
+	*ret = nic;
+	return 0;
+}
+
+int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX])
+{
+	char name[HPN_DRA_NAME_MAX];
+	size_t n;
+
+	if (nic->pci[0]) {
+		n = (size_t)snprintf(name, sizeof(name), "pci-");
+		for (const char *c = nic->pci; *c && n < sizeof(name) - 1; c++)
+			name[n++] = *c == ':' || *c == '.' ? '-' : (char)tolower((unsigned char)*c);
+		name[n] = '\0';
+		if (nic->dev_port &&
+		    hpn_snprintf(name + n, sizeof(name) - n, "-p%u", nic->dev_port) < 0)
+			return -EINVAL;
+	} else if (nic->ifname[0]) {
+		/* The hash of the name as it is keeps names apart that the charset folds. */
+		n = (size_t)snprintf(name, sizeof(name), "net-");
+		for (const char *c = nic->ifname; *c && n < sizeof(name) - 1; c++)
+			name[n++] =
+				isalnum((unsigned char)*c) ? (char)tolower((unsigned char)*c) : '-';
+		if (hpn_snprintf(name + n, sizeof(name) - n, "-%08x",
+				 (unsigned int)(hpn_hash64(nic->ifname) & 0xffffffffu)) < 0)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	if (!dns_label(name, strlen(name)))
+		return -EINVAL;
+	memcpy(out, name, sizeof(name));
+	return 0;
+}
+
+size_t hpn_dra_slice_split(size_t n)
+{
+	return n ? (n + HPN_DRA_MAX_DEVICES - 1) / HPN_DRA_MAX_DEVICES : 1;
+}
+
+/*
+ * The slice's name: "<node>-<driver>-<index>"; one longer than 253 is cut
+ * to fit '-' and 16 hex digits of a hash of the whole, which keeps two long
+ * node names that share a prefix apart.
+ */
+static void slice_name(const char *node, const char *driver, size_t idx, char out[254])
+{
+	char full[600];
+	size_t len;
+
+	snprintf(full, sizeof(full), "%s-%s-%zu", node, driver, idx);
+	len = strlen(full);
+	if (len <= 253) {
+		memcpy(out, full, len + 1);
+		return;
+	}
+	len = 253 - 17;
+	while (len && (full[len - 1] == '-' || full[len - 1] == '.'))
+		len--;
+	snprintf(out, 254, "%.*s-%016llx", (int)len, full, (unsigned long long)hpn_hash64(full));
+}
+
+/* attrs[key] = {type: v}, as DeviceAttribute's one-of; v is freed on failure. */
+static int add_attr(cJSON *attrs, const char *key, const char *type, cJSON *v, struct hpn_err *err)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !v || !cJSON_AddItemToObject(o, type, v)) {
+		cJSON_Delete(o);
+		cJSON_Delete(v);
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	}
+	if (!cJSON_AddItemToObject(attrs, key, o)) {
+		cJSON_Delete(o);
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int add_str(cJSON *attrs, const char *key, const char *v, const struct hpn_dra_nic *nic,
+		   struct hpn_err *err)
+{
+	if (!v[0])
+		return 0;
+	if (strlen(v) > HPN_DRA_MAX_VALUE)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "NIC \"%s\": attribute %s \"%.70s...\" is longer than the "
+				   "%d characters resource.k8s.io allows",
+				   nic->ifname, key, v, HPN_DRA_MAX_VALUE);
+	return add_attr(attrs, key, "string", cJSON_CreateString(v), err);
+}
+
+static int device(cJSON *devs, const struct hpn_dra_nic *nic, const char *name, struct hpn_err *err)
+{
+	cJSON *dev = cJSON_CreateObject(), *attrs;
+	int r = 0;
+
+	if (!dev || !cJSON_AddItemToArray(devs, dev))
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	if (!cJSON_AddStringToObject(dev, "name", name) ||
+	    !(attrs = cJSON_AddObjectToObject(dev, "attributes")))
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	/* The standard ones, fully qualified: comparable across drivers (GPUs publish them too). */
+	if (nic->pos.path[0]) {
+		/* One more than the limit: a longer root is cut there and refused by add_str. */
+		char root[HPN_DRA_MAX_VALUE + 2];
+
+		snprintf(root, sizeof(root), "%.*s", (int)strcspn(nic->pos.path, "/"),
+			 nic->pos.path);
+		r = add_str(attrs, "resource.kubernetes.io/pcieRoot", root, nic, err);
+	}
+	if (r == 0)
+		r = add_str(attrs, "resource.kubernetes.io/pciBusID", nic->pci, nic, err);
+	if (r == 0 && nic->pos.numa >= 0)
+		r = add_attr(attrs, "resource.kubernetes.io/numaNode", "int",
+			     cJSON_CreateNumber(nic->pos.numa), err);
+	/* The driver's own, unqualified: the API puts them in the driver's domain. */
+	if (r == 0)
+		r = add_str(attrs, "interface", nic->ifname, nic, err);
+	if (r == 0)
+		r = add_str(attrs, "rdmaDevice", nic->rdma, nic, err);
+	if (r == 0)
+		r = add_str(attrs, "linkLayer", nic->link_layer, nic, err);
+	if (r == 0)
+		r = add_str(attrs, "transport", nic->transport, nic, err);
+	if (r == 0 && nic->speed_mbps)
+		r = add_attr(attrs, "speedMbps", "int", cJSON_CreateNumber((double)nic->speed_mbps),
+			     err);
+	if (r == 0)
+		r = add_str(attrs, "kernelDriver", nic->driver, nic, err);
+	if (r == 0)
+		r = add_attr(attrs, "softRoce", "bool", cJSON_CreateBool(nic->softroce_capable),
+			     err);
+	if (r == 0)
+		r = add_attr(attrs, "rail", "int", cJSON_CreateNumber(nic->rail), err);
+	/* 11 at most today; the guard is for the next one added. */
+	if (r == 0 && cJSON_GetArraySize(attrs) > HPN_DRA_MAX_ATTRS)
+		r = hpn_err_set(
+			err, HPN_E_INTERNAL, E2BIG,
+			"NIC \"%s\": %d attributes, more than the %d resource.k8s.io allows",
+			nic->ifname, cJSON_GetArraySize(attrs), HPN_DRA_MAX_ATTRS);
+	return r;
+}
+
+/* The names of every device of the pool, each a DNS label, none twice. */
+static int device_names(const struct hpn_dra_nic *nics, size_t n, char (*names)[HPN_DRA_NAME_MAX],
+			struct hpn_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (hpn_dra_device_name(&nics[i], names[i]) < 0)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "NIC %zu (\"%s\", PCI \"%s\"): no device name of the "
+					   "DNS label syntax",
+					   i, nics[i].ifname, nics[i].pci);
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(names[k], names[i]))
+				return hpn_err_set(err, HPN_E_INVALID_CONFIG, EEXIST,
+						   "NICs \"%s\" and \"%s\" have one device name "
+						   "\"%s\": a pool's device names are unique",
+						   nics[k].ifname, nics[i].ifname, names[i]);
+	}
+	return 0;
+}
+
+char *hpn_dra_slice_render(const char *driver, const char *node, const char *pool, long generation,
+			   const struct hpn_dra_nic *nics, size_t n, size_t slice_index,
+			   size_t slice_count, struct hpn_err *err)
+{
+	char(*names)[HPN_DRA_NAME_MAX] = NULL;
+	cJSON *root = NULL, *spec, *p, *devs;
+	char name[254];
+	size_t first, last;
+	char *text = NULL;
+
+	if (!driver || !dns_subdomain(driver, strlen(driver), 63)) {
+		hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+			    "DRA driver name \"%s\" is not a DNS subdomain of at most 63 "
+			    "characters",
+			    driver ? driver : "");
+		return NULL;
+	}
+	if (!node || !dns_subdomain(node, strlen(node), 253)) {
+		hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+			    "node name \"%.253s\" is not a DNS subdomain", node ? node : "");
+		return NULL;
+	}
+	if (!pool || !pool_name(pool)) {
+		hpn_err_set(
+			err, HPN_E_INVALID_CONFIG, EINVAL,
+			"pool name \"%.253s\" is not DNS subdomains joined by '/' (253 at most)",
+			pool ? pool : "");
+		return NULL;
+	}
+	if (generation < 0 || slice_count != hpn_dra_slice_split(n) || slice_index >= slice_count) {
+		hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+			    "slice %zu of %zu (generation %ld) for %zu devices: a pool of %zu "
+			    "devices takes %zu slices of %d",
+			    slice_index, slice_count, generation, n, n, hpn_dra_slice_split(n),
+			    HPN_DRA_MAX_DEVICES);
+		return NULL;
+	}
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!names) {
+		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		return NULL;
+	}
+	if (device_names(nics, n, names, err) < 0)
+		goto out;
+	first = slice_index * HPN_DRA_MAX_DEVICES;
+	last = first + HPN_DRA_MAX_DEVICES < n ? first + HPN_DRA_MAX_DEVICES : n;
+	slice_name(node, driver, slice_index, name);
+	root = cJSON_CreateObject();
+	if (!root || !cJSON_AddStringToObject(root, "apiVersion", "resource.k8s.io/v1") ||
+	    !cJSON_AddStringToObject(root, "kind", "ResourceSlice") ||
+	    !(p = cJSON_AddObjectToObject(root, "metadata")) ||
+	    !cJSON_AddStringToObject(p, "name", name) ||
+	    !(spec = cJSON_AddObjectToObject(root, "spec")) ||
+	    !cJSON_AddStringToObject(spec, "driver", driver) ||
+	    !cJSON_AddStringToObject(spec, "nodeName", node) ||
+	    !(p = cJSON_AddObjectToObject(spec, "pool")) ||
+	    !cJSON_AddStringToObject(p, "name", pool) ||
+	    !cJSON_AddNumberToObject(p, "generation", (double)generation) ||
+	    !cJSON_AddNumberToObject(p, "resourceSliceCount", (double)slice_count) ||
+	    !(devs = cJSON_AddArrayToObject(spec, "devices"))) {
+		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = first; i < last; i++)
+		if (device(devs, &nics[i], names[i], err) < 0)
+			goto out;
+	text = hpn_json_print(TAKE_PTR(root));
+	if (!text)
+		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+out:
+	cJSON_Delete(root);
+	free(names);
+	return text;
+}

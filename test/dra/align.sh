@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# unit.dra-align: hpn-rdma's DRA slices and the claim templates of
+# conf/k8s/dra-claims.yaml give each GPU a NIC under its own PCIe root, on the
+# GPU nodes of test/fixtures/gpu-nodes. For each node: mknode.sh builds the
+# fake tree, dra-nicslice renders the NICs' slices (lib/draslice.c),
+# dra-gpuslice the GPUs' (gpu.nvidia.com, lib/gpu.c), allocate.py (the
+# stand-in for the scheduler's matchAttribute rule) allocates every template,
+# checkalign.py holds the result to the .topo matrix. a800-7nic is a800-1nic
+# without GPU7's NIC (built here): its 8-GPU template cannot be allocated.
+# Negative controls: the constraints dropped, and a hand-made swap of two
+# pairs' NICs, must both be refused by the checker.
+# Environment: HPN_SRC, HPN_NICSLICE, HPN_GPUSLICE.
+set -euo pipefail
+# checkalign.py imports allocate.py: no __pycache__ in the source tree.
+export PYTHONDONTWRITEBYTECODE=1
+
+here=$(cd "$(dirname "$0")" && pwd)
+nodes=$HPN_SRC/test/fixtures/gpu-nodes
+claims=$HPN_SRC/conf/k8s/dra-claims.yaml
+classes=("$HPN_SRC/conf/k8s/dra-deviceclass.yaml" "$here/gpu-deviceclass.yaml")
+if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
+	echo "skipped: python3-yaml is not installed (scripts/install-deps.sh installs it)"
+	exit 77
+fi
+tmp=$(mktemp -d /tmp/hpn-dra-align-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() {
+	echo "ok: $*"
+	passed=$((passed + 1))
+}
+bad() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+# expect WHAT STATUS CMD...: CMD exits STATUS; a refusal (1) of checkalign.py
+# must come from its own FAIL lines about roots, not from a crash.
+expect() {
+	local what=$1 want=$2 rc=0
+	shift 2
+	"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	if ((rc == want)) && [[ ! -s $tmp/err ]] &&
+		{ ((rc == 0)) || grep -q '^FAIL: .* under one PCIe root' "$tmp/out"; }; then
+		ok "$what (exit $rc)"
+	else
+		bad "$what: exit $rc, not $want (or not for a PCIe root)"
+		cat "$tmp/out" "$tmp/err"
+	fi
+}
+
+mkdir "$tmp/nodes"
+cp "$nodes/mknode.sh" "$tmp/nodes/"
+grep -v ' mlx5_7$' "$nodes/a800-1nic.tree" >"$tmp/nodes/a800-7nic.tree"
+cp "$nodes/a800-1nic.topo" "$tmp/nodes/a800-7nic.topo"
+cp "$nodes"/{hgx-h100,a800-1nic}.{tree,topo} "$tmp/nodes/"
+
+for node in hgx-h100 a800-1nic a800-7nic; do
+	bash "$tmp/nodes/mknode.sh" "$node" "$tmp/$node"
+	"$HPN_NICSLICE" "$tmp/$node/sys" "$node" >"$tmp/$node.nics.json"
+	"$HPN_GPUSLICE" "$tmp/$node/sys" "$tmp/$node/proc" "$node" >"$tmp/$node.gpus.json"
+	n_nics=$(grep -c ' nic ' "$tmp/nodes/$node.tree")
+	got=$(python3 -c 'import json,sys; print(sum(len(s["spec"]["devices"]) for s in json.load(open(sys.argv[1]))))' "$tmp/$node.nics.json")
+	if [[ $got == "$n_nics" ]]; then ok "$node: $got NIC devices, one per RDMA NIC of the tree"; else
+		bad "$node: $got NIC devices, the tree has $n_nics RDMA NICs"
+	fi
+	slices=("$tmp/$node.nics.json" "$tmp/$node.gpus.json")
+	for n in 8 4 2 1; do
+		t=hpn-gpu$n-rdma$n
+		res=$tmp/$node.$t.json
+		rc=0
+		python3 "$here/allocate.py" --slices "${slices[@]}" --classes "${classes[@]}" \
+			--claims "$claims" --template "$t" >"$res" 2>"$tmp/err" || rc=$?
+		if [[ $node == a800-7nic && $n == 8 ]]; then
+			if ((rc == 1)) && grep -q "$t cannot be allocated on these slices" "$tmp/err"; then
+				ok "$node: $t cannot be allocated (GPU7 has no NIC under its root): $(cat "$tmp/err")"
+			else
+				bad "$node: $t: exit $rc, want 1 and 'cannot be allocated'"
+				cat "$res" "$tmp/err"
+			fi
+			continue
+		fi
+		if ((rc != 0)); then
+			bad "$node: $t: allocate.py exit $rc"
+			cat "$tmp/err"
+			continue
+		fi
+		expect "$node: $t allocated, every GPU paired under its root (PIX/PXB)" 0 \
+			python3 "$here/checkalign.py" --slices "${slices[@]}" --claims "$claims" \
+			--template "$t" --result "$res" --topo "$tmp/nodes/$node.topo"
+	done
+	# Negative control 1: without the constraints, first fit pairs GPUs with the wrong NICs.
+	res=$tmp/$node.loose.json
+	expect "$node: hpn-gpu8-rdma8 without constraints allocates" 0 \
+		python3 "$here/allocate.py" --slices "${slices[@]}" --classes "${classes[@]}" \
+		--claims "$claims" --template hpn-gpu8-rdma8 --drop-constraints
+	cp "$tmp/out" "$res"
+	expect "$node: ...and the checker refuses that allocation" 1 \
+		python3 "$here/checkalign.py" --slices "${slices[@]}" --claims "$claims" \
+		--template hpn-gpu8-rdma8 --result "$res" --topo "$tmp/nodes/$node.topo"
+done
+
+# Negative control 2: a good allocation with the NICs of pairs 0 and 7 swapped.
+python3 - "$tmp/hgx-h100.hpn-gpu8-rdma8.json" >"$tmp/swapped.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+by = {x["request"]: x for x in r["results"]}
+by["nic-0"]["device"], by["nic-7"]["device"] = by["nic-7"]["device"], by["nic-0"]["device"]
+print(json.dumps(r))
+PY
+expect "hgx-h100: the checker refuses pairs 0 and 7 with their NICs swapped" 1 \
+	python3 "$here/checkalign.py" --slices "$tmp/hgx-h100.nics.json" "$tmp/hgx-h100.gpus.json" \
+	--claims "$claims" --template hpn-gpu8-rdma8 --result "$tmp/swapped.json" \
+	--topo "$tmp/nodes/hgx-h100.topo"
+if grep -q "FAIL: hpn-gpu8-rdma8: gpu-0=gpu-0 and nic-0=" "$tmp/out"; then
+	ok "...naming the pair"
+else
+	bad "the swap's failure does not name pair 0"
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for lib/draslice.c: the HGX H100 node of test/fixtures/gpu-nodes
+ * (built by mknode.sh into a scratch directory) read NIC by NIC and rendered
+ * as a ResourceSlice, each device's pcieRoot, pciBusID and numaNode held to
+ * what the fixture's .tree file says (read here, not through lib/gpu.c); the
+ * facts mknode.sh does not write (speed, driver, link layer, node type, a NIC
+ * without PCI function) added to the scratch tree; vm-flat's virtio-net NIC;
+ * device names stable and DNS labels; the API's limits refused with messages;
+ * 200 NICs in two slices.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "draslice.h"
+#include "tmpdir.h"
+
+#define NODES	 HPN_FIXTURES "/gpu-nodes"
+#define MAX_NICS 16
+
+/* A NIC as the .tree file says: its address, names, host bridge and NUMA node. */
+struct tree_nic {
+	char bdf[HPN_PCI_STR];
+	char ifname[HPN_IFNAMSIZ];
+	char ibdev[HPN_IBDEV_MAX];
+	char root[32];
+	int numa;
+};
+
+static char scratch[256], sys_root[PATH_MAX];
+static struct tree_nic tnics[MAX_NICS];
+static size_t n_tnics;
+
+static void mknode(const char *name, const char *dest)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl("/bin/bash", "bash", NODES "/mknode.sh", name, dest, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "mknode.sh %s %s failed\n", name, dest);
+		exit(2);
+	}
+}
+
+/* "host pciDDDD:BB numa=N" and "nic BDF ID IF IBDEV" lines, in file (PCI) order. */
+static void read_tree(const char *node)
+{
+	char path[PATH_MAX], line[512], root[32] = "";
+	int numa = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.tree", NODES, node);
+	f = fopen(path, "re");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char kind[16], a[64], b[64], c[64], d[64];
+		int n = sscanf(line, " %15s %63s %63s %63s %63s", kind, a, b, c, d);
+
+		if (n >= 3 && !strcmp(kind, "host")) {
+			snprintf(root, sizeof(root), "%.31s", a);
+			numa = atoi(b + strlen("numa="));
+		} else if (n == 5 && !strcmp(kind, "nic") && n_tnics < MAX_NICS) {
+			struct tree_nic *t = &tnics[n_tnics++];
+
+			snprintf(t->bdf, sizeof(t->bdf), "%.15s", a);
+			snprintf(t->ifname, sizeof(t->ifname), "%.15s", c);
+			snprintf(t->ibdev, sizeof(t->ibdev), "%.63s", d);
+			snprintf(t->root, sizeof(t->root), "%s", root);
+			t->numa = numa;
+		}
+	}
+	fclose(f);
+	if (!n_tnics) {
+		fprintf(stderr, "%s: no NICs\n", path);
+		exit(2);
+	}
+}
+
+/* text and a newline into <sys_root>/rel, as sysfs shows an attribute. */
+static void put(const char *text, const char *rel)
+{
+	char path[PATH_MAX + 128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", sys_root, rel);
+	f = fopen(path, "we");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+/* <ibdev>/ports/1 of the scratch tree, where a real device keeps its link layer. */
+static void port_dir(const char *ibdev)
+{
+	char dir[PATH_MAX + 64];
+
+	snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/ports", sys_root, ibdev);
+	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	strcat(dir, "/1");
+	CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
+}
+
+static bool dns_label(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (; *s; s++)
+		if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '-'))
+			return false;
+	return true;
+}
+
+/* attrs[key][type] of a rendered device, or NULL. */
+static const cJSON *attr(const cJSON *dev, const char *key, const char *type)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(dev, "attributes");
+
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, key), type);
+}
+
+static const char *attr_str(const cJSON *dev, const char *key)
+{
+	const cJSON *v = attr(dev, key, "string");
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static long attr_int(const cJSON *dev, const char *key)
+{
+	const cJSON *v = attr(dev, key, "int");
+
+	return cJSON_IsNumber(v) ? (long)v->valuedouble : LONG_MIN;
+}
+
+static size_t n_attrs(const cJSON *dev)
+{
+	return (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(dev, "attributes"));
+}
+
+static const cJSON *device_named(const cJSON *slice, const char *name)
+{
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(slice, "spec"), "devices");
+	const cJSON *d;
+
+	cJSON_ArrayForEach (d, devs) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(d, "name");
+
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+			return d;
+	}
+	return NULL;
+}
+
+/* Every NIC of the tree: read, named, rendered; the standard attributes as the tree says. */
+static void test_hgx(void)
+{
+	struct hpn_dra_nic nics[MAX_NICS], again;
+	struct hpn_err err = { 0 };
+	char *text, *text2;
+	cJSON *slice;
+
+	for (size_t i = 0; i < n_tnics; i++) {
+		char name[HPN_DRA_NAME_MAX], want[HPN_DRA_NAME_MAX];
+		size_t k = 0;
+
+		CHECK_INT_EQ(
+			hpn_dra_nic_read(sys_root, tnics[i].ifname, (unsigned)i, &nics[i], &err),
+			0);
+		CHECK_STR_EQ(nics[i].pci, tnics[i].bdf);
+		CHECK_STR_EQ(nics[i].rdma, tnics[i].ibdev);
+		CHECK_INT_EQ(nics[i].pos.numa, tnics[i].numa);
+		CHECK_INT_EQ(nics[i].rail, i);
+		CHECK(!nics[i].softroce_capable);
+		CHECK_INT_EQ(hpn_dra_device_name(&nics[i], name), 0);
+		CHECK(dns_label(name));
+		/* pci-<bdf> with ':' and '.' as '-'. */
+		k = (size_t)snprintf(want, sizeof(want), "pci-");
+		for (const char *c = tnics[i].bdf; *c; c++)
+			want[k++] = *c == ':' || *c == '.' ? '-' : *c;
+		want[k] = '\0';
+		CHECK_STR_EQ(name, want);
+		/* Read again: the same name (stable across restarts of the agent). */
+		CHECK_INT_EQ(hpn_dra_nic_read(sys_root, tnics[i].ifname, (unsigned)i, &again, &err),
+			     0);
+		CHECK_INT_EQ(hpn_dra_device_name(&again, name), 0);
+		CHECK_STR_EQ(name, want);
+	}
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "gpu-node-1", "gpu-node-1", 3, nics, n_tnics, 0,
+				    1, &err);
+	CHECK(text != NULL);
+	text2 = hpn_dra_slice_render(HPN_DRA_DRIVER, "gpu-node-1", "gpu-node-1", 3, nics, n_tnics,
+				     0, 1, &err);
+	CHECK_STR_EQ(text, text2);
+	free(text2);
+	slice = cJSON_Parse(text ? text : "");
+	CHECK(slice != NULL);
+	CHECK_STR_HAS(text, "\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\"");
+	CHECK_STR_HAS(text, "\"metadata\":{\"name\":\"gpu-node-1-hpn-rdma.alibabacloud.com-0\"}");
+	CHECK_STR_HAS(text, "\"driver\":\"hpn-rdma.alibabacloud.com\",\"nodeName\":\"gpu-node-1\"");
+	CHECK_STR_HAS(
+		text,
+		"\"pool\":{\"name\":\"gpu-node-1\",\"generation\":3,\"resourceSliceCount\":1}");
+	for (size_t i = 0; slice && i < n_tnics; i++) {
+		char name[HPN_DRA_NAME_MAX];
+		const cJSON *d;
+
+		hpn_dra_device_name(&nics[i], name);
+		d = device_named(slice, name);
+		CHECK(d != NULL);
+		CHECK_STR_EQ(attr_str(d, "resource.kubernetes.io/pcieRoot"), tnics[i].root);
+		CHECK_STR_EQ(attr_str(d, "resource.kubernetes.io/pciBusID"), tnics[i].bdf);
+		CHECK_INT_EQ(attr_int(d, "resource.kubernetes.io/numaNode"), tnics[i].numa);
+		CHECK_STR_EQ(attr_str(d, "interface"), tnics[i].ifname);
+		CHECK_STR_EQ(attr_str(d, "rdmaDevice"), tnics[i].ibdev);
+		CHECK_INT_EQ(attr_int(d, "rail"), i);
+		CHECK(cJSON_IsFalse(attr(d, "softRoce", "bool")));
+		CHECK(n_attrs(d) <= HPN_DRA_MAX_ATTRS);
+		/* What mknode.sh does not write is left out, not guessed. */
+		CHECK(attr(d, "speedMbps", "int") == NULL);
+		CHECK(attr_str(d, "kernelDriver") == NULL);
+	}
+	cJSON_Delete(slice);
+	free(text);
+}
+
+/* Facts mknode.sh leaves out, added to the scratch tree NIC by NIC. */
+static void test_more_facts(void)
+{
+	char dir[PATH_MAX + 32], link[PATH_MAX + 32], name[HPN_DRA_NAME_MAX],
+		name2[HPN_DRA_NAME_MAX];
+	struct hpn_err err = { 0 };
+	struct hpn_dra_nic n;
+	char *text;
+	cJSON *slice;
+
+	put("400000", "class/net/ens1np0/speed");
+	snprintf(link, sizeof(link), "%s/class/net/ens1np0/device/driver", sys_root);
+	CHECK_INT_EQ(symlink("../../../bus/pci/drivers/mlx5_core", link), 0);
+	port_dir("mlx5_1");
+	put("Ethernet", "class/infiniband/mlx5_1/ports/1/link_layer");
+	put("-1", "class/net/ens2np0/speed");
+	port_dir("mlx5_2");
+	put("InfiniBand", "class/infiniband/mlx5_2/ports/1/link_layer");
+	put("4: RNIC", "class/infiniband/mlx5_3/node_type");
+	put("1", "class/net/ens3np0/type");
+
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "ens1np0", 0, &n, &err), 0);
+	CHECK_INT_EQ(n.speed_mbps, 400000);
+	CHECK_STR_EQ(n.driver, "mlx5_core");
+	CHECK_STR_EQ(n.link_layer, "Ethernet");
+	CHECK_STR_EQ(n.transport, "roce");
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, &n, 1, 0, 1, &err);
+	slice = cJSON_Parse(text ? text : "");
+	CHECK(slice != NULL);
+	if (slice) {
+		const cJSON *d = device_named(slice, "pci-0000-06-00-0");
+
+		CHECK_INT_EQ(attr_int(d, "speedMbps"), 400000);
+		CHECK_STR_EQ(attr_str(d, "kernelDriver"), "mlx5_core");
+		CHECK_STR_EQ(attr_str(d, "linkLayer"), "Ethernet");
+		CHECK_STR_EQ(attr_str(d, "transport"), "roce");
+		/* Every attribute there is, within the API's 32. */
+		CHECK_INT_EQ(n_attrs(d), 11);
+	}
+	cJSON_Delete(slice);
+	free(text);
+
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "ens2np0", 1, &n, &err), 0);
+	CHECK_INT_EQ(n.speed_mbps, 0);
+	CHECK_STR_EQ(n.transport, "ib");
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "ens3np0", 2, &n, &err), 0);
+	CHECK_STR_EQ(n.link_layer, "Ethernet");
+	CHECK_STR_EQ(n.transport, "iwarp");
+	CHECK(!n.softroce_capable);
+
+	/* A second port of one PCI function: its own name. */
+	put("1", "class/net/ens4np0/dev_port");
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "ens4np0", 3, &n, &err), 0);
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name), 0);
+	CHECK_STR_EQ(name, "pci-0000-0e-00-0-p1");
+
+	/* A netdev with no device (a veth): no PCI, no RDMA device, Soft-RoCE could serve it. */
+	snprintf(dir, sizeof(dir), "%s/class/net/Veth_a.1", sys_root);
+	CHECK_INT_EQ(mkdir(dir, 0755), 0);
+	put("1", "class/net/Veth_a.1/type");
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "Veth_a.1", 8, &n, &err), 0);
+	CHECK_STR_EQ(n.pci, "");
+	CHECK_STR_EQ(n.rdma, "");
+	CHECK_STR_EQ(n.pos.path, "");
+	CHECK(n.softroce_capable);
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name), 0);
+	CHECK(dns_label(name));
+	CHECK(!strncmp(name, "net-veth-a-1-", 13) && strlen(name) == 13 + 8);
+	/* Folded alike, told apart by the hash. */
+	snprintf(n.ifname, sizeof(n.ifname), "veth_a_1");
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name2), 0);
+	CHECK(!strncmp(name2, "net-veth-a-1-", 13));
+	CHECK(strcmp(name, name2) != 0);
+	snprintf(n.ifname, sizeof(n.ifname), "Veth_a.1");
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, &n, 1, 0, 1, &err);
+	CHECK(text != NULL);
+	/* Not placed: no standard attribute at all. */
+	CHECK_STR_LACKS(text, "resource.kubernetes.io");
+	CHECK_STR_HAS(text, "\"softRoce\":{\"bool\":true}");
+	free(text);
+
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_dra_nic_read(sys_root, "nosuch0", 0, &n, &err), -ENODEV);
+	CHECK_INT_EQ(err.code, HPN_E_DEVICE_NOT_FOUND);
+	CHECK_STR_HAS(err.msg, "\"nosuch0\"");
+}
+
+static void fake_nic(struct hpn_dra_nic *n, unsigned i)
+{
+	memset(n, 0, sizeof(*n));
+	n->pos.numa = -1;
+	snprintf(n->ifname, sizeof(n->ifname), "ens%u", i);
+	snprintf(n->pci, sizeof(n->pci), "0000:%02x:%02x.%x", 0x10 + i / 64, (i / 8) % 8, i % 8);
+	snprintf(n->pos.path, sizeof(n->pos.path), "pci0000:%02x/0000:%02x:00.0/%s", 0x10 + i / 64,
+		 0x10 + i / 64, n->pci);
+	n->rail = i;
+}
+
+/* The API's limits, each refused with a message naming what broke it. */
+static void test_limits(void)
+{
+	struct hpn_dra_nic two[2], none;
+	struct hpn_err err = { 0 };
+	char name[HPN_DRA_NAME_MAX], node[300];
+	char *text;
+	cJSON *s;
+
+	fake_nic(&two[0], 0);
+	fake_nic(&two[1], 1);
+	text = hpn_dra_slice_render("HPN_rdma.example.com", "n1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "DRA driver name \"HPN_rdma.example.com\"");
+	memset(&err, 0, sizeof(err));
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "Node_1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "node name \"Node_1\"");
+	memset(&err, 0, sizeof(err));
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1//x", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "pool name \"n1//x\"");
+	memset(&err, 0, sizeof(err));
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 2, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "takes 1 slices of 128");
+	/* A value longer than 64: the NIC named. */
+	memset(&err, 0, sizeof(err));
+	memset(two[1].driver, 'd', 70);
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "NIC \"ens1\": attribute kernelDriver");
+	CHECK_STR_HAS(err.msg, "64 characters");
+	memset(two[1].driver, 'd', 64);
+	two[1].driver[64] = '\0';
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text != NULL);
+	free(text);
+	/* A PCIe root longer than 64 (no real one is): refused, not cut. */
+	memset(&err, 0, sizeof(err));
+	memset(two[1].pos.path, 'p', 70);
+	two[1].pos.path[70] = '\0';
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg, "NIC \"ens1\": attribute resource.kubernetes.io/pcieRoot");
+	fake_nic(&two[1], 1);
+	/* One device name twice in the pool. */
+	memset(&err, 0, sizeof(err));
+	memcpy(two[1].pci, two[0].pci, sizeof(two[0].pci));
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 1, &err);
+	CHECK(text == NULL);
+	CHECK_STR_HAS(err.msg,
+		      "NICs \"ens0\" and \"ens1\" have one device name \"pci-0000-10-00-0\"");
+	/* Neither a PCI address nor a name; a PCI address that makes no label. */
+	memset(&none, 0, sizeof(none));
+	CHECK_INT_EQ(hpn_dra_device_name(&none, name), -EINVAL);
+	snprintf(none.pci, sizeof(none.pci), "0000:1b:00.0/");
+	CHECK_INT_EQ(hpn_dra_device_name(&none, name), -EINVAL);
+	/* A node name of 253: the slice's name cut to 253 with a hash, still a subdomain. */
+	memset(node, 'a', 253);
+	node[253] = '\0';
+	node[100] = '.';
+	fake_nic(&two[1], 1);
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, node, "n1", 0, two, 2, 0, 1, &err);
+	s = cJSON_Parse(text ? text : "");
+	CHECK(s != NULL);
+	if (s) {
+		const char *sn = cJSON_GetObjectItemCaseSensitive(
+					 cJSON_GetObjectItemCaseSensitive(s, "metadata"), "name")
+					 ->valuestring;
+
+		CHECK_INT_EQ(strlen(sn), 253);
+		CHECK(isalnum((unsigned char)sn[252]) && sn[253 - 17] == '-');
+		CHECK(!strncmp(sn, node, 200));
+	}
+	cJSON_Delete(s);
+	free(text);
+}
+
+/*
+ * vm-flat's virtio-net eth0: the netdev on the virtio0 child, the PCI function
+ * its parent, the driver virtio_net's (the link added here), no RDMA device.
+ */
+static void test_virtio(void)
+{
+	char dest[512], sys[PATH_MAX], link[PATH_MAX + 64], name[HPN_DRA_NAME_MAX];
+	struct hpn_err err = { 0 };
+	struct hpn_dra_nic n;
+	FILE *f;
+
+	snprintf(dest, sizeof(dest), "%s/vm-flat", scratch);
+	mknode("vm-flat", dest);
+	snprintf(sys, sizeof(sys), "%s/sys", dest);
+	snprintf(link, sizeof(link), "%s/class/net/eth0/device/driver", sys);
+	CHECK_INT_EQ(symlink("../../../../bus/virtio/drivers/virtio_net", link), 0);
+	snprintf(link, sizeof(link), "%s/class/net/eth0/type", sys);
+	f = fopen(link, "we");
+	CHECK(f != NULL);
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	CHECK_INT_EQ(hpn_dra_nic_read(sys, "eth0", 0, &n, &err), 0);
+	CHECK_STR_EQ(n.pci, "0000:00:03.0");
+	CHECK_STR_EQ(n.pos.path, "pci0000:00/0000:00:03.0");
+	CHECK_INT_EQ(n.pos.numa, -1);
+	CHECK_STR_EQ(n.driver, "virtio_net");
+	CHECK_STR_EQ(n.rdma, "");
+	CHECK_STR_EQ(n.link_layer, "Ethernet");
+	CHECK_STR_EQ(n.transport, "");
+	CHECK(n.softroce_capable);
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name), 0);
+	CHECK_STR_EQ(name, "pci-0000-00-03-0");
+	/* NUMA -1 (a flat VM): no numaNode attribute. */
+	{
+		char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "vm", "vm", 0, &n, 1, 0, 1, &err);
+
+		CHECK_STR_HAS(text,
+			      "\"resource.kubernetes.io/pcieRoot\":{\"string\":\"pci0000:00\"}");
+		CHECK_STR_LACKS(text, "numaNode");
+		CHECK_STR_HAS(text, "\"kernelDriver\":{\"string\":\"virtio_net\"}");
+		free(text);
+	}
+	/* A name that is no netdev name at all. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_dra_nic_read(sys, "../eth0", 0, &n, &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "\"../eth0\" is not a netdev name");
+}
+
+/* 200 NICs: two slices, 128 and 72 devices, each saying the pool has 2. */
+static void test_split(void)
+{
+	struct hpn_dra_nic *nics = calloc(200, sizeof(*nics));
+	struct hpn_err err = { 0 };
+	size_t total = 0;
+	char first_name[300] = "";
+
+	CHECK_INT_EQ(hpn_dra_slice_split(0), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(1), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(128), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(129), 2);
+	CHECK_INT_EQ(hpn_dra_slice_split(200), 2);
+	if (!nics)
+		exit(2);
+	for (unsigned i = 0; i < 200; i++)
+		fake_nic(&nics[i], i);
+	for (size_t s = 0; s < 2; s++) {
+		char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 7, nics, 200, s, 2,
+						  &err);
+		cJSON *o = cJSON_Parse(text ? text : "");
+		const cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+		const cJSON *pool = cJSON_GetObjectItemCaseSensitive(spec, "pool");
+		const cJSON *devs = cJSON_GetObjectItemCaseSensitive(spec, "devices");
+		const cJSON *name = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name");
+
+		CHECK(o != NULL);
+		CHECK_INT_EQ(cJSON_GetArraySize(devs), s == 0 ? 128 : 72);
+		CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(pool, "resourceSliceCount")->valueint,
+			     2);
+		CHECK_INT_EQ(cJSON_GetObjectItemCaseSensitive(pool, "generation")->valueint, 7);
+		CHECK(cJSON_IsString(name));
+		if (s == 0)
+			snprintf(first_name, sizeof(first_name), "%s", name->valuestring);
+		else
+			CHECK(strcmp(first_name, name->valuestring) != 0);
+		/* The slice's first device is NIC s*128. */
+		CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, 0), "rail"), s * 128);
+		total += (size_t)cJSON_GetArraySize(devs);
+		cJSON_Delete(o);
+		free(text);
+	}
+	CHECK_INT_EQ(total, 200);
+	CHECK(hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 7, nics, 200, 2, 2, &err) == NULL);
+	free(nics);
+}
+
+int main(void)
+{
+	char dest[512];
+
+	tmpdir_make(scratch, sizeof(scratch), "draslice");
+	snprintf(dest, sizeof(dest), "%s/hgx-h100", scratch);
+	mknode("hgx-h100", dest);
+	snprintf(sys_root, sizeof(sys_root), "%s/sys", dest);
+	read_tree("hgx-h100");
+	test_hgx();
+	test_more_facts();
+	test_limits();
+	test_virtio();
+	test_split();
+	tmpdir_rm(scratch);
+	return check_done();
+}
