@@ -286,6 +286,84 @@ kubeconfig "$W/exec.kubeconfig" "$good" file "exec:" "  command: aws" "  apiVers
 get -k "$W/exec.kubeconfig" "$SEED"
 expect_code "an exec user" 7 'users\["hpn-rdma"\]\.user\.exec \(an exec credential plugin\) is not supported'
 
+# ---- hpn_kube_request: the general call (kube_req) ------------------------------
+
+REQ=${HPN_KUBE_REQ:?run through ctest (HPN_KUBE_REQ=kube_req)}
+# req ARGS...: runs kube_req; sets RC, ST (the status line's number, or
+# "none"), BODY (what follows it) and OUT (the error line: the last line when
+# the status is not 2xx or there is none).
+req() {
+	LAST="kube_req $*"
+	RC=0
+	"$REQ" "$@" >"$W/out" 2>"$W/err" || RC=$?
+	ERR=$(cat "$W/err")
+	if [[ $(head -n 1 "$W/out") =~ ^status\ ([0-9]+)$ ]]; then
+		ST=${BASH_REMATCH[1]}
+		if ((ST >= 200 && ST <= 299)); then
+			BODY=$(tail -n +2 "$W/out")
+		else
+			BODY=$(tail -n +2 "$W/out" | head -n -1)
+		fi
+	else
+		ST=none BODY=
+	fi
+	OUT=$(tail -n 1 "$W/out")
+}
+
+# expect_status WHAT CODE [JQ [jq args]]: kube_req got HTTP CODE, and the JQ
+# filter is true on the body.
+expect_status() {
+	local what=$1 code=$2
+	shift 2
+	if [[ $ST != "$code" ]]; then
+		failure "$what: expected HTTP $code, got ${ST} (exit $RC)"
+	elif (($# == 0)); then
+		pass "$what"
+	elif jq -e "${@:2}" "$1" <<<"$BODY" >/dev/null 2>&1; then
+		pass "$what"
+	else
+		failure "$what: jq '$1' is false on the body: $BODY"
+	fi
+}
+
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "kube_req GET a pod: 200 and the pod" 200 '.metadata.uid == $u' --arg u "$(uid_of "$SEED")"
+((RC == 0)) && pass "exit 0 on a 2xx" || failure "exit $RC on a 2xx"
+req "$KT" GET /api/v1/namespaces/default/pods/no-such-pod
+expect_status "kube_req GET a missing pod: 404 returned" 404 '.kind == "Status" and .code == 404'
+expect_code "the 404's error: code 3 naming the path" 3 "$GOOD" \
+	'GET /api/v1/namespaces/default/pods/no-such-pod: 404 Not Found' 'the API server says: pods "no-such-pod" not found'
+echo "status 503 2" >"$W/mode"
+: >"$W/requests.log"
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "GET retried through 503 twice" 200
+[[ $(requests " 503 ") == 2 ]] && pass "GET: three requests" || failure "GET under 503: $(cat "$W/requests.log")"
+echo "status 503 1" >"$W/mode"
+: >"$W/requests.log"
+req -n "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_code "not idempotent: a 503 is not retried" 11 "$GOOD" 'HTTP 503 Service Unavailable; 1 attempt in'
+[[ $(requests " 503 ") == 1 && $(requests " 200 ") == 0 ]] && pass "one request only" ||
+	failure "not idempotent under 503: $(cat "$W/requests.log")"
+echo "429 1 0" >"$W/mode"
+req -n "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "not idempotent: a 429 is retried (never acted on)" 200
+echo "status 403" >"$W/mode"
+req -r pods -v list "$KT" GET /api/v1/namespaces/default/pods/x
+expect_code "403: the caller's verb and resource, no namespace" 109 \
+	'GET /api/v1/namespaces/default/pods/x: 403 Forbidden' \
+	'may not list pods \(it needs RBAC list on pods\)'
+echo type >"$W/mode"
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_code "a 2xx that is not JSON is refused" 109 'Content-Type is "text/html"'
+: >"$W/mode"
+: >"$W/requests.log"
+req "$KT" GET "/api/v1/namespaces/default/pods/a b"
+expect_code "a path with a blank never leaves" 106 'path "/api/v1/namespaces/default/pods/a b" is not an escaped'
+req "$KT" TRACE /api
+expect_code "a method that is not one of the five" 106 'method "TRACE"'
+[[ ! -s $W/requests.log ]] && pass "no request for a bad call" ||
+	failure "a bad call reached the server: $(cat "$W/requests.log")"
+
 # ---- kubectl reads the same pods with the same kubeconfigs -------------------
 
 # kubectl_get KUBECONFIG NS/NAME: kubectl's JSON of the pod in OUT (exit in RC).
