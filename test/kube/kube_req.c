@@ -3,13 +3,14 @@
  * kube_req: one hpn_kube_request, as the agent's DRA driver makes them, for
  * test/kube/kube.sh.
  *
- *   kube_req [-t TIMEOUT_MS] [-n] [-r RESOURCE] [-v VERB] [-N NS]
+ *   kube_req [-t TIMEOUT_MS] [-n] [-w WHAT] [-r RESOURCE] [-v VERB] [-N NS]
  *            [-q KEY=VALUE]... KUBECONFIG METHOD PATH [BODY_FILE [CONTENT_TYPE]]
  *
  * -q appends "KEY=VALUE" to PATH's query with VALUE escaped by
  * hpn_kube_query_escape (a fieldSelector, labelSelector or fieldManager);
- * -n: not idempotent (call.retry false; retried by default); -r, -v, -N: the
- * call's RBAC resource, verb and namespace for the 403 message.
+ * -n: not idempotent (call.retry false; retried by default); -w: the call's
+ * what (default PATH); -r, -v, -N: its RBAC resource, verb and namespace for
+ * the 403 message.
  * Prints the status on the first line of stdout ("status 201"), then the body;
  * for a status other than 2xx, a last line of JSON {"code", "msg", "details"}
  * from hpn_kube_status_err. A failed request prints only that line.
@@ -42,8 +43,9 @@ static void print_err(const struct hpn_err *err, int r)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: kube_req [-t TIMEOUT_MS] [-n] [-r RESOURCE] [-v VERB] [-N NS] "
-			"[-q KEY=VALUE]... KUBECONFIG METHOD PATH [BODY_FILE [CONTENT_TYPE]]\n");
+	fprintf(stderr,
+		"usage: kube_req [-t TIMEOUT_MS] [-n] [-w WHAT] [-r RESOURCE] [-v VERB] [-N NS] "
+		"[-q KEY=VALUE]... KUBECONFIG METHOD PATH [BODY_FILE [CONTENT_TYPE]]\n");
 	return 2;
 }
 
@@ -141,13 +143,16 @@ int main(int argc, char **argv)
 	size_t nq = 0;
 	int c, status;
 
-	while ((c = getopt(argc, argv, "+t:nr:v:N:q:")) != -1) {
+	while ((c = getopt(argc, argv, "+t:nw:r:v:N:q:")) != -1) {
 		switch (c) {
 		case 't':
 			call.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		case 'n':
 			call.retry = false;
+			break;
+		case 'w':
+			call.what = optarg;
 			break;
 		case 'r':
 			call.resource = optarg;
@@ -170,7 +175,8 @@ int main(int argc, char **argv)
 	if (argc - optind < 3 || argc - optind > 5)
 		return usage();
 	call.method = argv[optind + 1];
-	call.what = argv[optind + 2];
+	if (!call.what)
+		call.what = argv[optind + 2];
 	if (argc - optind >= 4) {
 		body = read_file(argv[optind + 3], &call.body_len);
 		if (!body) {
