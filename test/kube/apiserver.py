@@ -4,10 +4,9 @@
 
 Pods: GET /api/v1/namespaces/{ns}/pods/{name} from DIR/{ns}/{name}.json.
 
-resource.k8s.io/v1 (the agent's DRA driver):
+resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   ResourceSlices (cluster-scoped), in memory, each also written to
-  RDIR/resourceslices/{name}.json (--resources RDIR) after every change for
-  the tests to read:
+  RDIR/resourceslices/{name}.json after every change for the tests to read:
     GET .../resourceslices (a ResourceSliceList; fieldSelector on
       metadata.name, spec.nodeName, spec.driver and labelSelector, with =, ==
       and != joined by ',' as AND; another field 400 "field label not
@@ -27,15 +26,34 @@ resource.k8s.io/v1 (the agent's DRA driver):
     capacities per device, attribute names (a C identifier of at most 32,
     optionally after "domain/"), each attribute exactly one of int, bool,
     string (at most 64) and version (semver, at most 64).
-Left out: watch, pagination (limit and continue are ignored), PATCH,
-dryRun, finalizers, admission, the other resource.k8s.io kinds and
-versions, and validation of fields hpn-rdma does not send (counters, taints,
-capacity request policies, per-device node selection, CEL).
+  ResourceClaims (namespaced), from RDIR/{ns}/resourceclaims/{name}.json,
+  which the tests write: GET .../resourceclaims/{name} and its /status, and
+  PATCH .../resourceclaims/{name}/status as server-side apply only
+  (Content-Type application/apply-patch+yaml, a YAML or JSON body; any other
+  patch type 415; no fieldManager 422 as PatchOptions validation answers).
+  Simplified apply: only status.devices may be in the patch (the stand-in
+  refuses other status fields with 400); the entries the manager applied
+  before are replaced by the patch's (keyed by driver, pool, device,
+  shareID), other managers' entries are kept; ownership is kept in
+  metadata.managedFields (one Apply entry per manager, "f:status" >
+  "f:devices" > "k:{...}" keys only). The result is validated as a status
+  update (422): each entry names an allocated device of
+  status.allocation.devices.results, unique; at most 8 conditions, each with
+  type, status True/False/Unknown, reason and lastTransitionTime; data a JSON
+  object; networkData.interfaceName at most 256, hardwareAddress at most 128,
+  at most 16 ips, unique, each an address in CIDR form. Written back to the
+  file with a new resourceVersion.
+Left out: watch, pagination (limit and continue are ignored), managed
+fields' per-field merge and apply conflicts between managers, json-patch,
+merge and strategic-merge patches, dryRun, finalizers, admission, the other
+resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
+not send (counters, taints, capacity request policies, per-device node
+selection, CEL).
 
 Discovery (/api, /api/v1, /apis, /apis/resource.k8s.io,
-/apis/resource.k8s.io/v1) is what kubectl reads to map "pod" and
-"resourceslices" to these endpoints, so that a real client checks the
-stand-in and the kubeconfig the tests use. Test code only
+/apis/resource.k8s.io/v1) is what kubectl reads to map "pod",
+"resourceslices" and "resourceclaims" to these endpoints, so that a real
+client checks the stand-in and the kubeconfig the tests use. Test code only
 (test/kube/), written from the public API's types, validation and
 conventions.
 
@@ -51,7 +69,7 @@ Listeners, each on an ephemeral port of 127.0.0.1, written to --ports as
   otherca    a certificate for the right names from another CA
   closed     a port that was bound and closed again: nothing listens there
 
-Faults of the pod and ResourceSlice endpoints (not discovery),
+Faults of the pod, ResourceSlice and ResourceClaim endpoints (not discovery),
 from the --mode file, read on every request, before the request is acted on;
 one line "WHAT [COUNT [RETRY_AFTER]]". With a COUNT, the fault answers COUNT
 requests and then the endpoint serves normally again (the file is rewritten
@@ -72,6 +90,7 @@ The server exits by itself after --lifetime seconds (default 600).
 """
 import argparse
 import http.server
+import ipaddress
 import json
 import os
 import random
@@ -83,6 +102,8 @@ import threading
 import time
 import urllib.parse
 import uuid
+
+import yaml
 
 STOP = threading.Event()
 
@@ -126,6 +147,9 @@ C_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NUM = r"(0|[1-9][0-9]*)"
 _PRE = r"(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
 SEMVER_RE = re.compile(rf"^{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
+CONDITION_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def is_label(v):
@@ -351,6 +375,95 @@ def check_slice(obj, old=None):
     return errs.causes
 
 
+def interface_address(s):
+    """An address with its prefix length, in canonical form: 10.9.8.7/24."""
+    addr, slash, plen = s.partition("/") if isinstance(s, str) else ("", "", "")
+    try:
+        iface = ipaddress.ip_interface(s)
+    except ValueError:
+        return False
+    return bool(slash) and str(iface.ip) == addr and str(iface.network.prefixlen) == plen
+
+
+def device_key(d):
+    return (d.get("driver"), d.get("pool"), d.get("device"), d.get("shareID"))
+
+
+def key_text(k):
+    return "/".join(p for p in k if p)
+
+
+def check_conditions(errs, conds, field):
+    if not isinstance(conds, list):
+        return errs.invalid(field, conds, "must be a list")
+    if len(conds) > 8:
+        errs.too_many(field, len(conds), 8)
+    for j, c in enumerate(conds):
+        f = f"{field}[{j}]"
+        if not isinstance(c, dict):
+            errs.invalid(f, c, "must be an object")
+            continue
+        t = c.get("type") or ""
+        if not t:
+            errs.required(f + ".type")
+        elif not (LABEL_NAME_RE.match(t.rpartition("/")[2]) and len(t.rpartition("/")[2]) <= 63):
+            errs.invalid(f + ".type", t, "must be a qualified name")
+        if c.get("status") not in ("True", "False", "Unknown"):
+            errs.add("FieldValueNotSupported", f + ".status",
+                     f'Unsupported value: {json.dumps(c.get("status"))}: supported values: '
+                     '"False", "True", "Unknown"')
+        if not c.get("lastTransitionTime"):
+            errs.required(f + ".lastTransitionTime", "must be set")
+        reason = c.get("reason") or ""
+        if not reason:
+            errs.required(f + ".reason")
+        elif len(reason) > 1024 or not CONDITION_REASON_RE.match(reason):
+            errs.invalid(f + ".reason", reason, "must be a CamelCase word")
+
+
+def check_claim_status(devices, allocated):
+    """status.devices of a claim whose allocated devices are `allocated`."""
+    errs = Errors()
+    seen = set()
+    for i, d in enumerate(devices):
+        field = f"status.devices[{i}]"
+        check_driver(errs, d.get("driver"), field + ".driver")
+        check_pool(errs, d.get("pool"), field + ".pool")
+        check_device_name(errs, d.get("device"), field + ".device")
+        share = d.get("shareID")
+        if share is not None and not (isinstance(share, str) and UUID_RE.match(share)):
+            errs.invalid(field + ".shareID", share, "must be a lowercase RFC 4122 UUID")
+        key = device_key(d)
+        if key not in allocated:
+            errs.invalid(field, key_text(key), "must be an allocated device in the claim")
+        if "conditions" in d:
+            check_conditions(errs, d["conditions"], field + ".conditions")
+        if "data" in d and not isinstance(d["data"], dict):
+            errs.invalid(field + ".data", "<value omitted>", "must be a valid JSON object")
+        net = d.get("networkData")
+        if isinstance(net, dict):
+            nf = field + ".networkData"
+            if len(net.get("interfaceName") or "") > 256:
+                errs.too_long(nf + ".interfaceName", 256)
+            if len(net.get("hardwareAddress") or "") > 128:
+                errs.too_long(nf + ".hardwareAddress", 128)
+            ips = net.get("ips") or []
+            if len(ips) > 16:
+                errs.too_many(nf + ".ips", len(ips), 16)
+            else:
+                for j, ip in enumerate(ips):
+                    if not interface_address(ip):
+                        errs.invalid(f"{nf}.ips[{j}]", ip,
+                                     "must be an IP address with a prefix length, in canonical "
+                                     "form (10.9.8.7/24, 2001:db8::1/64)")
+                    elif ips.index(ip) != j:
+                        errs.duplicate(f"{nf}.ips[{j}]", ip)
+        if key in seen:
+            errs.duplicate(field, key_text(key))
+        seen.add(key)
+    return errs.causes
+
+
 def now_rfc3339():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -364,8 +477,8 @@ def write_json(path, obj):
 
 
 class Store:
-    """ResourceSlices in memory; one resourceVersion counter for all, as
-    etcd's revision."""
+    """ResourceSlices in memory, claims in files; one resourceVersion counter
+    for all, as etcd's revision."""
 
     def __init__(self, rdir):
         self.lock = threading.Lock()
@@ -385,6 +498,11 @@ class Store:
             write_json(path, self.slices[name])
         elif os.path.exists(path):
             os.remove(path)
+
+    def claim_path(self, ns, name):
+        if not (self.rdir and is_label(ns) and is_subdomain(name)):
+            return None
+        return os.path.join(self.rdir, ns, "resourceclaims", name + ".json")
 
 
 def selector(text, what):
@@ -424,6 +542,10 @@ def discovery_resources():
     slice_verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update",
                    "watch"]
     return [
+        {"name": "resourceclaims", "singularName": "resourceclaim", "namespaced": True,
+         "kind": "ResourceClaim", "verbs": slice_verbs},
+        {"name": "resourceclaims/status", "singularName": "", "namespaced": True,
+         "kind": "ResourceClaim", "verbs": ["get", "patch", "update"]},
         {"name": "resourceslices", "singularName": "resourceslice", "namespaced": False,
          "kind": "ResourceSlice", "verbs": slice_verbs},
     ]
@@ -641,6 +763,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif len(parts) == 2 and parts[0] == "resourceslices":
             self.allow(method, "GET", "PUT", "DELETE")
             kind = method.lower()
+        elif len(parts) in (4, 5) and parts[0] == "namespaces" and parts[2] == "resourceclaims" \
+                and parts[4:] in ([], ["status"]):
+            self.allow(method, *(["GET", "PATCH"] if parts[4:] else ["GET"]))
+            kind = "claim-" + method.lower()
         else:
             raise ApiError(404, "the server could not find the requested resource")
         what = self.fault(user)
@@ -664,8 +790,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code, obj = 200, self.slice_of(store, parts[1])
         elif kind == "put":
             code, obj = 200, self.update_slice(store, parts[1])
-        else:
+        elif kind == "delete":
             code, obj = 200, self.delete_slice(store, parts[1])
+        elif kind == "claim-get":
+            code, obj = 200, self.claim(store, parts[1], parts[3])[1]
+        else:
+            code, obj = 200, self.apply_claim_status(store, parts[1], parts[3])
         return code, obj
 
     def json_body(self, kind):
@@ -762,6 +892,78 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "details": {"name": name, "group": GROUP, "kind": "resourceslices",
                             "uid": old["metadata"]["uid"]}}
 
+    def claim(self, store, ns, name):
+        path = store.claim_path(ns, name)
+        if not path or not os.path.isfile(path):
+            raise not_found("resourceclaims", name)
+        with open(path) as f:
+            return path, json.load(f)
+
+    def apply_claim_status(self, store, ns, name):
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype != "application/apply-patch+yaml":
+            raise ApiError(415, f'the body of the request was in an unknown format ("{ctype}"): '
+                           "the stand-in takes application/apply-patch+yaml only")
+        manager = self.query.get("fieldManager", [""])[0]
+        if not manager or len(manager) > 128:
+            raise invalid("PatchOptions", "", [{
+                "reason": "FieldValueRequired" if not manager else "FieldValueTooLong",
+                "field": "fieldManager",
+                "message": "Required value: is required for apply patch" if not manager
+                else "Too long: may not be more than 128 bytes"}], group="meta.k8s.io")
+        path, claim = self.claim(store, ns, name)
+        try:
+            patch = yaml.safe_load(self.body)
+        except yaml.YAMLError as e:
+            raise bad_request(f"the body is not YAML or JSON: {e}")
+        if not isinstance(patch, dict):
+            raise bad_request("the body is not an object")
+        if patch.get("apiVersion") != GV or patch.get("kind") != "ResourceClaim":
+            raise bad_request(f"the apply patch is a {patch.get('apiVersion')} "
+                              f"{patch.get('kind')}, not a {GV} ResourceClaim")
+        pmeta = patch.get("metadata") or {}
+        if pmeta.get("name") != name or pmeta.get("namespace", ns) != ns:
+            raise bad_request("the name and namespace of the object do not match the URL")
+        status = patch.get("status") or {}
+        if not isinstance(status, dict) or set(status) - {"devices"}:
+            raise bad_request("the stand-in applies status.devices only")
+        mine = status.get("devices") or []
+        if not isinstance(mine, list) or not all(isinstance(d, dict) for d in mine):
+            raise bad_request("status.devices is not a list of objects")
+        # Simplified apply: the manager's entries are the patch's, whoever
+        # had them before; the other managers keep the rest.
+        meta = claim.setdefault("metadata", {})
+        managed = [m for m in meta.get("managedFields") or []
+                   if not (m.get("manager") == manager and m.get("subresource") == "status")]
+        keys = {device_key(d) for d in mine}
+        before = [m for m in meta.get("managedFields") or [] if m not in managed]
+        owned_before = {k for m in before for k in owned_keys(m)}
+        stored = (claim.get("status") or {}).get("devices") or []
+        kept = [d for d in stored if device_key(d) not in keys | owned_before]
+        devices = kept + mine
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices")
+                   or {}).get("results") or []
+        allocated = {device_key(r) for r in results if isinstance(r, dict)}
+        causes = check_claim_status(devices, allocated)
+        if causes:
+            raise invalid("ResourceClaim", name, causes)
+        for m in managed:
+            if m.get("subresource") == "status":
+                set_owned(m, owned_keys(m) - keys)
+        managed = [m for m in managed if m.get("subresource") != "status" or owned_keys(m)]
+        if mine:
+            entry = {"manager": manager, "operation": "Apply", "apiVersion": GV,
+                     "time": now_rfc3339(), "fieldsType": "FieldsV1", "subresource": "status"}
+            set_owned(entry, keys)
+            managed.append(entry)
+        meta["managedFields"] = managed
+        claim.setdefault("status", {})["devices"] = devices
+        if not devices:
+            del claim["status"]["devices"]
+        meta["resourceVersion"] = store.next_rv()
+        write_json(path, claim)
+        return claim
+
     def big(self, chunked, user):
         size = 2 << 20
         chunk = b" " * 65536
@@ -783,6 +985,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except OSError:
             pass  # the client stopped reading, as it should
+
+
+def owned_keys(entry):
+    """The status.devices keys a managedFields entry owns."""
+    devs = ((entry.get("fieldsV1") or {}).get("f:status") or {}).get("f:devices") or {}
+    keys = set()
+    for k in devs:
+        if k.startswith("k:"):
+            d = json.loads(k[2:])
+            keys.add(device_key(d))
+    return keys
+
+
+def set_owned(entry, keys):
+    names = ("driver", "pool", "device", "shareID")
+    devs = {}
+    for k in sorted(keys, key=lambda k: tuple(p or "" for p in k)):
+        d = {n: v for n, v in zip(names, k) if v is not None}
+        devs["k:" + json.dumps(dict(sorted(d.items())), separators=(",", ":"))] = {".": {}}
+    entry["fieldsV1"] = {"f:status": {"f:devices": devs}}
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -844,7 +1066,8 @@ def context(cert, key, client_ca):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dir", required=True, help="pods: DIR/NS/NAME.json")
-    p.add_argument("--resources", help="slices written to RDIR/resourceslices/NAME.json")
+    p.add_argument("--resources", help="claims: RDIR/NS/resourceclaims/NAME.json; slices "
+                   "written to RDIR/resourceslices/NAME.json")
     p.add_argument("--pki", required=True,
                    help="dir with ca.crt, server.{crt,key}, wrongname.{crt,key}, other.{crt,key}")
     p.add_argument("--tokens", required=True)
