@@ -509,8 +509,10 @@ static int perform(struct lookup *l, const char *url, struct curl_slist *headers
 		 * follows: say what it may be.
 		 */
 		return fail(l, HPN_E_TRY_AGAIN, EAGAIN, NULL,
-			    "%s; %u attempt%s in %lld ms, try again later%s%s%s", l->why, attempts,
-			    attempts == 1 ? "" : "s", now_ms() - start,
+			    "%s; %u attempt%s in %lld ms%s, try again later%s%s%s", l->why,
+			    attempts, attempts == 1 ? "" : "s", now_ms() - start,
+			    call->retry || l->unacted ? ""
+						      : " (not repeated: it may have been done)",
 			    l->closed && l->kc->cert ? " (or the server refuses the client "
 						       "certificate of user \""
 						     : "",
@@ -566,6 +568,10 @@ static int check_call(const struct hpn_kube_call *call, struct hpn_err *err)
 				   "Kubernetes API request: path \"%.128s\" is not an escaped "
 				   "absolute path",
 				   call->path ? call->path : "");
+	/* A body would turn libcurl's GET into a POST; the API's GETs take none. */
+	if (!strcmp(call->method, "GET") && call->body)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request GET %s: a GET has no body", call->path);
 	if (!call->what)
 		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
 				   "Kubernetes API request %s %s: what it is for is not said",

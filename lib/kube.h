@@ -85,8 +85,8 @@ struct hpn_kube_answer {
  * HPN_KUBE_BODY_MAX, TLS verification failures (the server's certificate not
  * signed by the kubeconfig's CA, or not for the server's name; our client
  * certificate refused): HPN_E_KUBE; a timeout over HPN_KUBE_TIMEOUT_MS_MAX:
- * HPN_E_INVALID_CONFIG; a method or path not as above: HPN_E_INTERNAL (before
- * any request). Messages name the server, the method and call->what;
+ * HPN_E_INVALID_CONFIG; a method or path not as above, a GET with a body:
+ * HPN_E_INTERNAL (before any request). Messages name the server, the method and call->what;
  * details hold the API server's own message or libcurl's.
  * Every other answer is returned, 0: a 2xx, and a status the caller tells
  * apart (404 Not Found, 409 Conflict or AlreadyExists, 422 Invalid, 415...),
