@@ -16,7 +16,8 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
       metadata.resourceVersion that is not the stored one is 409 Conflict;
       without one it is unconditional (the ResourceSlice strategy allows
       that); a missing slice is 404 (no create on update); a spec change
-      bumps metadata.generation; driver, pool.name and nodeName immutable.
+      bumps metadata.generation, no change keeps the resourceVersion; driver,
+      pool.name and nodeName immutable.
       DELETE answers a Status of Success, as the generic registry does.
     Validated as pkg/apis/resource/validation does for the fields a driver
     publishes (422 Invalid, a Status with one cause per field): driver and
@@ -29,8 +30,9 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   ResourceClaims (namespaced), from RDIR/{ns}/resourceclaims/{name}.json,
   which the tests write: GET .../resourceclaims/{name} and its /status, and
   PATCH .../resourceclaims/{name}/status as server-side apply only
-  (Content-Type application/apply-patch+yaml, a YAML or JSON body; any other
-  patch type 415; no fieldManager 422 as PatchOptions validation answers).
+  (Content-Type application/apply-patch+yaml, a YAML body if PyYAML is
+  there, else JSON only; any other patch type 415; no fieldManager 422 as
+  PatchOptions validation answers).
   Simplified apply: only status.devices may be in the patch (the stand-in
   refuses other status fields with 400); the entries the manager applied
   before are replaced by the patch's (keyed by driver, pool, device,
@@ -102,8 +104,6 @@ import threading
 import time
 import urllib.parse
 import uuid
-
-import yaml
 
 STOP = threading.Event()
 
@@ -879,7 +879,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         gen = old["metadata"].get("generation", 1)
         meta.update(uid=old["metadata"]["uid"],
                     creationTimestamp=old["metadata"]["creationTimestamp"],
-                    generation=gen + (obj["spec"] != old["spec"]), resourceVersion=store.next_rv())
+                    generation=gen + (obj["spec"] != old["spec"]),
+                    resourceVersion=old["metadata"]["resourceVersion"])
+        if obj == old:
+            return old  # the storage writes nothing when nothing changes
+        meta["resourceVersion"] = store.next_rv()
         store.slices[name] = obj
         store.dump(name)
         return obj
@@ -912,10 +916,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "message": "Required value: is required for apply patch" if not manager
                 else "Too long: may not be more than 128 bytes"}], group="meta.k8s.io")
         path, claim = self.claim(store, ns, name)
-        try:
-            patch = yaml.safe_load(self.body)
-        except yaml.YAMLError as e:
-            raise bad_request(f"the body is not YAML or JSON: {e}")
+        patch = apply_body(self.body)
         if not isinstance(patch, dict):
             raise bad_request("the body is not an object")
         if patch.get("apiVersion") != GV or patch.get("kind") != "ResourceClaim":
@@ -985,6 +986,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except OSError:
             pass  # the client stopped reading, as it should
+
+
+def apply_body(body):
+    """An apply patch: YAML (PyYAML, if there), or JSON, which is YAML too."""
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    try:
+        return yaml.safe_load(body) if yaml else json.loads(body)
+    except (ValueError, getattr(yaml, "YAMLError", ValueError)) as e:
+        raise bad_request(f"the body is not {'YAML' if yaml else 'JSON'}: {e}")
 
 
 def owned_keys(entry):

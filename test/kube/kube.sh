@@ -454,6 +454,10 @@ jq 'del(.metadata.resourceVersion) | .spec.devices |= .[:1]' "$W/put.json" >"$W/
 req "$KT" PUT "$SLICES/node1-nics" "$W/put2.json"
 expect_status "PUT without a resourceVersion: unconditional, as the strategy allows" 200 \
 	'(.spec.devices | length) == 1 and .metadata.generation == 3'
+RV3=$(jq -r .metadata.resourceVersion <<<"$BODY")
+req "$KT" PUT "$SLICES/node1-nics" "$W/put2.json"
+expect_status "PUT of the same slice: nothing written, the resourceVersion kept" 200 \
+	'.metadata.resourceVersion == $rv and .metadata.generation == 3' --arg rv "$RV3"
 jq '.spec.driver = "other.example.com"' "$W/put2.json" >"$W/put3.json"
 req "$KT" PUT "$SLICES/node1-nics" "$W/put3.json"
 expect_status "PUT changing spec.driver: 422 immutable" 422 \
