@@ -14,8 +14,8 @@
  * hpn_kube_request.
  */
 
-#define HPN_KUBE_BODY_MAX (1 << 20) /* an answer larger than this is refused */
-#define HPN_KUBE_ATTEMPTS 5	    /* requests per lookup, at most */
+#define HPN_KUBE_BODY_MAX (1 << 20) /* an answer (or a body to send) larger is refused */
+#define HPN_KUBE_ATTEMPTS 5	    /* requests per call, at most */
 /* On a static pod's mirror pod: the static pod's UID, which is K8S_POD_UID. */
 #define HPN_KUBE_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
 
@@ -39,14 +39,19 @@ struct hpn_kube_call {
 	const char *path;
 	const char *body; /* sent as is, at most HPN_KUBE_BODY_MAX (NULL: none) */
 	size_t body_len;
-	/* of body (NULL: application/json); for PATCH: application/apply-patch+yaml
-	 * (server-side apply), application/merge-patch+json... */
+	/*
+	 * Of body (NULL: application/json); for PATCH:
+	 * application/apply-patch+yaml (server-side apply),
+	 * application/merge-patch+json...
+	 */
 	const char *content_type;
 	const char *what; /* for messages: "pod ns/name", "ResourceSlice name" */
-	/* For the 403 message "user U may not VERB RESOURCE [in namespace NS]":
+	/*
+	 * For the 403 message "user U may not VERB RESOURCE [in namespace NS]":
 	 * the RBAC resource ("pods", "resourceclaims/status"), NULL: not named;
 	 * the verb (NULL: from the method: get, create, update, patch, delete;
-	 * "list" for a collection's GET); ns (NULL: cluster-scoped). */
+	 * "list" for a collection's GET); ns (NULL: cluster-scoped).
+	 */
 	const char *resource;
 	const char *verb;
 	const char *ns;
@@ -86,8 +91,8 @@ struct hpn_kube_answer {
  * signed by the kubeconfig's CA, or not for the server's name; our client
  * certificate refused): HPN_E_KUBE; a timeout over HPN_KUBE_TIMEOUT_MS_MAX:
  * HPN_E_INVALID_CONFIG; a method or path not as above, a GET with a body:
- * HPN_E_INTERNAL (before any request). Messages name the server, the method and call->what;
- * details hold the API server's own message or libcurl's.
+ * HPN_E_INTERNAL (before any request). Messages name the server, the method
+ * and call->what; details hold the API server's own message or libcurl's.
  * Every other answer is returned, 0: a 2xx, and a status the caller tells
  * apart (404 Not Found, 409 Conflict or AlreadyExists, 422 Invalid, 415...),
  * whose body is then the API server's Status object; hpn_kube_status_err
@@ -119,9 +124,8 @@ int hpn_kube_query_escape(const char *s, char **ret);
 
 /*
  * GET /api/v1/namespaces/{ns}/pods/{name} from kc's server (hpn_kube_request,
- * retried, resource "pods"), then
- * hpn_pod_parse, then the pod's namespace, name and (if req->uid) uid must be
- * the ones asked for (a static pod's mirror pod matches by its
+ * retried, resource "pods"), then hpn_pod_parse, then the pod's namespace,
+ * name and (if req->uid) uid must be the ones asked for (a static pod's mirror pod matches by its
  * HPN_KUBE_MIRROR_ANNOTATION instead of its uid). Errors as hpn_kube_request
  * (the messages name the pod), and: 404 (code 3: the pod does not exist,
  * nothing to clean up), another status than 200, a body that is not a valid
