@@ -2,6 +2,7 @@
 #include "kube.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -119,9 +120,9 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 		k.easy_getinfo(b->h, CURLINFO_RESPONSE_CODE, &status);
 		k.easy_getinfo(b->h, CURLINFO_CONTENT_TYPE, &t);
 		snprintf(b->type, sizeof(b->type), "%s", t ? t : "");
-		if (status == 200 && !is_json(t)) {
+		if (status >= 200 && status <= 299 && !is_json(t)) {
 			b->not_json = true;
-			return 0; /* stop: a pod is never anything but JSON */
+			return 0; /* stop: the API's objects are never anything but JSON */
 		}
 	}
 	if (n > HPN_KUBE_BODY_MAX - b->len) {
@@ -146,6 +147,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* POST, PUT and PATCH carry a body, if an empty one. */
+static bool has_body(const char *method)
+{
+	return !strcmp(method, "POST") || !strcmp(method, "PUT") || !strcmp(method, "PATCH");
+}
+
 /* Every socket close-on-exec: the plugin goes on to exec IPAM plugins. */
 static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
@@ -153,24 +160,24 @@ static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_so
 }
 
 /* The API server's own words: a Status object's message (sanitised, cut). */
-static void status_message(const struct body *b, char *out, size_t len)
+static void status_message(const char *buf, size_t len, char *out, size_t out_len)
 {
 	cJSON *root;
 	const cJSON *m;
 
 	out[0] = '\0';
-	if (!b->buf || !is_json(b->type))
+	if (!buf)
 		return;
-	root = hpn_json_parse(b->buf, b->len);
+	root = hpn_json_parse(buf, len);
 	m = cJSON_GetObjectItemCaseSensitive(root, "message");
 	if (cJSON_IsString(m))
-		hpn_utf8_sanitize(out, m->valuestring, len);
+		hpn_utf8_sanitize(out, m->valuestring, out_len);
 	cJSON_Delete(root);
 }
 
 struct lookup {
 	const struct hpn_kubeconfig *kc;
-	const struct hpn_kube_req *req;
+	const struct hpn_kube_call *call;
 	CURL *h;
 	char errbuf[CURL_ERROR_SIZE];
 	struct body body;
@@ -178,38 +185,95 @@ struct lookup {
 	/* Where the last retryable attempt failed, for the code 11 message. */
 	char why[CURL_ERROR_SIZE + 64];
 	long long retry_after_ms;
-	bool closed; /* a connection was closed on us after it was made */
+	bool closed;  /* a connection was closed on us after it was made */
+	bool unacted; /* the last failure is one the server never acted on */
 };
 
 enum verdict { DONE, RETRY, FAIL };
 
 /* "Kubernetes API https://...: GET pod ns/name: " in front of every message. */
+__attribute__((format(printf, 7, 0))) static int
+vfail(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call, struct hpn_err *err,
+      int code, int e, const char *details, const char *fmt, va_list ap)
+{
+	char msg[HPN_ERR_MSG];
+	int r;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	r = hpn_err_set(err, code, e, "Kubernetes API %s: %s %s: %s", kc->server, call->method,
+			call->what, msg);
+	if (details && details[0])
+		hpn_err_details(err, "%s", details);
+	return r;
+}
+
 __attribute__((format(printf, 5, 6))) static int fail(struct lookup *l, int code, int e,
 						      const char *details, const char *fmt, ...)
 {
-	char msg[HPN_ERR_MSG];
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	r = vfail(l->kc, l->call, l->err, code, e, details, fmt, ap);
 	va_end(ap);
-	r = hpn_err_set(l->err, code, e, "Kubernetes API %s: GET pod %s/%s: %s", l->kc->server,
-			l->req->ns, l->req->name, msg);
-	if (details && details[0])
-		hpn_err_details(l->err, "%s", details);
 	return r;
 }
 
+__attribute__((format(printf, 7, 8))) static int
+call_fail(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call, struct hpn_err *err,
+	  int code, int e, const char *details, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vfail(kc, call, err, code, e, details, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* The RBAC verb a request needs, for the 403 message. */
+static const char *rbac_verb(const struct hpn_kube_call *call)
+{
+	static const char *const verbs[][2] = {
+		{ "GET", "get" },     { "POST", "create" },   { "PUT", "update" },
+		{ "PATCH", "patch" }, { "DELETE", "delete" },
+	};
+
+	if (call->verb)
+		return call->verb;
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(verbs); i++)
+		if (!strcmp(call->method, verbs[i][0]))
+			return verbs[i][1];
+	return call->method;
+}
+
+static void forbidden(struct lookup *l, const char *details, int *r)
+{
+	const struct hpn_kube_call *call = l->call;
+	const char *verb = rbac_verb(call);
+
+	if (!call->resource)
+		*r = fail(l, HPN_E_KUBE, EPERM, details,
+			  "403 Forbidden: user \"%s\" of kubeconfig %s may not %s %s", l->kc->user,
+			  l->kc->path, verb, call->what);
+	else
+		*r = fail(l, HPN_E_KUBE, EPERM, details,
+			  "403 Forbidden: user \"%s\" of kubeconfig %s may not %s %s%s%s (it needs "
+			  "RBAC %s on %s)",
+			  l->kc->user, l->kc->path, verb, call->resource,
+			  call->ns ? " in namespace " : "", call->ns ? call->ns : "", verb,
+			  call->resource);
+}
+
+/* DONE: an answer for the caller; RETRY; FAIL: *r is the error. */
 static enum verdict http_status(struct lookup *l, long status, int *r)
 {
 	char said[HPN_ERR_DETAILS / 2], details[HPN_ERR_DETAILS];
 	curl_off_t after = 0;
 
-	if (status == 200)
+	if (status >= 200 && status <= 299)
 		return DONE;
-	status_message(&l->body, said, sizeof(said));
-	snprintf(details, sizeof(details), "%s%s", said[0] ? "the API server says: " : "", said);
 	if (status == 429 || (status >= 500 && status <= 599)) {
 		if (k.easy_getinfo(l->h, CURLINFO_RETRY_AFTER, &after) != CURLE_OK || after < 0)
 			after = 0;
@@ -218,28 +282,21 @@ static enum verdict http_status(struct lookup *l, long status, int *r)
 			 status == 429 ? " Too Many Requests" : "",
 			 status == 503 ? " Service Unavailable" : "",
 			 after ? " with Retry-After" : "");
+		/* kube-apiserver's inflight limits refuse before the handler runs. */
+		l->unacted = status == 429;
 		return RETRY;
 	}
-	switch (status) {
-	case 401:
+	if (status != 401 && status != 403)
+		return DONE;
+	status_message(is_json(l->body.type) ? l->body.buf : NULL, l->body.len, said, sizeof(said));
+	snprintf(details, sizeof(details), "%s%s", said[0] ? "the API server says: " : "", said);
+	if (status == 401)
 		*r = fail(l, HPN_E_KUBE, EACCES, details,
 			  "401 Unauthorized: the server does not accept the credentials of user "
 			  "\"%s\" (kubeconfig %s)",
 			  l->kc->user, l->kc->path);
-		break;
-	case 403:
-		*r = fail(l, HPN_E_KUBE, EPERM, details,
-			  "403 Forbidden: user \"%s\" of kubeconfig %s may not get pods in "
-			  "namespace %s (it needs RBAC get on pods)",
-			  l->kc->user, l->kc->path, l->req->ns);
-		break;
-	case 404:
-		*r = fail(l, HPN_E_UNKNOWN_CONTAINER, ENOENT, details,
-			  "404 Not Found: pod %s/%s does not exist", l->req->ns, l->req->name);
-		break;
-	default:
-		*r = fail(l, HPN_E_KUBE, EPROTO, details, "unexpected HTTP status %ld", status);
-	}
+	else
+		forbidden(l, details, r);
 	return FAIL;
 }
 
@@ -265,7 +322,9 @@ static enum verdict curl_result(struct lookup *l, CURLcode rc, int *r)
 			return FAIL;
 		}
 		snprintf(l->why, sizeof(l->why), "%s", text);
-		if (rc != CURLE_COULDNT_CONNECT && rc != CURLE_COULDNT_RESOLVE_HOST)
+		/* Nothing was sent when there was no connection. */
+		l->unacted = rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST;
+		if (!l->unacted)
 			l->closed = true;
 		return RETRY;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -320,6 +379,7 @@ static enum verdict curl_result(struct lookup *l, CURLcode rc, int *r)
 static int setup(struct lookup *l, const char *url, struct curl_slist *headers)
 {
 	const struct hpn_kubeconfig *kc = l->kc;
+	const struct hpn_kube_call *call = l->call;
 	struct curl_blob ca = { .data = kc->ca, .len = kc->ca_len, .flags = CURL_BLOB_COPY };
 	struct curl_blob cert = { .data = kc->cert, .len = kc->cert_len, .flags = CURL_BLOB_COPY };
 	struct curl_blob key = { .data = kc->key, .len = kc->key_len, .flags = CURL_BLOB_COPY };
@@ -350,6 +410,16 @@ static int setup(struct lookup *l, const char *url, struct curl_slist *headers)
 		SET(CURLOPT_SSLKEYTYPE, "PEM");
 		SET(CURLOPT_SSLKEY_BLOB, &key);
 	}
+	/*
+	 * A body goes out as POSTFIELDS (resent as is by every attempt) under
+	 * the call's method; POST, PUT and PATCH always send one, if empty.
+	 */
+	if (strcmp(call->method, "GET") != 0)
+		SET(CURLOPT_CUSTOMREQUEST, call->method);
+	if (call->body || has_body(call->method)) {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(call->body ? call->body_len : 0));
+		SET(CURLOPT_POSTFIELDS, call->body ? call->body : "");
+	}
 	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)HPN_KUBE_BODY_MAX);
 	SET(CURLOPT_WRITEFUNCTION, on_data);
 	SET(CURLOPT_WRITEDATA, &l->body);
@@ -371,42 +441,15 @@ static void headers_free(struct curl_slist *h)
 		k.slist_free_all(h);
 }
 
-static bool mirror_of(const char *mirror, const char *uid)
+/* One call, its attempts and waits inside the budget; see kube.h. */
+static int perform(struct lookup *l, const char *url, struct curl_slist *headers,
+		   struct hpn_kube_answer *ret)
 {
-	return mirror && !strcmp(mirror, uid);
-}
-
-static int check_identity(struct lookup *l, const struct hpn_pod *pod)
-{
-	const struct hpn_kube_req *req = l->req;
-
-	if (strcmp(pod->ns, req->ns) || strcmp(pod->name, req->name))
-		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
-			    "the answer is pod %s/%s, not the one asked for", pod->ns, pod->name);
-	/*
-	 * A static pod (a manifest on the node) runs under the UID kubelet made
-	 * from the manifest, which the runtime passes as K8S_POD_UID; the API
-	 * holds its mirror pod, with a UID of its own and the static one in the
-	 * kubernetes.io/config.mirror annotation (kubelet's config.mirror =
-	 * config.hash = the static pod's UID).
-	 */
-	if (req->uid && strcmp(pod->uid, req->uid) &&
-	    !mirror_of(hpn_pod_annotation(pod, HPN_KUBE_MIRROR_ANNOTATION), req->uid))
-		return fail(l, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
-			    "the pod's uid is %s, not K8S_POD_UID %s: the pod was deleted and "
-			    "another created under its name",
-			    pod->uid, req->uid);
-	return 0;
-}
-
-/* One lookup, its attempts and waits inside the budget; see kube.h. */
-static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
-		  struct hpn_pod *ret)
-{
-	unsigned timeout = l->req->timeout_ms ? l->req->timeout_ms : HPN_KUBE_TIMEOUT_MS_DEFAULT;
+	const struct hpn_kube_call *call = l->call;
+	unsigned timeout = call->timeout_ms ? call->timeout_ms : HPN_KUBE_TIMEOUT_MS_DEFAULT;
 	long long start = now_ms(), deadline = start + timeout, backoff = 100;
 	unsigned attempts = 0;
-	struct hpn_pod pod;
+	long status = 0;
 	bool done = false;
 	int r;
 
@@ -416,7 +459,6 @@ static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
 	while (!done) {
 		long long left = deadline - now_ms(), wait;
 		enum verdict v;
-		long status = 0;
 		CURLcode rc;
 
 		if (left <= 0)
@@ -426,6 +468,7 @@ static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
 		l->body.h = l->h;
 		l->errbuf[0] = '\0';
 		l->retry_after_ms = 0;
+		l->unacted = false;
 		k.easy_setopt(l->h, CURLOPT_TIMEOUT_MS, (long)left);
 		k.easy_setopt(l->h, CURLOPT_CONNECTTIMEOUT_MS, (long)left);
 		rc = k.easy_perform(l->h);
@@ -441,6 +484,9 @@ static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
 			done = true;
 			break;
 		}
+		/* Not idempotent, and perhaps done: the caller reads before it repeats. */
+		if (!call->retry && !l->unacted)
+			break;
 		if (attempts >= HPN_KUBE_ATTEMPTS)
 			break;
 		wait = l->retry_after_ms > backoff ? l->retry_after_ms : backoff;
@@ -463,27 +509,244 @@ static int lookup(struct lookup *l, const char *url, struct curl_slist *headers,
 		 * follows: say what it may be.
 		 */
 		return fail(l, HPN_E_TRY_AGAIN, EAGAIN, NULL,
-			    "%s; %u attempt%s in %lld ms, try again later%s%s%s", l->why, attempts,
-			    attempts == 1 ? "" : "s", now_ms() - start,
+			    "%s; %u attempt%s in %lld ms%s, try again later%s%s%s", l->why,
+			    attempts, attempts == 1 ? "" : "s", now_ms() - start,
+			    call->retry || l->unacted ? ""
+						      : " (not repeated: it may have been done)",
 			    l->closed && l->kc->cert ? " (or the server refuses the client "
 						       "certificate of user \""
 						     : "",
 			    l->closed && l->kc->cert ? l->kc->user : "",
 			    l->closed && l->kc->cert ? "\")" : "");
 	}
-	r = hpn_pod_parse(l->body.buf ? l->body.buf : "", l->body.len, l->req->resource, &pod,
-			  l->err);
-	if (r < 0) {
-		hpn_err_prefix(l->err, "Kubernetes API %s: GET pod %s/%s", l->kc->server,
-			       l->req->ns, l->req->name);
-		return r;
+	if (!l->body.buf) {
+		l->body.buf = calloc(1, 1);
+		if (!l->body.buf)
+			return fail(l, HPN_E_INTERNAL, ENOMEM, NULL, "out of memory");
 	}
-	r = check_identity(l, &pod);
-	if (r < 0) {
-		hpn_pod_free(&pod);
+	*ret = (struct hpn_kube_answer){ .status = status,
+					 .body = l->body.buf,
+					 .len = l->body.len };
+	l->body.buf = NULL;
+	return 0;
+}
+
+/* The characters of a URL's path and query (RFC 3986 pchar, '/', '?', '%'). */
+static bool url_path(const char *p)
+{
+	if (!p || p[0] != '/' || strlen(p) > 4096)
+		return false;
+	for (; *p; p++)
+		if (!(isalnum((unsigned char)*p) || strchr("-._~!$&'()*+,;=:@/?%", *p)))
+			return false;
+	return true;
+}
+
+/* A header's value: visible ASCII and blanks, nothing that ends the line. */
+static bool header_value(const char *s)
+{
+	for (; *s; s++)
+		if (*s < ' ' || *s > '~')
+			return false;
+	return true;
+}
+
+static int check_call(const struct hpn_kube_call *call, struct hpn_err *err)
+{
+	static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
+	bool known = false;
+
+	for (size_t i = 0; call->method && i < HPN_ARRAY_SIZE(methods); i++)
+		known |= !strcmp(call->method, methods[i]);
+	if (!known)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request: method \"%.16s\" is not GET, POST, "
+				   "PUT, PATCH or DELETE",
+				   call->method ? call->method : "");
+	if (!url_path(call->path))
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request: path \"%.128s\" is not an escaped "
+				   "absolute path",
+				   call->path ? call->path : "");
+	/* A body would turn libcurl's GET into a POST; the API's GETs take none. */
+	if (!strcmp(call->method, "GET") && call->body)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request GET %s: a GET has no body", call->path);
+	if (!call->what)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request %s %s: what it is for is not said",
+				   call->method, call->path);
+	if (call->body_len > HPN_KUBE_BODY_MAX)
+		return hpn_err_set(err, HPN_E_INTERNAL, EFBIG,
+				   "Kubernetes API request %s %s: the body is larger than %d bytes",
+				   call->method, call->what, HPN_KUBE_BODY_MAX);
+	if (call->content_type && !header_value(call->content_type))
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "Kubernetes API request %s %s: a Content-Type that is not a "
+				   "header's value",
+				   call->method, call->what);
+	if (call->timeout_ms > HPN_KUBE_TIMEOUT_MS_MAX)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "kubernetes timeout %u ms is over %d ms", call->timeout_ms,
+				   HPN_KUBE_TIMEOUT_MS_MAX);
+	return 0;
+}
+
+/* Appends a header, freeing the list when it cannot. */
+static struct curl_slist *header(struct curl_slist *list, const char *line)
+{
+	struct curl_slist *nl;
+
+	if (!list)
+		return NULL;
+	nl = k.slist_append(list, line);
+	if (!nl)
+		headers_free(list);
+	return nl;
+}
+
+int hpn_kube_request(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
+		     struct hpn_kube_answer *ret, struct hpn_kube_warn *warn, struct hpn_err *err)
+{
+	struct lookup l = { .kc = kc, .call = call, .err = err };
+	struct curl_slist *headers = NULL;
+	char *url = NULL, *auth = NULL, *token = NULL, *type = NULL;
+	int r;
+
+	r = check_call(call, err);
+	if (r < 0)
 		return r;
+	r = -ENOMEM;
+	if (asprintf(&url, "%s%s", kc->server, call->path) < 0) {
+		url = NULL;
+		goto out;
 	}
-	*ret = pod;
+	r = hpn_kubeconfig_token(kc, &token, warn, err);
+	if (r < 0)
+		goto out;
+	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
+		auth = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	if ((call->body || has_body(call->method)) &&
+	    asprintf(&type, "Content-Type: %s",
+		     call->content_type ? call->content_type : "application/json") < 0) {
+		type = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	r = curl_lib(err);
+	if (r < 0)
+		goto out;
+	r = -ENOMEM;
+	headers = k.slist_append(NULL, "Accept: application/json");
+	if (type) {
+		headers = header(headers, type);
+		/* No "Expect: 100-continue" round trip before a large body. */
+		headers = header(headers, "Expect:");
+	}
+	if (auth)
+		headers = header(headers, auth);
+	if (!headers)
+		goto out;
+	l.h = k.easy_init();
+	if (!l.h)
+		goto out;
+	r = perform(&l, url, headers, ret);
+out:
+	if (l.h)
+		k.easy_cleanup(l.h);
+	free(l.body.buf);
+	headers_free(headers);
+	hpn_kube_token_free(auth);
+	hpn_kube_token_free(token);
+	free(type);
+	free(url);
+	return r;
+}
+
+void hpn_kube_answer_free(struct hpn_kube_answer *a)
+{
+	if (!a)
+		return;
+	free(a->body);
+	a->body = NULL;
+	a->len = 0;
+}
+
+int hpn_kube_status_err(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
+			const struct hpn_kube_answer *a, struct hpn_err *err)
+{
+	char said[HPN_ERR_DETAILS / 2], details[HPN_ERR_DETAILS];
+
+	status_message(a->body, a->len, said, sizeof(said));
+	snprintf(details, sizeof(details), "%s%s", said[0] ? "the API server says: " : "", said);
+	switch (a->status) {
+	case 404:
+		return call_fail(kc, call, err, HPN_E_UNKNOWN_CONTAINER, ENOENT, details,
+				 "404 Not Found: %s does not exist", call->what);
+	case 409:
+		return call_fail(kc, call, err, HPN_E_KUBE, EBUSY, details,
+				 "409 Conflict: %s was changed since it was read, or already "
+				 "exists",
+				 call->what);
+	case 422:
+		return call_fail(kc, call, err, HPN_E_KUBE, EINVAL, details,
+				 "422 Invalid: the API server refused %s", call->what);
+	default:
+		return call_fail(kc, call, err, HPN_E_KUBE, EPROTO, details,
+				 "unexpected HTTP status %ld", a->status);
+	}
+}
+
+int hpn_kube_query_escape(const char *s, char **ret)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = malloc(strlen(s) * 3 + 1), *o = out;
+
+	if (!out)
+		return -ENOMEM;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || strchr("-._~", *p)) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	*ret = out;
+	return 0;
+}
+
+static bool mirror_of(const char *mirror, const char *uid)
+{
+	return mirror && !strcmp(mirror, uid);
+}
+
+static int check_identity(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
+			  const struct hpn_kube_req *req, const struct hpn_pod *pod,
+			  struct hpn_err *err)
+{
+	if (strcmp(pod->ns, req->ns) || strcmp(pod->name, req->name))
+		return call_fail(kc, call, err, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
+				 "the answer is pod %s/%s, not the one asked for", pod->ns,
+				 pod->name);
+	/*
+	 * A static pod (a manifest on the node) runs under the UID kubelet made
+	 * from the manifest, which the runtime passes as K8S_POD_UID; the API
+	 * holds its mirror pod, with a UID of its own and the static one in the
+	 * kubernetes.io/config.mirror annotation (kubelet's config.mirror =
+	 * config.hash = the static pod's UID).
+	 */
+	if (req->uid && strcmp(pod->uid, req->uid) &&
+	    !mirror_of(hpn_pod_annotation(pod, HPN_KUBE_MIRROR_ANNOTATION), req->uid))
+		return call_fail(kc, call, err, HPN_E_UNKNOWN_CONTAINER, ESTALE, NULL,
+				 "the pod's uid is %s, not K8S_POD_UID %s: the pod was deleted and "
+				 "another created under its name",
+				 pod->uid, req->uid);
 	return 0;
 }
 
@@ -498,62 +761,51 @@ static int validate(const struct hpn_kube_req *req, struct hpn_err *err)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EINVAL,
 				   "K8S_POD_NAME \"%.64s\" is not a pod name (RFC 1123 subdomain)",
 				   req->name ? req->name : "");
-	if (req->timeout_ms > HPN_KUBE_TIMEOUT_MS_MAX)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				   "kubernetes timeout %u ms is over %d ms", req->timeout_ms,
-				   HPN_KUBE_TIMEOUT_MS_MAX);
 	return 0;
 }
 
 int hpn_kube_get_pod(const struct hpn_kubeconfig *kc, const struct hpn_kube_req *req,
 		     struct hpn_pod *ret, struct hpn_kube_warn *warn, struct hpn_err *err)
 {
-	struct lookup l = { .kc = kc, .req = req, .err = err };
-	struct curl_slist *headers = NULL, *nh;
-	char *url = NULL, *auth = NULL, *token = NULL;
+	/* A namespace is at most 63 characters, a name 253. */
+	char path[64 + 63 + 253], what[8 + 63 + 253];
+	struct hpn_kube_call call = { .method = "GET",
+				      .path = path,
+				      .what = what,
+				      .resource = "pods",
+				      .ns = req->ns,
+				      .timeout_ms = req->timeout_ms,
+				      .retry = true };
+	struct hpn_kube_answer a = { 0 };
+	struct hpn_pod pod;
 	int r;
 
 	/* Names go into the URL: checked before anything else happens. */
 	r = validate(req, err);
 	if (r < 0)
 		return r;
-	r = -ENOMEM;
-	if (asprintf(&url, "%s/api/v1/namespaces/%s/pods/%s", kc->server, req->ns, req->name) < 0) {
-		url = NULL;
-		goto out;
-	}
-	r = hpn_kubeconfig_token(kc, &token, warn, err);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", req->ns, req->name);
+	snprintf(what, sizeof(what), "pod %s/%s", req->ns, req->name);
+	r = hpn_kube_request(kc, &call, &a, warn, err);
 	if (r < 0)
-		goto out;
-	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
-		auth = NULL;
-		r = -ENOMEM;
-		goto out;
+		return r;
+	if (a.status != 200) {
+		r = hpn_kube_status_err(kc, &call, &a, err);
+		hpn_kube_answer_free(&a);
+		return r;
 	}
-	r = curl_lib(err);
-	if (r < 0)
-		goto out;
-	r = -ENOMEM;
-	headers = k.slist_append(NULL, "Accept: application/json");
-	if (!headers)
-		goto out;
-	if (auth) {
-		nh = k.slist_append(headers, auth);
-		if (!nh)
-			goto out;
-		headers = nh;
+	r = hpn_pod_parse(a.body, a.len, req->resource, &pod, err);
+	hpn_kube_answer_free(&a);
+	if (r < 0) {
+		hpn_err_prefix(err, "Kubernetes API %s: GET pod %s/%s", kc->server, req->ns,
+			       req->name);
+		return r;
 	}
-	l.h = k.easy_init();
-	if (!l.h)
-		goto out;
-	r = lookup(&l, url, headers, ret);
-out:
-	if (l.h)
-		k.easy_cleanup(l.h);
-	free(l.body.buf);
-	headers_free(headers);
-	hpn_kube_token_free(auth);
-	hpn_kube_token_free(token);
-	free(url);
-	return r;
+	r = check_identity(kc, &call, req, &pod, err);
+	if (r < 0) {
+		hpn_pod_free(&pod);
+		return r;
+	}
+	*ret = pod;
+	return 0;
 }

@@ -1,12 +1,63 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""A stand-in for kube-apiserver's GET pod endpoint, and nothing more.
+"""A stand-in for the few kube-apiserver endpoints hpn-rdma uses, and nothing more.
 
-It serves GET /api/v1/namespaces/{ns}/pods/{name} from DIR/{ns}/{name}.json
-over HTTPS on 127.0.0.1, plus the three discovery documents (/api, /apis,
-/api/v1) that kubectl reads to map "pod" to that endpoint, so that a real
-client checks the stand-in and the kubeconfig the tests use. No other path,
-verb, watch, list or selector exists here. Test code only (test/kube/).
+Pods: GET /api/v1/namespaces/{ns}/pods/{name} from DIR/{ns}/{name}.json.
+
+resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
+  ResourceSlices (cluster-scoped), in memory, each also written to
+  RDIR/resourceslices/{name}.json after every change for the tests to read:
+    GET .../resourceslices (a ResourceSliceList; fieldSelector on
+      metadata.name, spec.nodeName, spec.driver and labelSelector, with =, ==
+      and != joined by ',' as AND; another field 400 "field label not
+      supported"), POST (metadata.name or generateName; uid,
+      resourceVersion, creationTimestamp, generation 1; 409 AlreadyExists),
+    GET, PUT and DELETE .../resourceslices/{name}: PUT with a
+      metadata.resourceVersion that is not the stored one is 409 Conflict;
+      without one it is unconditional (the ResourceSlice strategy allows
+      that); a missing slice is 404 (no create on update); a spec change
+      bumps metadata.generation, no change keeps the resourceVersion; driver,
+      pool.name and nodeName immutable.
+      DELETE answers a Status of Success, as the generic registry does.
+    Validated as pkg/apis/resource/validation does for the fields a driver
+    publishes (422 Invalid, a Status with one cause per field): driver and
+    pool names, pool generation and resourceSliceCount, exactly one of
+    nodeName, nodeSelector (one term), allNodes, perDeviceNodeSelection;
+    at most 128 devices (names DNS labels, unique), 32 attributes and
+    capacities per device, attribute names (a C identifier of at most 32,
+    optionally after "domain/"), each attribute exactly one of int, bool,
+    string (at most 64) and version (semver, at most 64).
+  ResourceClaims (namespaced), from RDIR/{ns}/resourceclaims/{name}.json,
+  which the tests write: GET .../resourceclaims/{name} and its /status, and
+  PATCH .../resourceclaims/{name}/status as server-side apply only
+  (Content-Type application/apply-patch+yaml, a YAML body if PyYAML is
+  there, else JSON only; any other patch type 415; no fieldManager 422 as
+  PatchOptions validation answers).
+  Simplified apply: only status.devices may be in the patch (the stand-in
+  refuses other status fields with 400); the entries the manager applied
+  before are replaced by the patch's (keyed by driver, pool, device,
+  shareID), other managers' entries are kept; ownership is kept in
+  metadata.managedFields (one Apply entry per manager, "f:status" >
+  "f:devices" > "k:{...}" keys only). The result is validated as a status
+  update (422): each entry names an allocated device of
+  status.allocation.devices.results, unique; at most 8 conditions, each with
+  type, status True/False/Unknown, reason and lastTransitionTime; data a JSON
+  object; networkData.interfaceName at most 256, hardwareAddress at most 128,
+  at most 16 ips, unique, each an address in CIDR form. Written back to the
+  file with a new resourceVersion.
+Left out: watch, pagination (limit and continue are ignored), managed
+fields' per-field merge and apply conflicts between managers, json-patch,
+merge and strategic-merge patches, dryRun, finalizers, admission, the other
+resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
+not send (counters, taints, capacity request policies, per-device node
+selection, CEL).
+
+Discovery (/api, /api/v1, /apis, /apis/resource.k8s.io,
+/apis/resource.k8s.io/v1) is what kubectl reads to map "pod",
+"resourceslices" and "resourceclaims" to these endpoints, so that a real
+client checks the stand-in and the kubeconfig the tests use. Test code only
+(test/kube/), written from the public API's types, validation and
+conventions.
 
 Authentication as kube-apiserver does it: a bearer token listed in the tokens
 file (read on every request, so tests rotate tokens), or a client certificate
@@ -20,14 +71,15 @@ Listeners, each on an ephemeral port of 127.0.0.1, written to --ports as
   otherca    a certificate for the right names from another CA
   closed     a port that was bound and closed again: nothing listens there
 
-Faults of the pod endpoint, from the --mode file, read on every request; one
-line "WHAT [COUNT [RETRY_AFTER]]". With a COUNT, the fault answers COUNT
+Faults of the pod, ResourceSlice and ResourceClaim endpoints (not discovery),
+from the --mode file, read on every request, before the request is acted on;
+one line "WHAT [COUNT [RETRY_AFTER]]". With a COUNT, the fault answers COUNT
 requests and then the endpoint serves normally again (the file is rewritten
 with the count left, so tests see how many were used):
-  ok              serve the pod (also an empty or missing file)
+  ok              serve the request (also an empty or missing file)
   status CODE     answer CODE (401, 403, 500, 503...) with a Status object
   429 [N [S]]     429 Too Many Requests with Retry-After: S (default 1)
-  type            the pod with Content-Type: text/html
+  type            the answer with Content-Type: text/html
   big             a 2 MiB application/json body, with Content-Length
   bigchunked      a 2 MiB application/json body, chunked (no length)
   badjson         a truncated JSON body
@@ -40,13 +92,18 @@ The server exits by itself after --lifetime seconds (default 600).
 """
 import argparse
 import http.server
+import ipaddress
 import json
 import os
+import random
+import re
 import socket
 import ssl
 import sys
 import threading
 import time
+import urllib.parse
+import uuid
 
 STOP = threading.Event()
 
@@ -64,13 +121,438 @@ def status_object(code, reason, message):
 
 
 REASONS = {
+    400: "BadRequest",
     401: "Unauthorized",
     403: "Forbidden",
     404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
     429: "TooManyRequests",
     500: "InternalError",
     503: "ServiceUnavailable",
 }
+
+GROUP = "resource.k8s.io"
+GV = GROUP + "/v1"
+REQUEST_MAX = 3 << 20  # kube-apiserver's limit on a request body
+
+# ---- validation, as pkg/apis/resource/validation checks the fields in use ----
+
+LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+C_IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# semver.org 2.0.0: MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD], no leading zeros.
+_NUM = r"(0|[1-9][0-9]*)"
+_PRE = r"(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+SEMVER_RE = re.compile(rf"^{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
+CONDITION_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def is_label(v):
+    return isinstance(v, str) and len(v) <= 63 and bool(LABEL_RE.match(v))
+
+
+def is_subdomain(v):
+    return (isinstance(v, str) and 0 < len(v) <= 253 and
+            all(is_label(p) for p in v.split(".")))
+
+
+class Errors:
+    """A field.ErrorList: each cause as the Status object carries it."""
+
+    def __init__(self):
+        self.causes = []
+
+    def add(self, reason, field, message):
+        self.causes.append({"reason": reason, "message": message, "field": field})
+
+    def invalid(self, field, value, detail):
+        self.add("FieldValueInvalid", field, f"Invalid value: {json.dumps(value)}: {detail}")
+
+    def required(self, field, detail=""):
+        self.add("FieldValueRequired", field, "Required value" + (f": {detail}" if detail else ""))
+
+    def too_long(self, field, limit):
+        self.add("FieldValueTooLong", field, f"Too long: may not be more than {limit} bytes")
+
+    def too_many(self, field, got, limit):
+        self.add("FieldValueTooMany", field, f"Too many: {got}: must have at most {limit} items")
+
+    def duplicate(self, field, value):
+        self.add("FieldValueDuplicate", field, f"Duplicate value: {json.dumps(value)}")
+
+    def immutable(self, field, value):
+        self.invalid(field, value, "field is immutable")
+
+
+class ApiError(Exception):
+    """An answer other than success: a code and its Status object."""
+
+    def __init__(self, code, message, reason=None, details=None):
+        super().__init__(message)
+        self.code = code
+        self.status = status_object(code, reason or REASONS.get(code, "Unknown"), message)
+        if details:
+            self.status["details"] = details
+
+
+def bad_request(message):
+    return ApiError(400, message)
+
+
+def not_found(resource, name):
+    return ApiError(404, f'{resource}.{GROUP} "{name}" not found',
+                    details={"name": name, "group": GROUP, "kind": resource})
+
+
+def invalid(kind, name, causes, group=GROUP):
+    texts = [f"{c['field']}: {c['message']}" for c in causes]
+    text = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return ApiError(422, f'{kind}.{group} "{name}" is invalid: {text}',
+                    details={"name": name, "group": group, "kind": kind, "causes": causes})
+
+
+def check_driver(errs, value, field):
+    """A driver name: a DNS subdomain of at most 63 (upper case tolerated)."""
+    if not value:
+        errs.required(field)
+    elif not isinstance(value, str):
+        errs.invalid(field, value, "must be a string")
+    elif len(value) > 63:
+        errs.too_long(field, 63)
+    elif not is_subdomain(value.lower()):
+        errs.invalid(field, value, "must be a DNS subdomain (RFC 1123)")
+
+
+def check_pool(errs, value, field):
+    """A pool name: DNS subdomains separated by '/', at most 253 in all."""
+    if not value:
+        errs.required(field)
+        return
+    if not isinstance(value, str):
+        return errs.invalid(field, value, "must be a string")
+    if len(value) > 253:
+        errs.too_long(field, 253)
+    for part in value.split("/"):
+        if not is_subdomain(part):
+            errs.invalid(field, value, "each part between '/' must be a DNS subdomain (RFC 1123)")
+            break
+
+
+def check_device_name(errs, value, field):
+    if not value:
+        errs.required(field)
+    elif not is_label(value):
+        errs.invalid(field, value, "must be a DNS label (RFC 1123)")
+
+
+def check_c_identifier(errs, value, field):
+    if len(value) > 32:
+        errs.too_long(field, 32)
+    if not C_IDENTIFIER_RE.match(value):
+        errs.invalid(field, value, "must be a C identifier: a letter or '_', then letters, digits, '_'")
+
+
+def check_qualified_name(errs, name, field):
+    """An attribute or capacity name: ID or DOMAIN/ID."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        check_c_identifier(errs, parts[0], field)
+    elif len(parts) == 2:
+        if not parts[0]:
+            errs.invalid(field, "", "the domain must not be empty")
+        else:
+            check_driver(errs, parts[0], field)
+        if not parts[1]:
+            errs.invalid(field, "", "the name must not be empty")
+        else:
+            check_c_identifier(errs, parts[1], field)
+    else:
+        errs.invalid(field, name, "must not contain more than one slash")
+
+
+def check_attribute(errs, attr, field):
+    if not isinstance(attr, dict):
+        return errs.invalid(field, attr, "must be an object")
+    kinds = {"int": int, "bool": bool, "string": str, "version": str}
+    set_ = [k for k in kinds if k in attr and attr[k] is not None]
+    for k in set_:
+        v = attr[k]
+        if not isinstance(v, kinds[k]) or (k == "int" and isinstance(v, bool)):
+            errs.invalid(f"{field}.{k}", v, f"must be a JSON {k}")
+        elif k in ("string", "version") and len(v) > 64:
+            errs.too_long(f"{field}.{k}", 64)
+        if k == "version" and isinstance(v, str) and not SEMVER_RE.match(v):
+            errs.invalid(f"{field}.{k}", v, "must be a semantic version (semver.org 2.0.0)")
+    if len(set_) != 1:
+        errs.invalid(field, attr, "exactly one value must be specified")
+
+
+def check_slice(obj, old=None):
+    """A ResourceSlice's metadata.name and spec; old: the stored one (PUT)."""
+    errs = Errors()
+    name = obj["metadata"].get("name")
+    if not is_subdomain(name):
+        errs.invalid("metadata.name", name, "must be a DNS subdomain (RFC 1123)")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        errs.required("spec")
+        return errs.causes
+    check_driver(errs, spec.get("driver"), "spec.driver")
+    pool = spec.get("pool") or {}
+    check_pool(errs, pool.get("name"), "spec.pool.name")
+    count = pool.get("resourceSliceCount", 0)
+    if not isinstance(count, int) or count <= 0:
+        errs.invalid("spec.pool.resourceSliceCount", count, "must be greater than zero")
+    gen = pool.get("generation", 0)
+    if not isinstance(gen, int) or gen < 0:
+        errs.invalid("spec.pool.generation", gen, "must be greater than or equal to zero")
+    if old:
+        ospec = old["spec"]
+        if pool.get("name") != (ospec.get("pool") or {}).get("name"):
+            errs.immutable("spec.pool.name", pool.get("name"))
+        if spec.get("driver") != ospec.get("driver"):
+            errs.immutable("spec.driver", spec.get("driver"))
+        if spec.get("nodeName") != ospec.get("nodeName"):
+            errs.immutable("spec.nodeName", spec.get("nodeName"))
+    where = []
+    node = spec.get("nodeName")
+    if node is not None:
+        if node == "":
+            errs.invalid("spec.nodeName", node, "must be either unset or set to a non-empty string")
+        else:
+            where.append("`nodeName`")
+            if not is_subdomain(node):
+                errs.invalid("spec.nodeName", node, "must be a node name (a DNS subdomain)")
+    selector = spec.get("nodeSelector")
+    if selector is not None:
+        where.append("`nodeSelector`")
+        terms = selector.get("nodeSelectorTerms") if isinstance(selector, dict) else None
+        if not isinstance(terms, list) or len(terms) != 1:
+            errs.invalid("spec.nodeSelector.nodeSelectorTerms", terms,
+                         "must have exactly one node selector term")
+    for flag in ("allNodes", "perDeviceNodeSelection"):
+        v = spec.get(flag)
+        if v is True:
+            where.append(f"`{flag}`")
+        elif v is not None:
+            errs.invalid(f"spec.{flag}", v, "must be either unset or set to true")
+    one_of = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection`"
+    if not where:
+        errs.required("spec", one_of + " is required")
+    elif len(where) > 1:
+        errs.invalid("spec", "{" + ", ".join(where) + "}", one_of + " is required, but several are set")
+    devices = spec.get("devices") or []
+    if not isinstance(devices, list):
+        errs.invalid("spec.devices", devices, "must be a list")
+    elif len(devices) > 128:
+        errs.too_many("spec.devices", len(devices), 128)
+    else:
+        seen = set()
+        for i, dev in enumerate(devices):
+            field = f"spec.devices[{i}]"
+            if not isinstance(dev, dict):
+                errs.invalid(field, dev, "must be an object")
+                continue
+            check_device_name(errs, dev.get("name"), field + ".name")
+            attrs = dev.get("attributes") or {}
+            caps = dev.get("capacity") or {}
+            if len(attrs) + len(caps) > 32:
+                errs.invalid(field, len(attrs) + len(caps),
+                             "the total number of attributes and capacities must not exceed 32")
+            for key, attr in attrs.items():
+                check_qualified_name(errs, key, field + ".attributes")
+                check_attribute(errs, attr, f"{field}.attributes[{key}]")
+            for key in caps:
+                check_qualified_name(errs, key, field + ".capacity")
+            if dev.get("name") in seen:
+                errs.duplicate(field, dev.get("name"))
+            seen.add(dev.get("name"))
+    return errs.causes
+
+
+def interface_address(s):
+    """An address with its prefix length, in canonical form: 10.9.8.7/24."""
+    addr, slash, plen = s.partition("/") if isinstance(s, str) else ("", "", "")
+    try:
+        iface = ipaddress.ip_interface(s)
+    except ValueError:
+        return False
+    return bool(slash) and str(iface.ip) == addr and str(iface.network.prefixlen) == plen
+
+
+def device_key(d):
+    return (d.get("driver"), d.get("pool"), d.get("device"), d.get("shareID"))
+
+
+def key_text(k):
+    return "/".join(p for p in k if p)
+
+
+def check_conditions(errs, conds, field):
+    if not isinstance(conds, list):
+        return errs.invalid(field, conds, "must be a list")
+    if len(conds) > 8:
+        errs.too_many(field, len(conds), 8)
+    for j, c in enumerate(conds):
+        f = f"{field}[{j}]"
+        if not isinstance(c, dict):
+            errs.invalid(f, c, "must be an object")
+            continue
+        t = c.get("type") or ""
+        if not t:
+            errs.required(f + ".type")
+        elif not (LABEL_NAME_RE.match(t.rpartition("/")[2]) and len(t.rpartition("/")[2]) <= 63):
+            errs.invalid(f + ".type", t, "must be a qualified name")
+        if c.get("status") not in ("True", "False", "Unknown"):
+            errs.add("FieldValueNotSupported", f + ".status",
+                     f'Unsupported value: {json.dumps(c.get("status"))}: supported values: '
+                     '"False", "True", "Unknown"')
+        if not c.get("lastTransitionTime"):
+            errs.required(f + ".lastTransitionTime", "must be set")
+        reason = c.get("reason") or ""
+        if not reason:
+            errs.required(f + ".reason")
+        elif len(reason) > 1024 or not CONDITION_REASON_RE.match(reason):
+            errs.invalid(f + ".reason", reason, "must be a CamelCase word")
+
+
+def check_claim_status(devices, allocated):
+    """status.devices of a claim whose allocated devices are `allocated`."""
+    errs = Errors()
+    seen = set()
+    for i, d in enumerate(devices):
+        field = f"status.devices[{i}]"
+        check_driver(errs, d.get("driver"), field + ".driver")
+        check_pool(errs, d.get("pool"), field + ".pool")
+        check_device_name(errs, d.get("device"), field + ".device")
+        share = d.get("shareID")
+        if share is not None and not (isinstance(share, str) and UUID_RE.match(share)):
+            errs.invalid(field + ".shareID", share, "must be a lowercase RFC 4122 UUID")
+        key = device_key(d)
+        if key not in allocated:
+            errs.invalid(field, key_text(key), "must be an allocated device in the claim")
+        if "conditions" in d:
+            check_conditions(errs, d["conditions"], field + ".conditions")
+        if "data" in d and not isinstance(d["data"], dict):
+            errs.invalid(field + ".data", "<value omitted>", "must be a valid JSON object")
+        net = d.get("networkData")
+        if isinstance(net, dict):
+            nf = field + ".networkData"
+            if len(net.get("interfaceName") or "") > 256:
+                errs.too_long(nf + ".interfaceName", 256)
+            if len(net.get("hardwareAddress") or "") > 128:
+                errs.too_long(nf + ".hardwareAddress", 128)
+            ips = net.get("ips") or []
+            if len(ips) > 16:
+                errs.too_many(nf + ".ips", len(ips), 16)
+            else:
+                for j, ip in enumerate(ips):
+                    if not interface_address(ip):
+                        errs.invalid(f"{nf}.ips[{j}]", ip,
+                                     "must be an IP address with a prefix length, in canonical "
+                                     "form (10.9.8.7/24, 2001:db8::1/64)")
+                    elif ips.index(ip) != j:
+                        errs.duplicate(f"{nf}.ips[{j}]", ip)
+        if key in seen:
+            errs.duplicate(field, key_text(key))
+        seen.add(key)
+    return errs.causes
+
+
+def now_rfc3339():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+class Store:
+    """ResourceSlices in memory, claims in files; one resourceVersion counter
+    for all, as etcd's revision."""
+
+    def __init__(self, rdir):
+        self.lock = threading.Lock()
+        self.rdir = rdir
+        self.rv = 1000
+        self.slices = {}
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def dump(self, name):
+        if not self.rdir:
+            return
+        path = os.path.join(self.rdir, "resourceslices", name + ".json")
+        if name in self.slices:
+            write_json(path, self.slices[name])
+        elif os.path.exists(path):
+            os.remove(path)
+
+    def claim_path(self, ns, name):
+        if not (self.rdir and is_label(ns) and is_subdomain(name)):
+            return None
+        return os.path.join(self.rdir, ns, "resourceclaims", name + ".json")
+
+
+def selector(text, what):
+    """Terms of a field or label selector: [(key, op, value)], op "=", "!=",
+    "exists" or "!exists" (labels only)."""
+    terms = []
+    for part in filter(None, text.split(",")):
+        for op, sym in (("!=", "!="), ("=", "=="), ("=", "=")):
+            if sym in part:
+                key, _, value = part.partition(sym)
+                terms.append((key.strip(), op, value.strip()))
+                break
+        else:
+            if what != "label" or not part.strip().lstrip("!"):
+                raise bad_request(f'invalid {what} selector: "{part}": no operator')
+            key = part.strip()
+            terms.append((key.lstrip("!"), "!exists" if key.startswith("!") else "exists", None))
+    return terms
+
+
+def matches(terms, values):
+    for key, op, want in terms:
+        have = values.get(key)
+        if op == "=" and have != want or op == "!=" and have == want:
+            return False
+        if op == "exists" and have is None or op == "!exists" and have is not None:
+            return False
+    return True
+
+
+def generated_name(prefix):
+    # The generic registry's SimpleNameGenerator: 5 characters of this alphabet.
+    return prefix + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+
+
+def discovery_resources():
+    slice_verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                   "watch"]
+    return [
+        {"name": "resourceclaims", "singularName": "resourceclaim", "namespaced": True,
+         "kind": "ResourceClaim", "verbs": slice_verbs},
+        {"name": "resourceclaims/status", "singularName": "", "namespaced": True,
+         "kind": "ResourceClaim", "verbs": ["get", "patch", "update"]},
+        {"name": "resourceslices", "singularName": "resourceslice", "namespaced": False,
+         "kind": "ResourceSlice", "verbs": slice_verbs},
+    ]
+
+
+GROUP_VERSION = {"groupVersion": GV, "version": "v1"}
+API_GROUP = {"name": GROUP, "versions": [GROUP_VERSION], "preferredVersion": GROUP_VERSION}
 
 
 class Mode:
@@ -156,67 +638,332 @@ class Handler(http.server.BaseHTTPRequestHandler):
                   extra=extra)
 
     def do_GET(self):
+        self.handle_method("GET")
+
+    def do_POST(self):
+        self.handle_method("POST")
+
+    def do_PUT(self):
+        self.handle_method("PUT")
+
+    def do_PATCH(self):
+        self.handle_method("PATCH")
+
+    def do_DELETE(self):
+        self.handle_method("DELETE")
+
+    def handle_method(self, method):
+        # The body is read first, whatever the answer: the connection is
+        # kept alive and a retry comes on it.
+        length = int(self.headers.get("Content-Length") or 0)
+        self.body = self.rfile.read(min(length, REQUEST_MAX + 1))
         user = self.user()
         if not user:
             return self.fail(401, "Unauthorized")
-        path = self.path.split("?", 1)[0]
+        if len(self.body) > REQUEST_MAX:
+            self.close_connection = True
+            return self.fail(413, "the request is too large", user)
+        url = urllib.parse.urlsplit(self.path)
+        path, self.query = url.path, urllib.parse.parse_qs(url.query)
         port = self.server.server_address[1]
-        if path == "/api":
-            return self.send(200, {"kind": "APIVersions", "versions": ["v1"],
-                                   "serverAddressByClientCIDRs": [
-                                       {"clientCIDR": "0.0.0.0/0",
-                                        "serverAddress": f"127.0.0.1:{port}"}]}, user=user)
-        if path == "/apis":
-            return self.send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": []},
-                             user=user)
-        if path == "/api/v1":
-            return self.send(200, {"kind": "APIResourceList", "groupVersion": "v1",
-                                   "resources": [{"name": "pods", "singularName": "pod",
-                                                  "namespaced": True, "kind": "Pod",
-                                                  "verbs": ["get"], "shortNames": ["po"]}]},
-                             user=user)
+        if method == "GET" and path in ("/api", "/apis", "/api/v1", "/apis/" + GROUP,
+                                        "/apis/" + GV):
+            return self.send(200, self.discovery(path, port), user=user)
         parts = path.split("/")
-        # ['', 'api', 'v1', 'namespaces', NS, 'pods', NAME]
-        if len(parts) != 7 or parts[1:4] != ["api", "v1", "namespaces"] or parts[5] != "pods":
-            return self.fail(404, "the server could not find the requested resource", user)
-        ns, name = parts[4], parts[6]
-        self.pod(ns, name, user)
+        try:
+            # ['', 'api', 'v1', 'namespaces', NS, 'pods', NAME]
+            if len(parts) == 7 and parts[1:4] == ["api", "v1", "namespaces"] and parts[5] == "pods":
+                self.allow(method, "GET")
+                return self.pod(parts[4], parts[6], user)
+            if path.startswith(f"/apis/{GV}/"):
+                return self.resource(method, parts[4:], user)
+        except ApiError as e:
+            return self.send(e.code, e.status, user=user)
+        self.fail(404, "the server could not find the requested resource", user)
 
-    def pod(self, ns, name, user):
+    def discovery(self, path, port):
+        if path == "/api":
+            return {"kind": "APIVersions", "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                    "serverAddress": f"127.0.0.1:{port}"}]}
+        if path == "/api/v1":
+            return {"kind": "APIResourceList", "groupVersion": "v1",
+                    "resources": [{"name": "pods", "singularName": "pod", "namespaced": True,
+                                   "kind": "Pod", "verbs": ["get"], "shortNames": ["po"]}]}
+        if path == "/apis":
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [API_GROUP]}
+        if path == "/apis/" + GROUP:
+            return dict(API_GROUP, kind="APIGroup", apiVersion="v1")
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV,
+                "resources": discovery_resources()}
+
+    def allow(self, method, *allowed):
+        if method not in allowed:
+            raise ApiError(405, "the server does not allow this method on the requested resource")
+
+    def fault(self, user):
+        """The --mode fault: None when it answered, else what to do to the
+        answer (ok, type, badjson, stallbody)."""
         mode = self.server.cfg.mode.take()
         what = mode[0]
         if what == "status":
             code = int(mode[1])
-            return self.fail(code, f"stand-in fault: {code}", user)
+            self.fail(code, f"stand-in fault: {code}", user)
+            return None
         if what == "429":
             after = mode[2] if len(mode) > 2 else "1"
-            return self.fail(429, "stand-in fault: too many requests", user,
-                             extra=[("Retry-After", after)])
+            self.fail(429, "stand-in fault: too many requests", user,
+                      extra=[("Retry-After", after)])
+            return None
         if what == "stall":
             STOP.wait()
-            return
+            return None
         if what in ("big", "bigchunked"):
-            return self.big(what == "bigchunked", user)
+            self.big(what == "bigchunked", user)
+            return None
+        return what
+
+    def answer(self, what, code, body, user):
+        """A successful answer, spoilt as the fault `what` says."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        if what == "type":
+            return self.send(code, data, ctype="text/html", user=user)
+        if what == "badjson":
+            return self.send(code, data[: len(data) // 2], user=user)
+        if what == "stallbody":
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.wfile.flush()
+            self.record(user, code)
+            STOP.wait()
+            return None
+        return self.send(code, data, user=user)
+
+    def pod(self, ns, name, user):
+        what = self.fault(user)
+        if what is None:
+            return
         file = os.path.join(self.server.cfg.dir, ns, name + ".json")
         if not (ns.isprintable() and "/" not in ns + name and os.path.isfile(file)):
             return self.fail(404, f'pods "{name}" not found', user)
         with open(file, "rb") as f:
             body = f.read()
-        if what == "type":
-            return self.send(200, body, ctype="text/html", user=user)
-        if what == "badjson":
-            return self.send(200, body[: len(body) // 2], user=user)
-        if what == "stallbody":
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body[: len(body) // 2])
-            self.wfile.flush()
-            self.record(user, 200)
-            STOP.wait()
+        self.answer(what, 200, body, user)
+
+    # ---- resource.k8s.io/v1 ------------------------------------------------------
+
+    def resource(self, method, parts, user):
+        """parts: the path after /apis/resource.k8s.io/v1/."""
+        if parts == ["resourceslices"]:
+            self.allow(method, "GET", "POST")
+            kind = "list" if method == "GET" else "create"
+        elif len(parts) == 2 and parts[0] == "resourceslices":
+            self.allow(method, "GET", "PUT", "DELETE")
+            kind = method.lower()
+        elif len(parts) in (4, 5) and parts[0] == "namespaces" and parts[2] == "resourceclaims" \
+                and parts[4:] in ([], ["status"]):
+            self.allow(method, *(["GET", "PATCH"] if parts[4:] else ["GET"]))
+            kind = "claim-" + method.lower()
+        else:
+            raise ApiError(404, "the server could not find the requested resource")
+        what = self.fault(user)
+        if what is None:
             return
-        self.send(200, body, user=user)
+        store = self.server.cfg.store
+        with store.lock:
+            try:
+                code, obj = self.resource_call(store, kind, parts)
+            except (TypeError, AttributeError, ValueError) as e:
+                # A field of the wrong JSON type: the real server fails to decode it.
+                raise bad_request(f"the object cannot be decoded: {type(e).__name__}: {e}")
+        self.answer(what, code, obj, user)
+
+    def resource_call(self, store, kind, parts):
+        if kind == "list":
+            code, obj = 200, self.list_slices(store)
+        elif kind == "create":
+            code, obj = 201, self.create_slice(store)
+        elif kind == "get":
+            code, obj = 200, self.slice_of(store, parts[1])
+        elif kind == "put":
+            code, obj = 200, self.update_slice(store, parts[1])
+        elif kind == "delete":
+            code, obj = 200, self.delete_slice(store, parts[1])
+        elif kind == "claim-get":
+            code, obj = 200, self.claim(store, parts[1], parts[3])[1]
+        else:
+            code, obj = 200, self.apply_claim_status(store, parts[1], parts[3])
+        return code, obj
+
+    def json_body(self, kind):
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype != "application/json":
+            raise ApiError(415, f'the stand-in takes a {kind} as application/json, not "{ctype}"')
+        try:
+            obj = json.loads(self.body)
+        except ValueError as e:
+            raise bad_request(f"the body is not JSON: {e}")
+        if not isinstance(obj, dict):
+            raise bad_request("the body is not an object")
+        if obj.get("kind", kind) != kind or obj.get("apiVersion", GV) != GV:
+            raise bad_request(f"the body is a {obj.get('apiVersion')} {obj.get('kind')}, "
+                              f"not a {GV} {kind}")
+        obj["kind"], obj["apiVersion"] = kind, GV
+        if not isinstance(obj.get("metadata"), dict):
+            obj["metadata"] = {}
+        return obj
+
+    def list_slices(self, store):
+        fields = selector(self.query.get("fieldSelector", [""])[0], "field")
+        labels = selector(self.query.get("labelSelector", [""])[0], "label")
+        for key, _, _ in fields:
+            if key not in ("metadata.name", "spec.nodeName", "spec.driver"):
+                raise bad_request(f'field label not supported: {key}')
+        items = []
+        for name in sorted(store.slices):
+            s = store.slices[name]
+            values = {"metadata.name": name, "spec.nodeName": s["spec"].get("nodeName") or "",
+                      "spec.driver": s["spec"].get("driver")}
+            if matches(fields, values) and matches(labels, s["metadata"].get("labels") or {}):
+                items.append({k: v for k, v in s.items() if k not in ("kind", "apiVersion")})
+        return {"kind": "ResourceSliceList", "apiVersion": GV,
+                "metadata": {"resourceVersion": str(store.rv)}, "items": items}
+
+    def slice_of(self, store, name):
+        if name not in store.slices:
+            raise not_found("resourceslices", name)
+        return store.slices[name]
+
+    def create_slice(self, store):
+        obj = self.json_body("ResourceSlice")
+        meta = obj["metadata"]
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = generated_name(meta["generateName"])
+        name = meta.get("name") or ""
+        if not name:
+            raise invalid("ResourceSlice", "", [{
+                "reason": "FieldValueRequired", "field": "metadata.name",
+                "message": "Required value: name or generateName is required"}])
+        causes = check_slice(obj)
+        if causes:
+            raise invalid("ResourceSlice", name, causes)
+        if name in store.slices:
+            raise ApiError(409, f'resourceslices.{GROUP} "{name}" already exists',
+                           reason="AlreadyExists",
+                           details={"name": name, "group": GROUP, "kind": "resourceslices"})
+        meta.update(uid=str(uuid.uuid4()), resourceVersion=store.next_rv(),
+                    creationTimestamp=now_rfc3339(), generation=1)
+        store.slices[name] = obj
+        store.dump(name)
+        return obj
+
+    def update_slice(self, store, name):
+        obj = self.json_body("ResourceSlice")
+        meta = obj["metadata"]
+        if meta.get("name") != name:
+            raise bad_request(f"the name of the object ({meta.get('name')}) does not match the "
+                              f"name on the URL ({name})")
+        old = self.slice_of(store, name)
+        rv = meta.get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, f'Operation cannot be fulfilled on resourceslices.{GROUP} '
+                           f'"{name}": the object has been modified (resourceVersion '
+                           f'{old["metadata"]["resourceVersion"]}, not {rv}): read it again',
+                           details={"name": name, "group": GROUP, "kind": "resourceslices"})
+        causes = check_slice(obj, old)
+        if causes:
+            raise invalid("ResourceSlice", name, causes)
+        gen = old["metadata"].get("generation", 1)
+        meta.update(uid=old["metadata"]["uid"],
+                    creationTimestamp=old["metadata"]["creationTimestamp"],
+                    generation=gen + (obj["spec"] != old["spec"]),
+                    resourceVersion=old["metadata"]["resourceVersion"])
+        if obj == old:
+            return old  # the storage writes nothing when nothing changes
+        meta["resourceVersion"] = store.next_rv()
+        store.slices[name] = obj
+        store.dump(name)
+        return obj
+
+    def delete_slice(self, store, name):
+        old = self.slice_of(store, name)
+        del store.slices[name]
+        store.dump(name)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": {"name": name, "group": GROUP, "kind": "resourceslices",
+                            "uid": old["metadata"]["uid"]}}
+
+    def claim(self, store, ns, name):
+        path = store.claim_path(ns, name)
+        if not path or not os.path.isfile(path):
+            raise not_found("resourceclaims", name)
+        with open(path) as f:
+            return path, json.load(f)
+
+    def apply_claim_status(self, store, ns, name):
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if ctype != "application/apply-patch+yaml":
+            raise ApiError(415, f'the body of the request was in an unknown format ("{ctype}"): '
+                           "the stand-in takes application/apply-patch+yaml only")
+        manager = self.query.get("fieldManager", [""])[0]
+        if not manager or len(manager) > 128:
+            raise invalid("PatchOptions", "", [{
+                "reason": "FieldValueRequired" if not manager else "FieldValueTooLong",
+                "field": "fieldManager",
+                "message": "Required value: is required for apply patch" if not manager
+                else "Too long: may not be more than 128 bytes"}], group="meta.k8s.io")
+        path, claim = self.claim(store, ns, name)
+        patch = apply_body(self.body)
+        if not isinstance(patch, dict):
+            raise bad_request("the body is not an object")
+        if patch.get("apiVersion") != GV or patch.get("kind") != "ResourceClaim":
+            raise bad_request(f"the apply patch is a {patch.get('apiVersion')} "
+                              f"{patch.get('kind')}, not a {GV} ResourceClaim")
+        pmeta = patch.get("metadata") or {}
+        if pmeta.get("name") != name or pmeta.get("namespace", ns) != ns:
+            raise bad_request("the name and namespace of the object do not match the URL")
+        status = patch.get("status") or {}
+        if not isinstance(status, dict) or set(status) - {"devices"}:
+            raise bad_request("the stand-in applies status.devices only")
+        mine = status.get("devices") or []
+        if not isinstance(mine, list) or not all(isinstance(d, dict) for d in mine):
+            raise bad_request("status.devices is not a list of objects")
+        # Simplified apply: the manager's entries are the patch's, whoever
+        # had them before; the other managers keep the rest.
+        meta = claim.setdefault("metadata", {})
+        managed = [m for m in meta.get("managedFields") or []
+                   if not (m.get("manager") == manager and m.get("subresource") == "status")]
+        keys = {device_key(d) for d in mine}
+        before = [m for m in meta.get("managedFields") or [] if m not in managed]
+        owned_before = {k for m in before for k in owned_keys(m)}
+        stored = (claim.get("status") or {}).get("devices") or []
+        kept = [d for d in stored if device_key(d) not in keys | owned_before]
+        devices = kept + mine
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices")
+                   or {}).get("results") or []
+        allocated = {device_key(r) for r in results if isinstance(r, dict)}
+        causes = check_claim_status(devices, allocated)
+        if causes:
+            raise invalid("ResourceClaim", name, causes)
+        for m in managed:
+            if m.get("subresource") == "status":
+                set_owned(m, owned_keys(m) - keys)
+        managed = [m for m in managed if m.get("subresource") != "status" or owned_keys(m)]
+        if mine:
+            entry = {"manager": manager, "operation": "Apply", "apiVersion": GV,
+                     "time": now_rfc3339(), "fieldsType": "FieldsV1", "subresource": "status"}
+            set_owned(entry, keys)
+            managed.append(entry)
+        meta["managedFields"] = managed
+        claim.setdefault("status", {})["devices"] = devices
+        if not devices:
+            del claim["status"]["devices"]
+        meta["resourceVersion"] = store.next_rv()
+        write_json(path, claim)
+        return claim
 
     def big(self, chunked, user):
         size = 2 << 20
@@ -239,6 +986,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(b"0\r\n\r\n")
         except OSError:
             pass  # the client stopped reading, as it should
+
+
+def apply_body(body):
+    """An apply patch: YAML (PyYAML, if there), or JSON, which is YAML too."""
+    try:
+        import yaml
+    except ImportError:
+        yaml = None
+    try:
+        return yaml.safe_load(body) if yaml else json.loads(body)
+    except (ValueError, getattr(yaml, "YAMLError", ValueError)) as e:
+        raise bad_request(f"the body is not {'YAML' if yaml else 'JSON'}: {e}")
+
+
+def owned_keys(entry):
+    """The status.devices keys a managedFields entry owns."""
+    devs = ((entry.get("fieldsV1") or {}).get("f:status") or {}).get("f:devices") or {}
+    keys = set()
+    for k in devs:
+        if k.startswith("k:"):
+            d = json.loads(k[2:])
+            keys.add(device_key(d))
+    return keys
+
+
+def set_owned(entry, keys):
+    names = ("driver", "pool", "device", "shareID")
+    devs = {}
+    for k in sorted(keys, key=lambda k: tuple(p or "" for p in k)):
+        d = {n: v for n, v in zip(names, k) if v is not None}
+        devs["k:" + json.dumps(dict(sorted(d.items())), separators=(",", ":"))] = {".": {}}
+    entry["fieldsV1"] = {"f:status": {"f:devices": devs}}
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -300,6 +1079,8 @@ def context(cert, key, client_ca):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dir", required=True, help="pods: DIR/NS/NAME.json")
+    p.add_argument("--resources", help="claims: RDIR/NS/resourceclaims/NAME.json; slices "
+                   "written to RDIR/resourceslices/NAME.json")
     p.add_argument("--pki", required=True,
                    help="dir with ca.crt, server.{crt,key}, wrongname.{crt,key}, other.{crt,key}")
     p.add_argument("--tokens", required=True)
@@ -310,6 +1091,7 @@ def main():
     cfg = p.parse_args()
     cfg.log_lock = threading.Lock()
     cfg.mode = Mode(cfg.mode)
+    cfg.store = Store(cfg.resources)
     pki = cfg.pki
     ca = os.path.join(pki, "ca.crt")
     servers = {

@@ -50,6 +50,8 @@ kube_pki() {
 }
 
 # kube_start PODDIR: the stand-in with PODDIR's pods; sets KUBE_PORT_<name>.
+# KUBE_RESOURCES: a directory for its ResourceClaims and ResourceSlices
+# (apiserver.py --resources), if set.
 # KUBE_PY_WRAP: words put before it, which must exec it (not fork), so that
 # KUBE_PID is the server: `ip netns exec NS` to serve that netns's loopback.
 KUBE_PY_WRAP=()
@@ -60,6 +62,7 @@ kube_start() {
 	: >"$KUBE_WORK/requests.log"
 	rm -f "$KUBE_WORK/ports"
 	"${KUBE_PY_WRAP[@]}" $PY "$KUBE_LIB_DIR/apiserver.py" --dir "$1" --pki "$KUBE_WORK/pki" \
+		${KUBE_RESOURCES:+--resources "$KUBE_RESOURCES"} \
 		--tokens "$KUBE_WORK/tokens" --mode "$KUBE_WORK/mode" \
 		--ports "$KUBE_WORK/ports" --log "$KUBE_WORK/requests.log" \
 		--lifetime "${KUBE_LIFETIME:-600}" 2>"$KUBE_WORK/apiserver.err" &

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * kube_req: one hpn_kube_request, as the agent's DRA driver makes them, for
+ * test/kube/kube.sh.
+ *
+ *   kube_req [-t TIMEOUT_MS] [-n] [-w WHAT] [-r RESOURCE] [-v VERB] [-N NS]
+ *            [-q KEY=VALUE]... KUBECONFIG METHOD PATH [BODY_FILE [CONTENT_TYPE]]
+ *
+ * -q appends "KEY=VALUE" to PATH's query with VALUE escaped by
+ * hpn_kube_query_escape (a fieldSelector, labelSelector or fieldManager);
+ * -n: not idempotent (call.retry false; retried by default); -w: the call's
+ * what (default PATH); -r, -v, -N: its RBAC resource, verb and namespace for
+ * the 403 message.
+ * Prints the status on the first line of stdout ("status 201"), then the body;
+ * for a status other than 2xx, a last line of JSON {"code", "msg", "details"}
+ * from hpn_kube_status_err. A failed request prints only that line.
+ * Warnings go to stderr. Exit 0 on a 2xx, 1 otherwise, 2 on bad usage.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kube.h"
+#include "util.h"
+
+static void print_err(const struct hpn_err *err, int r)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	cJSON_AddNumberToObject(o, "code", err->code ? err->code : HPN_E_INTERNAL);
+	cJSON_AddStringToObject(o, "msg", err->code ? err->msg : strerror(-r));
+	cJSON_AddStringToObject(o, "details", err->details);
+	s = cJSON_PrintUnformatted(o);
+	if (s)
+		puts(s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: kube_req [-t TIMEOUT_MS] [-n] [-w WHAT] [-r RESOURCE] [-v VERB] [-N NS] "
+		"[-q KEY=VALUE]... KUBECONFIG METHOD PATH [BODY_FILE [CONTENT_TYPE]]\n");
+	return 2;
+}
+
+/* PATH with each KEY=VALUE of -q appended, VALUE escaped. */
+static char *with_query(const char *path, char **q, size_t n)
+{
+	char *url = strdup(path);
+
+	for (size_t i = 0; url && i < n; i++) {
+		const char *eq = strchr(q[i], '=');
+		char *value = NULL, *next = NULL;
+
+		if (!eq || hpn_kube_query_escape(eq + 1, &value) < 0) {
+			free(url);
+			return NULL;
+		}
+		if (asprintf(&next, "%s%c%.*s=%s", url, strchr(url, '?') ? '&' : '?',
+			     (int)(eq - q[i]), q[i], value) < 0)
+			next = NULL;
+		free(value);
+		free(url);
+		url = next;
+	}
+	return url;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t cap = 0, n;
+
+	if (!f)
+		return NULL;
+	*len = 0;
+	do {
+		char *nb;
+
+		if (*len + 65536 > cap) {
+			cap = *len + 65536;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+		}
+		n = fread(buf + *len, 1, cap - *len, f);
+		*len += n;
+	} while (n > 0);
+	fclose(f);
+	return buf;
+}
+
+/* The request and its printing; see the header. */
+static int run(const char *kubeconfig, const struct hpn_kube_call *call)
+{
+	struct hpn_kubeconfig kc;
+	struct hpn_kube_warn warn = { 0 };
+	struct hpn_kube_answer a;
+	struct hpn_err err = { 0 };
+	int r;
+
+	r = hpn_kubeconfig_load(kubeconfig, &kc, &warn, &err);
+	if (r < 0) {
+		print_err(&err, r);
+		return 1;
+	}
+	r = hpn_kube_request(&kc, call, &a, &warn, &err);
+	if (warn.msg[0])
+		fprintf(stderr, "warning: %s\n", warn.msg);
+	if (r < 0) {
+		print_err(&err, r);
+		hpn_kubeconfig_free(&kc);
+		return 1;
+	}
+	printf("status %ld\n", a.status);
+	fwrite(a.body, 1, a.len, stdout);
+	if (a.len && a.body[a.len - 1] != '\n')
+		putchar('\n');
+	if (a.status < 200 || a.status > 299) {
+		r = hpn_kube_status_err(&kc, call, &a, &err);
+		print_err(&err, r);
+	}
+	hpn_kube_answer_free(&a);
+	hpn_kubeconfig_free(&kc);
+	return r < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct hpn_kube_call call = { .retry = true };
+	char *q[16], *path, *body = NULL;
+	size_t nq = 0;
+	int c, status;
+
+	while ((c = getopt(argc, argv, "+t:nw:r:v:N:q:")) != -1) {
+		switch (c) {
+		case 't':
+			call.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'n':
+			call.retry = false;
+			break;
+		case 'w':
+			call.what = optarg;
+			break;
+		case 'r':
+			call.resource = optarg;
+			break;
+		case 'v':
+			call.verb = optarg;
+			break;
+		case 'N':
+			call.ns = optarg;
+			break;
+		case 'q':
+			if (nq == HPN_ARRAY_SIZE(q))
+				return usage();
+			q[nq++] = optarg;
+			break;
+		default:
+			return usage();
+		}
+	}
+	if (argc - optind < 3 || argc - optind > 5)
+		return usage();
+	call.method = argv[optind + 1];
+	if (!call.what)
+		call.what = argv[optind + 2];
+	if (argc - optind >= 4) {
+		body = read_file(argv[optind + 3], &call.body_len);
+		if (!body) {
+			fprintf(stderr, "kube_req: %s: %s\n", argv[optind + 3], strerror(errno));
+			return 2;
+		}
+		call.body = body;
+	}
+	if (argc - optind == 5)
+		call.content_type = argv[optind + 4];
+	path = with_query(argv[optind + 2], q, nq);
+	if (!path) {
+		free(body);
+		return usage();
+	}
+	call.path = path;
+	status = run(argv[optind], &call);
+	free(path);
+	free(body);
+	return status;
+}
