@@ -96,7 +96,7 @@ static bool driver_ok(const char *s)
 }
 
 /* A result's request: a request's name, or "<request>/<subrequest>" (firstAvailable). */
-static bool request_ok(const char *s)
+bool hpn_dra_request_ok(const char *s)
 {
 	const char *slash = strchr(s, '/');
 	char first[64];
@@ -111,7 +111,7 @@ static bool request_ok(const char *s)
 }
 
 /* A pool's name: at most 253 bytes of DNS subdomains separated by '/'. */
-static bool pool_ok(const char *s)
+bool hpn_dra_pool_ok(const char *s)
 {
 	char part[254];
 	size_t n = strlen(s), start = 0;
@@ -128,15 +128,6 @@ static bool pool_ok(const char *s)
 		start = i + 1;
 	}
 	return true;
-}
-
-/* A UID, as pod.c takes one: 1 to HPN_POD_UID_MAX of [A-Za-z0-9-]. */
-static bool uid_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 0 && n <= HPN_POD_UID_MAX &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == n;
 }
 
 /* metadata: well-formed, and the claim asked for. */
@@ -165,7 +156,7 @@ static int parse_meta(const struct ctx *c, const cJSON *root, const char *ns, co
 			   SHOWN(b, got_ns));
 	if (!hpn_k8s_dns_subdomain(got_name))
 		return bad(c, "metadata.name \"%s\" is not a claim name", SHOWN(b, got_name));
-	if (!uid_ok(got_uid))
+	if (!hpn_k8s_uid(got_uid))
 		return bad(c, "metadata.uid \"%s\" is not a UID", SHOWN(b, got_uid));
 	if (strcmp(got_ns, ns) || strcmp(got_name, name))
 		return hpn_err_set(c->err, HPN_E_UNKNOWN_CONTAINER, ESTALE,
@@ -205,11 +196,11 @@ static int parse_result(const struct ctx *c, const cJSON *e, size_t i, const cha
 		r = req_str(c, e, what, "device", &device);
 	if (r)
 		return r;
-	if (!request_ok(request))
+	if (!hpn_dra_request_ok(request))
 		return bad(c, "%s.request \"%s\" is not a request name", what, SHOWN(b, request));
 	if (!driver_ok(drv))
 		return bad(c, "%s.driver \"%s\" is not a driver name", what, SHOWN(b, drv));
-	if (!pool_ok(pool))
+	if (!hpn_dra_pool_ok(pool))
 		return bad(c, "%s.pool \"%s\" is not a pool name", what, SHOWN(b, pool));
 	if (!hpn_k8s_dns_label(device))
 		return bad(c, "%s.device \"%s\" is not a device name", what, SHOWN(b, device));
@@ -283,7 +274,7 @@ static int parse_reserved(const struct ctx *c, const cJSON *status, struct hpn_d
 			r = req_str(c, e, what, "uid", &uid);
 		if (r)
 			return r;
-		if (!uid_ok(uid)) {
+		if (!hpn_k8s_uid(uid)) {
 			char b[48];
 
 			return bad(c, "%s.uid \"%s\" is not a UID", what, SHOWN(b, uid));

@@ -40,6 +40,11 @@ struct hpn_dra_claim {
 	size_t n_pods;
 };
 
+/* A result's request: a DNS label, or "<request>/<subrequest>" (firstAvailable). */
+bool hpn_dra_request_ok(const char *s);
+/* A pool's name: at most 253 bytes of DNS subdomains separated by '/'. */
+bool hpn_dra_pool_ok(const char *s);
+
 /*
  * Parses json[0..len) (the body of GET
  * /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME) into *ret,

@@ -348,7 +348,7 @@ static int pod_count(const cJSON *spec, const char *resource, unsigned long *ret
 	return 0;
 }
 
-static bool uid_ok(const char *s)
+bool hpn_k8s_uid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -399,7 +399,7 @@ int hpn_pod_parse(const char *json, size_t len, const char *resource, struct hpn
 	r = req_str(meta, "pod.metadata", "uid", &uid, err);
 	if (r < 0)
 		return r;
-	if (!uid_ok(uid))
+	if (!hpn_k8s_uid(uid))
 		return bad(err, "pod.metadata.uid \"%s\" is not a UID", shown(uid, b));
 	r = req_str(meta, "pod.metadata", "namespace", &ns, err);
 	if (r < 0)

@@ -19,37 +19,6 @@
 #define DRV    "rdma.hpn.example.com"
 #define PREFIX "ResourceClaim " NS "/" NAME ": "
 
-static bool pool_ok(const char *s)
-{
-	char part[254];
-	size_t n = strlen(s), start = 0;
-
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i <= n; i++) {
-		if (i < n && s[i] != '/')
-			continue;
-		memcpy(part, s + start, i - start);
-		part[i - start] = '\0';
-		if (!hpn_k8s_dns_subdomain(part))
-			return false;
-		start = i + 1;
-	}
-	return true;
-}
-
-static bool request_ok(const char *s)
-{
-	char first[128];
-	const char *slash = strchr(s, '/');
-
-	if (!slash)
-		return hpn_k8s_dns_label(s);
-	memcpy(first, s, (size_t)(slash - s));
-	first[slash - s] = '\0';
-	return hpn_k8s_dns_label(first) && hpn_k8s_dns_label(slash + 1);
-}
-
 /* data parsed for driver: code 109 naming the claim, or a success. */
 static int parse(const uint8_t *data, size_t size, const char *uid, const char *driver,
 		 struct hpn_dra_claim *out, struct hpn_err *err)
@@ -80,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < claim.n; i++) {
 		const struct hpn_dra_result *v = &claim.v[i];
 
-		FUZZ_ASSERT(request_ok(v->request) && pool_ok(v->pool) &&
+		FUZZ_ASSERT(hpn_dra_request_ok(v->request) && hpn_dra_pool_ok(v->pool) &&
 			    hpn_k8s_dns_label(v->device));
 		for (size_t j = 0; j < i; j++)
 			FUZZ_ASSERT(strcmp(claim.v[j].pool, v->pool) ||

@@ -21,9 +21,9 @@
 
 #include "check.h"
 #include "draslice.h"
+#include "gpunode.h"
 #include "tmpdir.h"
 
-#define NODES	 HPN_FIXTURES "/gpu-nodes"
 #define MAX_NICS 16
 
 /* A NIC as the .tree file says: its address, names, host bridge and NUMA node. */
@@ -39,21 +39,6 @@ static char scratch[256], sys_root[PATH_MAX];
 static struct tree_nic tnics[MAX_NICS];
 static size_t n_tnics;
 
-static void mknode(const char *name, const char *dest)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execl("/bin/bash", "bash", NODES "/mknode.sh", name, dest, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "mknode.sh %s %s failed\n", name, dest);
-		exit(2);
-	}
-}
-
 /* "host pciDDDD:BB numa=N" and "nic BDF ID IF IBDEV" lines, in file (PCI) order. */
 static void read_tree(const char *node)
 {
@@ -61,7 +46,7 @@ static void read_tree(const char *node)
 	int numa = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s.tree", NODES, node);
+	snprintf(path, sizeof(path), "%s/%s.tree", GPUNODES, node);
 	f = fopen(path, "re");
 	if (!f) {
 		perror(path);
@@ -433,7 +418,7 @@ static void test_virtio(void)
 	FILE *f;
 
 	snprintf(dest, sizeof(dest), "%s/vm-flat", scratch);
-	mknode("vm-flat", dest);
+	gpunode_make("vm-flat", dest);
 	snprintf(sys, sizeof(sys), "%s/sys", dest);
 	snprintf(link, sizeof(link), "%s/class/net/eth0/device/driver", sys);
 	CHECK_INT_EQ(symlink("../../../../bus/virtio/drivers/virtio_net", link), 0);
@@ -525,7 +510,7 @@ int main(void)
 
 	tmpdir_make(scratch, sizeof(scratch), "draslice");
 	snprintf(dest, sizeof(dest), "%s/hgx-h100", scratch);
-	mknode("hgx-h100", dest);
+	gpunode_make("hgx-h100", dest);
 	snprintf(sys_root, sizeof(sys_root), "%s/sys", dest);
 	read_tree("hgx-h100");
 	test_hgx();

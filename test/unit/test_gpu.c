@@ -17,9 +17,9 @@
 
 #include "check.h"
 #include "gpu.h"
+#include "gpunode.h"
 #include "tmpdir.h"
 
-#define NODES	 HPN_FIXTURES "/gpu-nodes"
 #define MAX_GPUS 8
 #define MAX_NICS 16
 
@@ -44,22 +44,6 @@ struct node {
 };
 
 static char scratch[256];
-
-/* mknode.sh NAME DEST, as a child; exits the test when it fails. */
-static void mknode(const char *name, const char *dest)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		execl("/bin/bash", "bash", NODES "/mknode.sh", name, dest, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "mknode.sh %s %s failed\n", name, dest);
-		exit(2);
-	}
-}
 
 static char *slurp(const char *path)
 {
@@ -87,7 +71,7 @@ static void read_matrix(struct node *nd)
 	char path[PATH_MAX], line[512];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s.topo", NODES, nd->name);
+	snprintf(path, sizeof(path), "%s/%s.topo", GPUNODES, nd->name);
 	f = fopen(path, "re");
 	if (!f) {
 		perror(path);
@@ -200,7 +184,7 @@ static void node_load(struct node *nd, const char *name)
 	memset(nd, 0, sizeof(*nd));
 	nd->name = name;
 	snprintf(dest, sizeof(dest), "%s/%s", scratch, name);
-	mknode(name, dest);
+	gpunode_make(name, dest);
 	snprintf(nd->sys, sizeof(nd->sys), "%s/sys", dest);
 	snprintf(nd->proc, sizeof(nd->proc), "%s/proc", dest);
 	read_matrix(nd);
