@@ -78,6 +78,6 @@ bool hpn_k8s_dns_label(const char *s);	    /* RFC 1123 label, <= 63: a namespace
 bool hpn_k8s_dns_subdomain(const char *s);  /* RFC 1123 subdomain, <= 253: a pod name */
 bool hpn_k8s_qualified_name(const char *s); /* [prefix/]name: label, annotation, resource keys */
 bool hpn_k8s_label_value(const char *s);    /* empty, or a name part of <= 63 */
-bool hpn_k8s_uid(const char *s);	    /* an object's uid: 1 to HPN_POD_UID_MAX of [A-Za-z0-9-] */
+bool hpn_k8s_uid(const char *s); /* an object's uid: 1 to HPN_POD_UID_MAX of [A-Za-z0-9-] */
 
 #endif
