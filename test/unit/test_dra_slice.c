@@ -316,7 +316,7 @@ static void test_more_facts(void)
 	CHECK_STR_HAS(err.msg, "\"nosuch0\"");
 }
 
-static void fake_nic(struct hpn_dra_nic *n, unsigned i)
+static void fake_nic(struct hpn_dra_nic *n, uint8_t i)
 {
 	memset(n, 0, sizeof(*n));
 	n->pos.numa = -1;
