@@ -503,6 +503,14 @@ dra_kubelet() {
 	# The registry wiped (a kubelet's cleanup): served anew.
 	rm -f "$(reg_sock)"
 	wait_file "$(reg_sock)" "the registration socket after it was removed"
+	# The whole directory taken away (moved, then removed: the agent serves anew at once).
+	mv "$KL/plugins_registry" "$KL/registry.old"
+	rm -rf "$KL/registry.old"
+	wait_file "$(reg_sock)" "the registration socket after its directory was removed"
+	rm -f "$(reg_sock)"
+	wait_file "$(reg_sock)" "the registration socket removed again, in the new directory"
+	"$HPN_KUBELET" dra-register -dir "$KL" -driver "$DRV" >/dev/null ||
+		fail "the registration socket made anew does not answer"
 
 	# Prepare (v1): pool0 and pool1, the CDI spec of exactly their devices.
 	mk_claim ml c1 "$UID1"
