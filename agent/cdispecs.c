@@ -103,6 +103,51 @@ static bool dir_ready(struct cdispecs *c)
 	return false;
 }
 
+bool cdispecs_nic_nodes(const char *sysfs_root, const char *dev_root, const char *ibdev,
+			struct hpn_cdi_dev *out)
+{
+	struct hpn_rdma_cdevs cd;
+	bool verbs = false;
+
+	hpn_rdma_cdevs(sysfs_root, ibdev, &cd);
+	/* uverbsN first, as Allocate lists them for libibverbs; only nodes with numbers. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < cd.n; k++) {
+			const struct hpn_rdma_cdev *v = &cd.v[k];
+			struct hpn_cdi_node *n = &out->nodes[out->n_nodes];
+			bool is_verbs = !strncmp(v->name, "uverbs", 6);
+
+			/* One place is kept for rdma_cm. */
+			if (is_verbs != (pass == 0) || !v->major ||
+			    out->n_nodes >= HPN_CDI_NODES_MAX - 1)
+				continue;
+			snprintf(n->name, sizeof(n->name), "%s", v->name);
+			snprintf(n->host_path, sizeof(n->host_path), "%s/infiniband/%s", dev_root,
+				 v->name);
+			n->major = v->major;
+			n->minor = v->minor;
+			out->n_nodes++;
+			verbs |= is_verbs;
+		}
+	return verbs;
+}
+
+void cdispecs_cm_node(const char *sysfs_root, const char *dev_root, struct hpn_cdi_dev *out)
+{
+	struct hpn_rdma_cdevs cd;
+	struct hpn_cdi_node *n;
+
+	/* Only rdma_cm is read: an RDMA device no one has gives no class nodes. */
+	hpn_rdma_cdevs(sysfs_root, "", &cd);
+	if (!cd.rdma_cm || !cd.cm.major || out->n_nodes >= HPN_CDI_NODES_MAX)
+		return;
+	n = &out->nodes[out->n_nodes++];
+	snprintf(n->name, sizeof(n->name), "rdma_cm");
+	snprintf(n->host_path, sizeof(n->host_path), "%s/infiniband/rdma_cm", dev_root);
+	n->major = cd.cm.major;
+	n->minor = cd.cm.minor;
+}
+
 /*
  * What d's spec should be: written with d's character devices (out), kept
  * as it is (a NIC moved into a pod whose device the host no longer sees or
@@ -113,8 +158,6 @@ static bool dir_ready(struct cdispecs *c)
 static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct hpn_cdi_dev *out)
 {
 	const struct hpn_conf *conf = &c->node->conf;
-	struct hpn_rdma_cdevs cd;
-	bool verbs = false;
 
 	if (d->gone || !hpn_cdi_id_valid(d->id) || hpn_cdi_present(c->o.dir, HPN_CDI_POD, d->id))
 		return ACT_REMOVE;
@@ -129,36 +172,9 @@ static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct
 		snprintf(out->hook.network, sizeof(out->hook.network), "%s", conf->name);
 	}
 	snprintf(out->ibdev, sizeof(out->ibdev), "%s", d->rdma);
-	hpn_rdma_cdevs(conf->sysfs_root, d->rdma, &cd);
-	/* uverbsN first, as Allocate lists them for libibverbs; only nodes with numbers. */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t k = 0; k < cd.n; k++) {
-			const struct hpn_rdma_cdev *v = &cd.v[k];
-			struct hpn_cdi_node *n = &out->nodes[out->n_nodes];
-			bool is_verbs = !strncmp(v->name, "uverbs", 6);
-
-			if (is_verbs != (pass == 0) || !v->major ||
-			    out->n_nodes == HPN_CDI_NODES_MAX - 1)
-				continue;
-			snprintf(n->name, sizeof(n->name), "%s", v->name);
-			snprintf(n->host_path, sizeof(n->host_path), "%s/infiniband/%s",
-				 c->o.dev_root, v->name);
-			n->major = v->major;
-			n->minor = v->minor;
-			out->n_nodes++;
-			verbs |= is_verbs;
-		}
-	if (!verbs)
+	if (!cdispecs_nic_nodes(conf->sysfs_root, c->o.dev_root, d->rdma, out))
 		return d->held ? ACT_KEEP : ACT_REMOVE;
-	if (cd.rdma_cm && cd.cm.major) {
-		struct hpn_cdi_node *n = &out->nodes[out->n_nodes++];
-
-		snprintf(n->name, sizeof(n->name), "rdma_cm");
-		snprintf(n->host_path, sizeof(n->host_path), "%s/infiniband/rdma_cm",
-			 c->o.dev_root);
-		n->major = cd.cm.major;
-		n->minor = cd.cm.minor;
-	}
+	cdispecs_cm_node(conf->sysfs_root, c->o.dev_root, out);
 	return ACT_WRITE;
 }
 
@@ -227,7 +243,7 @@ static void sweep_one(const char *id, void *ud)
 {
 	struct cdispecs *c = ud;
 
-	if (!kept(c, id))
+	if (!kept(c, id) && !cdispecs_is_claim(id))
 		remove_spec(c, id, "no such NIC in the pool now");
 }
 
@@ -279,6 +295,12 @@ int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdis
 	cdispecs_sync(c);
 	*ret = c;
 	return 0;
+}
+
+bool cdispecs_is_claim(const char *id)
+{
+	return strlen(id) >= HPN_IFNAMSIZ &&
+	       !strncmp(id, CDISPECS_CLAIM_PREFIX, strlen(CDISPECS_CLAIM_PREFIX));
 }
 
 void cdispecs_free(struct cdispecs *c)

@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "cdi.h"
+
 struct node;
 
 /*
@@ -33,5 +35,24 @@ void cdispecs_sync(struct cdispecs *c);
  */
 bool cdispecs_ready(struct cdispecs *c, const char *id);
 void cdispecs_free(struct cdispecs *c);
+
+/*
+ * Appends to out->nodes the character devices of RDMA device ibdev that
+ * have numbers (uverbsN first, then umadN, issmN), host paths under
+ * dev_root, leaving one place for rdma_cm: whether a uverbs node was added.
+ * Also the DRA driver's way to a claim's nodes (drakubelet.c).
+ */
+bool cdispecs_nic_nodes(const char *sysfs_root, const char *dev_root, const char *ibdev,
+			struct hpn_cdi_dev *out);
+/* Appends rdma_cm when the node has it (sysfs class/misc/rdma_cm with numbers) and room is left. */
+void cdispecs_cm_node(const char *sysfs_root, const char *dev_root, struct hpn_cdi_dev *out);
+
+/*
+ * The DRA driver's spec of a claim (drakubelet.c) is named "claim-<claim UID>":
+ * longer than any netdev name and no PCI address, so never a NIC's ID; the
+ * stale sweep leaves such specs to the driver.
+ */
+#define CDISPECS_CLAIM_PREFIX "claim-"
+bool cdispecs_is_claim(const char *id);
 
 #endif

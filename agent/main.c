@@ -23,6 +23,8 @@
 #include "cdispecs.h"
 #include "cnilog.h"
 #include "deviceplugin.h"
+#include "drakubelet.h"
+#include "draslice.h"
 #include "gc.h"
 #include "health.h"
 #include "install.h"
@@ -31,6 +33,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "node.h"
+#include "pod.h"
 #include "podresources.h"
 #include "rpc.h"
 #include "sakubeconfig.h"
@@ -48,6 +51,7 @@
 #define DEFAULT_POLL_S	 10
 #define STOP_GRACE_S	 6
 #define WORKER_GRACE_MS	 3000
+#define DRA_API_MS	 10000 /* one claim's GET: the kubelet waits 45 s for all */
 
 static const char usage[] =
 	"Usage: hpn-rdma-agent --config FILE [OPTIONS]\n"
@@ -80,6 +84,15 @@ static const char usage[] =
 	"                       the lookup answers them to the CNI\n"
 	"  --gpu-driver NAME    the DRA driver whose claimed devices are GPUs (default\n"
 	"                       " DEFAULT_GPU_DRV "; empty: none)\n"
+	"\n"
+	"DRA driver, the kubelet's side (doc/dra.md):\n"
+	"  --dra                serve DRAPlugin (v1, v1beta1) on\n"
+	"                       DIR/plugins/DRIVER/dra.sock and register it at\n"
+	"                       DIR/plugins_registry/DRIVER-reg.sock; claims are read\n"
+	"                       with --kubeconfig, their CDI specs go to --cdi-dir\n"
+	"  --dra-driver NAME    the driver's name (default " HPN_DRA_DRIVER ")\n"
+	"  --node-name NAME     this node, the pool's name in claims (default\n"
+	"                       $NODE_NAME, else the host name)\n"
 	"\n"
 	"Metrics, health and GC (doc/metrics.md):\n"
 	"  --metrics-address ADDR:PORT  Prometheus metrics at http://ADDR:PORT/metrics\n"
@@ -116,6 +129,8 @@ struct opts {
 	const char *cdi_hook;	 /* the hpn-rdma binary the specs name as their hook */
 	const char *metrics_address;
 	const char *gpu_resources, *gpu_driver;
+	bool dra;
+	const char *dra_driver, *node_name;
 	int poll_s;
 	struct dp_opts dp;
 	struct health_opts health;
@@ -130,6 +145,7 @@ struct agent {
 	struct node node;
 	struct podres podres;
 	struct deviceplugin *dp;
+	struct dra *dra;
 	struct lookup *lookup;
 	struct health *health;
 	struct gc *gc;
@@ -245,6 +261,15 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'S':
 		o->kc.sa_dir = v;
 		return true;
+	case 'R':
+		o->dra = true;
+		return true;
+	case 'N':
+		o->dra_driver = v;
+		return true;
+	case 'n':
+		o->node_name = v;
+		return true;
 	}
 	return false;
 }
@@ -300,6 +325,37 @@ static int check_gpu_opts(const struct opts *o)
 	return -1;
 }
 
+/* --dra and its flags: -1 to go on, else the exit status. */
+static int check_dra_opts(const struct opts *o)
+{
+	int r = check_gpu_opts(o);
+
+	if (r >= 0 || !o->dra)
+		return r;
+	/* The API allows 63 for a driver's name, though a DNS subdomain may be longer. */
+	if (!driver_name(o->dra_driver) || strlen(o->dra_driver) > 63) {
+		fprintf(stderr,
+			"hpn-rdma-agent: --dra-driver \"%s\" is not a DNS subdomain of at most "
+			"63\n",
+			o->dra_driver);
+		return 2;
+	}
+	if (!o->node_name || !hpn_k8s_dns_subdomain(o->node_name)) {
+		fprintf(stderr, "hpn-rdma-agent: --node-name \"%s\" is not a DNS subdomain\n",
+			o->node_name ? o->node_name : "");
+		return 2;
+	}
+	if (!o->kc.path) {
+		fprintf(stderr, "hpn-rdma-agent: --dra reads claims with --kubeconfig: give it\n");
+		return 2;
+	}
+	if (o->cdi_dir && !o->cdi_dir[0]) {
+		fprintf(stderr, "hpn-rdma-agent: --dra needs CDI: --cdi-dir is empty\n");
+		return 2;
+	}
+	return -1;
+}
+
 /* The flags together: -1 to go on, else the exit status. */
 static int check_opts(const struct opts *o)
 {
@@ -323,7 +379,7 @@ static int check_opts(const struct opts *o)
 		fprintf(stderr, "hpn-rdma-agent: --kubelet-dir and --dev-root must be absolute\n");
 		return 2;
 	}
-	return check_gpu_opts(o);
+	return check_dra_opts(o);
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -349,6 +405,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "cni-path", required_argument, NULL, 'P' },
 		{ "kubeconfig", required_argument, NULL, 'K' },
 		{ "service-account", required_argument, NULL, 'S' },
+		{ "dra", no_argument, NULL, 'R' },
+		{ "dra-driver", required_argument, NULL, 'N' },
+		{ "node-name", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -368,7 +427,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			fputs(usage, stderr);
 			return 2;
 		}
-		if (!option(o, c, opts[li].name, optarg))
+		if (!option(o, c, opts[li].name, optarg ? optarg : ""))
 			return 2;
 	}
 	if (optind < argc) {
@@ -382,7 +441,7 @@ static bool idle(void *ud)
 {
 	const struct agent *a = ud;
 
-	return !deviceplugin_serving(a->dp) && rpc_busy(a->rpc) == 0;
+	return !deviceplugin_serving(a->dp) && !dra_serving(a->dra) && rpc_busy(a->rpc) == 0;
 }
 
 static void on_signal(struct loop_src *s)
@@ -395,6 +454,7 @@ static void on_signal(struct loop_src *s)
 			continue;
 		hpn_info("signal %u: stopping", si.ssi_signo);
 		deviceplugin_stop(a->dp);
+		dra_stop(a->dra);
 		lookup_stop(a->lookup);
 		health_stop(a->health);
 		gc_stop(a->gc);
@@ -423,6 +483,7 @@ static void scanned(void *ud)
 	struct agent *a = ud;
 
 	cdispecs_sync(a->cdi);
+	dra_scanned(a->dra);
 }
 
 static void config_reloaded(void *ud)
@@ -588,6 +649,25 @@ static int start(struct agent *a, struct opts *o)
 	r = deviceplugin_start(a->loop, a->rpc, &a->node, &o->dp, &a->dp, &err);
 	if (r < 0)
 		goto fail;
+	if (o->dra) {
+		if (!a->cdi_dir[0]) {
+			hpn_err_set(&err, HPN_E_INVALID_CONFIG, EINVAL,
+				    "--dra needs CDI: --cdi-dir and agent.cdiDir are empty");
+			r = -EINVAL;
+			goto fail;
+		}
+		r = dra_start(a->loop, a->rpc, &a->node,
+			      &(struct dra_opts){ .kubelet_dir = o->dp.kubelet_dir,
+						  .driver = o->dra_driver,
+						  .node_name = o->node_name,
+						  .kubeconfig = o->kc.path,
+						  .cdi_dir = a->cdi_dir,
+						  .dev_root = o->dp.dev_root,
+						  .api_timeout_ms = DRA_API_MS },
+			      &a->dra, &err);
+		if (r < 0)
+			goto fail;
+	}
 	return start_watchers(a, o);
 fail:
 	hpn_error("%s", err.msg);
@@ -606,9 +686,10 @@ static void stop(struct agent *a)
 	gc_free(a->gc);
 	cnilog_free(a->cnilog);
 	lookup_free(a->lookup);
-	if (a->rpc && !deviceplugin_serving(a->dp) && rpc_busy(a->rpc) == 0)
+	if (a->rpc && !deviceplugin_serving(a->dp) && !dra_serving(a->dra) && rpc_busy(a->rpc) == 0)
 		rpc_close(a->rpc);
 	deviceplugin_free(a->dp);
+	dra_free(a->dra);
 	cdispecs_free(a->cdi);
 	if (a->kc)
 		kc_watch_stop(a->kc);
@@ -640,8 +721,13 @@ int main(int argc, char **argv)
 	};
 	struct agent a = { .signals.fd = -1, .kc_events.fd = -1, .kc_timer.fd = -1 };
 	struct hpn_err err = { 0 };
+	char host[256] = "";
 	int r, rc = 1;
 
+	o.dra_driver = HPN_DRA_DRIVER;
+	o.node_name = getenv("NODE_NAME");
+	if ((!o.node_name || !o.node_name[0]) && gethostname(host, sizeof(host) - 1) == 0)
+		o.node_name = host;
 	if (argc > 1 && (!strcmp(argv[1], "install") || !strcmp(argv[1], "uninstall")))
 		return agent_install_main(argc - 1, argv + 1);
 	r = parse_args(argc, argv, &o);
@@ -670,7 +756,7 @@ int main(int argc, char **argv)
 			hpn_warn("calls still in flight after %d s: stopping anyway", STOP_GRACE_S);
 		else if (r < 0)
 			hpn_error("epoll_wait: %s", strerror(-r));
-		rc = deviceplugin_serving(a.dp) ? 1 : 0;
+		rc = deviceplugin_serving(a.dp) || dra_serving(a.dra) ? 1 : 0;
 		hpn_info("stopped");
 	}
 	stop(&a);

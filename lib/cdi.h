@@ -33,7 +33,7 @@
 #define HPN_CDI_ID_MAX	    64 /* an allocation ID: at most 63 bytes */
 #define HPN_CDI_NAME_MAX    (sizeof(HPN_CDI_KIND) + HPN_CDI_ID_MAX) /* "<kind>=<ID>" */
 #define HPN_CDI_FILE_MAX    128
-#define HPN_CDI_NODES_MAX   8
+#define HPN_CDI_NODES_MAX   32	/* a DRA claim's device: 8 NICs of 3 nodes each, and rdma_cm */
 #define HPN_CDI_DIR_MAX	    200 /* agent.cdiDir, --cdi-dir: at most this many bytes */
 
 enum hpn_cdi_owner {

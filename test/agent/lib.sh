@@ -165,6 +165,8 @@ last_list() {
 kill_node() {
 	[[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
 	[[ -n $KUBELET_PID ]] && kill -KILL "$KUBELET_PID" 2>/dev/null
+	# The API stand-in of the DRA scenarios (test/kube/lib.sh), if one runs.
+	[[ -n ${KUBE_PID:-} ]] && kill -KILL "$KUBE_PID" 2>/dev/null
 	return 0
 }
 

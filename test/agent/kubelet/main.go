@@ -12,6 +12,10 @@
 // dynamic_resources), after -podres-delay if one is given (a slow kubelet);
 // and, as separate commands, calls Allocate and
 // GetPreferredAllocation the way its device manager does at pod admission.
+// As the plugin watcher and the DRA manager (dra-register, dra-prepare,
+// dra-unprepare): GetInfo and NotifyRegistrationStatus on a DRA driver's
+// registration socket, NodePrepareResources and NodeUnprepareResources in
+// DRAPlugin v1 or v1beta1 (messages from agent/proto/dra-v1*.proto).
 // What it does not do: scheduling, the Topology Manager, checkpoints.
 //
 // serve writes one JSON line per event to -out: {"event":"register",...},
@@ -36,6 +40,9 @@ import (
 	"google.golang.org/grpc"
 
 	dp "hpnkubelet/deviceplugin"
+	drav1 "hpnkubelet/drav1"
+	drav1beta1 "hpnkubelet/drav1beta1"
+	reg "hpnkubelet/pluginregistration"
 	pr "hpnkubelet/podresources"
 )
 
@@ -53,6 +60,16 @@ const usage = `usage: hpn-kubelet COMMAND [FLAGS]
                                           streams to their first list; one line
                                           per call: "allocate NS" / "listwatch NS"
   podres -dir DIR                          PodResources List (JSON)
+  dra-register -dir DIR -driver NAME [-error MSG]
+                                          as the plugin watcher: GetInfo on
+                                          DIR/plugins_registry/NAME-reg.sock (type
+                                          DRAPlugin, v1 and v1beta1 required), then
+                                          NotifyRegistrationStatus (MSG: refused);
+                                          prints the PluginInfo as JSON
+  dra-prepare -socket SOCK -version v1|v1beta1 NS/NAME/UID...
+  dra-unprepare -socket SOCK -version v1|v1beta1 NS/NAME/UID...
+                                          as the DRA manager: one call for the
+                                          claims; prints the answer as JSON, by UID
 `
 
 // ---- serve -------------------------------------------------------------------
@@ -429,13 +446,198 @@ func podresList(args []string) int {
 	return 0
 }
 
+// ---- the DRA plugin, as the plugin watcher and the DRA manager call it -------------
+
+func dialConn(sock string) (*grpc.ClientConn, error) {
+	sock, _ = filepath.Abs(sock)
+	return grpc.Dial("unix://"+sock, grpc.WithInsecure(), grpc.WithBlock(),
+		grpc.WithTimeout(5*time.Second))
+}
+
+func draRegister(args []string) int {
+	fs := flag.NewFlagSet("dra-register", flag.ExitOnError)
+	dir := fs.String("dir", "", "the kubelet's directory")
+	driver := fs.String("driver", "", "the driver's name")
+	refuse := fs.String("error", "", "refuse the registration with this error")
+	fs.Parse(args)
+	conn, err := dialConn(filepath.Join(*dir, "plugins_registry", *driver+"-reg.sock"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	c := reg.NewRegistrationClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.GetInfo(ctx, &reg.InfoRequest{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b, _ := json.Marshal(map[string]interface{}{"type": info.Type, "name": info.Name,
+		"endpoint": info.Endpoint, "versions": info.SupportedVersions})
+	fmt.Println(string(b))
+	// What the kubelet's DRA handler checks before it takes a plugin.
+	problem := ""
+	has := map[string]bool{}
+	for _, v := range info.SupportedVersions {
+		has[v] = true
+	}
+	switch {
+	case info.Type != "DRAPlugin":
+		problem = "type " + info.Type + " is not DRAPlugin"
+	case info.Name != *driver:
+		problem = "name " + info.Name + " is not " + *driver
+	case !has["v1.DRAPlugin"] || !has["v1beta1.DRAPlugin"]:
+		problem = "versions lack v1.DRAPlugin or v1beta1.DRAPlugin"
+	case !filepath.IsAbs(info.Endpoint):
+		problem = "endpoint " + info.Endpoint + " is not absolute"
+	}
+	if problem == "" {
+		problem = *refuse
+	}
+	_, err = c.NotifyRegistrationStatus(ctx, &reg.RegistrationStatus{
+		PluginRegistered: problem == "", Error: problem})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if problem != "" && problem != *refuse {
+		fmt.Fprintln(os.Stderr, problem)
+		return 1
+	}
+	return 0
+}
+
+type claimRef struct{ ns, name, uid string }
+
+func claimArgs(args []string) ([]claimRef, error) {
+	out := []claimRef{}
+	for _, a := range args {
+		p := strings.Split(a, "/")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("claim %q is not NS/NAME/UID", a)
+		}
+		out = append(out, claimRef{p[0], p[1], p[2]})
+	}
+	return out, nil
+}
+
+func draCall(args []string, prepare bool) int {
+	name := "dra-unprepare"
+	if prepare {
+		name = "dra-prepare"
+	}
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
+	sock := fs.String("socket", "", "the plugin's dra.sock")
+	version := fs.String("version", "v1", "v1 or v1beta1")
+	fs.Parse(args)
+	claims, err := claimArgs(fs.Args())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	conn, err := dialConn(*sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	// The kubelet's timeout for one call.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	var out map[string]interface{}
+	switch *version {
+	case "v1":
+		out, err = draV1(ctx, conn, claims, prepare)
+	case "v1beta1":
+		out, err = draV1beta1(ctx, conn, claims, prepare)
+	default:
+		err = fmt.Errorf("version %q is not v1 or v1beta1", *version)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return 0
+}
+
+func draV1(ctx context.Context, conn *grpc.ClientConn, claims []claimRef, prepare bool) (map[string]interface{}, error) {
+	c := drav1.NewDRAPluginClient(conn)
+	req := []*drav1.Claim{}
+	for _, q := range claims {
+		req = append(req, &drav1.Claim{Namespace: q.ns, Name: q.name, Uid: q.uid})
+	}
+	out := map[string]interface{}{}
+	if !prepare {
+		resp, err := c.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: req})
+		if err != nil {
+			return nil, err
+		}
+		for uid, r := range resp.Claims {
+			out[uid] = map[string]interface{}{"error": r.Error}
+		}
+		return out, nil
+	}
+	resp, err := c.NodePrepareResources(ctx, &drav1.NodePrepareResourcesRequest{Claims: req})
+	if err != nil {
+		return nil, err
+	}
+	for uid, r := range resp.Claims {
+		devs := []interface{}{}
+		for _, d := range r.Devices {
+			devs = append(devs, map[string]interface{}{"requests": d.RequestNames,
+				"pool": d.PoolName, "device": d.DeviceName, "cdi": d.CdiDeviceIds})
+		}
+		out[uid] = map[string]interface{}{"devices": devs, "error": r.Error}
+	}
+	return out, nil
+}
+
+func draV1beta1(ctx context.Context, conn *grpc.ClientConn, claims []claimRef, prepare bool) (map[string]interface{}, error) {
+	c := drav1beta1.NewDRAPluginClient(conn)
+	req := []*drav1beta1.Claim{}
+	for _, q := range claims {
+		req = append(req, &drav1beta1.Claim{Namespace: q.ns, Name: q.name, Uid: q.uid})
+	}
+	out := map[string]interface{}{}
+	if !prepare {
+		resp, err := c.NodeUnprepareResources(ctx, &drav1beta1.NodeUnprepareResourcesRequest{Claims: req})
+		if err != nil {
+			return nil, err
+		}
+		for uid, r := range resp.Claims {
+			out[uid] = map[string]interface{}{"error": r.Error}
+		}
+		return out, nil
+	}
+	resp, err := c.NodePrepareResources(ctx, &drav1beta1.NodePrepareResourcesRequest{Claims: req})
+	if err != nil {
+		return nil, err
+	}
+	for uid, r := range resp.Claims {
+		devs := []interface{}{}
+		for _, d := range r.Devices {
+			devs = append(devs, map[string]interface{}{"requests": d.RequestNames,
+				"pool": d.PoolName, "device": d.DeviceName, "cdi": d.CdiDeviceIds})
+		}
+		out[uid] = map[string]interface{}{"devices": devs, "error": r.Error}
+	}
+	return out, nil
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) int{"serve": serve, "allocate": allocate,
-		"prefer": prefer, "bench": bench, "podres": podresList}
+		"prefer": prefer, "bench": bench, "podres": podresList,
+		"dra-register":  draRegister,
+		"dra-prepare":   func(a []string) int { return draCall(a, true) },
+		"dra-unprepare": func(a []string) int { return draCall(a, false) }}
 	f, ok := cmds[os.Args[1]]
 	if !ok {
 		fmt.Fprint(os.Stderr, usage)

@@ -1,0 +1,1286 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The DRA driver's kubelet side (drakubelet.h; lib/dra.h is the claim parser): Registration for the kubelet's
+ * plugin watcher, DRAPlugin's NodePrepareResources and
+ * NodeUnprepareResources. The ResourceClaim is read on the loop's worker
+ * (lib/kube.c blocks), one claim per job; everything else runs on the loop.
+ * The records in <state-dir>/dra are the driver's state: a claim prepared
+ * is answered from its record, by this process or the next one.
+ */
+#include "drakubelet.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "alloc.h"
+#include "cdi.h"
+#include "cdispecs.h"
+#include "dra-v1.pb-c.h"
+#include "dra.h"
+#include "draslice.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "log.h"
+#include "loop.h"
+#include "node.h"
+#include "pluginregistration.pb-c.h"
+#include "pod.h"
+#include "rpc.h"
+#include "store.h"
+#include "util.h"
+
+/* dra-v1.proto's messages; v1beta1's are the same bytes (agent/proto/dra-v1.proto). */
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepareReq;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepareResp;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareOne;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareReq;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResp;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry
+	UnprepareEntry;
+typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareOne;
+#define PB(x) k8s__io__kubelet__pkg__apis__dra__v1__##x
+
+#define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
+#define CLAIM_UID_MAX 57 /* "claim-" and the UID name a CDI device: at most 63 */
+#define REC_MAX	      ((size_t)64 * 1024)
+#define BUSY_RETRY_MS 20 /* the worker serves others too: ask again this soon */
+#define PTR_SIZE      sizeof(void *)
+#define REGISTRY_DIR  "plugins_registry"
+#define TYPE_DRA      "DRAPlugin"
+#define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+#define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
+#define CLAIM_ERR_MAX 512
+
+/* One device of a prepared claim, as recorded. */
+struct rec_dev {
+	char request[128];
+	char pool[254];
+	char device[HPN_DRA_NAME_MAX];
+	char nic[HPN_ALLOC_ID_MAX];
+	char ifname[HPN_IFNAMSIZ];
+	char rdma[HPN_IBDEV_MAX];
+};
+
+/* A prepared claim: <state>/dra/<uid>.json holds the same. */
+struct rec {
+	char uid[CLAIM_UID_MAX + 1];
+	char ns[64];
+	char name[254];
+	char pods[HPN_DRA_MAX_PODS][HPN_POD_UID_MAX + 1];
+	size_t n_pods;
+	struct rec_dev devs[HPN_DRA_MAX_RESULTS];
+	size_t n;
+	struct rec *next;
+};
+
+/* One claim of a Prepare call: answered from rec, or with err. */
+struct pclaim {
+	char ns[64], name[254], uid[CLAIM_UID_MAX + 1];
+	const struct rec *rec; /* the answer; points into the driver's list */
+	char err[CLAIM_ERR_MAX];
+	bool done;
+};
+
+struct pcall {
+	struct dra *d;
+	struct rpc_call *c; /* NULL: the kubelet went away (or the server stopped) */
+	size_t n, next;	    /* next: the first claim not yet asked of the worker */
+	struct pcall *link;
+	struct pclaim v[];
+};
+
+/* The worker's job: GET one claim and parse it. Touches only itself. */
+struct claim_job {
+	struct loop_job job;
+	struct dra *d;
+	struct pcall *pc;
+	size_t i;
+	char *kubeconfig, *driver;
+	char ns[64], name[254], uid[CLAIM_UID_MAX + 1];
+	int timeout_ms;
+	int r;
+	struct hpn_dra_claim claim;
+	struct hpn_err err;
+};
+
+struct dra {
+	struct dra_opts o;
+	struct loop *loop;
+	struct rpc *rpc;
+	struct node *node;
+	struct rpc_server *srv, *reg;
+	bool srv_stopping, reg_stopping, reg_again, quitting, job_out;
+	char plugin_dir[PATH_MAX], sock[PATH_MAX], reg_dir[PATH_MAX], reg_sock[PATH_MAX];
+	char state[PATH_MAX]; /* <state-dir>/dra */
+	struct rec *recs;
+	struct pcall *calls, **calls_tail;
+	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
+	size_t n_names;
+	struct loop_src inotify, retry;
+};
+
+/* ---- device names --------------------------------------------------------------- */
+
+void dra_scanned(struct dra *d)
+{
+	const struct agent_devs *devs;
+
+	if (!d)
+		return;
+	devs = &d->node->devs;
+	for (size_t i = 0; i < devs->n; i++) {
+		const struct agent_dev *ad = &devs->v[i];
+		struct hpn_dra_nic nic = { 0 };
+		struct hpn_err err = { 0 };
+
+		/* A NIC moved into a pod is not in the host's sysfs: named by its ID alone. */
+		if (hpn_dra_nic_read(d->node->conf.sysfs_root, ad->ifname, (unsigned int)i, &nic,
+				     &err) < 0) {
+			memset(&nic, 0, sizeof(nic));
+			if (hpn_pci_normalise(ad->id, nic.pci) < 0)
+				snprintf(nic.ifname, sizeof(nic.ifname), "%s", ad->ifname);
+		}
+		if (hpn_dra_device_name(&nic, d->names[i]) < 0)
+			d->names[i][0] = '\0';
+	}
+	d->n_names = devs->n;
+}
+
+static const struct agent_dev *dev_by_name(const struct dra *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_names && i < d->node->devs.n; i++)
+		if (d->names[i][0] && !strcmp(d->names[i], name))
+			return &d->node->devs.v[i];
+	return NULL;
+}
+
+/* The pod UID of the journal that holds NIC id (out empty: none found). */
+static void holder(const struct hpn_conf *conf, const char *id, char out[HPN_POD_UID_MAX + 1])
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	char **keys = NULL;
+
+	out[0] = '\0';
+	if (hpn_store_open(conf->state_dir, conf->name, &st, &err) < 0)
+		return;
+	if (hpn_store_keys(&st, &keys, &err) < 0)
+		keys = NULL;
+	for (size_t k = 0; keys && keys[k] && !out[0]; k++) {
+		struct hpn_journal j = { 0 };
+		struct hpn_err jerr = { 0 };
+
+		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
+			continue;
+		for (size_t i = 0; i < j.n_nics; i++) {
+			char jid[HPN_ALLOC_ID_MAX];
+
+			hpn_alloc_journal_id(&j.nics[i], jid);
+			if (!strcmp(jid, id)) {
+				snprintf(out, HPN_POD_UID_MAX + 1, "%s",
+					 j.pod.uid[0] ? j.pod.uid : "(no pod)");
+				break;
+			}
+		}
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	hpn_store_close(&st);
+}
+
+/* ---- records -------------------------------------------------------------------- */
+
+static struct rec *rec_find(const struct dra *d, const char *uid)
+{
+	for (struct rec *r = d->recs; r; r = r->next)
+		if (!strcmp(r->uid, uid))
+			return r;
+	return NULL;
+}
+
+static char *rec_render(const struct rec *r)
+{
+	cJSON *root = cJSON_CreateObject(), *pods, *devs;
+	char *s = NULL;
+
+	if (!root)
+		return NULL;
+	cJSON_AddNumberToObject(root, "version", 1);
+	cJSON_AddStringToObject(root, "uid", r->uid);
+	cJSON_AddStringToObject(root, "namespace", r->ns);
+	cJSON_AddStringToObject(root, "name", r->name);
+	pods = cJSON_AddArrayToObject(root, "pods");
+	for (size_t i = 0; pods && i < r->n_pods; i++)
+		cJSON_AddItemToArray(pods, cJSON_CreateString(r->pods[i]));
+	devs = cJSON_AddArrayToObject(root, "devices");
+	for (size_t i = 0; devs && i < r->n; i++) {
+		const struct rec_dev *v = &r->devs[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(devs, o);
+		cJSON_AddStringToObject(o, "request", v->request);
+		cJSON_AddStringToObject(o, "pool", v->pool);
+		cJSON_AddStringToObject(o, "device", v->device);
+		cJSON_AddStringToObject(o, "nic", v->nic);
+		cJSON_AddStringToObject(o, "ifname", v->ifname);
+		cJSON_AddStringToObject(o, "rdma", v->rdma);
+	}
+	s = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return s;
+}
+
+/* The string at key into out (at most len - 1 bytes, non-empty unless empty_ok). */
+static bool rec_str(const cJSON *o, const char *key, char *out, size_t len, bool empty_ok)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= len ||
+	    (!empty_ok && !v->valuestring[0]))
+		return false;
+	snprintf(out, len, "%s", v->valuestring);
+	return true;
+}
+
+static int rec_parse(const char *text, size_t len, struct rec *r)
+{
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	const cJSON *pods, *devs, *e;
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	ok = cJSON_IsObject(root) && rec_str(root, "uid", r->uid, sizeof(r->uid), false) &&
+	     rec_str(root, "namespace", r->ns, sizeof(r->ns), false) &&
+	     rec_str(root, "name", r->name, sizeof(r->name), false);
+	pods = cJSON_GetObjectItemCaseSensitive(root, "pods");
+	devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
+	ok = ok && cJSON_IsArray(pods) && cJSON_IsArray(devs) &&
+	     cJSON_GetArraySize(pods) <= HPN_DRA_MAX_PODS &&
+	     cJSON_GetArraySize(devs) <= HPN_DRA_MAX_RESULTS && cJSON_GetArraySize(devs) > 0;
+	if (!ok)
+		pods = devs = NULL;
+	cJSON_ArrayForEach (e, pods) {
+		if (!cJSON_IsString(e) || strlen(e->valuestring) > HPN_POD_UID_MAX) {
+			ok = false;
+			break;
+		}
+		snprintf(r->pods[r->n_pods++], HPN_POD_UID_MAX + 1, "%s", e->valuestring);
+	}
+	if (!ok)
+		devs = NULL;
+	cJSON_ArrayForEach (e, devs) {
+		struct rec_dev *v = &r->devs[r->n];
+
+		if (!rec_str(e, "request", v->request, sizeof(v->request), false) ||
+		    !rec_str(e, "pool", v->pool, sizeof(v->pool), false) ||
+		    !rec_str(e, "device", v->device, sizeof(v->device), false) ||
+		    !rec_str(e, "nic", v->nic, sizeof(v->nic), false) ||
+		    !rec_str(e, "ifname", v->ifname, sizeof(v->ifname), true) ||
+		    !rec_str(e, "rdma", v->rdma, sizeof(v->rdma), true)) {
+			ok = false;
+			break;
+		}
+		r->n++;
+	}
+	cJSON_Delete(root);
+	return ok ? 0 : -EINVAL;
+}
+
+static int state_dir_fd(const struct dra *d)
+{
+	return open(d->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+/* Writes r's file durably (hpn_install_file: temp file, fsync, rename, directory fsync). */
+static int rec_write(const struct dra *d, const struct rec *r, struct hpn_err *err)
+{
+	char file[CLAIM_UID_MAX + 8];
+	char *text = rec_render(r);
+	int dfd = state_dir_fd(d), ret;
+
+	snprintf(file, sizeof(file), "%s.json", r->uid);
+	if (!text || dfd < 0) {
+		ret = hpn_err_set(err, HPN_E_IO, text ? errno : ENOMEM, "open %s: %s", d->state,
+				  text ? strerror(errno) : "out of memory");
+	} else {
+		ret = hpn_install_file(dfd, file, text, strlen(text), 0600, err);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	cJSON_free(text);
+	return ret < 0 ? ret : 0;
+}
+
+static int rec_remove(const struct dra *d, const char *uid)
+{
+	char file[CLAIM_UID_MAX + 8];
+	int dfd = state_dir_fd(d), r = 0;
+
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	snprintf(file, sizeof(file), "%s.json", uid);
+	if ((unlinkat(dfd, file, 0) < 0 && errno != ENOENT) || fsync(dfd) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
+static bool claim_uid_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	return len && len <= CLAIM_UID_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == len;
+}
+
+/* The records of an earlier run: a claim prepared then is answered now without the API. */
+static void rec_load_all(struct dra *d)
+{
+	DIR *dir = opendir(d->state);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		size_t len = strlen(de->d_name);
+		char path[PATH_MAX], uid[CLAIM_UID_MAX + 1];
+		struct hpn_err err = { 0 };
+		struct rec *r;
+		char *text = NULL;
+		size_t tlen;
+
+		if (len < 6 || len - 5 > CLAIM_UID_MAX || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(uid, sizeof(uid), "%.*s", (int)(len - 5), de->d_name);
+		if (!claim_uid_ok(uid) ||
+		    hpn_snprintf(path, sizeof(path), "%s/%s", d->state, de->d_name) < 0)
+			continue;
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			break;
+		if (hpn_read_file(path, REC_MAX, &text, &tlen, &err) < 0 ||
+		    rec_parse(text, tlen, r) < 0 || strcmp(r->uid, uid)) {
+			hpn_warn("DRA: %s is not a claim record of ours: left alone", path);
+			free(r);
+			free(text);
+			continue;
+		}
+		free(text);
+		r->next = d->recs;
+		d->recs = r;
+		n++;
+	}
+	closedir(dir);
+	if (n)
+		hpn_info("DRA: %zu prepared claims read back from %s", n, d->state);
+}
+
+/* ---- the claim's CDI spec ---------------------------------------------------------- */
+
+static void cdi_id(const char *uid, char out[HPN_CDI_ID_MAX])
+{
+	snprintf(out, HPN_CDI_ID_MAX, CDISPECS_CLAIM_PREFIX "%s", uid);
+}
+
+/*
+ * The spec of claim r: one device "claim-<uid>" with the RDMA character
+ * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
+ * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>). 0, or an error in msg.
+ */
+static int cdi_write(const struct dra *d, const struct rec *r, char *msg, size_t len)
+{
+	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
+	struct hpn_err err = { 0 };
+	int ret = 0;
+
+	if (!cd) {
+		hpn_msgf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	cdi_id(r->uid, cd->id);
+	for (size_t i = 0; i < r->n; i++) {
+		size_t at = strlen(cd->ibdev);
+
+		if (!r->devs[i].rdma[0]) {
+			hpn_msgf(msg, len, "NIC %s (%s) has no RDMA device on the host",
+				 r->devs[i].nic, r->devs[i].device);
+			ret = -ENODEV;
+			goto out;
+		}
+		if (at + strlen(r->devs[i].rdma) + 2 > sizeof(cd->ibdev) ||
+		    cd->n_nodes >= HPN_CDI_NODES_MAX - 1) {
+			hpn_msgf(msg, len, "too many NICs for one CDI device (%zu)", r->n);
+			ret = -E2BIG;
+			goto out;
+		}
+		snprintf(cd->ibdev + at, sizeof(cd->ibdev) - at, "%s%s", at ? "," : "",
+			 r->devs[i].rdma);
+		if (!cdispecs_nic_nodes(d->node->conf.sysfs_root, d->o.dev_root, r->devs[i].rdma,
+					cd)) {
+			hpn_msgf(msg, len,
+				 "RDMA device %s of NIC %s has no uverbs character device",
+				 r->devs[i].rdma, r->devs[i].nic);
+			ret = -ENODEV;
+			goto out;
+		}
+	}
+	cdispecs_cm_node(d->node->conf.sysfs_root, d->o.dev_root, cd);
+	ret = hpn_cdi_write(d->o.cdi_dir, HPN_CDI_AGENT, cd, &err);
+	if (ret < 0)
+		hpn_msgf(msg, len, "CDI spec: %s", err.msg);
+	else
+		ret = 0;
+out:
+	free(cd);
+	return ret;
+}
+
+static void cdi_remove(const struct dra *d, const char *uid)
+{
+	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX];
+	struct hpn_err err = { 0 };
+
+	cdi_id(uid, id);
+	if (hpn_cdi_file(HPN_CDI_AGENT, id, file) < 0)
+		return;
+	if (hpn_cdi_remove(d->o.cdi_dir, file, &err) != 0)
+		hpn_warn("DRA: claim %s: %s", uid, err.msg[0] ? err.msg : "cannot remove its spec");
+}
+
+/* ---- NodePrepareResources -------------------------------------------------------- */
+
+static void reply(struct rpc_call *c, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		return;
+	}
+	protobuf_c_message_pack(m, buf);
+	rpc_reply(c, buf, len);
+	free(buf);
+}
+
+/* Every claim answered: the response, keyed by claim UID. */
+static void prepare_answer(struct pcall *pc)
+{
+	size_t n = pc->n, nd = 0;
+	PrepareResp resp =
+		K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
+	PrepareEntry *e = calloc(n ? n : 1, sizeof(*e));
+	PrepareEntry **ep = calloc(n ? n : 1, PTR_SIZE);
+	PrepareOne *one = calloc(n ? n : 1, sizeof(*one));
+	Device *dv = calloc(n * HPN_DRA_MAX_RESULTS + 1, sizeof(*dv));
+	Device **dvp = calloc(n * HPN_DRA_MAX_RESULTS + 1, PTR_SIZE);
+	char(*cdi)[HPN_CDI_NAME_MAX] = calloc(n ? n : 1, HPN_CDI_NAME_MAX);
+	char **cdip = calloc(n ? n : 1, PTR_SIZE);
+	char **req = calloc(n * HPN_DRA_MAX_RESULTS + 1, PTR_SIZE);
+
+	if (!e || !ep || !one || !dv || !dvp || !cdi || !cdip || !req) {
+		rpc_fail(pc->c, RPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct pclaim *q = &pc->v[i];
+
+		PB(node_prepare_resources_response__claims_entry__init)(&e[i]);
+		PB(node_prepare_resource_response__init)(&one[i]);
+		e[i].key = (char *)q->uid;
+		e[i].value = &one[i];
+		ep[i] = &e[i];
+		if (!q->rec) {
+			one[i].error = (char *)(q->err[0] ? q->err : "not prepared");
+			continue;
+		}
+		{
+			char id[HPN_CDI_ID_MAX];
+
+			cdi_id(q->uid, id);
+			hpn_cdi_name(id, cdi[i]);
+			cdip[i] = cdi[i];
+		}
+		one[i].devices = &dvp[nd];
+		for (size_t k = 0; k < q->rec->n; k++, nd++) {
+			const struct rec_dev *v = &q->rec->devs[k];
+
+			PB(device__init)(&dv[nd]);
+			req[nd] = (char *)v->request;
+			dv[nd].n_request_names = 1;
+			dv[nd].request_names = &req[nd];
+			dv[nd].pool_name = (char *)v->pool;
+			dv[nd].device_name = (char *)v->device;
+			dv[nd].n_cdi_device_ids = 1;
+			dv[nd].cdi_device_ids = &cdip[i];
+			dvp[nd] = &dv[nd];
+			one[i].n_devices++;
+		}
+	}
+	resp.n_claims = n;
+	resp.claims = ep;
+	reply(pc->c, (const ProtobufCMessage *)&resp);
+out:
+	free(e);
+	free(ep);
+	free(one);
+	free(dv);
+	free(dvp);
+	free(cdi);
+	free(cdip);
+	free(req);
+}
+
+static void pump(struct dra *d);
+
+/* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
+static void pcall_closed(struct rpc_call *c, void *ud)
+{
+	struct pcall *pc = ud;
+
+	(void)c;
+	pc->c = NULL; /* freed by rpc.c after this */
+}
+
+/* The call's claims are all answered (or the kubelet is gone): reply, drop it. */
+static void pcall_finish(struct dra *d, struct pcall *pc)
+{
+	struct pcall **p = &d->calls;
+
+	while (*p && *p != pc)
+		p = &(*p)->link;
+	if (*p)
+		*p = pc->link;
+	if (!d->calls)
+		d->calls_tail = &d->calls;
+	else if (!pc->link)
+		for (d->calls_tail = &d->calls; *d->calls_tail;
+		     d->calls_tail = &(*d->calls_tail)->link)
+			;
+	if (pc->c) {
+		rpc_call_on_close(pc->c, NULL, NULL);
+		prepare_answer(pc);
+	}
+	free(pc);
+}
+
+static bool pcall_done(const struct pcall *pc)
+{
+	for (size_t i = 0; i < pc->n; i++)
+		if (!pc->v[i].done)
+			return false;
+	return true;
+}
+
+/* A pod of the claim: does it own the journal's pod UID? */
+static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
+{
+	for (size_t i = 0; i < cl->n_pods; i++)
+		if (!strcmp(cl->pods[i], pod))
+			return true;
+	return false;
+}
+
+/*
+ * The claim read from the API, checked against the node: every result of
+ * ours a NIC of this node's pool that no other pod holds. The record made
+ * (its spec and file written) and listed, or msg says why not.
+ */
+static void prepare_claim(struct dra *d, const struct hpn_dra_claim *cl, struct pclaim *q)
+{
+	struct rec *r = calloc(1, sizeof(*r));
+	struct hpn_err err = { 0 };
+	char *msg = q->err;
+	size_t len = sizeof(q->err);
+
+	if (!r) {
+		hpn_msgf(msg, len, "claim %s/%s: out of memory", q->ns, q->name);
+		return;
+	}
+	snprintf(r->uid, sizeof(r->uid), "%s", q->uid);
+	snprintf(r->ns, sizeof(r->ns), "%s", q->ns);
+	snprintf(r->name, sizeof(r->name), "%s", q->name);
+	for (size_t i = 0; i < cl->n_pods; i++)
+		snprintf(r->pods[r->n_pods++], sizeof(r->pods[0]), "%s", cl->pods[i]);
+	for (size_t i = 0; i < cl->n; i++) {
+		const struct hpn_dra_result *res = &cl->v[i];
+		const struct agent_dev *ad;
+		struct rec_dev *v = &r->devs[r->n];
+
+		if (strcmp(res->pool, d->o.node_name)) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: device %s/%s is in pool %s, not this node's (%s)",
+				 q->ns, q->name, res->pool, res->device, res->pool, d->o.node_name);
+			goto fail;
+		}
+		ad = dev_by_name(d, res->device);
+		if (!ad) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: device %s is no NIC of the pool on node %s", q->ns,
+				 q->name, res->device, d->o.node_name);
+			goto fail;
+		}
+		/* The journals themselves, not ad->held: an ADD since the last scan counts. */
+		{
+			char pod[HPN_POD_UID_MAX + 1];
+
+			holder(&d->node->conf, ad->id, pod);
+			if (pod[0] && !reserved_for(cl, pod)) {
+				hpn_msgf(msg, len,
+					 "claim %s/%s: NIC %s (device %s) is held by pod %s, "
+					 "which the claim is not reserved for",
+					 q->ns, q->name, ad->id, res->device, pod);
+				goto fail;
+			}
+		}
+		snprintf(v->request, sizeof(v->request), "%s", res->request);
+		snprintf(v->pool, sizeof(v->pool), "%s", res->pool);
+		snprintf(v->device, sizeof(v->device), "%s", res->device);
+		snprintf(v->nic, sizeof(v->nic), "%s", ad->id);
+		snprintf(v->ifname, sizeof(v->ifname), "%s", ad->ifname);
+		snprintf(v->rdma, sizeof(v->rdma), "%s", ad->rdma);
+		r->n++;
+	}
+	{
+		char cmsg[384] = "";
+
+		if (cdi_write(d, r, cmsg, sizeof(cmsg)) < 0) {
+			hpn_msgf(msg, len, "claim %s/%s: %s", q->ns, q->name, cmsg);
+			goto fail;
+		}
+	}
+	if (rec_write(d, r, &err) < 0) {
+		hpn_msgf(msg, len, "claim %s/%s: record: %s", q->ns, q->name, err.msg);
+		cdi_remove(d, r->uid);
+		goto fail;
+	}
+	r->next = d->recs;
+	d->recs = r;
+	q->rec = r;
+	{
+		char nics[512] = "";
+
+		for (size_t i = 0; i < r->n; i++) {
+			size_t at = strlen(nics);
+
+			snprintf(nics + at, sizeof(nics) - at, "%s%s (%s)", at ? ", " : "",
+				 r->devs[i].nic, r->devs[i].rdma);
+		}
+		hpn_info("DRA: prepared claim %s/%s (%s): %s", q->ns, q->name, q->uid, nics);
+	}
+	return;
+fail:
+	hpn_warn("DRA: %s", msg);
+	free(r);
+}
+
+static void job_run(struct loop_job *lj)
+{
+	struct claim_job *j = (struct claim_job *)lj;
+	struct hpn_kubeconfig kc = { 0 };
+	struct hpn_kube_warn warn = { 0 };
+	struct hpn_kube_answer a = { 0 };
+	char path[512];
+	struct hpn_kube_call call = {
+		.method = "GET",
+		.path = path,
+		.what = NULL,
+		.resource = "resourceclaims",
+		.ns = j->ns,
+		.timeout_ms = (unsigned)j->timeout_ms,
+		.retry = true,
+	};
+	char what[384];
+
+	snprintf(what, sizeof(what), "ResourceClaim %s/%s", j->ns, j->name);
+	call.what = what;
+	snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
+		 j->ns, j->name);
+	j->r = hpn_kubeconfig_load(j->kubeconfig, &kc, &warn, &j->err);
+	if (j->r < 0)
+		return;
+	j->r = hpn_kube_request(&kc, &call, &a, &warn, &j->err);
+	if (j->r >= 0 && (a.status < 200 || a.status > 299))
+		j->r = hpn_kube_status_err(&kc, &call, &a, &j->err);
+	if (j->r >= 0)
+		j->r = hpn_dra_claim_parse(a.body, a.len, j->ns, j->name, j->uid, j->driver,
+					   &j->claim, &j->err);
+	hpn_kube_answer_free(&a);
+	hpn_kubeconfig_free(&kc);
+}
+
+static void job_done(struct loop_job *lj)
+{
+	struct claim_job *j = (struct claim_job *)lj;
+	struct dra *d = j->d;
+	struct pclaim *q = &j->pc->v[j->i];
+
+	d->job_out = false;
+	if (j->r < 0) {
+		if (j->r == -ESTALE)
+			hpn_msgf(q->err, sizeof(q->err),
+				 "claim %s/%s (%s): the claim in the API is another one (recreated "
+				 "under its name, or gone): %s",
+				 q->ns, q->name, q->uid, j->err.msg);
+		else
+			hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: %s%s%s", q->ns, q->name,
+				 j->err.msg[0] ? j->err.msg : strerror(-j->r),
+				 j->err.details[0] ? ": " : "", j->err.details);
+		hpn_warn("DRA: %s", q->err);
+	} else if (d->quitting) {
+		hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: hpn-rdma-agent is stopping", q->ns,
+			 q->name);
+	} else if (rec_find(d, q->uid)) {
+		/* Prepared meanwhile, by another call of the kubelet's. */
+		q->rec = rec_find(d, q->uid);
+	} else {
+		prepare_claim(d, &j->claim, q);
+	}
+	q->done = true;
+	if (pcall_done(j->pc))
+		pcall_finish(d, j->pc);
+	free(j->kubeconfig);
+	free(j->driver);
+	free(j);
+	pump(d);
+}
+
+/* A claim no job will ask for: answered with why, its call finished when it was the last. */
+static void give_up(struct dra *d, struct pcall *pc, size_t i, const char *why)
+{
+	hpn_msgf(pc->v[i].err, sizeof(pc->v[i].err), "claim %s/%s: not prepared: %s", pc->v[i].ns,
+		 pc->v[i].name, why);
+	pc->v[i].done = true;
+	if (pcall_done(pc))
+		pcall_finish(d, pc);
+}
+
+/* The first call with a claim not yet asked of the worker, and that claim's index. */
+static struct pcall *next_claim(const struct dra *d, size_t *i)
+{
+	for (struct pcall *pc = d->calls; pc; pc = pc->link) {
+		while (pc->next < pc->n && pc->v[pc->next].done)
+			pc->next++;
+		if (pc->next < pc->n) {
+			*i = pc->next;
+			return pc;
+		}
+	}
+	return NULL;
+}
+
+/* The next claim waiting goes to the worker, if it is free. */
+static void pump(struct dra *d)
+{
+	struct pcall *pc;
+	size_t i = 0;
+
+	while (!d->job_out && (pc = next_claim(d, &i))) {
+		struct claim_job *j;
+		int r;
+
+		if (d->quitting || !pc->c) {
+			/* Nobody to answer, or no time: the rest need no API call. */
+			give_up(d, pc, i,
+				d->quitting ? "hpn-rdma-agent is stopping"
+					    : "the kubelet went away");
+			continue;
+		}
+		j = calloc(1, sizeof(*j));
+		if (j) {
+			j->kubeconfig = strdup(d->o.kubeconfig);
+			j->driver = strdup(d->o.driver);
+		}
+		if (!j || !j->kubeconfig || !j->driver) {
+			if (j) {
+				free(j->kubeconfig);
+				free(j->driver);
+			}
+			free(j);
+			loop_timer_set(&d->retry, BUSY_RETRY_MS, 0);
+			return;
+		}
+		j->job.run = job_run;
+		j->job.done = job_done;
+		j->d = d;
+		j->pc = pc;
+		j->i = i;
+		j->timeout_ms = d->o.api_timeout_ms;
+		snprintf(j->ns, sizeof(j->ns), "%s", pc->v[i].ns);
+		snprintf(j->name, sizeof(j->name), "%s", pc->v[i].name);
+		snprintf(j->uid, sizeof(j->uid), "%s", pc->v[i].uid);
+		r = loop_work_post(d->loop, &j->job);
+		if (r == 0) {
+			d->job_out = true;
+			pc->next = i + 1;
+			return;
+		}
+		free(j->kubeconfig);
+		free(j->driver);
+		free(j);
+		if (r == -EBUSY) {
+			/* Another service's job: ask again soon. */
+			loop_timer_set(&d->retry, BUSY_RETRY_MS, 0);
+			return;
+		}
+		give_up(d, pc, i, strerror(-r));
+	}
+}
+
+static void on_retry(struct loop_src *s)
+{
+	pump(s->ud);
+}
+
+/* The kubelet's claims, checked as any input is; INVALID_ARGUMENT names the first bad one. */
+static bool claims_ok(struct rpc_call *c, Claim **v, size_t n)
+{
+	char msg[256];
+
+	if (n > MAX_CLAIMS) {
+		hpn_msgf(msg, sizeof(msg), "%zu claims in one call, over %d", n, MAX_CLAIMS);
+		goto bad;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!hpn_k8s_dns_label(v[i]->namespace_) || !hpn_k8s_dns_subdomain(v[i]->name) ||
+		    !claim_uid_ok(v[i]->uid)) {
+			hpn_msgf(msg, sizeof(msg),
+				 "claim %zu: namespace, name or uid is not a DNS label, a DNS "
+				 "subdomain and 1-%d of [A-Za-z0-9-]",
+				 i + 1, CLAIM_UID_MAX);
+			goto bad;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(v[i]->uid, v[k]->uid)) {
+				hpn_msgf(msg, sizeof(msg), "claim %s named twice", v[i]->uid);
+				goto bad;
+			}
+	}
+	return true;
+bad:
+	hpn_warn("DRA: request refused: %s", msg);
+	rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
+	return false;
+}
+
+static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	PrepareReq *req = PB(node_prepare_resources_request__unpack)(NULL, len, buf);
+	struct pcall *pc;
+	size_t n;
+
+	if (!req) {
+		rpc_fail(c, RPC_INVALID_ARGUMENT,
+			 "the request is not a NodePrepareResourcesRequest");
+		return;
+	}
+	n = req->n_claims;
+	if (!claims_ok(c, req->claims, n))
+		goto out;
+	pc = calloc(1, sizeof(*pc) + n * sizeof(pc->v[0]));
+	if (!pc) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	pc->d = d;
+	pc->c = c;
+	pc->n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct pclaim *q = &pc->v[i];
+		const struct rec *r = rec_find(d, req->claims[i]->uid);
+
+		snprintf(q->ns, sizeof(q->ns), "%s", req->claims[i]->namespace_);
+		snprintf(q->name, sizeof(q->name), "%s", req->claims[i]->name);
+		snprintf(q->uid, sizeof(q->uid), "%s", req->claims[i]->uid);
+		if (!r)
+			continue;
+		q->done = true;
+		/* Idempotent: what was prepared is the answer, with no API call. */
+		if (!strcmp(r->ns, q->ns) && !strcmp(r->name, q->name))
+			q->rec = r;
+		else
+			hpn_msgf(q->err, sizeof(q->err),
+				 "claim %s/%s: UID %s was prepared as claim %s/%s", q->ns, q->name,
+				 q->uid, r->ns, r->name);
+	}
+	hpn_info("DRA: NodePrepareResources for %zu claims", n);
+	/* Queued even when all are answered: pcall_finish takes it off the list. */
+	pc->link = NULL;
+	*d->calls_tail = pc;
+	d->calls_tail = &pc->link;
+	if (pcall_done(pc)) {
+		pcall_finish(d, pc);
+		goto out;
+	}
+	rpc_call_on_close(c, pcall_closed, pc);
+	pump(d);
+out:
+	PB(node_prepare_resources_request__free_unpacked)(req, NULL);
+}
+
+/* ---- NodeUnprepareResources -------------------------------------------------------- */
+
+static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	UnprepareReq *req = PB(node_unprepare_resources_request__unpack)(NULL, len, buf);
+	UnprepareResp resp =
+		K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_UNPREPARE_RESOURCES_RESPONSE__INIT;
+	UnprepareEntry *e = NULL, **ep = NULL;
+	UnprepareOne *one = NULL;
+	char(*errs)[CLAIM_ERR_MAX] = NULL;
+	size_t n;
+
+	if (!req) {
+		rpc_fail(c, RPC_INVALID_ARGUMENT,
+			 "the request is not a NodeUnprepareResourcesRequest");
+		return;
+	}
+	n = req->n_claims;
+	if (!claims_ok(c, req->claims, n))
+		goto out;
+	e = calloc(n ? n : 1, sizeof(*e));
+	ep = calloc(n ? n : 1, PTR_SIZE);
+	one = calloc(n ? n : 1, sizeof(*one));
+	errs = calloc(n ? n : 1, sizeof(*errs));
+	if (!e || !ep || !one || !errs) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const Claim *q = req->claims[i];
+		struct rec **p = &d->recs;
+		int r;
+
+		PB(node_unprepare_resources_response__claims_entry__init)(&e[i]);
+		PB(node_unprepare_resource_response__init)(&one[i]);
+		e[i].key = q->uid;
+		e[i].value = &one[i];
+		ep[i] = &e[i];
+		/* The spec first: a record without a spec is prepared again, never the reverse. */
+		cdi_remove(d, q->uid);
+		r = rec_remove(d, q->uid);
+		if (r < 0) {
+			hpn_msgf(errs[i], sizeof(errs[i]), "claim %s/%s: remove its record: %s",
+				 q->namespace_, q->name, strerror(-r));
+			one[i].error = errs[i];
+			hpn_warn("DRA: %s", errs[i]);
+			continue;
+		}
+		while (*p && strcmp((*p)->uid, q->uid))
+			p = &(*p)->next;
+		if (*p) {
+			struct rec *gone = *p;
+
+			*p = gone->next;
+			/* A Prepare still waiting answers from its own copy, not this one. */
+			for (struct pcall *pc = d->calls; pc; pc = pc->link)
+				for (size_t k = 0; k < pc->n; k++)
+					if (pc->v[k].rec == gone)
+						pc->v[k].rec = NULL;
+			free(gone);
+			hpn_info("DRA: unprepared claim %s/%s (%s)", q->namespace_, q->name,
+				 q->uid);
+		}
+	}
+	resp.n_claims = n;
+	resp.claims = ep;
+	reply(c, (const ProtobufCMessage *)&resp);
+out:
+	free(e);
+	free(ep);
+	free(one);
+	free(errs);
+	PB(node_unprepare_resources_request__free_unpacked)(req, NULL);
+}
+
+static const struct rpc_method methods[] = {
+	{ PATH_V1 "NodePrepareResources", false, prepare },
+	{ PATH_V1 "NodeUnprepareResources", false, unprepare },
+	{ PATH_V1BETA1 "NodePrepareResources", false, prepare },
+	{ PATH_V1BETA1 "NodeUnprepareResources", false, unprepare },
+};
+
+/* ---- Registration ------------------------------------------------------------------ */
+
+static void get_info(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	Pluginregistration__InfoRequest *req =
+		pluginregistration__info_request__unpack(NULL, len, buf);
+	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
+	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+
+	if (!req) {
+		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not an InfoRequest");
+		return;
+	}
+	pluginregistration__info_request__free_unpacked(req, NULL);
+	info.type = TYPE_DRA;
+	info.name = (char *)d->o.driver;
+	info.endpoint = d->sock;
+	info.n_supported_versions = HPN_ARRAY_SIZE(versions);
+	info.supported_versions = versions;
+	reply(c, (const ProtobufCMessage *)&info);
+}
+
+static void reg_restart(struct dra *d);
+
+static void notify(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	struct dra *d = ud;
+	Pluginregistration__RegistrationStatus *st =
+		pluginregistration__registration_status__unpack(NULL, len, buf);
+	Pluginregistration__RegistrationStatusResponse resp =
+		PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
+	bool ok;
+
+	if (!st) {
+		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not a RegistrationStatus");
+		return;
+	}
+	ok = st->plugin_registered;
+	if (ok)
+		hpn_info("DRA: the kubelet registered driver %s (%s)", d->o.driver, d->sock);
+	else
+		hpn_warn("DRA: the kubelet did not register driver %s: %s; its registration "
+			 "socket is made anew for the kubelet to try again",
+			 d->o.driver, st->error && st->error[0] ? st->error : "no reason given");
+	pluginregistration__registration_status__free_unpacked(st, NULL);
+	reply(c, (const ProtobufCMessage *)&resp);
+	if (!ok)
+		reg_restart(d);
+}
+
+static const struct rpc_method reg_methods[] = {
+	{ "/pluginregistration.Registration/GetInfo", false, get_info },
+	{ "/pluginregistration.Registration/NotifyRegistrationStatus", false, notify },
+};
+
+static int reg_serve(struct dra *d)
+{
+	int r;
+
+	if (d->quitting)
+		return 0;
+	if (hpn_mkdir_p(d->reg_dir, 0750) < 0)
+		return -errno;
+	r = rpc_server_start(d->rpc, d->reg_sock, reg_methods, HPN_ARRAY_SIZE(reg_methods), d,
+			     &d->reg);
+	if (r >= 0)
+		hpn_info("DRA: registration for the kubelet's plugin watcher on %s", d->reg_sock);
+	return r;
+}
+
+static void reg_stopped(void *ud)
+{
+	struct dra *d = ud;
+
+	d->reg = NULL;
+	d->reg_stopping = false;
+	if (d->reg_again && !d->quitting) {
+		int r;
+
+		d->reg_again = false;
+		r = reg_serve(d);
+		if (r < 0)
+			hpn_error("DRA: cannot serve %s: %s", d->reg_sock, strerror(-r));
+	}
+}
+
+/* The socket anew: the kubelet's plugin watcher sees a new file and dials it again. */
+static void reg_restart(struct dra *d)
+{
+	if (d->quitting)
+		return;
+	d->reg_again = true;
+	if (d->reg_stopping)
+		return;
+	if (!d->reg) {
+		reg_stopped(d);
+		return;
+	}
+	d->reg_stopping = true;
+	rpc_server_stop(d->reg, reg_stopped, d);
+}
+
+/* plugins_registry: our socket removed (a kubelet's cleanup, a wiped directory): serve anew. */
+static void on_inotify(struct loop_src *s)
+{
+	struct dra *d = s->ud;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	const char *ours = strrchr(d->reg_sock, '/') + 1;
+	bool gone = false;
+	ssize_t n;
+
+	while ((n = read(s->fd, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			p += sizeof(*ev) + ev->len;
+			gone |= (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) ||
+				(ev->len && !strcmp(ev->name, ours) &&
+				 (ev->mask & (IN_DELETE | IN_MOVED_FROM)));
+		}
+	if (!gone || d->quitting || d->reg_stopping || access(d->reg_sock, F_OK) == 0)
+		return;
+	hpn_info("DRA: %s was removed: serving it anew", d->reg_sock);
+	reg_restart(d);
+	if (s->fd >= 0 && hpn_mkdir_p(d->reg_dir, 0750) == 0)
+		inotify_add_watch(s->fd, d->reg_dir,
+				  IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF);
+}
+
+/* ---- start and stop ------------------------------------------------------------------ */
+
+static void srv_stopped(void *ud)
+{
+	struct dra *d = ud;
+
+	d->srv = NULL;
+	d->srv_stopping = false;
+}
+
+void dra_stop(struct dra *d)
+{
+	if (!d)
+		return;
+	d->quitting = true;
+	d->reg_again = false;
+	loop_timer_set(&d->retry, 0, 0);
+	if (d->reg && !d->reg_stopping) {
+		d->reg_stopping = true;
+		rpc_server_stop(d->reg, reg_stopped, d);
+	}
+	if (d->srv && !d->srv_stopping) {
+		d->srv_stopping = true;
+		rpc_server_stop(d->srv, srv_stopped, d);
+	}
+	/* Calls waiting for the worker: their claims answer that we stop (or nobody). */
+	pump(d);
+}
+
+bool dra_serving(const struct dra *d)
+{
+	return d && (d->srv || d->reg);
+}
+
+static int paths(struct dra *d, struct hpn_err *err)
+{
+	const char *kd = d->o.kubelet_dir;
+
+	if (hpn_snprintf(d->plugin_dir, sizeof(d->plugin_dir), "%s/plugins/%s", kd, d->o.driver) <
+		    0 ||
+	    hpn_snprintf(d->sock, sizeof(d->sock), "%s/dra.sock", d->plugin_dir) < 0 ||
+	    hpn_snprintf(d->reg_dir, sizeof(d->reg_dir), "%s/" REGISTRY_DIR, kd) < 0 ||
+	    hpn_snprintf(d->reg_sock, sizeof(d->reg_sock), "%s/%s-reg.sock", d->reg_dir,
+			 d->o.driver) < 0 ||
+	    strlen(d->sock) >= 108 || strlen(d->reg_sock) >= 108)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "--kubelet-dir %s with driver %s is too long for a unix socket",
+				   kd, d->o.driver);
+	if (hpn_snprintf(d->state, sizeof(d->state), "%s/dra", d->node->conf.state_dir) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "stateDir %s is too long", d->node->conf.state_dir);
+	return 0;
+}
+
+int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct dra_opts *o,
+	      struct dra **ret, struct hpn_err *err)
+{
+	struct dra *d = calloc(1, sizeof(*d));
+	int fd, r;
+
+	if (!d)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	*d = (struct dra){ .o = *o, .loop = l, .rpc = rpc, .node = node };
+	d->inotify.fd = d->retry.fd = -1;
+	d->calls_tail = &d->calls;
+	r = paths(d, err);
+	if (r < 0)
+		goto fail;
+	/* plugins/ is the kubelet's; our directory in it, and our state, root's alone. */
+	if (hpn_mkdir_p(d->plugin_dir, 0750) < 0 || chmod(d->plugin_dir, 0750) < 0 ||
+	    hpn_mkdir_p(d->reg_dir, 0750) < 0 || hpn_mkdir_p(d->state, 0700) < 0) {
+		r = hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s, %s and %s: %s",
+				d->plugin_dir, d->reg_dir, d->state, strerror(errno));
+		goto fail;
+	}
+	rec_load_all(d);
+	dra_scanned(d);
+	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "timer: %s", strerror(-r));
+		goto fail;
+	}
+	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fd < 0 || loop_add(l, &d->inotify, fd, on_inotify, d) < 0 ||
+	    inotify_add_watch(d->inotify.fd, d->reg_dir,
+			      IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
+		r = hpn_err_set(err, HPN_E_INTERNAL, errno, "inotify on %s: %s", d->reg_dir,
+				strerror(errno));
+		goto fail;
+	}
+	r = rpc_server_start(rpc, d->sock, methods, HPN_ARRAY_SIZE(methods), d, &d->srv);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "DRA: cannot serve %s: %s", d->sock,
+			    strerror(-r));
+		goto fail;
+	}
+	r = reg_serve(d);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "DRA: cannot serve %s: %s", d->reg_sock,
+			    strerror(-r));
+		goto fail;
+	}
+	hpn_info("DRA: driver %s for node %s: DRAPlugin v1 and v1beta1 on %s; claims' CDI specs "
+		 "in %s, records in %s",
+		 o->driver, o->node_name, d->sock, o->cdi_dir, d->state);
+	*ret = d;
+	return 0;
+fail:
+	dra_free(d);
+	return r;
+}
+
+void dra_free(struct dra *d)
+{
+	if (!d)
+		return;
+	if (d->srv)
+		unlink(d->sock);
+	if (d->reg)
+		unlink(d->reg_sock);
+	while (d->calls) {
+		struct pcall *pc = d->calls;
+
+		d->calls = pc->link;
+		free(pc);
+	}
+	while (d->recs) {
+		struct rec *r = d->recs;
+
+		d->recs = r->next;
+		free(r);
+	}
+	loop_close(&d->inotify);
+	loop_close(&d->retry);
+	free(d);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_DRAKUBELET_H
+#define HPN_AGENT_DRAKUBELET_H
+
+#include <stdbool.h>
+
+#include "err.h"
+
+struct loop;
+struct node;
+struct rpc;
+
+/*
+ * The kubelet's side of the DRA driver (doc/dra.md, "The kubelet's side"):
+ * the Registration service on <kubelet-dir>/plugins_registry/<driver>-reg.sock
+ * for the kubelet's plugin watcher, and the DRAPlugin service (v1 and
+ * v1beta1) on <kubelet-dir>/plugins/<driver>/dra.sock. NodePrepareResources
+ * reads each claim from the API (on the loop's worker), checks that its
+ * devices of our driver are NICs of this node's pool that no other pod's
+ * journal holds, writes a CDI spec of the claim's RDMA character devices and
+ * a record of the claim in <state-dir>/dra/<claim UID>.json (read back at
+ * start: a prepared claim is answered again without the API);
+ * NodeUnprepareResources removes both.
+ */
+struct dra_opts {
+	const char *kubelet_dir;
+	const char *driver;	/* a DNS subdomain of at most 63 */
+	const char *node_name;	/* the pool's name in the claims' results */
+	const char *kubeconfig; /* read for every claim (the file kept from the service account) */
+	const char *cdi_dir;	/* where the claims' specs go */
+	const char *dev_root;	/* the host side of their device nodes */
+	int api_timeout_ms;	/* one claim's GET, retries included */
+};
+
+struct dra;
+
+int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct dra_opts *o,
+	      struct dra **ret, struct hpn_err *err);
+/* After every scan of the node: the DRA device name of each pool NIC. */
+void dra_scanned(struct dra *d);
+/* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */
+void dra_stop(struct dra *d);
+/* A server is not gone yet. */
+bool dra_serving(const struct dra *d);
+/* After the loop (and the worker); NULL is fine. */
+void dra_free(struct dra *d);
+
+#endif
