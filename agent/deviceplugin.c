@@ -154,21 +154,6 @@ static bool request_ok(struct rpc_call *c, const ProtobufCMessageDescriptor *d, 
 	return m != NULL;
 }
 
-/* A unary answer: m packed, or INTERNAL when there is no memory for it. */
-static void reply(struct rpc_call *c, const ProtobufCMessage *m)
-{
-	size_t len = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		return;
-	}
-	protobuf_c_message_pack(m, buf);
-	rpc_reply(c, buf, len);
-	free(buf);
-}
-
 static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
 	struct deviceplugin *dp = ud;
@@ -203,7 +188,7 @@ static void options(struct rpc_call *c, const uint8_t *req, size_t len, void *ud
 	if (!request_ok(c, &v1beta1__empty__descriptor, req, len, "an Empty"))
 		return;
 	o.get_preferred_allocation_available = true;
-	reply(c, (const ProtobufCMessage *)&o);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&o);
 }
 
 static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
@@ -214,7 +199,7 @@ static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *
 			"a PreStartContainerRequest"))
 		return;
 	/* Never asked for (pre_start_required is false); answered empty if a kubelet calls. */
-	reply(c, (const ProtobufCMessage *)&o);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&o);
 }
 
 /* Every ID is one we list, at most once: what a request may name. */
@@ -303,7 +288,7 @@ static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	reply(c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
 out:
 	free(picks);
 	free(crp);
@@ -568,7 +553,7 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 	}
 	resp.n_container_responses = n;
 	resp.container_responses = crp;
-	reply(c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
 out:
 	free(crp);
 	free(ca);

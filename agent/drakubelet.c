@@ -465,20 +465,6 @@ static void cdi_remove(const struct dra *d, const char *uid)
 
 /* ---- NodePrepareResources -------------------------------------------------------- */
 
-static void reply(struct rpc_call *c, const ProtobufCMessage *m)
-{
-	size_t len = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		return;
-	}
-	protobuf_c_message_pack(m, buf);
-	rpc_reply(c, buf, len);
-	free(buf);
-}
-
 /* Every claim answered: the response, keyed by claim UID. */
 static void prepare_answer(struct pcall *pc)
 {
@@ -535,7 +521,7 @@ static void prepare_answer(struct pcall *pc)
 	}
 	resp.n_claims = n;
 	resp.claims = ep;
-	reply(pc->c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(pc->c, (const ProtobufCMessage *)&resp);
 out:
 	free(e);
 	free(ep);
@@ -1002,7 +988,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 	}
 	resp.n_claims = n;
 	resp.claims = ep;
-	reply(c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
 out:
 	free(e);
 	free(ep);
@@ -1038,7 +1024,7 @@ static void get_info(struct rpc_call *c, const uint8_t *buf, size_t len, void *u
 	info.endpoint = d->sock;
 	info.n_supported_versions = HPN_ARRAY_SIZE(versions);
 	info.supported_versions = versions;
-	reply(c, (const ProtobufCMessage *)&info);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&info);
 }
 
 static void reg_restart(struct dra *d);
@@ -1064,7 +1050,7 @@ static void notify(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
 			 "socket is made anew for the kubelet to try again",
 			 d->o.driver, st->error && st->error[0] ? st->error : "no reason given");
 	pluginregistration__registration_status__free_unpacked(st, NULL);
-	reply(c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
 	if (!ok)
 		reg_restart(d);
 }

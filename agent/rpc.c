@@ -9,6 +9,7 @@
 #include <grpc/slice.h>
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
+#include <protobuf-c/protobuf-c.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,4 +597,18 @@ int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t
 		on_client_done(&k->op, false);
 	}
 	return 0;
+}
+
+void rpc_reply_msg(struct rpc_call *c, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
+		return;
+	}
+	protobuf_c_message_pack(m, buf);
+	rpc_reply(c, buf, len);
+	free(buf);
 }

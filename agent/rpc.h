@@ -59,6 +59,9 @@ enum {
 /* Unary answers; the call is released after. buf is copied. */
 void rpc_reply(struct rpc_call *c, const uint8_t *buf, size_t len);
 void rpc_fail(struct rpc_call *c, int status, const char *msg);
+/* A protobuf-c message packed as the unary answer (INTERNAL when there is no memory for it). */
+struct ProtobufCMessage;
+void rpc_reply_msg(struct rpc_call *c, const struct ProtobufCMessage *m);
 /* A stream's next message (copied); while one is in flight, only the latest waits. */
 void rpc_stream_send(struct rpc_call *c, const uint8_t *buf, size_t len);
 /* on_close(c, ud) when the peer is gone or the call is cancelled; c is invalid after. */
