@@ -9,7 +9,6 @@
  */
 #include "drakubelet.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,13 +19,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "alloc.h"
 #include "cdi.h"
 #include "cdispecs.h"
 #include "dra-v1.pb-c.h"
 #include "dra.h"
+#include "draclaims.h"
 #include "draslice.h"
 #include "kube.h"
 #include "kubeconfig.h"
@@ -54,8 +52,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define PB(x) k8s__io__kubelet__pkg__apis__dra__v1__##x
 
 #define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
-#define CLAIM_UID_MAX 57 /* "claim-" and the UID name a CDI device: at most 63 */
-#define REC_MAX	      ((size_t)64 * 1024)
 #define BUSY_RETRY_MS 20 /* the worker serves others too: ask again this soon */
 #define PTR_SIZE      sizeof(void *)
 #define REGISTRY_DIR  "plugins_registry"
@@ -64,32 +60,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 #define CLAIM_ERR_MAX 512
 
-/* One device of a prepared claim, as recorded. */
-struct rec_dev {
-	char request[128];
-	char pool[254];
-	char device[HPN_DRA_NAME_MAX];
-	char nic[HPN_ALLOC_ID_MAX];
-	char ifname[HPN_IFNAMSIZ];
-	char rdma[HPN_IBDEV_MAX];
-};
-
-/* A prepared claim: <state>/dra/<uid>.json holds the same. */
-struct rec {
-	char uid[CLAIM_UID_MAX + 1];
-	char ns[64];
-	char name[254];
-	char pods[HPN_DRA_MAX_PODS][HPN_POD_UID_MAX + 1];
-	size_t n_pods;
-	struct rec_dev devs[HPN_DRA_MAX_RESULTS];
-	size_t n;
-	struct rec *next;
-};
-
 /* One claim of a Prepare call: answered from rec, or with err. */
 struct pclaim {
-	char ns[64], name[254], uid[CLAIM_UID_MAX + 1];
-	const struct rec *rec; /* the answer; points into the driver's list */
+	char ns[64], name[254], uid[DRA_CLAIM_UID_MAX + 1];
+	const struct dra_rec *rec; /* the answer; points into the driver's list */
 	char err[CLAIM_ERR_MAX];
 	bool done;
 };
@@ -109,7 +83,7 @@ struct claim_job {
 	struct pcall *pc;
 	size_t i;
 	char *kubeconfig, *driver;
-	char ns[64], name[254], uid[CLAIM_UID_MAX + 1];
+	char ns[64], name[254], uid[DRA_CLAIM_UID_MAX + 1];
 	int timeout_ms;
 	int r;
 	struct hpn_dra_claim claim;
@@ -124,8 +98,7 @@ struct dra {
 	struct rpc_server *srv, *reg;
 	bool srv_stopping, reg_stopping, reg_again, quitting, job_out;
 	char plugin_dir[PATH_MAX], sock[PATH_MAX], reg_dir[PATH_MAX], reg_sock[PATH_MAX];
-	char state[PATH_MAX]; /* <state-dir>/dra */
-	struct rec *recs;
+	struct dra_claims claims;
 	struct pcall *calls, **calls_tail;
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
@@ -201,268 +174,6 @@ static void holder(const struct hpn_conf *conf, const char *id, char out[HPN_POD
 	hpn_store_close(&st);
 }
 
-/* ---- records -------------------------------------------------------------------- */
-
-static struct rec *rec_find(const struct dra *d, const char *uid)
-{
-	for (struct rec *r = d->recs; r; r = r->next)
-		if (!strcmp(r->uid, uid))
-			return r;
-	return NULL;
-}
-
-static char *rec_render(const struct rec *r)
-{
-	cJSON *root = cJSON_CreateObject(), *pods, *devs;
-	char *s = NULL;
-
-	if (!root)
-		return NULL;
-	cJSON_AddNumberToObject(root, "version", 1);
-	cJSON_AddStringToObject(root, "uid", r->uid);
-	cJSON_AddStringToObject(root, "namespace", r->ns);
-	cJSON_AddStringToObject(root, "name", r->name);
-	pods = cJSON_AddArrayToObject(root, "pods");
-	for (size_t i = 0; pods && i < r->n_pods; i++)
-		cJSON_AddItemToArray(pods, cJSON_CreateString(r->pods[i]));
-	devs = cJSON_AddArrayToObject(root, "devices");
-	for (size_t i = 0; devs && i < r->n; i++) {
-		const struct rec_dev *v = &r->devs[i];
-		cJSON *o = cJSON_CreateObject();
-
-		if (!o)
-			break;
-		cJSON_AddItemToArray(devs, o);
-		cJSON_AddStringToObject(o, "request", v->request);
-		cJSON_AddStringToObject(o, "pool", v->pool);
-		cJSON_AddStringToObject(o, "device", v->device);
-		cJSON_AddStringToObject(o, "nic", v->nic);
-		cJSON_AddStringToObject(o, "ifname", v->ifname);
-		cJSON_AddStringToObject(o, "rdma", v->rdma);
-	}
-	s = cJSON_PrintUnformatted(root);
-	cJSON_Delete(root);
-	return s;
-}
-
-/* The string at key into out (at most len - 1 bytes, non-empty unless empty_ok). */
-static bool rec_str(const cJSON *o, const char *key, char *out, size_t len, bool empty_ok)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	if (!cJSON_IsString(v) || strlen(v->valuestring) >= len ||
-	    (!empty_ok && !v->valuestring[0]))
-		return false;
-	snprintf(out, len, "%s", v->valuestring);
-	return true;
-}
-
-static int rec_parse(const char *text, size_t len, struct rec *r)
-{
-	cJSON *root = cJSON_ParseWithLength(text, len);
-	const cJSON *pods, *devs, *e;
-	bool ok;
-
-	memset(r, 0, sizeof(*r));
-	ok = cJSON_IsObject(root) && rec_str(root, "uid", r->uid, sizeof(r->uid), false) &&
-	     rec_str(root, "namespace", r->ns, sizeof(r->ns), false) &&
-	     rec_str(root, "name", r->name, sizeof(r->name), false);
-	pods = cJSON_GetObjectItemCaseSensitive(root, "pods");
-	devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
-	ok = ok && cJSON_IsArray(pods) && cJSON_IsArray(devs) &&
-	     cJSON_GetArraySize(pods) <= HPN_DRA_MAX_PODS &&
-	     cJSON_GetArraySize(devs) <= HPN_DRA_MAX_RESULTS && cJSON_GetArraySize(devs) > 0;
-	if (!ok)
-		pods = devs = NULL;
-	cJSON_ArrayForEach (e, pods) {
-		if (!cJSON_IsString(e) || strlen(e->valuestring) > HPN_POD_UID_MAX) {
-			ok = false;
-			break;
-		}
-		snprintf(r->pods[r->n_pods++], HPN_POD_UID_MAX + 1, "%s", e->valuestring);
-	}
-	if (!ok)
-		devs = NULL;
-	cJSON_ArrayForEach (e, devs) {
-		struct rec_dev *v = &r->devs[r->n];
-
-		if (!rec_str(e, "request", v->request, sizeof(v->request), false) ||
-		    !rec_str(e, "pool", v->pool, sizeof(v->pool), false) ||
-		    !rec_str(e, "device", v->device, sizeof(v->device), false) ||
-		    !rec_str(e, "nic", v->nic, sizeof(v->nic), false) ||
-		    !rec_str(e, "ifname", v->ifname, sizeof(v->ifname), true) ||
-		    !rec_str(e, "rdma", v->rdma, sizeof(v->rdma), true)) {
-			ok = false;
-			break;
-		}
-		r->n++;
-	}
-	cJSON_Delete(root);
-	return ok ? 0 : -EINVAL;
-}
-
-static int state_dir_fd(const struct dra *d)
-{
-	return open(d->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-}
-
-/* Writes r's file durably (hpn_install_file: temp file, fsync, rename, directory fsync). */
-static int rec_write(const struct dra *d, const struct rec *r, struct hpn_err *err)
-{
-	char file[CLAIM_UID_MAX + 8];
-	char *text = rec_render(r);
-	int dfd = state_dir_fd(d), ret;
-
-	snprintf(file, sizeof(file), "%s.json", r->uid);
-	if (!text || dfd < 0) {
-		ret = hpn_err_set(err, HPN_E_IO, text ? errno : ENOMEM, "open %s: %s", d->state,
-				  text ? strerror(errno) : "out of memory");
-	} else {
-		ret = hpn_install_file(dfd, file, text, strlen(text), 0600, err);
-	}
-	if (dfd >= 0)
-		close(dfd);
-	cJSON_free(text);
-	return ret < 0 ? ret : 0;
-}
-
-static int rec_remove(const struct dra *d, const char *uid)
-{
-	char file[CLAIM_UID_MAX + 8];
-	int dfd = state_dir_fd(d), r = 0;
-
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	snprintf(file, sizeof(file), "%s.json", uid);
-	if ((unlinkat(dfd, file, 0) < 0 && errno != ENOENT) || fsync(dfd) < 0)
-		r = -errno;
-	close(dfd);
-	return r;
-}
-
-static bool claim_uid_ok(const char *s)
-{
-	size_t len = strlen(s);
-
-	return len && len <= CLAIM_UID_MAX &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == len;
-}
-
-/* The records of an earlier run: a claim prepared then is answered now without the API. */
-static void rec_load_all(struct dra *d)
-{
-	DIR *dir = opendir(d->state);
-	struct dirent *de;
-	size_t n = 0;
-
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		size_t len = strlen(de->d_name);
-		char path[PATH_MAX], uid[CLAIM_UID_MAX + 1];
-		struct hpn_err err = { 0 };
-		struct rec *r;
-		char *text = NULL;
-		size_t tlen;
-
-		if (len < 6 || len - 5 > CLAIM_UID_MAX || strcmp(de->d_name + len - 5, ".json"))
-			continue;
-		snprintf(uid, sizeof(uid), "%.*s", (int)(len - 5), de->d_name);
-		if (!claim_uid_ok(uid) ||
-		    hpn_snprintf(path, sizeof(path), "%s/%s", d->state, de->d_name) < 0)
-			continue;
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			break;
-		if (hpn_read_file(path, REC_MAX, &text, &tlen, &err) < 0 ||
-		    rec_parse(text, tlen, r) < 0 || strcmp(r->uid, uid)) {
-			hpn_warn("DRA: %s is not a claim record of ours: left alone", path);
-			free(r);
-			free(text);
-			continue;
-		}
-		free(text);
-		r->next = d->recs;
-		d->recs = r;
-		n++;
-	}
-	closedir(dir);
-	if (n)
-		hpn_info("DRA: %zu prepared claims read back from %s", n, d->state);
-}
-
-/* ---- the claim's CDI spec ---------------------------------------------------------- */
-
-static void cdi_id(const char *uid, char out[HPN_CDI_ID_MAX])
-{
-	snprintf(out, HPN_CDI_ID_MAX, CDISPECS_CLAIM_PREFIX "%s", uid);
-}
-
-/*
- * The spec of claim r: one device "claim-<uid>" with the RDMA character
- * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
- * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>). 0, or an error in msg.
- */
-static int cdi_write(const struct dra *d, const struct rec *r, char *msg, size_t len)
-{
-	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
-	struct hpn_err err = { 0 };
-	int ret = 0;
-
-	if (!cd) {
-		hpn_msgf(msg, len, "out of memory");
-		return -ENOMEM;
-	}
-	cdi_id(r->uid, cd->id);
-	for (size_t i = 0; i < r->n; i++) {
-		size_t at = strlen(cd->ibdev);
-
-		if (!r->devs[i].rdma[0]) {
-			hpn_msgf(msg, len, "NIC %s (%s) has no RDMA device on the host",
-				 r->devs[i].nic, r->devs[i].device);
-			ret = -ENODEV;
-			goto out;
-		}
-		if (at + strlen(r->devs[i].rdma) + 2 > sizeof(cd->ibdev) ||
-		    cd->n_nodes >= HPN_CDI_NODES_MAX - 1) {
-			hpn_msgf(msg, len, "too many NICs for one CDI device (%zu)", r->n);
-			ret = -E2BIG;
-			goto out;
-		}
-		snprintf(cd->ibdev + at, sizeof(cd->ibdev) - at, "%s%s", at ? "," : "",
-			 r->devs[i].rdma);
-		if (!cdispecs_nic_nodes(d->node->conf.sysfs_root, d->o.dev_root, r->devs[i].rdma,
-					cd)) {
-			hpn_msgf(msg, len,
-				 "RDMA device %s of NIC %s has no uverbs character device",
-				 r->devs[i].rdma, r->devs[i].nic);
-			ret = -ENODEV;
-			goto out;
-		}
-	}
-	cdispecs_cm_node(d->node->conf.sysfs_root, d->o.dev_root, cd);
-	ret = hpn_cdi_write(d->o.cdi_dir, HPN_CDI_AGENT, cd, &err);
-	if (ret < 0)
-		hpn_msgf(msg, len, "CDI spec: %s", err.msg);
-	else
-		ret = 0;
-out:
-	free(cd);
-	return ret;
-}
-
-static void cdi_remove(const struct dra *d, const char *uid)
-{
-	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX];
-	struct hpn_err err = { 0 };
-
-	cdi_id(uid, id);
-	if (hpn_cdi_file(HPN_CDI_AGENT, id, file) < 0)
-		return;
-	if (hpn_cdi_remove(d->o.cdi_dir, file, &err) != 0)
-		hpn_warn("DRA: claim %s: %s", uid, err.msg[0] ? err.msg : "cannot remove its spec");
-}
-
 /* ---- NodePrepareResources -------------------------------------------------------- */
 
 /* Every claim answered: the response, keyed by claim UID. */
@@ -499,13 +210,13 @@ static void prepare_answer(struct pcall *pc)
 		{
 			char id[HPN_CDI_ID_MAX];
 
-			cdi_id(q->uid, id);
+			draclaims_cdi_id(q->uid, id);
 			hpn_cdi_name(id, cdi[i]);
 			cdip[i] = cdi[i];
 		}
 		one[i].devices = &dvp[nd];
 		for (size_t k = 0; k < q->rec->n; k++, nd++) {
-			const struct rec_dev *v = &q->rec->devs[k];
+			const struct dra_rec_dev *v = &q->rec->devs[k];
 
 			PB(device__init)(&dv[nd]);
 			req[nd] = (char *)v->request;
@@ -590,8 +301,7 @@ static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
  */
 static void prepare_claim(struct dra *d, const struct hpn_dra_claim *cl, struct pclaim *q)
 {
-	struct rec *r = calloc(1, sizeof(*r));
-	struct hpn_err err = { 0 };
+	struct dra_rec *r = calloc(1, sizeof(*r));
 	char *msg = q->err;
 	size_t len = sizeof(q->err);
 
@@ -607,7 +317,7 @@ static void prepare_claim(struct dra *d, const struct hpn_dra_claim *cl, struct 
 	for (size_t i = 0; i < cl->n; i++) {
 		const struct hpn_dra_result *res = &cl->v[i];
 		const struct agent_dev *ad;
-		struct rec_dev *v = &r->devs[r->n];
+		struct dra_rec_dev *v = &r->devs[r->n];
 
 		if (strcmp(res->pool, d->o.node_name)) {
 			hpn_msgf(msg, len,
@@ -644,20 +354,13 @@ static void prepare_claim(struct dra *d, const struct hpn_dra_claim *cl, struct 
 		r->n++;
 	}
 	{
-		char cmsg[384] = "";
+		char cmsg[448] = "";
 
-		if (cdi_write(d, r, cmsg, sizeof(cmsg)) < 0) {
+		if (draclaims_add(&d->claims, r, cmsg, sizeof(cmsg)) < 0) {
 			hpn_msgf(msg, len, "claim %s/%s: %s", q->ns, q->name, cmsg);
 			goto fail;
 		}
 	}
-	if (rec_write(d, r, &err) < 0) {
-		hpn_msgf(msg, len, "claim %s/%s: record: %s", q->ns, q->name, err.msg);
-		cdi_remove(d, r->uid);
-		goto fail;
-	}
-	r->next = d->recs;
-	d->recs = r;
 	q->rec = r;
 	{
 		char nics[512] = "";
@@ -732,9 +435,9 @@ static void job_done(struct loop_job *lj)
 	} else if (d->quitting) {
 		hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: hpn-rdma-agent is stopping", q->ns,
 			 q->name);
-	} else if (rec_find(d, q->uid)) {
+	} else if (draclaims_find(&d->claims, q->uid)) {
 		/* Prepared meanwhile, by another call of the kubelet's. */
-		q->rec = rec_find(d, q->uid);
+		q->rec = draclaims_find(&d->claims, q->uid);
 	} else {
 		prepare_claim(d, &j->claim, q);
 	}
@@ -845,11 +548,11 @@ static bool claims_ok(struct rpc_call *c, Claim **v, size_t n)
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!hpn_k8s_dns_label(v[i]->namespace_) || !hpn_k8s_dns_subdomain(v[i]->name) ||
-		    !claim_uid_ok(v[i]->uid)) {
+		    !draclaims_uid_ok(v[i]->uid)) {
 			hpn_msgf(msg, sizeof(msg),
 				 "claim %zu: namespace, name or uid is not a DNS label, a DNS "
 				 "subdomain and 1-%d of [A-Za-z0-9-]",
-				 i + 1, CLAIM_UID_MAX);
+				 i + 1, DRA_CLAIM_UID_MAX);
 			goto bad;
 		}
 		for (size_t k = 0; k < i; k++)
@@ -890,7 +593,7 @@ static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud
 	pc->n = n;
 	for (size_t i = 0; i < n; i++) {
 		struct pclaim *q = &pc->v[i];
-		const struct rec *r = rec_find(d, req->claims[i]->uid);
+		const struct dra_rec *r = draclaims_find(&d->claims, req->claims[i]->uid);
 
 		snprintf(q->ns, sizeof(q->ns), "%s", req->claims[i]->namespace_);
 		snprintf(q->name, sizeof(q->name), "%s", req->claims[i]->name);
@@ -952,7 +655,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 	}
 	for (size_t i = 0; i < n; i++) {
 		const Claim *q = req->claims[i];
-		struct rec **p = &d->recs;
+		struct dra_rec *gone;
 		int r;
 
 		PB(node_unprepare_resources_response__claims_entry__init)(&e[i]);
@@ -960,9 +663,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 		e[i].key = q->uid;
 		e[i].value = &one[i];
 		ep[i] = &e[i];
-		/* The spec first: a record without a spec is prepared again, never the reverse. */
-		cdi_remove(d, q->uid);
-		r = rec_remove(d, q->uid);
+		r = draclaims_drop(&d->claims, q->uid, &gone);
 		if (r < 0) {
 			hpn_msgf(errs[i], sizeof(errs[i]), "claim %s/%s: remove its record: %s",
 				 q->namespace_, q->name, strerror(-r));
@@ -970,12 +671,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 			hpn_warn("DRA: %s", errs[i]);
 			continue;
 		}
-		while (*p && strcmp((*p)->uid, q->uid))
-			p = &(*p)->next;
-		if (*p) {
-			struct rec *gone = *p;
-
-			*p = gone->next;
+		if (gone) {
 			/* A Prepare still waiting answers from its own copy, not this one. */
 			for (struct pcall *pc = d->calls; pc; pc = pc->link)
 				for (size_t k = 0; k < pc->n; k++)
@@ -1182,9 +878,6 @@ static int paths(struct dra *d, struct hpn_err *err)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "--kubelet-dir %s with driver %s is too long for a unix socket",
 				   kd, d->o.driver);
-	if (hpn_snprintf(d->state, sizeof(d->state), "%s/dra", d->node->conf.state_dir) < 0)
-		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
-				   "stateDir %s is too long", d->node->conf.state_dir);
 	return 0;
 }
 
@@ -1202,14 +895,17 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	r = paths(d, err);
 	if (r < 0)
 		goto fail;
-	/* plugins/ is the kubelet's; our directory in it, and our state, root's alone. */
+	/* plugins/ is the kubelet's; our directory in it root's alone. */
 	if (hpn_mkdir_p(d->plugin_dir, 0750) < 0 || chmod(d->plugin_dir, 0750) < 0 ||
-	    hpn_mkdir_p(d->reg_dir, 0750) < 0 || hpn_mkdir_p(d->state, 0700) < 0) {
-		r = hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s, %s and %s: %s",
-				d->plugin_dir, d->reg_dir, d->state, strerror(errno));
+	    hpn_mkdir_p(d->reg_dir, 0750) < 0) {
+		r = hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s and %s: %s", d->plugin_dir,
+				d->reg_dir, strerror(errno));
 		goto fail;
 	}
-	rec_load_all(d);
+	r = draclaims_open(&d->claims, node->conf.state_dir, node->conf.sysfs_root, o->dev_root,
+			   o->cdi_dir, err);
+	if (r < 0)
+		goto fail;
 	dra_scanned(d);
 	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
 	if (r < 0) {
@@ -1238,7 +934,7 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	}
 	hpn_info("DRA: driver %s for node %s: DRAPlugin v1 and v1beta1 on %s; claims' CDI specs "
 		 "in %s, records in %s",
-		 o->driver, o->node_name, d->sock, o->cdi_dir, d->state);
+		 o->driver, o->node_name, d->sock, o->cdi_dir, d->claims.dir);
 	*ret = d;
 	return 0;
 fail:
@@ -1260,12 +956,7 @@ void dra_free(struct dra *d)
 		d->calls = pc->link;
 		free(pc);
 	}
-	while (d->recs) {
-		struct rec *r = d->recs;
-
-		d->recs = r->next;
-		free(r);
-	}
+	draclaims_free(&d->claims);
 	loop_close(&d->inotify);
 	loop_close(&d->retry);
 	free(d);

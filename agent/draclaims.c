@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The DRA driver's prepared claims (draclaims.h): records in <state-dir>/dra
+ * and each claim's CDI spec.
+ */
+#include "draclaims.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cdispecs.h"
+#include "log.h"
+#include "util.h"
+
+#define REC_MAX ((size_t)64 * 1024)
+
+struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid)
+{
+	for (struct dra_rec *r = cl->recs; r; r = r->next)
+		if (!strcmp(r->uid, uid))
+			return r;
+	return NULL;
+}
+
+static char *rec_render(const struct dra_rec *r)
+{
+	cJSON *root = cJSON_CreateObject(), *pods, *devs;
+	char *s = NULL;
+
+	if (!root)
+		return NULL;
+	cJSON_AddNumberToObject(root, "version", 1);
+	cJSON_AddStringToObject(root, "uid", r->uid);
+	cJSON_AddStringToObject(root, "namespace", r->ns);
+	cJSON_AddStringToObject(root, "name", r->name);
+	pods = cJSON_AddArrayToObject(root, "pods");
+	for (size_t i = 0; pods && i < r->n_pods; i++)
+		cJSON_AddItemToArray(pods, cJSON_CreateString(r->pods[i]));
+	devs = cJSON_AddArrayToObject(root, "devices");
+	for (size_t i = 0; devs && i < r->n; i++) {
+		const struct dra_rec_dev *v = &r->devs[i];
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(devs, o);
+		cJSON_AddStringToObject(o, "request", v->request);
+		cJSON_AddStringToObject(o, "pool", v->pool);
+		cJSON_AddStringToObject(o, "device", v->device);
+		cJSON_AddStringToObject(o, "nic", v->nic);
+		cJSON_AddStringToObject(o, "ifname", v->ifname);
+		cJSON_AddStringToObject(o, "rdma", v->rdma);
+	}
+	s = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	return s;
+}
+
+/* The string at key into out (at most len - 1 bytes, non-empty unless empty_ok). */
+static bool rec_str(const cJSON *o, const char *key, char *out, size_t len, bool empty_ok)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= len ||
+	    (!empty_ok && !v->valuestring[0]))
+		return false;
+	snprintf(out, len, "%s", v->valuestring);
+	return true;
+}
+
+static int rec_parse(const char *text, size_t len, struct dra_rec *r)
+{
+	cJSON *root = cJSON_ParseWithLength(text, len);
+	const cJSON *pods, *devs, *e;
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	ok = cJSON_IsObject(root) && rec_str(root, "uid", r->uid, sizeof(r->uid), false) &&
+	     rec_str(root, "namespace", r->ns, sizeof(r->ns), false) &&
+	     rec_str(root, "name", r->name, sizeof(r->name), false);
+	pods = cJSON_GetObjectItemCaseSensitive(root, "pods");
+	devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
+	ok = ok && cJSON_IsArray(pods) && cJSON_IsArray(devs) &&
+	     cJSON_GetArraySize(pods) <= HPN_DRA_MAX_PODS &&
+	     cJSON_GetArraySize(devs) <= HPN_DRA_MAX_RESULTS && cJSON_GetArraySize(devs) > 0;
+	if (!ok)
+		pods = devs = NULL;
+	cJSON_ArrayForEach (e, pods) {
+		if (!cJSON_IsString(e) || strlen(e->valuestring) > HPN_POD_UID_MAX) {
+			ok = false;
+			break;
+		}
+		snprintf(r->pods[r->n_pods++], HPN_POD_UID_MAX + 1, "%s", e->valuestring);
+	}
+	if (!ok)
+		devs = NULL;
+	cJSON_ArrayForEach (e, devs) {
+		struct dra_rec_dev *v = &r->devs[r->n];
+
+		if (!rec_str(e, "request", v->request, sizeof(v->request), false) ||
+		    !rec_str(e, "pool", v->pool, sizeof(v->pool), false) ||
+		    !rec_str(e, "device", v->device, sizeof(v->device), false) ||
+		    !rec_str(e, "nic", v->nic, sizeof(v->nic), false) ||
+		    !rec_str(e, "ifname", v->ifname, sizeof(v->ifname), true) ||
+		    !rec_str(e, "rdma", v->rdma, sizeof(v->rdma), true)) {
+			ok = false;
+			break;
+		}
+		r->n++;
+	}
+	cJSON_Delete(root);
+	return ok ? 0 : -EINVAL;
+}
+
+static int dir_fd(const struct dra_claims *cl)
+{
+	return open(cl->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+}
+
+/* Writes r's file durably (hpn_install_file: temp file, fsync, rename, directory fsync). */
+static int rec_write(const struct dra_claims *cl, const struct dra_rec *r, struct hpn_err *err)
+{
+	char file[DRA_CLAIM_UID_MAX + 8];
+	char *text = rec_render(r);
+	int dfd = dir_fd(cl), ret;
+
+	snprintf(file, sizeof(file), "%s.json", r->uid);
+	if (!text || dfd < 0) {
+		ret = hpn_err_set(err, HPN_E_IO, text ? errno : ENOMEM, "open %s: %s", cl->dir,
+				  text ? strerror(errno) : "out of memory");
+	} else {
+		ret = hpn_install_file(dfd, file, text, strlen(text), 0600, err);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	cJSON_free(text);
+	return ret < 0 ? ret : 0;
+}
+
+static int rec_remove(const struct dra_claims *cl, const char *uid)
+{
+	char file[DRA_CLAIM_UID_MAX + 8];
+	int dfd = dir_fd(cl), r = 0;
+
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	snprintf(file, sizeof(file), "%s.json", uid);
+	if ((unlinkat(dfd, file, 0) < 0 && errno != ENOENT) || fsync(dfd) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
+bool draclaims_uid_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	return len && len <= DRA_CLAIM_UID_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == len;
+}
+
+/* The records of an earlier run: a claim prepared then is answered now without the API. */
+static void load_all(struct dra_claims *cl)
+{
+	DIR *dir = opendir(cl->dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		size_t len = strlen(de->d_name);
+		char path[PATH_MAX], uid[DRA_CLAIM_UID_MAX + 1];
+		struct hpn_err err = { 0 };
+		struct dra_rec *r;
+		char *text = NULL;
+		size_t tlen;
+
+		if (len < 6 || len - 5 > DRA_CLAIM_UID_MAX || strcmp(de->d_name + len - 5, ".json"))
+			continue;
+		snprintf(uid, sizeof(uid), "%.*s", (int)(len - 5), de->d_name);
+		if (!draclaims_uid_ok(uid) ||
+		    hpn_snprintf(path, sizeof(path), "%s/%s", cl->dir, de->d_name) < 0)
+			continue;
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			break;
+		if (hpn_read_file(path, REC_MAX, &text, &tlen, &err) < 0 ||
+		    rec_parse(text, tlen, r) < 0 || strcmp(r->uid, uid)) {
+			hpn_warn("DRA: %s is not a claim record of ours: left alone", path);
+			free(r);
+			free(text);
+			continue;
+		}
+		free(text);
+		r->next = cl->recs;
+		cl->recs = r;
+		n++;
+	}
+	closedir(dir);
+	if (n)
+		hpn_info("DRA: %zu prepared claims read back from %s", n, cl->dir);
+}
+
+/* ---- the claim's CDI spec ---------------------------------------------------------- */
+
+void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX])
+{
+	snprintf(out, HPN_CDI_ID_MAX, CDISPECS_CLAIM_PREFIX "%s", uid);
+}
+
+/*
+ * The spec of claim r: one device "claim-<uid>" with the RDMA character
+ * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
+ * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>). 0, or an error in msg.
+ */
+static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len)
+{
+	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
+	struct hpn_err err = { 0 };
+	int ret = 0;
+
+	if (!cd) {
+		hpn_msgf(msg, len, "out of memory");
+		return -ENOMEM;
+	}
+	draclaims_cdi_id(r->uid, cd->id);
+	for (size_t i = 0; i < r->n; i++) {
+		size_t at = strlen(cd->ibdev);
+
+		if (!r->devs[i].rdma[0]) {
+			hpn_msgf(msg, len, "NIC %s (%s) has no RDMA device on the host",
+				 r->devs[i].nic, r->devs[i].device);
+			ret = -ENODEV;
+			goto out;
+		}
+		if (at + strlen(r->devs[i].rdma) + 2 > sizeof(cd->ibdev) ||
+		    cd->n_nodes >= HPN_CDI_NODES_MAX - 1) {
+			hpn_msgf(msg, len, "too many NICs for one CDI device (%zu)", r->n);
+			ret = -E2BIG;
+			goto out;
+		}
+		snprintf(cd->ibdev + at, sizeof(cd->ibdev) - at, "%s%s", at ? "," : "",
+			 r->devs[i].rdma);
+		if (!cdispecs_nic_nodes(cl->sysfs_root, cl->dev_root, r->devs[i].rdma, cd)) {
+			hpn_msgf(msg, len,
+				 "RDMA device %s of NIC %s has no uverbs character device",
+				 r->devs[i].rdma, r->devs[i].nic);
+			ret = -ENODEV;
+			goto out;
+		}
+	}
+	cdispecs_cm_node(cl->sysfs_root, cl->dev_root, cd);
+	ret = hpn_cdi_write(cl->cdi_dir, HPN_CDI_AGENT, cd, &err);
+	if (ret < 0)
+		hpn_msgf(msg, len, "CDI spec: %s", err.msg);
+	else
+		ret = 0;
+out:
+	free(cd);
+	return ret;
+}
+
+static void cdi_remove(const struct dra_claims *cl, const char *uid)
+{
+	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX];
+	struct hpn_err err = { 0 };
+
+	draclaims_cdi_id(uid, id);
+	if (hpn_cdi_file(HPN_CDI_AGENT, id, file) < 0)
+		return;
+	if (hpn_cdi_remove(cl->cdi_dir, file, &err) != 0)
+		hpn_warn("DRA: claim %s: %s", uid, err.msg[0] ? err.msg : "cannot remove its spec");
+}
+
+int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sysfs_root,
+		   const char *dev_root, const char *cdi_dir, struct hpn_err *err)
+{
+	*cl = (struct dra_claims){ .sysfs_root = sysfs_root,
+				   .dev_root = dev_root,
+				   .cdi_dir = cdi_dir };
+	if (hpn_snprintf(cl->dir, sizeof(cl->dir), "%s/dra", state_dir) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "stateDir %s is too long", state_dir);
+	if (hpn_mkdir_p(cl->dir, 0700) < 0)
+		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
+				   strerror(errno));
+	load_all(cl);
+	return 0;
+}
+
+int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len)
+{
+	struct hpn_err err = { 0 };
+	char cmsg[384] = "";
+	int ret = cdi_write(cl, r, cmsg, sizeof(cmsg));
+
+	if (ret < 0) {
+		hpn_msgf(msg, len, "%s", cmsg);
+		return ret;
+	}
+	ret = rec_write(cl, r, &err);
+	if (ret < 0) {
+		hpn_msgf(msg, len, "record: %s", err.msg);
+		cdi_remove(cl, r->uid);
+		return ret;
+	}
+	r->next = cl->recs;
+	cl->recs = r;
+	return 0;
+}
+
+int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone)
+{
+	struct dra_rec **p = &cl->recs;
+	int r;
+
+	*gone = NULL;
+	cdi_remove(cl, uid);
+	r = rec_remove(cl, uid);
+	if (r < 0)
+		return r;
+	while (*p && strcmp((*p)->uid, uid))
+		p = &(*p)->next;
+	if (*p) {
+		*gone = *p;
+		*p = (*gone)->next;
+	}
+	return 0;
+}
+
+void draclaims_free(struct dra_claims *cl)
+{
+	while (cl->recs) {
+		struct dra_rec *r = cl->recs;
+
+		cl->recs = r->next;
+		free(r);
+	}
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_DRACLAIMS_H
+#define HPN_AGENT_DRACLAIMS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "alloc.h"
+#include "cdi.h"
+#include "dra.h"
+#include "draslice.h"
+#include "err.h"
+#include "pod.h"
+#include "types.h"
+
+/*
+ * The DRA driver's prepared claims (drakubelet.h): each one a record
+ * <state-dir>/dra/<claim UID>.json, written durably before Prepare answers
+ * and read back at start, and a CDI spec "claim-<uid>" of its NICs' RDMA
+ * character devices. The loop's thread alone touches them.
+ */
+
+#define DRA_CLAIM_UID_MAX 57 /* "claim-" and the UID name a CDI device: at most 63 */
+
+/* One device of a prepared claim, as recorded. */
+struct dra_rec_dev {
+	char request[128];
+	char pool[254];
+	char device[HPN_DRA_NAME_MAX];
+	char nic[HPN_ALLOC_ID_MAX];
+	char ifname[HPN_IFNAMSIZ];
+	char rdma[HPN_IBDEV_MAX];
+};
+
+/* A prepared claim: <state>/dra/<uid>.json holds the same. */
+struct dra_rec {
+	char uid[DRA_CLAIM_UID_MAX + 1];
+	char ns[64];
+	char name[254];
+	char pods[HPN_DRA_MAX_PODS][HPN_POD_UID_MAX + 1];
+	size_t n_pods;
+	struct dra_rec_dev devs[HPN_DRA_MAX_RESULTS];
+	size_t n;
+	struct dra_rec *next;
+};
+
+struct dra_claims {
+	char dir[PATH_MAX]; /* <state-dir>/dra */
+	const char *sysfs_root, *dev_root, *cdi_dir;
+	struct dra_rec *recs;
+};
+
+/* dir made (0700) and the records of an earlier run read back. */
+int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sysfs_root,
+		   const char *dev_root, const char *cdi_dir, struct hpn_err *err);
+struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid);
+/*
+ * Claim r (malloc'd) prepared: its spec and then its record written, and r
+ * listed (the list owns it). Else msg says why and nothing is left.
+ */
+int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len);
+/*
+ * Claim uid unprepared: its spec and then its record removed (a record
+ * without a spec is prepared again, never the reverse). *gone is the record
+ * taken off the list (NULL: none; the caller frees it). -errno when the
+ * record cannot be removed.
+ */
+int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone);
+/* A claim UID a record and a CDI name can carry. */
+bool draclaims_uid_ok(const char *s);
+/* The CDI device of claim uid: "claim-<uid>". */
+void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX]);
+void draclaims_free(struct dra_claims *cl);
+
+#endif
