@@ -318,6 +318,23 @@ int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t le
 	return 0;
 }
 
+int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len)
+{
+	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX], path[PATH_MAX];
+	struct stat st;
+
+	draclaims_cdi_id(r->uid, id);
+	if (hpn_cdi_file(HPN_CDI_AGENT, id, file) < 0 ||
+	    hpn_snprintf(path, sizeof(path), "%s/%s", cl->cdi_dir, file) < 0) {
+		hpn_msgf(msg, len, "no CDI spec name for claim %s", r->uid);
+		return -ENAMETOOLONG;
+	}
+	if (lstat(path, &st) == 0)
+		return 0;
+	hpn_warn("DRA: claim %s/%s: its CDI spec %s is gone: written anew", r->ns, r->name, path);
+	return cdi_write(cl, r, msg, len);
+}
+
 int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone)
 {
 	struct dra_rec **p = &cl->recs;

@@ -61,6 +61,11 @@ struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid);
  */
 int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len);
 /*
+ * Prepared claim r answered again: its spec written anew if it is gone (a
+ * CDI dir wiped, a node's tmpfs after an agent restart). 0, or msg says why.
+ */
+int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len);
+/*
  * Claim uid unprepared: its spec and then its record removed (a record
  * without a spec is prepared again, never the reverse). *gone is the record
  * taken off the list (NULL: none; the caller frees it). -errno when the

@@ -602,9 +602,15 @@ static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud
 			continue;
 		q->done = true;
 		/* Idempotent: what was prepared is the answer, with no API call. */
-		if (!strcmp(r->ns, q->ns) && !strcmp(r->name, q->name))
-			q->rec = r;
-		else
+		if (!strcmp(r->ns, q->ns) && !strcmp(r->name, q->name)) {
+			char msg[448] = "";
+
+			if (draclaims_respec(&d->claims, r, msg, sizeof(msg)) < 0)
+				hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: %s", q->ns, q->name,
+					 msg);
+			else
+				q->rec = r;
+		} else
 			hpn_msgf(q->err, sizeof(q->err),
 				 "claim %s/%s: UID %s was prepared as claim %s/%s", q->ns, q->name,
 				 q->uid, r->ns, r->name);
