@@ -74,6 +74,32 @@ if compgen -G "$conf_dir/k8s/*.yaml" >/dev/null; then
 			failed=$((failed + 1))
 		fi
 		rm -rf "$kz"
+		# The DRA driver turned on as doc/dra.md says: hpn-rdma.yaml's
+		# DaemonSet with hpn-rdma-dra-patch.json (kustomize applies the same
+		# RFC 6902 patch kubectl patch --type json does) runs the agent with
+		# --dra, and its DRA mounts stay.
+		if [[ -f $conf_dir/k8s/hpn-rdma-dra-patch.json ]]; then
+			checked=$((checked + 1))
+			kz=$(mktemp -d)
+			cp "$conf_dir/k8s/hpn-rdma.yaml" "$conf_dir/k8s/hpn-rdma-dra.yaml" \
+				"$conf_dir/k8s/hpn-rdma-dra-patch.json" "$kz/"
+			cat >"$kz/kustomization.yaml" <<-'EOF'
+				resources: [hpn-rdma.yaml, hpn-rdma-dra.yaml]
+				patches:
+				  - path: hpn-rdma-dra-patch.json
+				    target: {kind: DaemonSet, name: hpn-rdma}
+			EOF
+			if out=$(HOME=$kz timeout 60 kubectl kustomize "$kz" 2>&1) &&
+				grep -q -- '- --dra$' <<<"$out" &&
+				grep -q 'mountPath: /var/lib/kubelet/plugins_registry' <<<"$out" &&
+				grep -q 'kind: ValidatingAdmissionPolicyBinding' <<<"$out"; then
+				echo "ok: kubectl kustomize: hpn-rdma.yaml + hpn-rdma-dra.yaml with the patch runs the agent with --dra"
+			else
+				echo "FAIL: kubectl kustomize with hpn-rdma-dra-patch.json: $out" | head -n 5
+				failed=$((failed + 1))
+			fi
+			rm -rf "$kz"
+		fi
 	fi
 fi
 # The containerd conflist as doc/runtime.md shows it is the file itself.

@@ -21,7 +21,8 @@ so:
     POD_UID from metadata.uid); its variant dep-demo-hpn-gpu-conffile.yaml
     (nccl.confFile) is the same but for the mount, at the path its container's
     NCCL_CONF_FILE names, another than /etc/nccl.conf;
-  - the RBAC gives the plugin's ServiceAccount get on pods and nothing else,
+  - the RBAC gives the plugin's ServiceAccount get, list and watch on pods
+    (the plugin's lookup, the agent's cache of its node's pods) and nothing else,
     bound cluster-wide to a ServiceAccount defined in the same file;
   - hpn-rdma.yaml, the one manifest a cluster operator applies, holds
     together: every namespaced object in its Namespace; its ConfigMap's
@@ -53,10 +54,26 @@ so:
     constraints kept); the example Pod names one of those templates and its
     container the Pod's claim. No DRA object is in hpn-rdma.yaml: the CNI
     install must not need the DRA API.
+  - the DRA driver's install (hpn-rdma-dra.yaml, hpn-rdma-dra-patch.json):
+    hpn-rdma.yaml runs the agent without --dra; the JSON patch, applied to
+    its DaemonSet as kubectl patch --type json would, turns it on, and the
+    patched agent has <kubelet-dir>/plugins_registry, plugins/<driver> and
+    the CDI dir mounted writable at their host paths and NODE_NAME from
+    spec.nodeName; the ClusterRoles bound to the agent's ServiceAccount cover
+    every request the driver makes (DRA_NEEDS, Kubernetes 1.36's
+    resourceclaims/driver associated-node verbs for this driver alone) and
+    the DRA role nothing more; the ValidatingAdmissionPolicy matches
+    ResourceSlice CREATE/UPDATE/DELETE by that account alone, reads
+    authentication.kubernetes.io/node-name and compares object's and
+    oldObject's spec.nodeName (CEL is not compiled here: no CEL library; its
+    brackets and quotes are checked), and its binding denies. Fourteen
+    broken copies of these (a mount, a verb, NODE_NAME, --dra, the policy's
+    account, ...) must each fail those checks: the checks can fail.
 Prints one "ok:" or "FAIL:" line per check and "N passed, N failed" last;
 exits 1 when any failed.
 usage: k8s-manifests.py CONF_DIR
 """
+import copy
 import json
 import os
 import re
@@ -88,6 +105,10 @@ KINDS = {
     "Pod": ("v1", {"apiVersion", "kind", "metadata", "spec"}),
     "DeviceClass": ("resource.k8s.io/v1", {"apiVersion", "kind", "metadata", "spec"}),
     "ResourceClaimTemplate": ("resource.k8s.io/v1", {"apiVersion", "kind", "metadata", "spec"}),
+    "ValidatingAdmissionPolicy": ("admissionregistration.k8s.io/v1",
+                                  {"apiVersion", "kind", "metadata", "spec"}),
+    "ValidatingAdmissionPolicyBinding": ("admissionregistration.k8s.io/v1",
+                                         {"apiVersion", "kind", "metadata", "spec"}),
 }
 # Field names by path (from the API reference: ObjectMeta, DeploymentSpec,
 # DaemonSetSpec, DaemonSetUpdateStrategy, PodTemplateSpec, PodSpec, Affinity,
@@ -149,6 +170,21 @@ FIELDS = {
     "DeviceClass.spec": {"selectors", "config", "extendedResourceName"},
     "deviceSelector": {"cel"},
     "cel": {"expression"},
+    # admissionregistration.k8s.io/v1: ValidatingAdmissionPolicySpec,
+    # MatchResources, NamedRuleWithOperations, MatchCondition, Variable,
+    # Validation, ValidatingAdmissionPolicyBindingSpec.
+    "ValidatingAdmissionPolicy.spec": {"paramKind", "matchConstraints", "validations",
+                                       "failurePolicy", "auditAnnotations", "matchConditions",
+                                       "variables"},
+    "matchResources": {"namespaceSelector", "objectSelector", "resourceRules",
+                       "excludeResourceRules", "matchPolicy"},
+    "resourceRule": {"apiGroups", "apiVersions", "operations", "resources", "resourceNames",
+                     "scope"},
+    "matchCondition": {"name", "expression"},
+    "variable": {"name", "expression"},
+    "validation": {"expression", "message", "reason", "messageExpression"},
+    "ValidatingAdmissionPolicyBinding.spec": {"policyName", "paramRef", "matchResources",
+                                              "validationActions"},
     "ResourceClaimTemplate.spec": {"metadata", "spec"},
     "claimSpec": {"devices"},
     "deviceClaim": {"requests", "constraints", "config"},
@@ -164,16 +200,19 @@ PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 passed = failed = 0
+quiet = False  # refused(): a broken copy is checked without printing
 
 
 def check(ok, what):
     global passed, failed
     if ok:
         passed += 1
-        print(f"ok: {what}")
+        if not quiet:
+            print(f"ok: {what}")
     else:
         failed += 1
-        print(f"FAIL: {what}")
+        if not quiet:
+            print(f"FAIL: {what}")
     return ok
 
 
@@ -536,8 +575,10 @@ def rbac(docs, where):
     for name, r in roles.items():
         for i, rule in enumerate(r.get("rules", [])):
             fields(rule, "rule", f"{where}: ClusterRole {name} rules[{i}]")
-        check(r.get("rules") == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
-              f"{where}: ClusterRole {name} allows get on pods and nothing else")
+        # get: the plugin's label lookup; list, watch: the agent's cache of its node's pods.
+        check(r.get("rules") == [{"apiGroups": [""], "resources": ["pods"],
+                                  "verbs": ["get", "list", "watch"]}],
+              f"{where}: ClusterRole {name} allows get, list, watch on pods and nothing else")
     for d in docs:
         if d.get("kind") != "ClusterRoleBinding":
             continue
@@ -654,6 +695,261 @@ def dra(files, driver):
     check(not inst, "k8s/hpn-rdma.yaml holds no DRA object (the CNI install needs no DRA API)")
 
 
+# What the DRA driver asks of the API server (agent/drakubelet.c and
+# lib/draslice.c's requests; pods get, list, watch are hpn-rdma.yaml's): (apiGroup,
+# resource, verb, resourceName or None). The DRA ClusterRole must cover these
+# and hold nothing else.
+DRA_NEEDS = {
+    ("resource.k8s.io", "resourceclaims", "get", None),
+    ("resource.k8s.io", "resourceclaims/status", "update", None),
+    ("resource.k8s.io", "resourceclaims/status", "patch", None),
+    ("resource.k8s.io", "resourceclaims/driver", "associated-node:update", "DRIVER"),
+    ("resource.k8s.io", "resourceclaims/driver", "associated-node:patch", "DRIVER"),
+    ("", "nodes", "get", None),
+} | {("resource.k8s.io", "resourceslices", v, None)
+     for v in ("get", "list", "watch", "create", "update", "patch", "delete")}
+NODE_NAME_KEY = "authentication.kubernetes.io/node-name"
+
+
+def json_patch(doc, ops):
+    """RFC 6902 add/replace/remove, as kubectl patch --type json applies them."""
+    doc = copy.deepcopy(doc)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        if isinstance(parent, list):
+            i = len(parent) if last == "-" else int(last)
+            if op["op"] == "add":
+                parent.insert(i, op["value"])
+            elif op["op"] == "replace":
+                parent[i] = op["value"]
+            else:
+                del parent[i]
+        elif op["op"] == "remove":
+            del parent[last]
+        else:
+            parent[last] = op["value"]
+    return doc
+
+
+def rules_of(docs, sa):
+    """Every (apiGroup, resource, verb, resourceName) a ServiceAccount is bound to."""
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
+    out = set()
+    for b in docs:
+        if b["kind"] != "ClusterRoleBinding" or not any(
+                s.get("kind") == "ServiceAccount" and (s.get("name"), s.get("namespace")) == sa
+                for s in b.get("subjects", [])):
+            continue
+        for r in roles.get(b["roleRef"]["name"], {}).get("rules", []):
+            for g in r.get("apiGroups", []):
+                for res in r.get("resources", []):
+                    for v in r.get("verbs", []):
+                        for n in r.get("resourceNames") or [None]:
+                            out.add((g, res, v, n))
+    return out
+
+
+def dra_daemonset(ds, where, driver):
+    """The agent with --dra: the kubelet's DRA paths, the CDI dir, its node's name."""
+    pod = ds["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    agent = pod["containers"][0]
+    a = flags(agent.get("args", []))
+    check(a.get("--dra") is True, f"{where}: the agent runs with --dra")
+    drv = a.get("--dra-driver", driver)
+    check(drv == driver, f"{where}: the driver is {driver}, the DeviceClass's")
+    kdir = a.get("--kubelet-dir", "/var/lib/kubelet")
+    at_host_path(agent, vols, f"{kdir}/plugins_registry", where,
+                 "the registration socket's directory", True)
+    at_host_path(agent, vols, f"{kdir}/plugins/{drv}", where, "dra.sock's directory", True)
+    at_host_path(agent, vols, a.get("--cdi-dir", "/var/run/cdi"), where,
+                 "the claims' CDI spec directory", True)
+    check(bool(a.get("--kubeconfig")), f"{where}: claims are read with --kubeconfig")
+    env = {e["name"]: e for e in agent.get("env", [])}
+    node = env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+    check("--node-name" in a or node == "spec.nodeName",
+          f"{where}: NODE_NAME (--node-name's default) is the pod's spec.nodeName")
+
+
+def dra_policy(docs, where, sa):
+    """The ValidatingAdmissionPolicy keeping the agent to its own node's ResourceSlices."""
+    pols = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+    binds = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    if not check(len(pols) == 1 and len(binds) == 1,
+                 f"{where}: one ValidatingAdmissionPolicy and its binding"):
+        return
+    pol, bind = pols[0], binds[0]
+    pw = f"{where}: ValidatingAdmissionPolicy {pol['metadata']['name']}"
+    spec = pol.get("spec", {})
+    fields(spec, "ValidatingAdmissionPolicy.spec", f"{pw}.spec")
+    mc = spec.get("matchConstraints", {})
+    fields(mc, "matchResources", f"{pw}.spec.matchConstraints")
+    for i, r in enumerate(mc.get("resourceRules", [])):
+        fields(r, "resourceRule", f"{pw}.spec.matchConstraints.resourceRules[{i}]")
+    for key, kind in (("matchConditions", "matchCondition"), ("variables", "variable"),
+                      ("validations", "validation")):
+        for i, x in enumerate(spec.get(key, [])):
+            fields(x, kind, f"{pw}.spec.{key}[{i}]")
+    rules = mc.get("resourceRules", [])
+    check(any("resource.k8s.io" in r.get("apiGroups", []) and
+              "resourceslices" in r.get("resources", []) and
+              {"CREATE", "UPDATE", "DELETE"} <= set(r.get("operations", [])) for r in rules),
+          f"{pw}: matches ResourceSlices (resource.k8s.io) on CREATE, UPDATE and DELETE")
+    check(spec.get("failurePolicy", "Fail") == "Fail", f"{pw}: failurePolicy Fail")
+    user = f"system:serviceaccount:{sa[1]}:{sa[0]}"
+    conds = " ".join(c.get("expression", "") for c in spec.get("matchConditions", []))
+    check(f'request.userInfo.username == "{user}"' in conds,
+          f"{pw}: applies to the agent's ServiceAccount ({user}) alone")
+    # No CEL compiler here: the expressions are checked for what they must
+    # compare, and for balanced brackets and quotes.
+    exprs = [x.get("expression", "") for k in ("variables", "validations")
+             for x in spec.get(k, [])] + [x.get("messageExpression", "")
+                                          for x in spec.get("validations", [])]
+    text = " ".join(exprs)
+    balanced = all(e.count("(") == e.count(")") and e.count("[") == e.count("]") and
+                   e.count("'") % 2 == 0 and e.count('"') % 2 == 0 for e in exprs)
+    check(balanced, f"{pw}: its CEL expressions have balanced brackets and quotes")
+    check(f"request.userInfo.extra[?'{NODE_NAME_KEY}']" in text,
+          f"{pw}: reads the token's node ({NODE_NAME_KEY})")
+    check("object.spec" in text.replace("oldObject.spec", "") and "oldObject.spec" in text,
+          f"{pw}: compares the slice's spec.nodeName, new (create, update) and old "
+          "(update, delete)")
+    bs = bind.get("spec", {})
+    fields(bs, "ValidatingAdmissionPolicyBinding.spec", f"{where}: its binding's spec")
+    check(bs.get("policyName") == pol["metadata"]["name"] and
+          "Deny" in bs.get("validationActions", []),
+          f"{where}: the binding enforces {pol['metadata']['name']} (Deny)")
+
+
+def dra_install(files, k8s, driver, checked=None):
+    """hpn-rdma-dra.yaml and hpn-rdma-dra-patch.json over hpn-rdma.yaml: the DRA driver on."""
+    where = "k8s/hpn-rdma-dra.yaml"
+    base = files.get("hpn-rdma.yaml", [])
+    extra = files.get(where[4:], [])
+    if checked is None:
+        check(extra, f"{where}: the DRA driver's RBAC and admission policy")
+        with open(os.path.join(k8s, "hpn-rdma-dra-patch.json")) as f:
+            ops = json.load(f)
+    else:
+        ops = checked
+    (ds,) = [d for d in base if d["kind"] == "DaemonSet"]
+    check("--dra" not in ds["spec"]["template"]["spec"]["containers"][0].get("args", []),
+          "k8s/hpn-rdma.yaml: the DRA driver is off (a cluster without DRA keeps the rest)")
+    check(all(o.get("op") in ("add", "replace") for o in ops),
+          "k8s/hpn-rdma-dra-patch.json: JSON patch operations add or replace")
+    try:
+        on = json_patch(ds, ops)
+    except (KeyError, IndexError, ValueError, TypeError) as e:
+        check(False, f"k8s/hpn-rdma-dra-patch.json applies to hpn-rdma.yaml's DaemonSet: {e}")
+        return
+    dra_daemonset(on, "k8s/hpn-rdma.yaml + hpn-rdma-dra-patch.json: DaemonSet", driver)
+    (sa,) = [(d["metadata"]["name"], d["metadata"].get("namespace"))
+             for d in base if d["kind"] == "ServiceAccount"]
+    have = rules_of(base + extra, sa)
+    needs = {(g, r, v, driver if n == "DRIVER" else n) for g, r, v, n in DRA_NEEDS}
+    missing = sorted(needs - have, key=str)
+    check(not missing, f"{where}: {sa[1]}/{sa[0]} may do what the DRA driver asks" +
+          (f" (missing: {missing})" if missing else ""))
+    mine = rules_of(extra, sa)
+    more = sorted(mine - needs, key=str)
+    check(not more, f"{where}: and nothing more" + (f" (also: {more})" if more else ""))
+    for d in extra:
+        if d["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            for i, r in enumerate(d.get("rules", [])):
+                fields(r, "rule", f"{where}: ClusterRole {d['metadata']['name']} rules[{i}]")
+    dra_policy(extra, where, sa)
+
+
+def refused(files, k8s, driver, what, edit):
+    """A broken copy of the DRA install must fail dra_install: the checks can fail."""
+    global passed, failed, quiet
+    files = copy.deepcopy(files)
+    with open(os.path.join(k8s, "hpn-rdma-dra-patch.json")) as f:
+        ops = json.load(f)
+    new = edit(files, ops)
+    ops = ops if new is None else new
+    saved, quiet = (passed, failed), True
+    try:
+        dra_install(files, k8s, driver, checked=ops)
+    except (KeyError, IndexError, ValueError, TypeError, StopIteration):
+        failed += 1
+    got = failed - saved[1]
+    (passed, failed), quiet = saved, False
+    check(got > 0, f"a broken copy ({what}) is refused ({got} checks failed)")
+
+
+def doc_of(files, name, kind):
+    return next(d for d in files[name] if d["kind"] == kind)
+
+
+def agent_of(files):
+    return doc_of(files, "hpn-rdma.yaml", "DaemonSet")["spec"]["template"]["spec"]["containers"][0]
+
+
+def broken_copies(files, k8s, driver):
+    def no_mount(path):
+        def edit(f, ops):
+            a = agent_of(f)
+            a["volumeMounts"] = [m for m in a["volumeMounts"] if m["mountPath"] != path]
+        return edit
+
+    def drop_verb(res, verb):
+        def edit(f, ops):
+            for r in doc_of(f, "hpn-rdma-dra.yaml", "ClusterRole")["rules"]:
+                if res in r["resources"] and verb in r["verbs"]:
+                    r["verbs"].remove(verb)
+        return edit
+
+    def no_node_name(f, ops):
+        a = agent_of(f)
+        a["env"] = [e for e in a["env"] if e["name"] != "NODE_NAME"]
+
+    def other_sa(f, ops):
+        c = doc_of(f, "hpn-rdma-dra.yaml", "ValidatingAdmissionPolicy")["spec"]["matchConditions"]
+        c[0]["expression"] = c[0]["expression"].replace(":hpn-rdma:hpn-rdma", ":kube-system:x")
+
+    def no_old(f, ops):
+        v = doc_of(f, "hpn-rdma-dra.yaml", "ValidatingAdmissionPolicy")["spec"]["validations"]
+        v[:] = [x for x in v if "oldObject" not in x["expression"]]
+        spec = doc_of(f, "hpn-rdma-dra.yaml", "ValidatingAdmissionPolicy")["spec"]
+        spec["variables"] = [x for x in spec["variables"] if "oldObject" not in x["expression"]]
+
+    def more_verbs(f, ops):
+        doc_of(f, "hpn-rdma-dra.yaml", "ClusterRole")["rules"].append(
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})
+
+    def bad_field(f, ops):
+        doc_of(f, "hpn-rdma-dra.yaml", "ValidatingAdmissionPolicy")["spec"]["matchConstrains"] = {}
+
+    def unbalanced(f, ops):
+        v = doc_of(f, "hpn-rdma-dra.yaml", "ValidatingAdmissionPolicy")["spec"]["validations"]
+        v[0]["expression"] += ")"
+
+    for what, edit in (
+            ("no plugins_registry mount", no_mount("/var/lib/kubelet/plugins_registry")),
+            ("no plugins/<driver> mount", no_mount(f"/var/lib/kubelet/plugins/{driver}")),
+            ("no CDI dir mount", no_mount("/var/run/cdi")),
+            ("no NODE_NAME", no_node_name),
+            ("the patch forgets --dra", lambda f, ops: []),
+            ("--kubelet-dir elsewhere", lambda f, ops: ops + [{
+                "op": "add", "path": "/spec/template/spec/containers/0/args/-",
+                "value": "--kubelet-dir=/data/kubelet"}]),
+            ("resourceslices without delete", drop_verb("resourceslices", "delete")),
+            ("resourceclaims/status without patch", drop_verb("resourceclaims/status", "patch")),
+            ("resourceclaims/driver without associated-node:update",
+             drop_verb("resourceclaims/driver", "associated-node:update")),
+            ("the DRA role also reads secrets", more_verbs),
+            ("the policy for another ServiceAccount", other_sa),
+            ("the policy without oldObject", no_old),
+            ("a field the policy API lacks", bad_field),
+            ("an unbalanced CEL expression", unbalanced)):
+        refused(files, k8s, driver, what, edit)
+
+
 def main():
     conf = sys.argv[1]
     src = os.path.dirname(os.path.abspath(conf))
@@ -708,9 +1004,11 @@ def main():
         check(rbac(docs, "k8s/hpn-rdma.yaml"),
               "k8s/hpn-rdma.yaml holds the plugin's RBAC (ServiceAccount, ClusterRole, binding)")
         inst = cluster(docs, "k8s/hpn-rdma.yaml", conf, src)
+    # hpn-rdma-dra.yaml adds the DRA driver's own ClusterRole and binding.
     others = [n for n, docs in files.items() if n != "hpn-rdma.yaml" and
-              any(d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                "Namespace", "ConfigMap") for d in docs)]
+              any(d["kind"] in ("ServiceAccount", "Namespace", "ConfigMap") or
+                  (d["kind"] in ("ClusterRole", "ClusterRoleBinding") and
+                   n != "hpn-rdma-dra.yaml") for d in docs)]
     check(not others, "no other file repeats the install's objects" +
           (f" (found in {', '.join(others)})" if others else ""))
     if inst:
@@ -732,6 +1030,9 @@ def main():
             (dep,) = [d for d in yaml.safe_load_all(f) if d]
         rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", inst["resource"], inst["entry"])
     dra(files, dra_driver(src))
+    if inst and check("hpn-rdma-dra.yaml" in files, "k8s/hpn-rdma-dra.yaml is here"):
+        dra_install(files, k8s, dra_driver(src))
+        broken_copies(files, k8s, dra_driver(src))
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
