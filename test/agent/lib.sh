@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers of the agent's tests (agent.sh, metrics.sh): a fake node of veth
+# Helpers of the agent's tests (agent.sh, cdi.sh, dra.sh, metrics.sh, gpu.sh): a fake node of veth
 # NICs behind a fake sysfs tree, the kubelet stand-in hpn-kubelet, and the
 # agent run against it in the scenario's host netns. Sourced after
 # test/netns/lib.sh.
