@@ -60,6 +60,24 @@ t_cleanup() {
 	fi
 }
 
+# t_sweep: the netns of earlier runs killed outright. ctest's TIMEOUT ends a
+# test with SIGKILL (measured with cmake 3.25: the EXIT trap does not run),
+# so a run killed mid-scenario leaves its "hpnt-<pid>-" netns (a host and a
+# pod netns, and a scenario's extra pods, e.g. gpu.sh's p<N>-<pod> under
+# memcheck) for good. Removed here when <pid> is no longer a live process; a
+# live one (a parallel ctest -j run) keeps its own.
+t_sweep() {
+	local ns pid
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		[[ $ns =~ ^hpnt-([0-9]+)- ]] || continue
+		pid=${BASH_REMATCH[1]}
+		[[ $pid != "$$" && ! -e /proc/$pid ]] || continue
+		if ip netns del "$ns" 2>/dev/null; then
+			info "removed netns $ns, left by a run killed outright (pid $pid is gone)"
+		fi
+	done
+}
+
 # t_init: check we can run, make the temp dir, install the trap.
 t_init() {
 	local tool
@@ -76,6 +94,7 @@ t_init() {
 	ip netns add "${HPNT_PREFIX}probe" 2>/dev/null ||
 		skip "cannot create network namespaces here"
 	ip netns del "${HPNT_PREFIX}probe"
+	t_sweep
 
 	T=$(mktemp -d /tmp/hpnt.XXXXXX)
 	trap t_cleanup EXIT
