@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# hpn_kube_request (kube_req: the call the agent's DRA driver makes) against
+# the stand-in API server, without root (ctest unit.kube-slices; the prologue
+# in suite.sh): a pod read and the errors of the general call; ResourceSlices
+# created, listed by field selector, updated (409 on a stale resourceVersion)
+# and deleted, the API's validation met (422 naming the field); retries go
+# through 503 for GET and PUT, never for POST; kubectl reads the same slices
+# with the same kubeconfig. Nothing leaves loopback.
+# Prints "N passed, N failed" last; exits 1 on any failure, 77 (SKIP) without
+# openssl or python3.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=suite.sh
+source "$(dirname "${BASH_SOURCE[0]}")/suite.sh"
+
+# ---- hpn_kube_request: the general call (kube_req) ------------------------------
+
+
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "kube_req GET a pod: 200 and the pod" 200 '.metadata.uid == $u' --arg u "$(uid_of "$SEED")"
+((RC == 0)) && pass "exit 0 on a 2xx" || failure "exit $RC on a 2xx"
+req "$KT" GET /api/v1/namespaces/default/pods/no-such-pod
+expect_status "kube_req GET a missing pod: 404 returned" 404 '.kind == "Status" and .code == 404'
+expect_code "the 404's error: code 3 naming the path" 3 "$GOOD" \
+	'GET /api/v1/namespaces/default/pods/no-such-pod: 404 Not Found' 'the API server says: pods "no-such-pod" not found'
+echo "status 503 2" >"$W/mode"
+: >"$W/requests.log"
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "GET retried through 503 twice" 200
+[[ $(requests " 503 ") == 2 ]] && pass "GET: three requests" || failure "GET under 503: $(cat "$W/requests.log")"
+echo "status 503 1" >"$W/mode"
+: >"$W/requests.log"
+req -n "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_code "not idempotent: a 503 is not retried" 11 "$GOOD" 'HTTP 503 Service Unavailable; 1 attempt in' \
+	'not repeated: it may have been done'
+[[ $(requests " 503 ") == 1 && $(requests " 200 ") == 0 ]] && pass "one request only" ||
+	failure "not idempotent under 503: $(cat "$W/requests.log")"
+echo "429 1 0" >"$W/mode"
+req -n "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_status "not idempotent: a 429 is retried (never acted on)" 200
+echo "status 403" >"$W/mode"
+req -r pods -v list "$KT" GET /api/v1/namespaces/default/pods/x
+expect_code "403: the caller's verb and resource, no namespace" 109 \
+	'GET /api/v1/namespaces/default/pods/x: 403 Forbidden' \
+	'may not list pods \(it needs RBAC list on pods\)'
+echo type >"$W/mode"
+req "$KT" GET "/api/v1/namespaces/${SEED%/*}/pods/${SEED#*/}"
+expect_code "a 2xx that is not JSON is refused" 109 'Content-Type is "text/html"'
+: >"$W/mode"
+: >"$W/requests.log"
+req "$KT" GET "/api/v1/namespaces/default/pods/a b"
+expect_code "a path with a blank never leaves" 106 'path "/api/v1/namespaces/default/pods/a b" is not an escaped'
+req "$KT" GET /api "$W/tokens"
+expect_code "a GET with a body" 106 'a GET has no body'
+req "$KT" TRACE /api
+expect_code "a method that is not one of the five" 106 'method "TRACE"'
+[[ ! -s $W/requests.log ]] && pass "no request for a bad call" ||
+	failure "a bad call reached the server: $(cat "$W/requests.log")"
+
+# ---- resource.k8s.io: ResourceSlices, as the DRA driver publishes them ----------
+
+SLICES=/apis/resource.k8s.io/v1/resourceslices
+# slice FILE NAME NODE [JQ]: a valid ResourceSlice of two NICs on NODE, changed
+# by JQ.
+slice() {
+	jq -n --arg name "$2" --arg node "$3" --arg drv "$DRV" '{
+		apiVersion: "resource.k8s.io/v1", kind: "ResourceSlice",
+		metadata: {name: $name},
+		spec: {driver: $drv, nodeName: $node,
+			pool: {name: $node, generation: 0, resourceSliceCount: 1},
+			devices: [
+				{name: "nic0", attributes: {
+					"resource.kubernetes.io/pciBusID": {string: "0000:17:00.0"},
+					"resource.kubernetes.io/numaNode": {int: 0},
+					rdmaDevice: {string: "mlx5_0"}, roce: {bool: true},
+					firmware: {version: "28.39.1002"}}},
+				{name: "nic1", attributes: {rdmaDevice: {string: "mlx5_1"}}}]}}' |
+		jq "${4:-.}" >"$1"
+}
+# names: the sorted names of a list's items in BODY.
+names() {
+	jq -c '[.items[].metadata.name] | sort' <<<"$BODY"
+}
+
+slice "$W/s1.json" node1-nics node1
+: >"$W/requests.log"
+req -n "$KT" POST "$SLICES" "$W/s1.json"
+expect_status "POST a ResourceSlice: 201 Created" 201 \
+	'.metadata.uid != null and .metadata.resourceVersion != null and .metadata.generation == 1
+	 and .metadata.creationTimestamp != null and .spec.devices[0].name == "nic0"'
+[[ $(jq -r .spec.nodeName "$W/res/resourceslices/node1-nics.json") == node1 ]] &&
+	pass "the stand-in holds it" || failure "the slice is not in $W/res/resourceslices"
+req -n "$KT" POST "$SLICES" "$W/s1.json"
+expect_status "POST it again: 409 AlreadyExists" 409 '.reason == "AlreadyExists"'
+expect_code "409 reported as an error" 109 '409 Conflict' 'already exists'
+slice "$W/gen.json" "" node1 '.metadata = {generateName: "node1-more-"}'
+req -n "$KT" POST "$SLICES" "$W/gen.json"
+expect_status "POST with generateName: a name made from it" 201 \
+	'.metadata.name | test("^node1-more-[a-z0-9]{5}$")'
+GEN=$(jq -r .metadata.name <<<"$BODY")
+slice "$W/s2.json" node2-nics node2
+req -n "$KT" POST "$SLICES" "$W/s2.json"
+expect_status "POST a slice of node2" 201
+slice "$W/s3.json" node1-gpus node1 '.spec.driver = "gpu.example.com"'
+req -n "$KT" POST "$SLICES" "$W/s3.json"
+expect_status "POST another driver's slice of node1" 201
+
+req -v list -r resourceslices -q "fieldSelector=spec.nodeName=node1,spec.driver=$DRV" "$KT" GET "$SLICES"
+expect_status "list with fieldSelector nodeName AND driver: a ResourceSliceList" 200 \
+	'.kind == "ResourceSliceList" and (.metadata.resourceVersion | length > 0)'
+[[ $(names) == "$(jq -nc --arg g "$GEN" '[$g, "node1-nics"] | sort')" ]] &&
+	pass "only node1's slices of the driver" || failure "fieldSelector: got $(names)"
+grep -q 'fieldSelector=spec.nodeName%3Dnode1%2Cspec.driver%3Drdma.hpn.example.com ' "$W/requests.log" &&
+	pass "the selector went escaped (hpn_kube_query_escape)" ||
+	failure "the selector was not escaped: $(grep fieldSelector "$W/requests.log")"
+req -q "fieldSelector=spec.nodeName==node2" "$KT" GET "$SLICES"
+[[ $(names) == '["node2-nics"]' ]] && pass "fieldSelector spec.nodeName==node2" ||
+	failure "nodeName==node2: $(names)"
+req -q "fieldSelector=spec.driver!=$DRV" "$KT" GET "$SLICES"
+[[ $(names) == '["node1-gpus"]' ]] && pass "fieldSelector spec.driver!=" || failure "driver!=: $(names)"
+req -q "fieldSelector=spec.pool.name=node1" "$KT" GET "$SLICES"
+expect_status "a field the API does not select on: 400" 400 '.message | test("field label not supported: spec.pool.name")'
+
+req "$KT" GET "$SLICES/node1-nics"
+expect_status "GET one slice" 200 '.metadata.name == "node1-nics"'
+RV1=$(jq -r .metadata.resourceVersion <<<"$BODY")
+jq '.spec.devices[1].attributes.rdmaDevice.string = "mlx5_3"' <<<"$BODY" >"$W/put.json"
+req -w "ResourceSlice node1-nics" "$KT" PUT "$SLICES/node1-nics" "$W/put.json"
+expect_status "PUT with the current resourceVersion" 200 \
+	'.metadata.generation == 2 and .metadata.resourceVersion != $rv and
+	 .spec.devices[1].attributes.rdmaDevice.string == "mlx5_3"' --arg rv "$RV1"
+req -w "ResourceSlice node1-nics" "$KT" PUT "$SLICES/node1-nics" "$W/put.json"
+expect_status "PUT with a stale resourceVersion: 409 Conflict" 409 '.reason == "Conflict"'
+expect_code "the 409 as an error names the slice" 109 'PUT ResourceSlice node1-nics: 409 Conflict' \
+	'the object has been modified'
+jq 'del(.metadata.resourceVersion) | .spec.devices |= .[:1]' "$W/put.json" >"$W/put2.json"
+req "$KT" PUT "$SLICES/node1-nics" "$W/put2.json"
+expect_status "PUT without a resourceVersion: unconditional, as the strategy allows" 200 \
+	'(.spec.devices | length) == 1 and .metadata.generation == 3'
+RV3=$(jq -r .metadata.resourceVersion <<<"$BODY")
+req "$KT" PUT "$SLICES/node1-nics" "$W/put2.json"
+expect_status "PUT of the same slice: nothing written, the resourceVersion kept" 200 \
+	'.metadata.resourceVersion == $rv and .metadata.generation == 3' --arg rv "$RV3"
+jq '.spec.driver = "other.example.com"' "$W/put2.json" >"$W/put3.json"
+req "$KT" PUT "$SLICES/node1-nics" "$W/put3.json"
+expect_status "PUT changing spec.driver: 422 immutable" 422 \
+	'.details.causes | any(.field == "spec.driver" and (.message | test("immutable")))'
+jq '.metadata.name = "gone"' "$W/put2.json" >"$W/put4.json"
+req -w "ResourceSlice gone" "$KT" PUT "$SLICES/gone" "$W/put4.json"
+expect_status "PUT a slice that does not exist: 404" 404
+expect_code "404 as code 3" 3 'ResourceSlice gone does not exist'
+req -w "ResourceSlice node2-nics" "$KT" DELETE "$SLICES/node2-nics"
+expect_status "DELETE: 200, a Status of Success" 200 '.kind == "Status" and .status == "Success"'
+[[ ! -e $W/res/resourceslices/node2-nics.json ]] && pass "the stand-in dropped it" ||
+	failure "node2-nics is still held"
+req -w "ResourceSlice node2-nics" "$KT" DELETE "$SLICES/node2-nics"
+expect_status "DELETE it again: 404" 404 '.reason == "NotFound"'
+expect_code "and code 3, told from 409 by the status alone" 3 'ResourceSlice node2-nics does not exist'
+
+# bad_slice WHAT FIELD REGEX JQ: a POST of node1's slice changed by JQ is 422
+# with a cause on FIELD whose message matches REGEX, and nothing is stored.
+bad_slice() {
+	slice "$W/bad.json" bad-slice node9 "$4"
+	req -n -w "ResourceSlice bad-slice" "$KT" POST "$SLICES" "$W/bad.json"
+	expect_status "422 $1" 422 \
+		'.reason == "Invalid" and (.details.causes | any(.field == $f and (.message | test($re))))' \
+		--arg f "$2" --arg re "$3"
+	[[ ! -e $W/res/resourceslices/bad-slice.json ]] || failure "$1: the invalid slice was stored"
+}
+bad_slice "driver not a DNS subdomain" spec.driver 'Invalid value: "Bad_Driver!"' '.spec.driver = "Bad_Driver!"'
+bad_slice "driver over 63" spec.driver 'Too long: may not be more than 63' \
+	'.spec.driver = ("a" * 60 + ".example.com")'
+bad_slice "pool name with an empty part" spec.pool.name "between '/'" '.spec.pool.name = "a//b"'
+bad_slice "pool name over 253" spec.pool.name 'Too long: may not be more than 253' \
+	'.spec.pool.name = ([range(40)] | map("abcdef") | join("/"))'
+bad_slice "resourceSliceCount 0" spec.pool.resourceSliceCount 'greater than zero' \
+	'.spec.pool.resourceSliceCount = 0'
+bad_slice "generation -1" spec.pool.generation 'greater than or equal to zero' '.spec.pool.generation = -1'
+bad_slice "nodeName and allNodes" spec 'several are set' '.spec.allNodes = true'
+bad_slice "none of nodeName, nodeSelector, allNodes, perDeviceNodeSelection" spec \
+	'Required value: exactly one of .nodeName., .nodeSelector., .allNodes., .perDeviceNodeSelection.' 'del(.spec.nodeName)'
+bad_slice "a nodeSelector of two terms" spec.nodeSelector.nodeSelectorTerms 'exactly one node selector term' \
+	'del(.spec.nodeName) | .spec.nodeSelector = {nodeSelectorTerms: [{}, {}]}'
+bad_slice "129 devices" spec.devices 'Too many: 129: must have at most 128' \
+	'.spec.devices = [range(129) | {name: "nic\(.)"}]'
+bad_slice "a device name that is not a DNS label" 'spec.devices[0].name' 'Invalid value: "NIC_0"' \
+	'.spec.devices[0].name = "NIC_0"'
+bad_slice "two devices of one name" 'spec.devices[1]' 'Duplicate value: "nic0"' '.spec.devices[1].name = "nic0"'
+bad_slice "33 attributes" 'spec.devices[0]' 'attributes and capacities must not exceed 32' \
+	'.spec.devices[0].attributes = ([range(33) | {key: "a\(.)", value: {int: .}}] | from_entries)'
+bad_slice "an attribute name that is not a C identifier" 'spec.devices[1].attributes' \
+	'Invalid value: "1speed"' '.spec.devices[1].attributes = {"1speed": {int: 100}}'
+bad_slice "an attribute name over 32" 'spec.devices[1].attributes' 'Too long: may not be more than 32' \
+	'.spec.devices[1].attributes = {("x" * 33): {int: 100}}'
+bad_slice "an attribute's domain that is not a DNS subdomain" 'spec.devices[1].attributes' \
+	'Invalid value: "Ex_ample"' '.spec.devices[1].attributes = {"Ex_ample/speed": {int: 100}}'
+bad_slice "an attribute of two values" 'spec.devices[1].attributes[rdmaDevice]' \
+	'exactly one value must be specified' '.spec.devices[1].attributes.rdmaDevice.int = 1'
+bad_slice "a string attribute over 64" 'spec.devices[1].attributes[rdmaDevice].string' \
+	'Too long: may not be more than 64' '.spec.devices[1].attributes.rdmaDevice.string = ("m" * 65)'
+bad_slice "a version that is not semver" 'spec.devices[0].attributes[firmware].version' 'semver' \
+	'.spec.devices[0].attributes.firmware.version = "28.39"'
+
+# Retries: idempotent calls go through 503s, POST does not.
+echo "status 503 2" >"$W/mode"
+: >"$W/requests.log"
+req "$KT" GET "$SLICES/node1-nics"
+expect_status "GET a slice through 503 twice" 200
+[[ $(requests " 503 ") == 2 && $(requests " 200 ") == 1 ]] && pass "GET slice: three requests" ||
+	failure "GET slice under 503: $(cat "$W/requests.log")"
+jq '.spec.devices[0].attributes.roce.bool = false' <<<"$BODY" >"$W/put5.json"
+echo "status 503 2" >"$W/mode"
+: >"$W/requests.log"
+req "$KT" PUT "$SLICES/node1-nics" "$W/put5.json"
+expect_status "PUT with a resourceVersion through 503 twice (its body resent)" 200 \
+	'.spec.devices[0].attributes.roce.bool == false'
+[[ $(requests "resourceslices/node1-nics .* 503 ") == 2 && $(requests " 200 ") == 1 ]] &&
+	pass "PUT: three requests" || failure "PUT under 503: $(cat "$W/requests.log")"
+slice "$W/s4.json" node4-nics node4
+echo "status 503 1" >"$W/mode"
+: >"$W/requests.log"
+req -n -w "ResourceSlice node4-nics" "$KT" POST "$SLICES" "$W/s4.json"
+expect_code "POST under 503: not retried, try again later" 11 'POST ResourceSlice node4-nics: HTTP 503' '1 attempt in'
+[[ $(requests " 503 ") == 1 && $(wc -l <"$W/requests.log") == 1 ]] && pass "POST: one request" ||
+	failure "POST under 503: $(cat "$W/requests.log")"
+echo "429 1 0" >"$W/mode"
+: >"$W/requests.log"
+req -n "$KT" POST "$SLICES" "$W/s4.json"
+expect_status "POST under 429: retried (the server did not act on it)" 201
+[[ $(requests " 429 ") == 1 && $(requests " 201 ") == 1 ]] && pass "POST: 429 then 201" ||
+	failure "POST under 429: $(cat "$W/requests.log")"
+echo "status 500" >"$W/mode"
+req -t 2000 "$KT" GET "$SLICES"
+expect_code "list under 500 every time: try again later" 11 'HTTP 500' 'attempts in'
+echo bigchunked >"$W/mode"
+req "$KT" GET "$SLICES"
+expect_code "a 2 MiB list is refused" 109 'larger than 1048576 bytes'
+echo "status 403" >"$W/mode"
+req -r resourceslices -v list "$KT" GET /apis/resource.k8s.io/v1/resourceslices
+expect_code "403 of a cluster-scoped list names verb and resource" 109 \
+	'may not list resourceslices \(it needs RBAC list on resourceslices\)'
+req -r resourceslices "$KT" PUT /apis/resource.k8s.io/v1/resourceslices/x "$W/s1.json"
+expect_code "403 of a PUT: verb update" 109 \
+	'may not update resourceslices \(it needs RBAC update on resourceslices\)'
+req -r resourceclaims/status -N ml "$KT" PATCH /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/c/status
+expect_code "403 of a PATCH: verb patch, the namespace" 109 \
+	'may not patch resourceclaims/status in namespace ml \(it needs RBAC patch on resourceclaims/status\)'
+: >"$W/mode"
+
+# ---- kubectl reads the same pods, slices and claims with the same kubeconfigs ---
+
+if command -v kubectl >/dev/null; then
+	# kubectl_res ARGS...: kubectl get ARGS -o json with the token kubeconfig.
+	kubectl_res() {
+		RC=0
+		OUT=$(kubectl --kubeconfig "$KT" --cache-dir "$W/kcache" --request-timeout 10s \
+			get "$@" -o json 2>"$W/kerr") || RC=$?
+		ERR=$(cat "$W/kerr")
+		LAST="kubectl get $* -o json"
+	}
+	rm -rf "$W/kcache"
+	held=$(for f in "$W"/res/resourceslices/*.json; do jq -c . "$f"; done | jq -sc 'sort_by(.metadata.name)')
+	kubectl_res resourceslices
+	((RC == 0)) && check "kubectl get resourceslices: the slices the stand-in holds" \
+		'(.items | sort_by(.metadata.name) | map({name: .metadata.name, spec})) ==
+		 ($h | map({name: .metadata.name, spec}))' --argjson h "$held" ||
+		failure "kubectl get resourceslices failed"
+else
+	failure "kubectl is missing: scripts/install-deps.sh installs Debian's kubernetes-client"
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))
