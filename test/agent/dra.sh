@@ -194,6 +194,16 @@ dra_kubelet() {
 	[[ $(jq -S . <<<"$OUT") == "$(jq -S . <<<"$want")" ]] ||
 		fail "a second Prepare answered otherwise: $OUT, not $want"
 	[[ $(api_requests) == "$n" ]] || fail "a second Prepare asked the API again"
+	# The spec gone (a wiped CDI dir): the next Prepare writes it anew, from the record.
+	cp "$spec" "$T/spec.before"
+	rm "$spec"
+	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare after the spec was removed failed"
+	[[ $(jq -S . <<<"$OUT") == "$(jq -S . <<<"$want")" ]] ||
+		fail "Prepare after the spec was removed answered otherwise: $OUT"
+	[[ -f $spec ]] || fail "Prepare answered from the record, but the spec $spec is not back"
+	cmp -s "$spec" "$T/spec.before" || fail "the spec written anew differs: $(diff "$T/spec.before" "$spec")"
+	grep -q "its CDI spec .* is gone: written anew" "$T/agent.log" || fail "the rewrite is not logged"
+	[[ $(api_requests) == "$n" ]] || fail "rewriting the spec asked the API"
 
 	# Hostile answers, one call (v1beta1): each claim its error, the good one prepared.
 	mk_claim ml good "$UID2" . pci-0000-af-00-2
