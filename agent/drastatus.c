@@ -32,6 +32,7 @@
 /* What was last applied to one claim, in memory only (a restart applies once more). */
 struct applied {
 	char uid[DRA_CLAIM_UID_MAX + 1];
+	char ns[64], name[254];
 	char *sig; /* the body without its times (NULL: nothing applied yet) */
 	bool gone; /* the API said 404: said once, not written again */
 	bool seen;
@@ -351,7 +352,17 @@ static struct applied *remembered(struct drastatus *s, const char *uid, bool add
 	return m;
 }
 
-/* Claims no longer prepared are forgotten. */
+/* Devices of ours are in the claim's status, as last applied. */
+static bool shown(const struct applied *m)
+{
+	return m->sig && !m->gone && !strstr(m->sig, "\"devices\":[]");
+}
+
+/*
+ * Marks the claims still prepared; a claim unprepared (its record gone, the
+ * kubelet's Unprepare may come before the write that follows DEL) stays
+ * remembered until its devices are cleared, then is forgotten.
+ */
 static void forget_gone(struct drastatus *s)
 {
 	struct applied **p = &s->mem;
@@ -367,7 +378,7 @@ static void forget_gone(struct drastatus *s)
 	while (*p) {
 		struct applied *m = *p;
 
-		if (m->seen) {
+		if (m->seen || shown(m)) {
 			p = &m->next;
 			continue;
 		}
@@ -404,6 +415,8 @@ static void job_done(struct loop_job *lj)
 
 		if (!m)
 			continue;
+		snprintf(m->ns, sizeof(m->ns), "%s", it->rec.ns);
+		snprintf(m->name, sizeof(m->name), "%s", it->rec.name);
 		if (it->r == 0 && it->sig) {
 			if (it->sent)
 				hpn_info("DRA status: claim %s/%s: applied (%s)", it->rec.ns,
@@ -448,6 +461,8 @@ static struct job *job_new(struct drastatus *s)
 		return NULL;
 	for (const struct dra_rec *r = s->cl->recs; r; r = r->next)
 		n++;
+	for (const struct applied *m = s->mem; m; m = m->next)
+		n++;
 	jb->v = calloc(n ? n : 1, sizeof(*jb->v));
 	jb->state_dir = strdup(s->state_dir);
 	jb->network = strdup(s->network);
@@ -466,6 +481,24 @@ static struct job *job_new(struct drastatus *s)
 		it->rec = *r;
 		it->rec.next = NULL;
 		if (m && m->sig && !(it->last = strdup(m->sig))) {
+			job_free(jb);
+			return NULL;
+		}
+		jb->n++;
+	}
+	/* Unprepared while its devices are shown: applied empty (a record of no devices). */
+	for (const struct applied *m = s->mem; m; m = m->next) {
+		struct item *it = &jb->v[jb->n];
+		bool prepared = false;
+
+		for (const struct dra_rec *r = s->cl->recs; r && !prepared; r = r->next)
+			prepared = !strcmp(r->uid, m->uid);
+		if (prepared || !shown(m))
+			continue;
+		snprintf(it->rec.uid, sizeof(it->rec.uid), "%s", m->uid);
+		snprintf(it->rec.ns, sizeof(it->rec.ns), "%s", m->ns);
+		snprintf(it->rec.name, sizeof(it->rec.name), "%s", m->name);
+		if (!(it->last = strdup(m->sig))) {
 			job_free(jb);
 			return NULL;
 		}
