@@ -86,7 +86,11 @@ static void atts_free(struct att *v, size_t n)
 	free(v);
 }
 
-static struct att *atts_read(const struct job *jb, size_t *ret_n)
+/*
+ * NULL when the journals cannot be listed (msg says why): then nothing is
+ * known, and no status may be cleared for it.
+ */
+static struct att *atts_read(const struct job *jb, size_t *ret_n, char *msg, size_t len)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
@@ -97,13 +101,15 @@ static struct att *atts_read(const struct job *jb, size_t *ret_n)
 	*ret_n = 0;
 	if (hpn_store_open(jb->state_dir, jb->network, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
-		hpn_warn("DRA status: list the journals: %s", err.msg);
+		hpn_msgf(msg, len, "list the journals: %s", err.msg);
 		hpn_store_close(&st);
 		return NULL;
 	}
 	while (keys[k])
 		k++;
 	v = calloc(k ? k : 1, sizeof(*v));
+	if (!v)
+		hpn_msgf(msg, len, "out of memory");
 	for (size_t i = 0; v && i < k; i++) {
 		struct att *a = &v[n];
 		struct hpn_err jerr = { 0 };
@@ -294,11 +300,15 @@ static void job_run(struct loop_job *lj)
 	struct hpn_err err = { 0 };
 	bool kc_read = false, kc_bad = false, down = false;
 	size_t n_atts = 0;
-	struct att *atts = atts_read(jb, &n_atts);
-	char when[32];
+	char when[32], why[256] = "";
+	struct att *atts = atts_read(jb, &n_atts, why, sizeof(why));
 
 	now_rfc3339(when);
-	for (size_t i = 0; i < jb->n; i++) {
+	for (size_t i = 0; !atts && i < jb->n; i++) {
+		jb->v[i].r = -EIO;
+		snprintf(jb->v[i].msg, sizeof(jb->v[i].msg), "%s", why);
+	}
+	for (size_t i = 0; atts && i < jb->n; i++) {
 		struct item *it = &jb->v[i];
 		_cleanup_free_ char *body = NULL;
 
