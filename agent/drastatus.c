@@ -241,7 +241,7 @@ fail:
 	return NULL;
 }
 
-/* Server-side apply of body to claim r's status: 0, -ENOENT (404), or -errno with msg. */
+/* Server-side apply of body to claim r's status: 0, -ENOENT (404, 409), or -errno with msg. */
 static int apply(const struct job *jb, const struct hpn_kubeconfig *kc, const struct dra_rec *r,
 		 const char *body, char *msg, size_t len)
 {
@@ -272,7 +272,8 @@ static int apply(const struct job *jb, const struct hpn_kubeconfig *kc, const st
 		 "?fieldManager=%s&force=true",
 		 r->ns, r->name, mgr);
 	rc = hpn_kube_request(kc, &call, &a, &warn, &err);
-	if (rc >= 0 && a.status == 404)
+	/* 409 with force=true: only the UID precondition, a claim recreated under the name. */
+	if (rc >= 0 && (a.status == 404 || a.status == 409))
 		rc = -ENOENT;
 	else if (rc >= 0 && (a.status < 200 || a.status > 299))
 		rc = hpn_kube_status_err(kc, &call, &a, &err);
@@ -437,8 +438,9 @@ static void job_done(struct loop_job *lj)
 			m->sig = TAKE_PTR(it->sig);
 		} else if (it->r == -ENOENT) {
 			if (!m->gone)
-				hpn_warn("DRA status: claim %s/%s is gone from the API (404): its "
-					 "status is not written",
+				hpn_warn("DRA status: claim %s/%s is gone from the API (404, or "
+					 "409: "
+					 "recreated under its name): its status is not written",
 					 it->rec.ns, it->rec.name);
 			m->gone = true;
 		} else {

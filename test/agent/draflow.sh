@@ -355,7 +355,7 @@ claim_gone() {
 	sleep 2
 	unprepare
 	expect_no_state "after DEL and Unprepare"
-	[[ $(grep -c 'claim ml/c1 is gone from the API (404)' "$T/agent.log") == 1 ]] ||
+	[[ $(grep -c 'claim ml/c1 is gone from the API (404' "$T/agent.log") == 1 ]] ||
 		fail "the claim's 404 not said exactly once: $(grep 'DRA status' "$T/agent.log" | tail -n 3)"
 	grep -q 'claim ml/c1: not written, retried' "$T/agent.log" &&
 		fail "a 404 was retried as a failure"
