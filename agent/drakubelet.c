@@ -26,6 +26,7 @@
 #include "dra.h"
 #include "draclaims.h"
 #include "draslice.h"
+#include "drastatus.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -59,6 +60,7 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 #define CLAIM_ERR_MAX 512
+#define STATUS_API_MS 3000 /* one claim's status write: the worker is Prepare's too */
 
 /* One claim of a Prepare call: answered from rec, or with err. */
 struct pclaim {
@@ -103,7 +105,13 @@ struct dra {
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
 	struct loop_src inotify, retry;
+	struct drastatus *status; /* the claims' status.devices written back */
 };
+
+const struct dra_claims *dra_prepared(const struct dra *d)
+{
+	return &d->claims;
+}
 
 /* ---- device names --------------------------------------------------------------- */
 
@@ -912,6 +920,15 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 			   o->cdi_dir, err);
 	if (r < 0)
 		goto fail;
+	r = drastatus_start(l, &d->claims,
+			    &(struct drastatus_opts){ .state_dir = node->conf.state_dir,
+						      .network = node->conf.name,
+						      .kubeconfig = o->kubeconfig,
+						      .driver = o->driver,
+						      .api_timeout_ms = STATUS_API_MS },
+			    &d->status, err);
+	if (r < 0)
+		goto fail;
 	dra_scanned(d);
 	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
 	if (r < 0) {
@@ -962,6 +979,7 @@ void dra_free(struct dra *d)
 		d->calls = pc->link;
 		free(pc);
 	}
+	drastatus_free(d->status);
 	draclaims_free(&d->claims);
 	loop_close(&d->inotify);
 	loop_close(&d->retry);

@@ -6,6 +6,7 @@
 
 #include "err.h"
 
+struct dra_claims;
 struct loop;
 struct node;
 struct rpc;
@@ -36,6 +37,8 @@ struct dra;
 
 int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct dra_opts *o,
 	      struct dra **ret, struct hpn_err *err);
+/* Its prepared claims (the lookup's and the status writer's), for as long as d lives. */
+const struct dra_claims *dra_prepared(const struct dra *d);
 /* After every scan of the node: the DRA device name of each pool NIC. */
 void dra_scanned(struct dra *d);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */

@@ -3,9 +3,11 @@
  * The CNI's question, on the agent's own unix socket (doc/agent.md, "The
  * lookup protocol"): which devices of our resource does pod ns/name hold,
  * and which GPUs?
- * One JSON request line in, one JSON reply out, then the agent closes. The
- * answer comes from the kubelet's PodResources List, asked per request: the
- * kubelet's word, never a cache of it. Root only: the socket is 0600 and the
+ * One JSON request line in, one JSON reply out, then the agent closes. A pod
+ * (by its UID) that prepared DRA claims of our driver reserve is answered
+ * their NICs ("source": "dra"); else the answer comes from the kubelet's
+ * PodResources List, asked per request: the kubelet's word, never a cache of
+ * it. The GPUs come from PodResources either way. Root only: the socket is 0600 and the
  * peer's credentials are checked.
  */
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "draclaims.h"
 #include "log.h"
 #include "lookup.h"
 #include "loop.h"
@@ -40,11 +43,14 @@ struct lookup_conn {
 	size_t len;
 	char buf[HPN_ALLOC_REQ_MAX + 1];
 	struct hpn_alloc_req req;
+	struct hpn_alloc *dra; /* the pod's DRA claims' NICs (NULL: none) */
 };
 
 struct lookup {
 	struct loop *loop;
 	struct podres *pr;
+	const struct dra_claims *dra; /* the DRA driver's prepared claims (NULL: off) */
+	char dra_driver[HPN_ALLOC_RESOURCE_MAX];
 	char *path;
 	struct loop_src listen, sweep;
 	struct lookup_conn *conns[MAX_CONNS];
@@ -96,6 +102,7 @@ static void conn_free(struct lookup_conn *c)
 {
 	loop_close(&c->src);
 	c->lk->conns[c->slot] = NULL;
+	free(c->dra);
 	free(c);
 }
 
@@ -141,10 +148,71 @@ static void refuse(struct lookup_conn *c, const char *why)
 	conn_free(c);
 }
 
+/*
+ * The NICs of the prepared claims reserved for pod uid, in record order and
+ * each claim's result order (malloc'd; NULL: none, or no memory, which then
+ * falls back to the kubelet's answer).
+ */
+static struct hpn_alloc *dra_nics(const struct lookup *lk, const char *uid)
+{
+	struct hpn_alloc *a = NULL;
+
+	if (!lk->dra || !uid[0])
+		return NULL;
+	for (const struct dra_rec *r = lk->dra->recs; r; r = r->next) {
+		bool reserved = false;
+
+		for (size_t i = 0; i < r->n_pods; i++)
+			reserved |= !strcmp(r->pods[i], uid);
+		if (!reserved || r->n == 0)
+			continue;
+		if (!a && !(a = calloc(1, sizeof(*a))))
+			return NULL;
+		if (a->n_claims < HPN_ALLOC_MAX_CLAIMS)
+			snprintf(a->claims[a->n_claims++], HPN_ALLOC_CLAIM_MAX, "%s/%s", r->ns,
+				 r->name);
+		for (size_t k = 0; k < r->n && a->n < HPN_ALLOC_MAX_DEVICES; k++)
+			snprintf(a->ids[a->n++], HPN_ALLOC_ID_MAX, "%s", r->devs[k].nic);
+	}
+	if (a) {
+		snprintf(a->source, sizeof(a->source), "dra");
+		snprintf(a->resource, sizeof(a->resource), "%s", lk->dra_driver);
+		a->pod_known = true;
+	}
+	return a;
+}
+
+/* The DRA claims' NICs, with the GPUs PodResources gave (none when it failed). */
+static void answered_dra(struct lookup_conn *c, const struct hpn_alloc *al, const char *error)
+{
+	struct hpn_alloc *d = c->dra;
+	char *json;
+
+	if (error) {
+		hpn_warn("CNI lookup for pod %s/%s: %s; answering its DRA claims' NICs, no GPUs",
+			 c->req.namespace, c->req.name, error);
+	} else {
+		memcpy(d->gpus, al->gpus, sizeof(d->gpus));
+		d->n_gpus = al->n_gpus;
+	}
+	json = hpn_alloc_reply_render(d, NULL);
+	hpn_info("CNI lookup for pod %s/%s: %zu NICs of DRA claim %s%s, %zu GPUs", c->req.namespace,
+		 c->req.name, d->n, d->claims[0], d->n_claims > 1 ? " and more" : "", d->n_gpus);
+	reply(c, json);
+	free(json);
+	conn_free(c);
+}
+
 static void answered(void *ud, const struct hpn_alloc *al, const char *error)
 {
 	struct lookup_conn *c = ud;
-	char *json = hpn_alloc_reply_render(al, error);
+	char *json;
+
+	if (c->dra) {
+		answered_dra(c, al, error);
+		return;
+	}
+	json = hpn_alloc_reply_render(al, error);
 
 	if (error)
 		hpn_warn("CNI lookup for pod %s/%s: %s", c->req.namespace, c->req.name, error);
@@ -236,6 +304,7 @@ static void on_io(struct loop_src *s)
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
 	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
+	c->dra = dra_nics(c->lk, c->req.uid);
 	if (podres_pod_devices(c->lk->pr, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
 		refuse(c, "out of memory");
 }
@@ -283,6 +352,12 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 	}
 	*ret = lk;
 	return 0;
+}
+
+void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver)
+{
+	lk->dra = cl;
+	snprintf(lk->dra_driver, sizeof(lk->dra_driver), "%s", driver ? driver : "");
 }
 
 void lookup_stop(struct lookup *lk)

@@ -2,6 +2,7 @@
 #ifndef HPN_AGENT_LOOKUP_H
 #define HPN_AGENT_LOOKUP_H
 
+struct dra_claims;
 struct loop;
 struct podres;
 
@@ -14,6 +15,11 @@ struct lookup;
 
 /* Listens on path (mode 0600, its directory made 0700). */
 int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret);
+/*
+ * With the DRA driver on: a pod its prepared claims cl (borrowed, outliving
+ * lk) reserve is answered their NICs first, as resource driver.
+ */
+void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver);
 /* At SIGTERM: the socket closed and removed, connections not yet asking closed. */
 void lookup_stop(struct lookup *lk);
 void lookup_free(struct lookup *lk);

@@ -667,6 +667,7 @@ static int start(struct agent *a, struct opts *o)
 			      &a->dra, &err);
 		if (r < 0)
 			goto fail;
+		lookup_dra(a->lookup, dra_prepared(a->dra), o->dra_driver);
 	}
 	return start_watchers(a, o);
 fail:

@@ -194,10 +194,49 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error)
 	    !add_strings(o, "devices", a->ids[0], sizeof(a->ids[0]), a->n) ||
 	    !add_strings(o, "gpus", a->gpus[0], sizeof(a->gpus[0]), a->n_gpus))
 		goto fail;
+	/* Only when set: a reply of the device plugin's stays what older plugins read. */
+	if (a->source[0] && !cJSON_AddStringToObject(o, "source", a->source))
+		goto fail;
+	if (a->n_claims &&
+	    !add_strings(o, "claims", a->claims[0], sizeof(a->claims[0]), a->n_claims))
+		goto fail;
 	return hpn_json_print(o);
 fail:
 	cJSON_Delete(o);
 	return NULL;
+}
+
+/* A reply's "source": 1-15 letters (a newer agent's word is carried, not refused). */
+static bool source_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= HPN_ALLOC_SOURCE_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+			return false;
+	return true;
+}
+
+/* A claim "<namespace>/<name>": a DNS label, '/', a DNS subdomain's characters. */
+static bool claim_valid(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	size_t n = strlen(s);
+
+	if (!slash || slash == s || slash - s > 63 || !slash[1] || n >= HPN_ALLOC_CLAIM_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (s + i == slash)
+			continue;
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+		      (c == '.' && s + i > slash)))
+			return false;
+	}
+	return true;
 }
 
 /* o[key] (what names one entry in messages): at most max strings valid() accepts, into v. */
@@ -228,7 +267,7 @@ static int get_strings(const cJSON *o, const char *key, const char *what,
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
-	_cleanup_free_ char *error = NULL, *resource = NULL;
+	_cleanup_free_ char *error = NULL, *resource = NULL, *source = NULL;
 	struct hpn_alloc *a;
 	int r;
 
@@ -258,6 +297,18 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 	if (r >= 0 && cJSON_GetObjectItemCaseSensitive(o, "gpus"))
 		r = get_strings(o, "gpus", "GPU", hpn_gpu_id_valid, a->gpus[0], sizeof(a->gpus[0]),
 				HPN_MAX_GPUS, &a->n_gpus, err);
+	/* An agent older than DRA lookups sends no "source": the device plugin's answer. */
+	if (r >= 0)
+		r = hpn_json_str(o, "source", "", HPN_E_DECODE, HPN_ALLOC_SOURCE_MAX - 1, &source,
+				 err);
+	if (r >= 0 && source && !source_valid(source))
+		r = hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				"hpn-rdma-agent's reply: \"source\" is not a word");
+	if (r >= 0 && source)
+		snprintf(a->source, sizeof(a->source), "%s", source);
+	if (r >= 0 && cJSON_GetObjectItemCaseSensitive(o, "claims"))
+		r = get_strings(o, "claims", "claim", claim_valid, a->claims[0],
+				sizeof(a->claims[0]), HPN_ALLOC_MAX_CLAIMS, &a->n_claims, err);
 	if (r >= 0)
 		*ret = *a;
 	free(a);

@@ -25,6 +25,9 @@
 #define HPN_ALLOC_REPLY_MAX	65536u
 #define HPN_ALLOC_RESOURCE_MAX	254 /* "<domain>/<name>" */
 #define HPN_ALLOC_PROTO_VERSION 1
+#define HPN_ALLOC_MAX_CLAIMS	8   /* DRA claims named in one reply */
+#define HPN_ALLOC_CLAIM_MAX	320 /* "<namespace>/<name>" */
+#define HPN_ALLOC_SOURCE_MAX	16
 
 /* The device ID of host netdev ifname: its PCI address under sysfs_root, else the name. */
 void hpn_alloc_nic_id(const char *sysfs_root, const char *ifname, char id[HPN_ALLOC_ID_MAX]);
@@ -49,6 +52,14 @@ struct hpn_alloc {
 	/* The pod's GPUs (the agent's --gpu-resource IDs and --gpu-driver DRA devices), in order. */
 	char gpus[HPN_MAX_GPUS][HPN_GPU_ID_MAX];
 	size_t n_gpus;
+	/*
+	 * What decided the devices: "dra" (the pod's prepared DRA claims, named
+	 * ns/name in claims), else empty (the kubelet's device plugin
+	 * allocation; an agent older than the field sends none).
+	 */
+	char source[HPN_ALLOC_SOURCE_MAX];
+	char claims[HPN_ALLOC_MAX_CLAIMS][HPN_ALLOC_CLAIM_MAX];
+	size_t n_claims;
 };
 
 /* Fills req from the three values (NULL: absent); code 4 naming the bad one. */

@@ -204,6 +204,14 @@ int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 				   "pod %s/%s holds %zu %s devices, over the %d NICs of one "
 				   "attachment",
 				   ns, name, ret->n, ret->resource, HPN_MAX_NICS);
+	/* Which source decided: a DRA claim, else the device plugin (the pool is above). */
+	if (!strcmp(ret->source, "dra"))
+		hpn_info("pod %s/%s: %zu NICs of DRA claim %s%s, as prepared", ns, name, ret->n,
+			 ret->n_claims ? ret->claims[0] : "(unnamed)",
+			 ret->n_claims > 1 ? " and more" : "");
+	else
+		hpn_info("pod %s/%s: %zu %s devices the kubelet allocated%s%s", ns, name, ret->n,
+			 ret->resource, ret->source[0] ? ", source " : "", ret->source);
 	return 1;
 }
 

@@ -52,6 +52,12 @@ static void reply(const char *s, size_t len)
 		    !strcmp(back.resource, a.resource));
 	for (size_t i = 0; i < a.n; i++)
 		FUZZ_ASSERT(!strcmp(back.ids[i], a.ids[i]));
+	/* The optional DRA fields: a word, claims "ns/name", both carried back. */
+	FUZZ_ASSERT(!strcmp(back.source, a.source) && back.n_claims == a.n_claims);
+	FUZZ_ASSERT(a.n_claims <= HPN_ALLOC_MAX_CLAIMS && !strpbrk(a.source, "/ \"{}"));
+	for (size_t i = 0; i < a.n_claims; i++)
+		FUZZ_ASSERT(!strcmp(back.claims[i], a.claims[i]) && strchr(a.claims[i], '/') &&
+			    !strstr(a.claims[i], ".."));
 	free(json);
 }
 

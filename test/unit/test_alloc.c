@@ -132,6 +132,34 @@ static void test_reply(void)
 	CHECK_INT_EQ(back.n_gpus, 0);
 	free(json);
 
+	/* A DRA claim decided: "source" and the claims, carried both ways. */
+	a.n_gpus = 0;
+	snprintf(a.source, sizeof(a.source), "dra");
+	a.n_claims = 2;
+	snprintf(a.claims[0], HPN_ALLOC_CLAIM_MAX, "ml/nics-a");
+	snprintf(a.claims[1], HPN_ALLOC_CLAIM_MAX, "ml/trainer-0-nics.b");
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK_STR_HAS(json,
+		      ",\"source\":\"dra\",\"claims\":[\"ml/nics-a\",\"ml/trainer-0-nics.b\"]}");
+	memset(&back, 0, sizeof(back));
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_STR_EQ(back.source, "dra");
+	CHECK_INT_EQ(back.n_claims, 2);
+	CHECK_STR_EQ(back.claims[1], "ml/trainer-0-nics.b");
+	CHECK_STR_EQ(back.ids[0], "0000:af:00.1");
+	free(json);
+	/* A reply without them (the device plugin's, an older agent's): no source, no claims. */
+	json = strdup("{\"version\":1,\"resource\":\"r/x\",\"podKnown\":true,\"devices\":[]}");
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_STR_EQ(back.source, "");
+	CHECK_INT_EQ(back.n_claims, 0);
+	free(json);
+	a.source[0] = '\0';
+	a.n_claims = 0;
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK(!strstr(json, "\"source\"") && !strstr(json, "\"claims\""));
+	free(json);
+
 	json = hpn_alloc_reply_render(NULL, "PodResources List: status 14 connection refused");
 	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), -EAGAIN);
 	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
@@ -147,6 +175,12 @@ static void test_reply(void)
 		"{\"version\":1,\"devices\":[],\"gpus\":[\"GPU 1\"]}",
 		"{\"version\":1,\"devices\":[],\"gpus\":\"GPU-1\"}",
 		"{\"version\":1,\"devices\":[],\"gpus\":[\"\"]}",
+		"{\"version\":1,\"devices\":[],\"source\":\"d r a\"}",
+		"{\"version\":1,\"devices\":[],\"source\":7}",
+		"{\"version\":1,\"devices\":[],\"source\":\"dra\",\"claims\":[\"../x\"]}",
+		"{\"version\":1,\"devices\":[],\"source\":\"dra\",\"claims\":[\"ml\"]}",
+		"{\"version\":1,\"devices\":[],\"source\":\"dra\",\"claims\":[\"ml/x/y\"]}",
+		"{\"version\":1,\"devices\":[],\"source\":\"dra\",\"claims\":\"ml/x\"}",
 		"nope",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

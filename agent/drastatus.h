@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef HPN_AGENT_DRASTATUS_H
+#define HPN_AGENT_DRASTATUS_H
+
+#include "err.h"
+
+struct dra_claims;
+struct loop;
+
+/*
+ * The prepared claims' status.devices[] written back (doc/dra.md, "The
+ * claim's status"): for each claim, the NICs its pod's attachment holds, with
+ * networkData (the pod-side name, its addresses, its MAC) and a Ready
+ * condition naming the RDMA device and GID the ADD proved; none once the
+ * attachment is gone. By server-side apply with the driver as field manager,
+ * on the loop's worker, when the plugin's journals change (inotify,
+ * debounced). A failed write is retried (1 s doubling to 60 s); a claim the
+ * API no longer has (404) is said once and left; what was applied is
+ * remembered per claim, so an unchanged state is not sent again.
+ */
+struct drastatus_opts {
+	const char *state_dir;	/* the plugin's stateDir... */
+	const char *network;	/* ...and network: its journals are in state_dir/network */
+	const char *kubeconfig; /* read for every write */
+	const char *driver;	/* the field manager, and the devices' driver */
+	int api_timeout_ms;	/* one claim's write, retries included */
+};
+
+struct drastatus;
+
+/* Strings are copied; cl is borrowed and must outlive the writer. */
+int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct drastatus_opts *o,
+		    struct drastatus **ret, struct hpn_err *err);
+/* After the loop (and the worker); NULL is fine. */
+void drastatus_free(struct drastatus *s);
+
+#endif

@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# The DRA flow past Prepare (doc/dra.md, "The CNI's side" and "The claim's
+# status"), as root in throwaway namespaces with the fake node of lib.sh, the
+# kubelet stand-in hpn-kubelet and the API stand-in of test/kube:
+# a claim of two NICs prepared, then CNI ADD by K8S_POD_UID attaches exactly
+# those, in the claim's order, and the claim's status gets networkData and
+# Ready (the stand-in's file and kubectl agree), cleared by DEL; the agent
+# restarted between Prepare and ADD; the API down during ADD and DEL (both
+# succeed, the status follows once it is back); the claim deleted under a
+# running pod (said once, DEL fine); a pod without a claim (the device
+# plugin's allocation and the pool, as before).
+# shellcheck source=../netns/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# shellcheck source=dralib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
+
+t_init
+[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
+[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
+[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+# kubectl must reach the stand-in, not a proxy; its cache stays in the scratch dir.
+unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
+
+# ---- helpers ----------------------------------------------------------------------
+
+# api_off, api_on: the API down (its port refusing connections in the
+# scenario's host netns, by iptables; without iptables, 503 to every request),
+# and back, on the same port the agent's kubeconfig names.
+api_off() {
+	if command -v iptables >/dev/null &&
+		ip netns exec "$HOST_NS" iptables -I INPUT -p tcp --dport "$KUBE_PORT_good" \
+			-j REJECT --reject-with tcp-reset 2>/dev/null; then
+		API_BLOCKED=1
+	else
+		info "no iptables: the API down is 503 Service Unavailable"
+		echo "status 503" >"$KUBE_WORK/mode"
+	fi
+}
+
+api_on() {
+	if [[ ${API_BLOCKED:-} == 1 ]]; then
+		ip netns exec "$HOST_NS" iptables -D INPUT -p tcp --dport "$KUBE_PORT_good" \
+			-j REJECT --reject-with tcp-reset || fail "the API's port not unblocked"
+	fi
+	API_BLOCKED=
+	: >"$KUBE_WORK/mode"
+}
+
+claim_file() {
+	echo "$KUBE_RESOURCES/$1/resourceclaims/$2.json"
+}
+
+# unprepare_c1: the kubelet's Unprepare of claim c1, after the pod is gone.
+unprepare_c1() {
+	"$HPN_KUBELET" dra-unprepare -socket "$(dra_sock)" -version v1 "ml/c1/$UID1" >/dev/null ||
+		fail "Unprepare failed"
+}
+
+# wait_status NS NAME FILTER WHAT [SECONDS]: the stand-in's claim matches FILTER in time.
+wait_status() {
+	local f i secs=${5:-15}
+	f=$(claim_file "$1" "$2")
+	for ((i = 0; i < secs * 10; i++)); do
+		jq -e "$3" "$f" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "$4: the claim's status within ${secs}s: $(jq -c .status.devices "$f" 2>&1)
+agent log: $(grep 'DRA status' "$T/agent.log" | tail -n 5)"
+}
+
+# The pod's addresses of hpn0 and hpn1: what networkData must say.
+pod_ips() {
+	ip -n "$POD_NS" -j addr show dev "$1" | jq -c '[.[0].addr_info[] | select(.scope == "global")
+		| "\(.local)/\(.prefixlen)"]'
+}
+
+# The plugin's conf: the pool of lib.sh, an address per NIC from host-local,
+# and a sysfs tree of the same PCI functions without the RDMA devices (the
+# agent's has them, as Prepare needs; no kernel here could prove fake ones).
+flow_conf() {
+	if [[ ! -d $T/psys-$SCEN ]]; then
+		cp -a "$T/sysfs" "$T/psys-$SCEN"
+		find "$T/psys-$SCEN" -depth -name infiniband -exec rm -rf {} +
+	fi
+	jq -c --arg h "$T/hl-$SCEN" --arg s "$T/psys-$SCEN" '.ipam = {type: "host-local",
+		dataDir: $h, ranges: [[{subnet: "10.93.0.0/24"}]]} | .sysfsRoot = $s' <<<"$(agent_net_conf)"
+}
+
+# check_status NAME D0 D1 RESULT: the status claim NAME must show for pod
+# interfaces hpn0 (device D0) and hpn1 (D1) that the ADD of RESULT made.
+check_status() {
+	local f ips0 ips1 mac0 mac1
+	f=$(claim_file ml "$1")
+	mac0=$(mac_of "$POD_NS" hpn0)
+	mac1=$(mac_of "$POD_NS" hpn1)
+	ips0=$(pod_ips hpn0)
+	ips1=$(pod_ips hpn1)
+	[[ $ips0 != "[]" && $ips1 != "[]" ]] || fail "the pod's NICs got no addresses: $ips0 $ips1"
+	jq_ok '.status.devices | length == 2
+		and map([.driver, .pool, .device]) == [[$drv, "node1", $d0], [$drv, "node1", $d1]]
+		and map(.networkData) == [
+			{interfaceName: "hpn0", ips: $i0, hardwareAddress: $m0},
+			{interfaceName: "hpn1", ips: $i1, hardwareAddress: $m1}]
+		and all(.[]; (.conditions | length) == 1 and .conditions[0].type == "Ready"
+			and .conditions[0].status == "True"
+			and (.conditions[0].lastTransitionTime | test("^[0-9-]+T[0-9:]+Z$")))
+		and ([.[].conditions[0] | [.reason, .message]] == $rd)' \
+		"the claim's status: networkData of hpn0 and hpn1 (name, IPs, MAC of ip link), Ready" \
+		"$(cat "$f")" --arg drv "$DRV" --arg d0 "$2" --arg d1 "$3" --argjson i0 "$ips0" \
+		--argjson i1 "$ips1" --arg m0 "$mac0" --arg m1 "$mac1" --argjson rd "$(ready_of "$4")"
+	jq_ok '[.metadata.managedFields[] | select(.subresource == "status") | .manager] == [$drv]' \
+		"the status is the driver's, as field manager" "$(cat "$f")" --arg drv "$DRV"
+}
+
+# ready_of RESULT: per pod interface (hpn0, hpn1) the Ready condition's reason
+# and message its RDMA entry in the ADD's result calls for.
+ready_of() {
+	jq -c '. as $r | [range(0; 2) as $k | ("hpn" + ($k | tostring)) as $n
+		| ([$r.interfaces | to_entries[] | select(.value.name == $n and .value.sandbox) | .key][0]) as $i
+		| ([$r.rdma[]? | select(.interface == $i and .bound)][0]) as $d
+		| if $d then ["RDMAProven", "RDMA device \($d.device) port \($d.port // 1) proven at ADD"
+			+ (if ($d.gid // "") != "" then ", GID \($d.gid) (index \($d.gidIndex))" else "" end)]
+		  else ["NetdevAttached", "\($n) attached; no RDMA device bound"] end]' <<<"$1"
+}
+
+# kubectl reads the claim through the stand-in: the same status.
+kubectl_claim() {
+	local kc=$KUBE_WORK/test.kubeconfig out
+	kubeconfig "$kc" "https://127.0.0.1:$KUBE_PORT_good" file "token: dra-agent-token"
+	out=$(HOME=$T ip netns exec "$HOST_NS" kubectl --kubeconfig "$kc" --cache-dir "$T/kcache-$SCEN" \
+		--request-timeout 10s get resourceclaim -n ml "$1" -o json 2>"$T/kerr") ||
+		fail "kubectl get resourceclaim: $(cat "$T/kerr")"
+	jq_ok '.kind == "ResourceClaim" and .status.devices == $d' \
+		"kubectl: the claim's status as the stand-in holds it" "$out" \
+		--argjson d "$(jq -c '.status.devices // null' "$(claim_file ml "$1")")"
+}
+
+flow_up() {
+	trap 'kill_node; kube_stop' EXIT
+	API_BLOCKED=
+	dra_api
+	node_up
+	wait_file "$(dra_sock)" "the DRA plugin socket"
+}
+
+flow_down() {
+	node_down
+	kube_stop
+	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
+}
+
+# ---- scenarios --------------------------------------------------------------------
+
+# A claim of pool2 then pool0: ADD attaches exactly those, in that order (the
+# pool's own order would take pool0, then pool1); pool1 stays on the host.
+# The claim's status follows ADD and DEL.
+claim_flow() {
+	local conf mac0 mac2 n res
+	flow_up
+	mac0=$(mac_of "$HOST_NS" pool0)
+	mac2=$(mac_of "$HOST_NS" pool2)
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
+	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
+	jq_ok '.[$u].error == "" and [.[$u].devices[].device] == ["pci-0000-af-00-2", "pci-0000-af-00-0"]' \
+		"Prepare of the claim" "$OUT" --arg u "$UID1"
+	# The lookup answers the claim's NICs by the pod's UID, in its order, and says so.
+	OUT=$(lookup_raw "{\"version\":1,\"namespace\":\"ml\",\"name\":\"trainer\",\"uid\":\"$POD_A\"}")
+	jq_ok '.devices == ["0000:af:00.2", "0000:af:00.0"] and .source == "dra" and .claims == ["ml/c1"]
+		and .resource == $drv' "the lookup: the claim's NICs, source dra" "$OUT" --arg drv "$DRV"
+	snap_save "$HOST_NS" "$T/host.before"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD of the claim's pod"
+	res=$OUT
+	[[ $(mac_of "$POD_NS" hpn0) == "$mac2" ]] || fail "hpn0 is not pool2, the claim's first NIC"
+	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the claim's second NIC"
+	has_link "$HOST_NS" pool1 || fail "pool1, not in the claim, left the host"
+	jq_ok '[.interfaces[] | select(.sandbox) | .name] == ["hpn0","hpn1"]' "two pod interfaces"
+	grep -q "NICs of DRA claim ml/c1" "$T/plugin.log" ||
+		fail "the plugin did not log the DRA source: $(tail -n 5 "$T/plugin.log")"
+	grep -q "CNI lookup for pod ml/trainer: 2 NICs of DRA claim ml/c1" "$T/agent.log" ||
+		fail "the agent did not log the DRA answer: $(tail -n 5 "$T/agent.log")"
+	wait_status ml c1 '(.status.devices | length) == 2' "after ADD"
+	check_status c1 pci-0000-af-00-2 pci-0000-af-00-0 "$res"
+	kubectl_claim c1
+	# Nothing changed: nothing sent again.
+	sleep 1.5
+	n=$(grep -c 'resourceclaims/c1/status' "$KUBE_WORK/requests.log")
+	touch "$STATE/$NET/x" && rm -f "$STATE/$NET/x"
+	sleep 1.5
+	[[ $(grep -c 'resourceclaims/c1/status' "$KUBE_WORK/requests.log") == "$n" ]] ||
+		fail "an unchanged status was applied again"
+	run_plugin DEL "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_ok "DEL"
+	# The kubelet's Unprepare at once, before the write that follows DEL: still cleared.
+	unprepare_c1
+	wait_status ml c1 '.status | has("devices") | not' "after DEL and an immediate Unprepare"
+	jq_ok '[.metadata.managedFields[]? | select(.subresource == "status")] == []' \
+		"after DEL the driver owns no status field" "$(cat "$(claim_file ml c1)")"
+	kubectl_claim c1
+	snap_same "$HOST_NS" "$T/host.before" "host after DEL"
+	expect_no_state "after DEL and Unprepare"
+	flow_down
+}
+run "DRA: ADD attaches exactly the claim's NICs in order; its status follows ADD and DEL" claim_flow
+
+# The agent restarted between Prepare and ADD: the record answers the lookup,
+# and the status is written by the new agent.
+restart_flow() {
+	local conf mac0 mac2 res
+	flow_up
+	mac0=$(mac_of "$HOST_NS" pool0)
+	mac2=$(mac_of "$HOST_NS" pool2)
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
+	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare failed"
+	stop_agent
+	start_agent
+	wait_file "$T/agent.sock" "the restarted agent's lookup socket"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD after the agent's restart"
+	res=$OUT
+	[[ $(mac_of "$POD_NS" hpn0) == "$mac2" ]] || fail "hpn0 is not pool2, the claim's first NIC"
+	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the claim's second NIC"
+	has_link "$HOST_NS" pool1 || fail "pool1, not in the claim, left the host"
+	wait_status ml c1 '(.status.devices | length) == 2' "after ADD by the restarted agent"
+	check_status c1 pci-0000-af-00-2 pci-0000-af-00-0 "$res"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	wait_status ml c1 '.status | has("devices") | not' "after DEL"
+	unprepare_c1
+	expect_no_state "after DEL and Unprepare"
+	flow_down
+}
+run "DRA: the agent restarted between Prepare and ADD" restart_flow
+
+# The API down during ADD and DEL: both succeed; the status is written once it is back.
+api_down() {
+	local conf mac0 res
+	flow_up
+	mac0=$(mac_of "$HOST_NS" pool0)
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
+	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare failed"
+	api_off
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD with the API down"
+	res=$OUT
+	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the claim's second NIC"
+	has_link "$HOST_NS" pool1 || fail "pool1, not in the claim, left the host"
+	sleep 2
+	grep -q 'DRA status: claim ml/c1: not written, retried' "$T/agent.log" ||
+		fail "the failed write was not logged: $(grep 'DRA status' "$T/agent.log" | tail -n 3)"
+	jq_ok '.status | has("devices") | not' "no status while the API is down" \
+		"$(cat "$(claim_file ml c1)")"
+	api_on
+	wait_status ml c1 '(.status.devices | length) == 2' "once the API is back" 70
+	check_status c1 pci-0000-af-00-2 pci-0000-af-00-0 "$res"
+	api_off
+	run_plugin DEL "$conf"
+	expect_ok "DEL with the API down"
+	sleep 2
+	jq_ok '(.status.devices | length) == 2' "the status stays while the API is down" \
+		"$(cat "$(claim_file ml c1)")"
+	api_on
+	wait_status ml c1 '.status | has("devices") | not' "cleared once the API is back" 70
+	unprepare_c1
+	expect_no_state "after DEL and Unprepare"
+	flow_down
+}
+run "DRA: the API down during ADD and DEL; the status follows when it is back" api_down
+
+# The claim deleted from the API under a running pod: said once, DEL fine.
+claim_gone() {
+	local conf
+	flow_up
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-1
+	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare failed"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD"
+	has_link "$HOST_NS" pool1 && fail "pool1, the claim's NIC, is on the host"
+	wait_status ml c1 '(.status.devices | length) == 1' "after ADD"
+	rm -f "$(claim_file ml c1)"
+	run_plugin DEL "$conf"
+	expect_ok "DEL of the pod whose claim is gone"
+	sleep 2
+	unprepare_c1
+	expect_no_state "after DEL and Unprepare"
+	[[ $(grep -c 'claim ml/c1 is gone from the API (404' "$T/agent.log") == 1 ]] ||
+		fail "the claim's 404 not said exactly once: $(grep 'DRA status' "$T/agent.log" | tail -n 3)"
+	grep -q 'claim ml/c1: not written, retried' "$T/agent.log" &&
+		fail "a 404 was retried as a failure"
+	flow_down
+}
+run "DRA: the claim deleted under a running pod" claim_gone
+
+# A pod without a claim: the device plugin's allocation, then the pool, as before.
+no_claim() {
+	local conf
+	flow_up
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2
+	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare failed"
+	echo '[{"namespace":"ns1","name":"other","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.1"]}]}]}]' >"$T/pods.json"
+	OUT=$(lookup_raw '{"version":1,"namespace":"ns1","name":"other","uid":"ab-12"}')
+	jq_ok '.devices == ["0000:af:00.1"] and .resource == "rdma/hpn" and (has("source") | not)' \
+		"another pod's lookup: the device plugin's allocation, no source" "$OUT"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=other;K8S_POD_UID=ab-12"
+	expect_result "ADD of a pod without a claim"
+	has_link "$HOST_NS" pool1 && fail "pool1, the device plugin's allocation, is on the host"
+	has_link "$HOST_NS" pool2 || fail "pool2 (the other pod's claim) was taken"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	# Nothing allocated at all: the pool's first free NIC.
+	echo '[]' >"$T/pods.json"
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=third;K8S_POD_UID=cd-34"
+	expect_result "ADD of a pod with nothing allocated"
+	has_link "$HOST_NS" pool0 && fail "the pool pick was not pool0, the first free NIC"
+	run_plugin DEL "$conf"
+	expect_ok "DEL"
+	jq_ok '.status | has("devices") | not' "the unattached claim's status stays empty" \
+		"$(cat "$(claim_file ml c1)")"
+	unprepare_c1
+	flow_down
+}
+run "DRA: a pod without a claim takes the device plugin's allocation, else the pool" no_claim
+
+t_done

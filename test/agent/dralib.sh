@@ -1,0 +1,91 @@
+# shellcheck shell=bash
+# The DRA tests' helpers (dra.sh, draflow.sh), sourced after ../netns/lib.sh
+# and lib.sh: the API stand-in of test/kube with the agent's service account,
+# claims in it, and the kubelet stand-in's DRA calls.
+# shellcheck source=../kube/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
+
+DRV=hpn-rdma.alibabacloud.com
+UID1=5b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f10
+POD_A=7e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b
+
+# dra_api: the API stand-in in the scenario's host netns with ResourceClaims in
+# $KUBE_RESOURCES, a service account for it, and the agent's DRA flags.
+dra_api() {
+	KUBE_WORK=$T/kube-$SCEN
+	rm -rf "$KUBE_WORK"
+	mkdir -p "$KUBE_WORK/pods" "$KUBE_WORK/sa"
+	KUBE_RESOURCES=$KUBE_WORK/res
+	mkdir -p "$KUBE_RESOURCES"
+	kube_pki
+	KUBE_PY_WRAP=(ip netns exec "$HOST_NS")
+	kube_start "$KUBE_WORK/pods" || fail "the API stand-in did not start"
+	api_token
+	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
+	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
+	AGENT_FLAGS=(--cri-socket none --dra --node-name node1
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+}
+
+# api_token: the stand-in (re)started knows the agent's token.
+api_token() {
+	echo "dra-agent-token" >"$KUBE_WORK/tokens"
+	echo "dra-agent-token" >"$KUBE_WORK/sa/token"
+	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
+}
+
+# mk_claim NS NAME UID [JQ [DEVICE...]]: a ResourceClaim of ours allocating
+# DEVICEs (default the NICs pool0 and pool1) in pool node1, reserved for pod
+# $POD_A, changed by JQ.
+mk_claim() {
+	local ns=$1 name=$2 uid=$3 filter=${4:-.} f
+	shift 3
+	(($# > 0)) && shift
+	(($# > 0)) || set -- pci-0000-af-00-0 pci-0000-af-00-1
+	f=$KUBE_RESOURCES/$ns/resourceclaims/$name.json
+	mkdir -p "${f%/*}"
+	jq -n --arg ns "$ns" --arg name "$name" --arg uid "$uid" --arg drv "$DRV" \
+		--arg pod "$POD_A" --args '{
+		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+		metadata: {name: $name, namespace: $ns, uid: $uid, resourceVersion: "1"},
+		spec: {devices: {requests: [{name: "nics", exactly: {deviceClassName: "hpn-rdma"}}]}},
+		status: {allocation: {devices: {results: [$ARGS.positional[] |
+			{request: "nics", driver: $drv, pool: "node1", device: .}]}},
+			reservedFor: [{resource: "pods", name: "trainer", uid: $pod}]}}' "$@" |
+		jq "$filter" >"$f"
+}
+
+dra_sock() {
+	echo "$KL/plugins/$DRV/dra.sock"
+}
+
+reg_sock() {
+	echo "$KL/plugins_registry/$DRV-reg.sock"
+}
+
+# wait_file PATH WHAT: PATH is there within 10 s.
+wait_file() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -e $1 ]] && return 0
+		sleep 0.1
+	done
+	fail "$2: no $1 within 10 s; agent log: $(tail -n 10 "$T/agent.log")"
+}
+
+prepare() {
+	"$HPN_KUBELET" dra-prepare -socket "$(dra_sock)" "$@"
+}
+
+unprepare() {
+	"$HPN_KUBELET" dra-unprepare -socket "$(dra_sock)" "$@"
+}
+
+api_requests() {
+	grep -c resourceclaims "$KUBE_WORK/requests.log" || true
+}
+
+claim_spec() {
+	echo "$T/cdi/alibabacloud.com-hpn-rdma_claim-$1.json"
+}
+
