@@ -26,6 +26,7 @@
 #include "dra.h"
 #include "draclaims.h"
 #include "draslice.h"
+#include "draslices.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -103,6 +104,7 @@ struct dra {
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
 	struct loop_src inotify, retry;
+	struct draslices *slices; /* the pool published as ResourceSlices */
 };
 
 /* ---- device names --------------------------------------------------------------- */
@@ -130,6 +132,7 @@ void dra_scanned(struct dra *d)
 			d->names[i][0] = '\0';
 	}
 	d->n_names = devs->n;
+	draslices_scanned(d->slices);
 }
 
 static const struct agent_dev *dev_by_name(const struct dra *d, const char *name)
@@ -852,6 +855,7 @@ void dra_stop(struct dra *d)
 		return;
 	d->quitting = true;
 	d->reg_again = false;
+	draslices_stop(d->slices);
 	loop_timer_set(&d->retry, 0, 0);
 	if (d->reg && !d->reg_stopping) {
 		d->reg_stopping = true;
@@ -912,6 +916,16 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 			   o->cdi_dir, err);
 	if (r < 0)
 		goto fail;
+	if (o->kubeconfig) {
+		struct draslices_opts so = { .driver = o->driver,
+					     .node_name = o->node_name,
+					     .kubeconfig = o->kubeconfig,
+					     .api_timeout_ms = o->api_timeout_ms };
+
+		r = draslices_start(l, node, &so, &d->slices, err);
+		if (r < 0)
+			goto fail;
+	}
 	dra_scanned(d);
 	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
 	if (r < 0) {
@@ -963,6 +977,7 @@ void dra_free(struct dra *d)
 		free(pc);
 	}
 	draclaims_free(&d->claims);
+	draslices_free(d->slices);
 	loop_close(&d->inotify);
 	loop_close(&d->retry);
 	free(d);
