@@ -194,7 +194,7 @@ static int write_slice(const struct hpn_kubeconfig *kc, struct pub_job *j, cJSON
 /* The slices of j's pool at generation gen, parsed; NULL with j->err set. */
 static cJSON **render_all(struct pub_job *j, long gen, size_t count)
 {
-	cJSON **v = calloc(count, sizeof(*v));
+	cJSON **v = calloc(count, sizeof(void *)); /* cJSON pointers */
 
 	if (!v) {
 		hpn_err_set(&j->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
@@ -515,7 +515,7 @@ void draslices_scanned(struct draslices *s)
 		len += strlen(t);
 		free(t);
 	}
-	if (s->want_key && !strcmp(s->want_key, key)) {
+	if (!key || (s->want_key && !strcmp(s->want_key, key))) {
 		free(key);
 		free(nics);
 		return;
@@ -539,6 +539,7 @@ int draslices_start(struct loop *l, struct node *node, const struct draslices_op
 {
 	struct draslices *s = calloc(1, sizeof(*s));
 	const char *env = getenv("HPN_DRA_RESYNC_MS");
+	long ms = env ? strtol(env, NULL, 10) : 0;
 	int r;
 
 	if (!s)
@@ -547,7 +548,7 @@ int draslices_start(struct loop *l, struct node *node, const struct draslices_op
 	s->timer.fd = -1;
 	s->backoff_ms = BACKOFF_MIN_MS;
 	/* Tests shorten the resync (test/agent/draslices.sh). */
-	s->resync_ms = env && atoi(env) >= 100 ? atoi(env) : RESYNC_MS;
+	s->resync_ms = ms >= 100 && ms <= RESYNC_MS ? (int)ms : RESYNC_MS;
 	r = loop_timer(l, &s->timer, 0, 0, on_timer, s);
 	if (r < 0) {
 		free(s);
