@@ -27,6 +27,7 @@
 #include "draclaims.h"
 #include "draslice.h"
 #include "drastatus.h"
+#include "draslices.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -106,6 +107,7 @@ struct dra {
 	size_t n_names;
 	struct loop_src inotify, retry;
 	struct drastatus *status; /* the claims' status.devices written back */
+	struct draslices *slices; /* the pool published as ResourceSlices */
 };
 
 const struct dra_claims *dra_prepared(const struct dra *d)
@@ -138,6 +140,7 @@ void dra_scanned(struct dra *d)
 			d->names[i][0] = '\0';
 	}
 	d->n_names = devs->n;
+	draslices_scanned(d->slices);
 }
 
 static const struct agent_dev *dev_by_name(const struct dra *d, const char *name)
@@ -860,6 +863,7 @@ void dra_stop(struct dra *d)
 		return;
 	d->quitting = true;
 	d->reg_again = false;
+	draslices_stop(d->slices);
 	loop_timer_set(&d->retry, 0, 0);
 	if (d->reg && !d->reg_stopping) {
 		d->reg_stopping = true;
@@ -929,6 +933,16 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 			    &d->status, err);
 	if (r < 0)
 		goto fail;
+	if (o->kubeconfig) {
+		struct draslices_opts so = { .driver = o->driver,
+					     .node_name = o->node_name,
+					     .kubeconfig = o->kubeconfig,
+					     .api_timeout_ms = o->api_timeout_ms };
+
+		r = draslices_start(l, node, &so, &d->slices, err);
+		if (r < 0)
+			goto fail;
+	}
 	dra_scanned(d);
 	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
 	if (r < 0) {
@@ -981,6 +995,7 @@ void dra_free(struct dra *d)
 	}
 	drastatus_free(d->status);
 	draclaims_free(&d->claims);
+	draslices_free(d->slices);
 	loop_close(&d->inotify);
 	loop_close(&d->retry);
 	free(d);

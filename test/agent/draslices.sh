@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# hpn-rdma-agent publishing its pool as DRA ResourceSlices (doc/dra.md,
+# "Publishing the slices") into the API stand-in of test/kube, as root in
+# throwaway namespaces (the fake node of test/agent/lib.sh: pool0..pool2 PCI
+# functions with RDMA devices, pool3 a plain veth).
+#
+# Scenarios: the slices after start (device names, attributes, the pool, and
+# kubectl reading them); a NIC removed and put back (generation + 1 each
+# time); the slices deleted and edited by someone else (put back by the
+# resync); the agent restarted (same names, the generation never going back,
+# the slices kept at SIGTERM); the API answering 503 (logged once, the agent
+# serving on, published once the API is back).
+# shellcheck source=../netns/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
+
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# shellcheck source=../kube/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
+
+t_init
+[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
+[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
+[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+command -v curl >/dev/null || skip "curl is not installed"
+
+DRV=hpn-rdma.alibabacloud.com
+# The resync, shortened so that a wiped slice comes back within seconds.
+export HPN_DRA_RESYNC_MS=1000
+
+# slices_api: the API stand-in in the scenario's host netns, a service
+# account for the agent, and its DRA flags (as agent.sh's dra_api).
+slices_api() {
+	KUBE_WORK=$T/kube-$SCEN
+	rm -rf "$KUBE_WORK"
+	mkdir -p "$KUBE_WORK/pods" "$KUBE_WORK/sa"
+	KUBE_RESOURCES=$KUBE_WORK/res
+	mkdir -p "$KUBE_RESOURCES/resourceslices"
+	kube_pki
+	KUBE_PY_WRAP=(ip netns exec "$HOST_NS")
+	kube_start "$KUBE_WORK/pods" || fail "the API stand-in did not start"
+	echo "dra-agent-token" >"$KUBE_WORK/tokens"
+	echo "dra-agent-token" >"$KUBE_WORK/sa/token"
+	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
+	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
+	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
+	URL=https://127.0.0.1:$KUBE_PORT_good/apis/resource.k8s.io/v1/resourceslices
+	AGENT_FLAGS=(--cri-socket none --dra --node-name node1
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+}
+
+# api ARGS...: curl against the stand-in, as the agent's service account.
+api() {
+	ip netns exec "$HOST_NS" curl -sS --max-time 10 --cacert "$KUBE_WORK/pki/ca.crt" \
+		-H "Authorization: Bearer dra-agent-token" "$@"
+}
+
+# slices: every slice the stand-in holds, one JSON array (read again when
+# the stand-in replaced a file under us).
+slices() {
+	local f i
+	for ((i = 0; i < 20; i++)); do
+		shopt -s nullglob
+		f=("$KUBE_RESOURCES"/resourceslices/*.json)
+		shopt -u nullglob
+		((${#f[@]})) || {
+			echo '[]'
+			return 0
+		}
+		jq -s . "${f[@]}" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "cannot read the slices in $KUBE_RESOURCES/resourceslices"
+}
+
+# wait_slices FILTER WHAT [SECONDS [jq args...]]: FILTER holds on slices
+# within SECONDS (default 10); OUT is the slices then.
+wait_slices() {
+	local filter=$1 what=$2 secs=${3:-10} i
+	shift 2
+	(($# > 0)) && shift
+	for ((i = 0; i < secs * 10; i++)); do
+		OUT=$(slices)
+		jq -e "$@" "$filter" <<<"$OUT" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "$what: jq '$filter' not true within ${secs}s on: $OUT
+agent log: $(tail -n 10 "$T/agent.log")"
+}
+
+gen() {
+	jq '[.[].spec.pool.generation] | max // 0' <<<"$(slices)"
+}
+
+NAMES='["net-pool3","pci-0000-af-00-0","pci-0000-af-00-1","pci-0000-af-00-2"]'
+# The device names with a net- name's hash cut off, sorted.
+NAMES_OF='([.[].spec.devices[].name | sub("^(?<p>net-[a-z0-9-]*?)-[0-9a-f]{8}$"; "\(.p)")] | sort)'
+
+# Start: one slice of pool node1 with the four NICs and their attributes;
+# kubectl reads it; a NIC removed and put back, each a new generation.
+publish() {
+	local -a AGENT_FLAGS
+	local g
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	jq_ok '.[0] | .spec.driver == $d and .spec.nodeName == "node1"
+		and .spec.pool.name == "node1" and .spec.pool.resourceSliceCount == 1
+		and .spec.pool.generation >= 1' "the slice's driver, node and pool" "$OUT" \
+		--arg d "$DRV"
+	jq_ok "$NAMES_OF == \$n" "the four NICs, named by PCI address (pool3 by name)" "$OUT" \
+		--argjson n "$NAMES"
+	jq_ok '.[0].spec.devices[] | select(.name == "pci-0000-af-00-0") | .attributes |
+		.["resource.kubernetes.io/pcieRoot"].string == "pci0000:ae" and
+		.["resource.kubernetes.io/pciBusID"].string == "0000:af:00.0" and
+		.["resource.kubernetes.io/numaNode"].int == 0' \
+		"pool0's standard attributes" "$OUT"
+	jq_ok '[.[0].spec.devices[] | select(.name | startswith("net-pool3")) | .attributes |
+		has("resource.kubernetes.io/pcieRoot")] == [false]' \
+		"pool3 (no PCI function) has no pcieRoot" "$OUT"
+	if command -v kubectl >/dev/null; then
+		kubeconfig "$KUBE_WORK/kubectl.kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
+			"token: dra-agent-token"
+		OUT=$(HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl \
+			--kubeconfig "$KUBE_WORK/kubectl.kubeconfig" --cache-dir "$KUBE_WORK/kcache" \
+			--request-timeout 10s get resourceslices \
+			--field-selector "spec.nodeName=node1,spec.driver=$DRV" -o json) ||
+			fail "kubectl get resourceslices: $OUT"
+		jq_ok "[.items[]] | $NAMES_OF == \$n" "kubectl reads the slice's devices" "$OUT" \
+			--argjson n "$NAMES"
+	else
+		info "kubectl not installed: its reading of the slices not checked"
+	fi
+	g=$(gen)
+	ip -n "$HOST_NS" link del pool1
+	wait_slices '.[0].spec.pool.generation == $g + 1' "pool1 removed: a new generation" 10 \
+		--argjson g "$g"
+	jq_ok "$NAMES_OF == (\$n - [\"pci-0000-af-00-1\"])" "pool1 gone from the slice" "$OUT" \
+		--argjson n "$NAMES"
+	mk_nic "$HOST_NS" pool1 peer1
+	wait_slices '.[0].spec.pool.generation == $g + 2' "pool1 back: a new generation" 10 \
+		--argjson g "$g"
+	jq_ok "$NAMES_OF == \$n" "pool1 back in the slice" "$OUT" --argjson n "$NAMES"
+	grep -q "published 1 ResourceSlice(s) of pool node1, generation $((g + 2))" \
+		"$T/agent.log" || fail "the publish not logged: $(tail -n 5 "$T/agent.log")"
+	node_down
+	kube_stop
+}
+run "slices published at start, with their attributes; a NIC removed and back" publish
+
+# Someone else's changes: the slice deleted, then edited, then a stranger's
+# slice of our node and driver: each put right by the resync.
+foreign() {
+	local -a AGENT_FLAGS
+	local g name body
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	g=$(gen)
+	name=$(jq -r '.[0].metadata.name' <<<"$OUT")
+	OUT=$(api -X DELETE "$URL/$name") || fail "DELETE $name: $OUT"
+	[[ ! -e $KUBE_RESOURCES/resourceslices/$name.json ]] || fail "DELETE left $name"
+	wait_slices 'length == 1 and .[0].spec.pool.generation > $g' \
+		"the deleted slice published again within the resync" 10 --argjson g "$g"
+	jq_ok "$NAMES_OF == \$n" "all four devices back" "$OUT" --argjson n "$NAMES"
+	g=$(gen)
+	# An edit: pool0's numaNode changed and a device dropped.
+	body=$(api "$URL/$name" | jq -c '.spec.devices |= map(select(.name !=
+		"pci-0000-af-00-2")) | (.spec.devices[] | select(.name == "pci-0000-af-00-0") |
+		.attributes["resource.kubernetes.io/numaNode"].int) = 7')
+	OUT=$(api -X PUT -H 'Content-Type: application/json' --data "$body" -w '%{http_code}' \
+		"$URL/$name") || fail "PUT $name: $OUT"
+	[[ $OUT == *200 ]] || fail "the edit was not taken: $OUT"
+	wait_slices "$NAMES_OF == \$n and .[0].spec.pool.generation > \$g" \
+		"the edited slice corrected" 10 --argjson n "$NAMES" --argjson g "$g"
+	jq_ok '.[0].spec.devices[] | select(.name == "pci-0000-af-00-0") |
+		.attributes["resource.kubernetes.io/numaNode"].int == 0' "pool0's numaNode back" "$OUT"
+	# A slice of our node and driver that is not ours: removed.
+	body=$(jq -c '.[0] | .metadata = {name: "stranger"}' <<<"$OUT")
+	OUT=$(api -X POST -H 'Content-Type: application/json' --data "$body" -w '%{http_code}' \
+		"$URL") || fail "POST stranger: $OUT"
+	[[ $OUT == *201 ]] || fail "the stranger's slice was not made: $OUT"
+	wait_slices 'length == 1 and .[0].metadata.name == $n' "the stranger's slice removed" 10 \
+		--arg n "$name"
+	node_down
+	kube_stop
+}
+run "slices deleted, edited or added by someone else: put right by the resync" foreign
+
+# A restarted agent: the same names, its generation not below the one in the
+# API; slices kept at SIGTERM.
+restart() {
+	local -a AGENT_FLAGS
+	local g before
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	# Another generation, so a restart starting at 1 would go back.
+	ip -n "$HOST_NS" link del pool2
+	wait_slices '.[0].spec.pool.generation >= 2' "pool2 removed: generation 2"
+	mk_nic "$HOST_NS" pool2 peer2
+	wait_slices "$NAMES_OF == \$n" "pool2 back" 10 --argjson n "$NAMES"
+	g=$(gen)
+	before=$(jq -c "$NAMES_OF" <<<"$OUT")
+	stop_agent
+	sleep 0.5
+	OUT=$(slices)
+	jq_ok 'length == 1' "the slice kept at SIGTERM" "$OUT"
+	: >"$T/agent.log"
+	start_agent
+	wait_event '.event == "list"' "the restarted agent lists"
+	sleep 1.5
+	grep -q "cannot publish" "$T/agent.log" && fail "the restarted agent failed to publish:
+$(cat "$T/agent.log")"
+	OUT=$(slices)
+	jq_ok '.[0].spec.pool.generation >= $g' "the generation not going back" "$OUT" \
+		--argjson g "$g"
+	[[ $(jq -c "$NAMES_OF" <<<"$OUT") == "$before" ]] ||
+		fail "device names changed across a restart: $before, now $(jq -c "$NAMES_OF" <<<"$OUT")"
+	# Now a change: its generation above the one before the restart.
+	ip -n "$HOST_NS" link del pool0
+	wait_slices '.[0].spec.pool.generation > $g' "pool0 removed after a restart" 10 \
+		--argjson g "$g"
+	node_down
+	kube_stop
+}
+run "agent restart: the same device names, the generation never going back" restart
+
+# The API failing: said once, the agent serving on, the slices published
+# once it answers again.
+api_down() {
+	local -a AGENT_FLAGS
+	local g n
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	g=$(gen)
+	echo "status 503" >"$KUBE_WORK/mode"
+	ip -n "$HOST_NS" link del pool1
+	wait_event '.event == "list" and (.devices[1].health == "Unhealthy")' \
+		"the agent serves the kubelet with the API down"
+	for ((n = 0; n < 100; n++)); do
+		grep -q "cannot publish the ResourceSlices of pool node1" "$T/agent.log" && break
+		sleep 0.1
+	done
+	sleep 4
+	n=$(grep -c "cannot publish the ResourceSlices" "$T/agent.log" || true)
+	((n == 1)) || fail "the API's failure said $n times, not once: $(tail "$T/agent.log")"
+	[[ $(gen) == "$g" ]] || fail "the generation changed with the API down"
+	echo ok >"$KUBE_WORK/mode"
+	wait_slices '.[0].spec.pool.generation == $g + 1' "published when the API is back" 40 \
+		--argjson g "$g"
+	jq_ok "$NAMES_OF == (\$n - [\"pci-0000-af-00-1\"])" "pool1 gone from the slice" "$OUT" \
+		--argjson n "$NAMES"
+	node_down
+	kube_stop
+}
+run "API failing: logged once, the agent serves on, published once it is back" api_down
+
+t_done
