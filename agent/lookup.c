@@ -23,7 +23,9 @@
 #include "log.h"
 #include "lookup.h"
 #include "loop.h"
+#include "podask.h"
 #include "podresources.h"
+#include "podwatch.h"
 #include "util.h"
 
 #define CONN_DEADLINE_MS 2000 /* to send the request line */
@@ -45,6 +47,7 @@ struct lookup_conn {
 struct lookup {
 	struct loop *loop;
 	struct podres *pr;
+	struct podwatch *pw; /* the pod question's cache, or NULL */
 	char *path;
 	struct loop_src listen, sweep;
 	struct lookup_conn *conns[MAX_CONNS];
@@ -233,6 +236,16 @@ static void on_io(struct loop_src *s)
 		refuse(c, err.msg);
 		return;
 	}
+	if (c->req.query_pod) {
+		char *json = c->lk->pw ? podwatch_answer(c->lk->pw, &c->req)
+				       : hpn_podask_reply_render(NULL, "no pod cache: the agent "
+								       "runs without --kubeconfig");
+
+		reply(c, json);
+		free(json);
+		conn_free(c);
+		return;
+	}
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
 	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
@@ -283,6 +296,11 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 	}
 	*ret = lk;
 	return 0;
+}
+
+void lookup_set_pods(struct lookup *lk, struct podwatch *pw)
+{
+	lk->pw = pw;
 }
 
 void lookup_stop(struct lookup *lk)

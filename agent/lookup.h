@@ -4,6 +4,7 @@
 
 struct loop;
 struct podres;
+struct podwatch;
 
 /*
  * The CNI's question on the agent's own unix socket (doc/agent.md, "The
@@ -14,6 +15,8 @@ struct lookup;
 
 /* Listens on path (mode 0600, its directory made 0700). */
 int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret);
+/* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
+void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
 /* At SIGTERM: the socket closed and removed, connections not yet asking closed. */
 void lookup_stop(struct lookup *lk);
 void lookup_free(struct lookup *lk);
