@@ -12,6 +12,8 @@
 # recreated under its name (new UID) not answered from the stale entry; the
 # agent down, the plugin asks the API itself; the watch cut (connection
 # lost) and a 410 Gone (compacted) each relisted, the cache right again.
+# kubectl (when installed) lists the node's pods by field selector and
+# watches the label change, so a real client checks the stand-in's list and watch.
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 # shellcheck source=lib.sh
@@ -166,10 +168,35 @@ from_cache() {
 }
 run "ADD of a labelled pod answered from the agent's cache, no pod GET" from_cache
 
+# kube_ctl ARGS...: kubectl in the host netns with the agent's kubeconfig.
+kube_ctl() {
+	HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl --kubeconfig "$KUBE_WORK/agent.kubeconfig" "$@"
+}
+
 label_change() {
+	local kpid=
 	cache_up
+	# kubectl, a real client, lists by the node's field selector and watches the change too.
+	if command -v kubectl >/dev/null; then
+		OUT=$(kube_ctl get pods -A --field-selector spec.nodeName=node1 -o name 2>&1)
+		[[ $(sort <<<"$OUT" | tr '\n' ' ') == "pod/trainer pod/web " ]] ||
+			fail "kubectl get pods --field-selector spec.nodeName=node1: $OUT"
+		kube_ctl get pods -n ns1 --watch -o 'jsonpath={.metadata.name}={.metadata.labels.alibabacloud\.com/hpn-type}{"\n"}' \
+			>"$T/kubectl.watch" 2>&1 &
+		kpid=$!
+		sleep 1
+	else
+		echo "# kubectl is not installed: the stand-in's watch is not read by kubectl"
+	fi
 	mk_pod ns1 trainer "$UID1" none
 	wait_label ns1 trainer "$UID1" none
+	if [[ -n $kpid ]]; then
+		sleep 0.5
+		kill "$kpid" 2>/dev/null || true
+		wait "$kpid" 2>/dev/null || true
+		grep -qx 'trainer=rdma' "$T/kubectl.watch" && grep -qx 'trainer=none' "$T/kubectl.watch" ||
+			fail "kubectl get pods --watch did not see the label change: $(cat "$T/kubectl.watch")"
+	fi
 	: >"$T/plugin.log"
 	run_plugin ADD "$CONF" CNI_ARGS="$(args trainer "$UID1")"
 	expect_result "ADD after the label was changed to none"
