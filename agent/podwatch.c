@@ -69,7 +69,6 @@ struct podwatch {
 	/* The thread's own. */
 	char rv[64];
 	bool gone; /* an ERROR event said 410: list again */
-	bool broken;
 	char *line;
 	size_t len, cap;
 };
@@ -227,6 +226,14 @@ static void set_rv(struct podwatch *pw, const cJSON *obj)
 
 	if (rv && strlen(rv) < sizeof(pw->rv))
 		snprintf(pw->rv, sizeof(pw->rv), "%s", rv);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The thread's wait: ms, or until podwatch_free. */
@@ -501,23 +508,27 @@ static void *run(void *arg)
 
 	while (!atomic_load(&pw->stop)) {
 		struct hpn_err err = { 0 };
-		int r;
+		int r = need_list ? list(pw, &err) : 0;
 
-		if (need_list) {
-			r = list(pw, &err);
-			if (r < 0)
-				goto failed;
-			need_list = false;
+		if (r == 0) {
+			long long start = now_ms();
+
+			r = watch(pw, &err);
+			if (atomic_load(&pw->stop))
+				break;
+			if (r >= 0) {
+				need_list = r == 1;
+				/* A server that ends every watch at once is not asked again at once. */
+				if (now_ms() - start < 1000) {
+					pause_ms(pw, backoff);
+					backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+									       : backoff * 2;
+				} else {
+					backoff = BACKOFF_MIN_MS;
+				}
+				continue;
+			}
 		}
-		r = watch(pw, &err);
-		if (atomic_load(&pw->stop))
-			break;
-		if (r >= 0) {
-			need_list = r == 1;
-			backoff = BACKOFF_MIN_MS;
-			continue;
-		}
-	failed:
 		if (atomic_load(&pw->stop))
 			break;
 		unsynced(pw);
@@ -592,8 +603,8 @@ void podwatch_free(struct podwatch *pw)
 
 char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 {
-	const char *why = NULL;
-	struct pod_entry *e;
+	const char *why = NULL, *json = NULL;
+	const struct pod_entry *e;
 	char *out;
 
 	pthread_mutex_lock(&pw->mu);
@@ -605,7 +616,9 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 	else if (req->uid[0] && strcmp(e->uid, req->uid) &&
 		 !(e->mirror && !strcmp(e->mirror, req->uid)))
 		why = "the cached pod has another UID";
-	out = hpn_podask_reply_render(why ? NULL : e->json, why);
+	else
+		json = e->json;
+	out = hpn_podask_reply_render(json, why);
 	pthread_mutex_unlock(&pw->mu);
 	if (why)
 		hpn_info("pod lookup for %s/%s: unknown (%s)", req->namespace, req->name, why);
