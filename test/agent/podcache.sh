@@ -194,7 +194,7 @@ label_change() {
 		sleep 0.5
 		kill "$kpid" 2>/dev/null || true
 		wait "$kpid" 2>/dev/null || true
-		grep -qx 'trainer=rdma' "$T/kubectl.watch" && grep -qx 'trainer=none' "$T/kubectl.watch" ||
+		{ grep -qx 'trainer=rdma' "$T/kubectl.watch" && grep -qx 'trainer=none' "$T/kubectl.watch"; } ||
 			fail "kubectl get pods --watch did not see the label change: $(cat "$T/kubectl.watch")"
 	fi
 	: >"$T/plugin.log"
