@@ -482,15 +482,12 @@ static int watch(struct podwatch *pw, struct hpn_err *err)
 	r = hpn_kube_stream(&kc, &call, &st, &a, &warn, err);
 	if (warn.msg[0])
 		hpn_warn("%s", warn.msg);
-	if (r == -ECANCELED && pw->gone) {
-		r = 1;
-	} else if (r >= 0 && a.status == 410) {
-		r = 1;
-	} else if (r >= 0 && a.status != 200) {
+	/* 410, or the stream ended by a bad event (not by a stop): list again. */
+	if (r >= 0 && a.status != 200 && a.status != 410)
 		r = hpn_kube_status_err(&kc, &call, &a, err);
-	} else if (r == -ECANCELED && !atomic_load(&pw->stop)) {
-		r = 1; /* a bad event: list again */
-	}
+	else if ((r >= 0 && a.status == 410) ||
+		 (r == -ECANCELED && (pw->gone || !atomic_load(&pw->stop))))
+		r = 1;
 	if (r == 1)
 		hpn_info("pod cache: resourceVersion %s is gone (410) or the stream was bad; "
 			 "listing again",

