@@ -26,7 +26,9 @@
 #include "log.h"
 #include "lookup.h"
 #include "loop.h"
+#include "podask.h"
 #include "podresources.h"
+#include "podwatch.h"
 #include "util.h"
 
 #define CONN_DEADLINE_MS 2000 /* to send the request line */
@@ -51,6 +53,7 @@ struct lookup {
 	struct podres *pr;
 	const struct dra_claims *dra; /* the DRA driver's prepared claims (NULL: off) */
 	char dra_driver[HPN_ALLOC_RESOURCE_MAX];
+	struct podwatch *pw; /* the pod question's cache, or NULL */
 	char *path;
 	struct loop_src listen, sweep;
 	struct lookup_conn *conns[MAX_CONNS];
@@ -301,6 +304,16 @@ static void on_io(struct loop_src *s)
 		refuse(c, err.msg);
 		return;
 	}
+	if (c->req.query_pod) {
+		char *json = c->lk->pw ? podwatch_answer(c->lk->pw, &c->req)
+				       : hpn_podask_reply_render(NULL, "no pod cache: the agent "
+								       "runs without --kubeconfig");
+
+		reply(c, json);
+		free(json);
+		conn_free(c);
+		return;
+	}
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
 	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
@@ -358,6 +371,11 @@ void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driv
 {
 	lk->dra = cl;
 	snprintf(lk->dra_driver, sizeof(lk->dra_driver), "%s", driver ? driver : "");
+}
+
+void lookup_set_pods(struct lookup *lk, struct podwatch *pw)
+{
+	lk->pw = pw;
 }
 
 void lookup_stop(struct lookup *lk)

@@ -5,6 +5,7 @@
 struct dra_claims;
 struct loop;
 struct podres;
+struct podwatch;
 
 /*
  * The CNI's question on the agent's own unix socket (doc/agent.md, "The
@@ -20,6 +21,8 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
  * lk) reserve is answered their NICs first, as resource driver.
  */
 void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver);
+/* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
+void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
 /* At SIGTERM: the socket closed and removed, connections not yet asking closed. */
 void lookup_stop(struct lookup *lk);
 void lookup_free(struct lookup *lk);

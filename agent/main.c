@@ -35,6 +35,7 @@
 #include "node.h"
 #include "pod.h"
 #include "podresources.h"
+#include "podwatch.h"
 #include "rpc.h"
 #include "sakubeconfig.h"
 #include "util.h"
@@ -109,7 +110,9 @@ static const char usage[] =
 	"  --gc-grace SEC       never GC a journal younger than this (default 300)\n"
 	"  --cni-path DIRS      where GC finds the IPAM plugin (default /opt/cni/bin)\n"
 	"  --kubeconfig PATH    keep the plugin's kubeconfig there, from the pod's\n"
-	"                       service account, rewritten when its token rotates\n"
+	"                       service account, rewritten when its token rotates;\n"
+	"                       with it, the pods of --node-name are watched and the\n"
+	"                       plugin's pod lookup answered from that cache\n"
 	"  --service-account DIR  its token and ca.crt (default\n"
 	"                       /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"  --help, --version\n"
@@ -154,6 +157,7 @@ struct agent {
 	char cdi_dir[HPN_CDI_DIR_MAX + 1];
 	struct metrics *metrics;
 	struct kc_watch *kc;
+	struct podwatch *pods; /* the node's pods, with --kubeconfig */
 	struct loop_src signals, kc_events, kc_timer;
 };
 
@@ -624,6 +628,13 @@ static int start(struct agent *a, struct opts *o)
 			hpn_error("kubeconfig %s: %s", o->kc.path, err.msg);
 			return r;
 		}
+		/* The plugin's pod lookups answered from a watch of this node's pods. */
+		r = podwatch_start(o->kc.path, o->node_name, &a->pods);
+		if (r < 0)
+			hpn_warn("pod cache: not started (%s): the plugin asks the API itself",
+				 strerror(-r));
+		else
+			lookup_set_pods(a->lookup, a->pods);
 	}
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,
 		 a->node.conf.name, a->node.devs.n, o->dp.resource);
@@ -687,6 +698,7 @@ static void stop(struct agent *a)
 	gc_free(a->gc);
 	cnilog_free(a->cnilog);
 	lookup_free(a->lookup);
+	podwatch_free(a->pods);
 	if (a->rpc && !deviceplugin_serving(a->dp) && !dra_serving(a->dra) && rpc_busy(a->rpc) == 0)
 		rpc_close(a->rpc);
 	deviceplugin_free(a->dp);

@@ -7,6 +7,8 @@
 # no lookup). And the device plugin through the stand-in (hpn-kubelet bench):
 # Allocate of one NIC and a ListAndWatch stream to its first list, latency per
 # call. Skipped, saying why, without the agent or the stand-in.
+# With the Kubernetes rows (kube.sh), the agent also keeps its pod cache of
+# node bench-node from the API stand-in, which kube.none.hpn-kagent asks.
 
 # agent_start: hpn-rdma-agent and the kubelet stand-in in the node netns (their
 # pids in AGENT_PIDS, for cleanup); pod bench-<k> holds nic<k> (the NIC's ID:
@@ -29,12 +31,28 @@ agent_start() {
 		"$KUBELET" serve -dir "$KL" -out "$W/kubelet.events" -pods "$W/pods.json" 2>"$W/kubelet.log" &
 		AGENT_PIDS=$!
 		for ((i = 0; i < 100; i++)); do [[ -S $KL/device-plugins/kubelet.sock ]] && break; sleep 0.05; done
-		ip netns exec "$NODE" "$AGENT" --config "$W/agent.conflist" --kubelet-dir "$KL" \
-			--lookup-socket "$W/agent.sock" --cdi-dir "$W/cdi" 2>"$W/agent.log" &
+		local -a kflags=()
+		[[ -n ${KUBE_PORT_good:-} && -d ${KUBE_WORK:-}/sa ]] &&
+			kflags=(--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa"
+				--node-name bench-node)
+		KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=${KUBE_PORT_good:-} \
+			ip netns exec "$NODE" "$AGENT" --config "$W/agent.conflist" --kubelet-dir "$KL" \
+			--lookup-socket "$W/agent.sock" --cdi-dir "$W/cdi" "${kflags[@]}" 2>"$W/agent.log" &
 		AGENT_PIDS+=" $!"
 		for ((i = 0; i < 200; i++)); do grep -q '"event":"list"' "$W/kubelet.events" 2>/dev/null && break; sleep 0.05; done
 		grep -q '"event":"list"' "$W/kubelet.events" ||
 			AGENT_WHY="the agent did not register with the stand-in: $(tail -n 3 "$W/agent.log")"
+		if ((${#kflags[@]})); then
+			for ((i = 0; i < 200; i++)); do grep -q 'pod cache: .* listed' "$W/agent.log" && break; sleep 0.05; done
+			grep -q 'pod cache: .* listed' "$W/agent.log" || {
+				SKIPPED+=(kube.none.hpn-kagent)
+				SKIP_WHY[kube.none.hpn-kagent]="the agent's pod cache did not list: $(tail -n 3 "$W/agent.log")"
+			}
+		fi
+	fi
+	if [[ -n $AGENT_WHY || -z ${KUBE_PORT_good:-} ]]; then
+		SKIPPED+=(kube.none.hpn-kagent)
+		SKIP_WHY[kube.none.hpn-kagent]=${AGENT_WHY:-"no API stand-in (kube.sh): ${KUBE_WHY:-no kube row}"}
 	fi
 	if [[ -n $AGENT_WHY ]]; then
 		for v in none static; do

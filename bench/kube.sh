@@ -8,7 +8,11 @@
 # decides, so every ADD GETs the pod. The lookup's cost per ADD is the
 # difference of the two (wall includes the stand-in's time to answer; CPU is
 # the plugin's own); the stand-in's request log proves 0 and 1 requests per
-# ADD. The VERSION rows of the plugin as it would be with libyaml, and
+# ADD. kube.none.hpn-kagent is klabel with hpn-rdma-agent's pod cache
+# (agent.sh starts the agent watching the stand-in's pods of node
+# bench-node): the plugin asks the agent over its socket, so 0 requests per
+# ADD; its config names the agent, so the ADD also makes the allocation
+# lookup of move.none.hpn-agent. The VERSION rows of the plugin as it would be with libyaml, and
 # libcurl + libyaml, linked instead of dlopen()ed (version.sh) say what every
 # start would pay. Skipped, saying why, without openssl or python3. Not in
 # the parallel rows: a Python stand-in's concurrency is not kube-apiserver's.
@@ -27,7 +31,7 @@ kube_args() {
 kube_setup() {
 	local k
 	KUBE_WHY=
-	mapfile -t KROWS < <(selected kube.none.hpn-kanno kube.none.hpn-klabel)
+	mapfile -t KROWS < <(selected kube.none.hpn-kanno kube.none.hpn-klabel kube.none.hpn-kagent)
 	if ((${#KROWS[@]})); then
 		if ! command -v openssl >/dev/null; then
 			KUBE_WHY="openssl is not installed (scripts/install-deps.sh)"
@@ -41,11 +45,12 @@ kube_setup() {
 	# shellcheck source=../test/kube/lib.sh
 	source "$SRC/test/kube/lib.sh"
 	KUBE_WORK=$W/kube
-	mkdir -p "$KUBE_WORK/pods/bench"
+	mkdir -p "$KUBE_WORK/pods/bench" "$KUBE_WORK/sa"
 	for ((k = 0; k < MAXPAR; k++)); do
 		jq --arg n "bench-$k" --arg uid "$(kube_uid "$k")" '.metadata.namespace = "bench" |
 			.metadata.name = $n | .metadata.uid = $uid |
-			.metadata.labels["alibabacloud.com/gpu-model-series"] = "gpu-hpn"' \
+			.metadata.labels["alibabacloud.com/gpu-model-series"] = "gpu-hpn" |
+			.spec.nodeName = "bench-node"' \
 			"$SRC/test/fixtures/pods/default/seed-gu8tf-7d9c5b8f4-x2kqp.json" \
 			>"$KUBE_WORK/pods/bench/bench-$k.json"
 	done
@@ -56,6 +61,9 @@ kube_setup() {
 	echo "bench-token-$$" >"$KUBE_WORK/tokens"
 	kubeconfig "$KUBE_WORK/kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
 		"token: bench-token-$$"
+	# The agent's service account (agent.sh: its pod cache, for kube.none.hpn-kagent).
+	echo "bench-token-$$" >"$KUBE_WORK/sa/token"
+	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
 	ROWS+=("${KROWS[@]}")
 }
 
@@ -77,6 +85,7 @@ kube_json() {
 		kube=$(jq -cn --arg w "$KUBE_WHY" '{skipped: $w}')
 	elif ((${#KROWS[@]})); then
 		kube=$(for row in "${KROWS[@]}"; do
+			[[ -f $W/kreq.$row ]] || continue # skipped (agent.sh says why)
 			awk -v r="$row" '{ q += $1; n += $2 } END { printf "{\"row\": \"%s\", \"requests\": %d, \"adds\": %d}\n", r, q, n }' \
 				"$W/kreq.$row"
 		done | jq -sc --arg srv "test/kube/apiserver.py (Python, HTTPS, bearer token) on the node netns's loopback" \

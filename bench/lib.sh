@@ -176,15 +176,17 @@ conf() {
 			type: "hpn-rdma", rdmaRequired: false, stateDir: $st, ifName: "hpn0",
 			nccl: {dir: $hints}, agent: {socket: $a, required: true}} | '"$(hpn_pool "$k")" <<<"$base"
 		;;
-	hpn-kanno | hpn-klabel)
-		# "kubernetes" in both; the annotations decide everything in kanno
-		# (selected, the model, the count), the label in klabel.
+	hpn-kanno | hpn-klabel | hpn-kagent)
+		# "kubernetes" in all; the annotations decide everything in kanno
+		# (selected, the model, the count), the label in klabel and kagent,
+		# which asks the agent's pod cache first.
 		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg kc "$W/kube/kubeconfig" \
-			--arg p "$plugin" '. + {type: "hpn-rdma", rdmaRequired: false,
+			--arg p "$plugin" --arg a "$W/agent.sock" '. + {type: "hpn-rdma", rdmaRequired: false,
 			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints},
 			kubernetes: {kubeconfig: $kc},
 			podSelector: {annotation: "alibabacloud.com/hpn-type",
 				label: "alibabacloud.com/hpn-type", value: "rdma"}} |
+			if $p == "hpn-kagent" then .agent = {socket: $a, required: true} else . end |
 			if $p == "hpn-kanno" then .runtimeConfig["io.kubernetes.cri.pod-annotations"] =
 				{"alibabacloud.com/hpn-type": "rdma",
 				 "alibabacloud.com/gpu-model-series": "gpu-hpn",

@@ -90,7 +90,14 @@ report_json() {
 				then {wall_ms: ($r[a].wall_ms.median - $r[b].wall_ms.median),
 				      cpu_ms: ($r[a].cpu_ms - $r[b].cpu_ms)} else null end;
 			 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
-				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma")})
+				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma"),
+				# Through the agent: the pod question and the allocation lookup;
+				# less the allocation lookup (hpn-agent - hpn-rdma): the pod question.
+				agent_lookup_added: d("kube.none.hpn-kagent"; "kube.none.hpn-kanno"),
+				agent_pod_question: (d("kube.none.hpn-kagent"; "kube.none.hpn-kanno") as $k |
+					d("move.none.hpn-agent"; "move.none.hpn-rdma") as $a |
+					if $k and $a then {wall_ms: ($k.wall_ms - $a.wall_ms),
+						cpu_ms: ($k.cpu_ms - $a.cpu_ms)} else null end)})
 			else $kube end),
 		  pod8: (if ($r["move8.none.hpn-rdma"].wall_ms | type) == "object" then
 			# A pod of 8 NICs (move, no IPAM) against the floors of 8 moves: the
@@ -212,6 +219,11 @@ report_table() {
 		 (if .kubernetes.lookup_added then
 		  "  podSelector.label decides (one GET per ADD): +\(f(.kubernetes.lookup_added.wall_ms)) ms wall," +
 		  " +\(f(.kubernetes.lookup_added.cpu_ms)) ms CPU over the annotations deciding" else empty end),
+		 (if .kubernetes.agent_lookup_added then
+		  "  podSelector.label decides, the pod cache of hpn-rdma-agent answers (no request): +\(f(.kubernetes.agent_lookup_added.wall_ms)) ms wall," +
+		  " +\(f(.kubernetes.agent_lookup_added.cpu_ms)) ms CPU over the annotations deciding, the allocation lookup included" +
+		  (if .kubernetes.agent_pod_question then "; the pod question alone (less move.none.hpn-agent - move.none.hpn-rdma): \(f(.kubernetes.agent_pod_question.wall_ms)) ms wall, \(f(.kubernetes.agent_pod_question.cpu_ms)) ms CPU" else "" end)
+		  else empty end),
 		 (if .kubernetes.annotations_added then
 		  "  the annotations decide (no request): \(f(.kubernetes.annotations_added.wall_ms)) ms wall," +
 		  " \(f(.kubernetes.annotations_added.cpu_ms)) ms CPU against move.none.hpn-rdma (no \"kubernetes\"): noise" else empty end),
@@ -346,7 +358,8 @@ report_check() {
 			 (([.serial[].row] | index("move.none.iproute2")) == null or .pod8.vs_iproute2_8x_one_move > 0))) and
 		# Not a timing: the annotation path asks nothing, the label path once per ADD.
 		(.kubernetes.skipped or ((.kubernetes.rows | map({(.row): .requests_per_add}) | add) as $q |
-			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1)) and
+			$q["kube.none.hpn-kanno"] == 0 and $q["kube.none.hpn-klabel"] == 1 and
+			($q["kube.none.hpn-kagent"] // 0) == 0)) and
 		all(.parallel[]; .reps == '"$PAR_REPS"' and .pods_per_s > 0) and
 		# A pair for each variant with both of its move rows, every cycle in it.
 		((.pairs | map(.variant) | sort) == ([.serial[] | select(.skipped | not) | .row |

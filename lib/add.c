@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -14,6 +15,7 @@
 #include "link.h"
 #include "log.h"
 #include "netns.h"
+#include "podask.h"
 #include "rdma.h"
 #include "session.h"
 #include "util.h"
@@ -325,6 +327,38 @@ static int pod_gpus(struct hpn_conf *conf, const struct hpn_alloc *al, struct hp
 }
 
 /*
+ * The pod from hpn-rdma-agent's cache of the node's pods (podask.h), when
+ * the config asks the agent and one listens: 0 with *ret; < 0 (no agent, not
+ * known to it, too slow, a bad answer) and the caller asks the API itself.
+ */
+static int pod_from_agent(const struct hpn_conf *conf, const struct hpn_kube_req *kreq,
+			  struct hpn_pod *ret)
+{
+	const char *sock = conf->agent.socket ? conf->agent.socket : HPN_DEFAULT_AGENT_SOCKET;
+	int timeout = conf->agent.timeout_ms > 0 && conf->agent.timeout_ms < HPN_PODASK_TIMEOUT_MS
+			      ? conf->agent.timeout_ms
+			      : HPN_PODASK_TIMEOUT_MS;
+	struct hpn_err err = { 0 };
+	struct hpn_alloc_req req;
+	struct stat st;
+	int r;
+
+	if (!conf->agent.lookup || stat(sock, &st) < 0)
+		return -ENOENT;
+	r = hpn_alloc_req_set(&req, kreq->ns, kreq->name, kreq->uid, &err);
+	if (r >= 0)
+		r = hpn_podask(sock, timeout, &req, kreq->resource, ret, &err);
+	if (r < 0) {
+		hpn_info("pod %s/%s: not from hpn-rdma-agent (%s): asking the Kubernetes API",
+			 kreq->ns, kreq->name, err.msg);
+		return r;
+	}
+	hpn_info("pod %s/%s from hpn-rdma-agent's pod cache (%s): uid %s, %lu %s", ret->ns,
+		 ret->name, conf->pod_lookup_why, ret->uid, ret->count, ret->resource);
+	return 0;
+}
+
+/*
  * The pod from the Kubernetes API, when its annotations left the decision
  * open (conf->pod_lookup): read before anything on the node changes, and
  * applied to conf (hpn_conf_apply_pod). Every failure is a CNI error, with
@@ -357,6 +391,8 @@ static int pod_lookup(const struct hpn_env *env, struct hpn_conf *conf, struct h
 				     .uid = v[2],
 				     .resource = conf->kube.gpu_resource,
 				     .timeout_ms = conf->kube.timeout_ms };
+	if (pod_from_agent(conf, &req, &pod) == 0)
+		goto apply;
 	r = hpn_kubeconfig_load(conf->kube.kubeconfig, &kc, &warn, err);
 	if (r < 0) {
 		if (warn.msg[0])
@@ -372,9 +408,10 @@ static int pod_lookup(const struct hpn_env *env, struct hpn_conf *conf, struct h
 		hpn_kubeconfig_free(&kc);
 		return r;
 	}
-	hpn_debug("pod %s/%s from %s (%s): uid %s, %lu %s", pod.ns, pod.name, kc.server,
-		  conf->pod_lookup_why, pod.uid, pod.count, pod.resource);
+	hpn_info("pod %s/%s from the Kubernetes API %s (%s): uid %s, %lu %s", pod.ns, pod.name,
+		 kc.server, conf->pod_lookup_why, pod.uid, pod.count, pod.resource);
 	hpn_kubeconfig_free(&kc);
+apply:
 	r = hpn_conf_apply_pod(conf, &pod, err);
 	hpn_pod_free(&pod);
 	if (r == 0 && conf->pod_selected)

@@ -98,7 +98,8 @@ char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
 	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION) ||
 	    !cJSON_AddStringToObject(o, "namespace", req->namespace) ||
 	    !cJSON_AddStringToObject(o, "name", req->name) ||
-	    !cJSON_AddStringToObject(o, "uid", req->uid)) {
+	    !cJSON_AddStringToObject(o, "uid", req->uid) ||
+	    (req->query_pod && !cJSON_AddStringToObject(o, "query", "pod"))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -135,7 +136,7 @@ static int check_version(const cJSON *o, const char *what, struct hpn_err *err)
 int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
-	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL;
+	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL, *query = NULL;
 	int r;
 
 	if (len > HPN_ALLOC_REQ_MAX)
@@ -152,10 +153,16 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 	if (r >= 0)
 		r = hpn_json_str(o, "uid", "", HPN_E_INVALID_CONFIG, 64, &uid, err);
 	if (r >= 0)
+		r = hpn_json_str(o, "query", "", HPN_E_INVALID_CONFIG, 16, &query, err);
+	if (r >= 0 && query && strcmp(query, "pod") != 0)
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				"query \"%s\" is not \"pod\" (or absent: the devices)", query);
+	if (r >= 0)
 		r = check_pod(ns, name, uid, HPN_E_INVALID_CONFIG, err);
 	if (r < 0)
 		return r;
 	memset(req, 0, sizeof(*req));
+	req->query_pod = query != NULL;
 	snprintf(req->namespace, sizeof(req->namespace), "%s", ns);
 	snprintf(req->name, sizeof(req->name), "%s", name);
 	snprintf(req->uid, sizeof(req->uid), "%s", uid ? uid : "");
@@ -348,18 +355,16 @@ static int no_agent(int r, const char *path, struct hpn_err *err)
 }
 
 /* NOLINTBEGIN(clang-analyzer-unix.Malloc): line and buf are _cleanup_free_, unseen by it */
-int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
-		     struct hpn_alloc *ret, struct hpn_err *err)
+int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, size_t max, char **ret,
+		  size_t *ret_len, struct hpn_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	long long deadline = now_ms() + timeout_ms;
-	_cleanup_free_ char *line = hpn_alloc_req_render(req), *buf = NULL;
+	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	size_t off = 0, len, got = 0;
 	int r;
 
-	if (!line)
-		return -ENOMEM;
 	if (hpn_snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", socket_path) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "agent.socket \"%.64s\" is too long", socket_path);
@@ -387,18 +392,18 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 			return no_agent(-errno, socket_path, err);
 		off += (size_t)n;
 	}
-	buf = malloc(HPN_ALLOC_REPLY_MAX + 1);
+	buf = malloc(max + 1);
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		ssize_t n = recv(fd, buf + got, HPN_ALLOC_REPLY_MAX + 1 - got, 0);
+		ssize_t n = recv(fd, buf + got, max + 1 - got, 0);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
 			r = wait_fd(fd, POLLIN, deadline);
 			if (r < 0)
 				return hpn_err_set(err, HPN_E_TRY_AGAIN, -r,
 						   "hpn-rdma-agent at %s did not answer within "
-						   "%d ms (agent.timeoutMs)",
+						   "%d ms",
 						   socket_path, timeout_ms);
 			continue;
 		}
@@ -407,12 +412,31 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 		if (n == 0)
 			break;
 		got += (size_t)n;
-		if (got > HPN_ALLOC_REPLY_MAX)
+		if (got > max)
 			return hpn_err_set(err, HPN_E_DECODE, EMSGSIZE,
-					   "hpn-rdma-agent's reply is over %u bytes",
-					   HPN_ALLOC_REPLY_MAX);
+					   "hpn-rdma-agent's reply is over %zu bytes", max);
 	}
 	buf[got] = '\0';
+	*ret_len = got;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		     struct hpn_alloc *ret, struct hpn_err *err)
+{
+	_cleanup_free_ char *line = hpn_alloc_req_render(req), *buf = NULL;
+	size_t got = 0;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	r = hpn_agent_ask(socket_path, timeout_ms, line, HPN_ALLOC_REPLY_MAX, &buf, &got, err);
+	if (r < 0) {
+		if (r == -ETIMEDOUT)
+			hpn_err_details(err, "agent.timeoutMs %d", timeout_ms);
+		return r;
+	}
 	return hpn_alloc_reply_parse(buf, got, ret, err);
 }
 /* NOLINTEND(clang-analyzer-unix.Malloc) */

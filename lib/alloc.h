@@ -41,6 +41,8 @@ struct hpn_alloc_req {
 	char namespace[64];
 	char name[254];
 	char uid[65];
+	/* "query": absent, the devices; "pod" (HPN_ALLOC_QUERY_POD), the pod (lib/podask.h). */
+	bool query_pod;
 };
 
 /* What the agent answers: the pod's devices of the resource, in PodResources' order. */
@@ -77,6 +79,16 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error);
  * agent's words; malformed replies are code 6.
  */
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err);
+
+/*
+ * The protocol's transport, for every question: connects to socket_path,
+ * writes line, reads the reply to EOF, at most max bytes, all within
+ * timeout_ms. 0 with *ret (malloc'd, NUL-terminated) and *ret_len;
+ * -ENOENT or -ECONNREFUSED (err set, code 11) when no agent listens there;
+ * -ETIMEDOUT (code 11); -EMSGSIZE (code 6) over max; other -errno.
+ */
+int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, size_t max, char **ret,
+		  size_t *ret_len, struct hpn_err *err);
 
 /*
  * Asks the agent at socket_path which devices the pod holds, within

@@ -666,6 +666,168 @@ out:
 	return r;
 }
 
+/* A watch's stream: the 200's bytes to the caller, any other status's body kept (bounded). */
+struct stream {
+	CURL *h;
+	const struct hpn_kube_stream *st;
+	long status;
+	struct body other;
+	bool stopped;
+};
+
+static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct stream *s = arg;
+	size_t n = size * nmemb;
+
+	if (!s->status) {
+		char *t = NULL;
+
+		k.easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->status);
+		k.easy_getinfo(s->h, CURLINFO_CONTENT_TYPE, &t);
+		if (s->status == 200 && !is_json(t)) {
+			s->other.not_json = true;
+			snprintf(s->other.type, sizeof(s->other.type), "%s", t ? t : "");
+			return 0;
+		}
+		s->other.h = s->h;
+	}
+	if (s->status != 200)
+		return on_data(data, size, nmemb, &s->other);
+	if (s->st->on_data(s->st->ud, data, n) < 0) {
+		s->stopped = true;
+		return 0;
+	}
+	return n;
+}
+
+/* Called at least once a second by libcurl, also while nothing arrives. */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	struct stream *s = arg;
+
+	if (s->st->stop && s->st->stop(s->st->ud)) {
+		s->stopped = true;
+		return 1;
+	}
+	return 0;
+}
+
+int hpn_kube_stream(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
+		    const struct hpn_kube_stream *st, struct hpn_kube_answer *ret,
+		    struct hpn_kube_warn *warn, struct hpn_err *err)
+{
+	struct lookup l = { .kc = kc, .call = call, .err = err };
+	struct stream s = { .st = st };
+	struct curl_slist *headers = NULL;
+	char *url = NULL, *auth = NULL, *token = NULL;
+	long status = 0;
+	CURLcode rc;
+	int r;
+
+	r = check_call(call, err);
+	if (r >= 0 && strcmp(call->method, "GET") != 0)
+		r = hpn_err_set(err, HPN_E_INTERNAL, EINVAL, "a stream is a GET");
+	if (r < 0)
+		return r;
+	r = -ENOMEM;
+	if (asprintf(&url, "%s%s", kc->server, call->path) < 0) {
+		url = NULL;
+		goto out;
+	}
+	r = hpn_kubeconfig_token(kc, &token, warn, err);
+	if (r < 0)
+		goto out;
+	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
+		auth = NULL;
+		r = -ENOMEM;
+		goto out;
+	}
+	r = curl_lib(err);
+	if (r < 0)
+		goto out;
+	r = -ENOMEM;
+	headers = k.slist_append(NULL, "Accept: application/json");
+	if (auth)
+		headers = header(headers, auth);
+	if (!headers)
+		goto out;
+	l.h = s.h = k.easy_init();
+	if (!l.h)
+		goto out;
+	r = setup(&l, url, headers);
+	if (r < 0)
+		goto out;
+	/* One request, no retry: the caller's loop re-watches; no size limit on a stream. */
+	k.easy_setopt(l.h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
+	k.easy_setopt(l.h, CURLOPT_WRITEFUNCTION, on_stream);
+	k.easy_setopt(l.h, CURLOPT_WRITEDATA, &s);
+	k.easy_setopt(l.h, CURLOPT_NOPROGRESS, 0L);
+	k.easy_setopt(l.h, CURLOPT_XFERINFOFUNCTION, on_progress);
+	k.easy_setopt(l.h, CURLOPT_XFERINFODATA, &s);
+	k.easy_setopt(l.h, CURLOPT_CONNECTTIMEOUT_MS, (long)HPN_KUBE_TIMEOUT_MS_DEFAULT);
+	k.easy_setopt(l.h, CURLOPT_TIMEOUT_MS, (long)call->timeout_ms);
+	rc = k.easy_perform(l.h);
+	k.easy_getinfo(l.h, CURLINFO_RESPONSE_CODE, &status);
+	if (s.stopped) {
+		r = hpn_err_set(err, HPN_E_TRY_AGAIN, ECANCELED, "Kubernetes API %s: %s: stopped",
+				kc->server, call->what);
+		goto out;
+	}
+	/* A watch that ends at its timeout ended well: the server or we closed it. */
+	if (rc == CURLE_OPERATION_TIMEDOUT && status == 200)
+		rc = CURLE_OK;
+	if (rc != CURLE_OK) {
+		enum verdict v;
+
+		l.body = s.other;
+		v = curl_result(&l, rc, &r);
+		s.other = l.body;
+		memset(&l.body, 0, sizeof(l.body));
+		if (v != FAIL)
+			r = fail(&l, HPN_E_TRY_AGAIN, EAGAIN, NULL, "%s",
+				 l.why[0] ? l.why : "the stream broke");
+		goto out;
+	}
+	if (status != 200) {
+		enum verdict v;
+
+		l.body = s.other;
+		v = http_status(&l, status, &r);
+		s.other = l.body;
+		memset(&l.body, 0, sizeof(l.body));
+		if (v == FAIL)
+			goto out;
+		if (v == RETRY) {
+			r = fail(&l, HPN_E_TRY_AGAIN, EAGAIN, NULL, "%s", l.why);
+			goto out;
+		}
+	}
+	*ret = (struct hpn_kube_answer){ .status = status,
+					 .body = s.other.buf ? s.other.buf : strdup(""),
+					 .len = s.other.len };
+	if (!ret->body) {
+		r = -ENOMEM;
+		goto out;
+	}
+	s.other.buf = NULL;
+	r = 0;
+out:
+	if (l.h)
+		k.easy_cleanup(l.h);
+	free(s.other.buf);
+	headers_free(headers);
+	hpn_kube_token_free(auth);
+	hpn_kube_token_free(token);
+	free(url);
+	return r;
+}
+
+int hpn_kube_init(struct hpn_err *err)
+{
+	return curl_lib(err);
+}
+
 void hpn_kube_answer_free(struct hpn_kube_answer *a)
 {
 	if (!a)

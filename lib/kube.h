@@ -104,6 +104,38 @@ int hpn_kube_request(const struct hpn_kubeconfig *kc, const struct hpn_kube_call
 		     struct hpn_kube_answer *ret, struct hpn_kube_warn *warn, struct hpn_err *err);
 void hpn_kube_answer_free(struct hpn_kube_answer *a);
 
+/* What a stream's bytes go to (hpn_kube_stream). */
+struct hpn_kube_stream {
+	/* The 200's body as it arrives, in pieces of any size; < 0 ends the stream. */
+	int (*on_data)(void *ud, const char *data, size_t len);
+	/* Asked at least once a second, also while nothing comes; true ends it (NULL: never). */
+	bool (*stop)(void *ud);
+	void *ud;
+};
+
+/*
+ * A long GET (a watch: ?watch=1) to kc's server, set up as hpn_kube_request
+ * sets one up (TLS, credentials, headers), whose 200 body goes to
+ * st->on_data as it comes, unbounded, until the server ends it or
+ * call->timeout_ms passes (both a normal end: 0, ret->status 200, an empty
+ * body). One request, never retried: the caller watches again. Another
+ * status: 0 with it and its body (bounded, as hpn_kube_request's), e.g. 410
+ * Gone; 401 and 403 the errors of hpn_kube_request; a 5xx, a connection that
+ * fails or breaks: code 11, -EAGAIN; ended by on_data or stop: code 11,
+ * -ECANCELED. Runs on the caller's thread: a thread of its own, since it
+ * blocks while the stream lasts.
+ */
+int hpn_kube_stream(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
+		    const struct hpn_kube_stream *st, struct hpn_kube_answer *ret,
+		    struct hpn_kube_warn *warn, struct hpn_err *err);
+
+/*
+ * libcurl loaded and curl_global_init run now, on this thread, when other
+ * threads will make requests (before 7.84, curl_global_init is not
+ * thread-safe). Errors as hpn_kube_request's for a libcurl it cannot use.
+ */
+int hpn_kube_init(struct hpn_err *err);
+
 /*
  * The error for an answer that is not the 2xx the caller wanted, named as
  * hpn_kube_request names its own: 404 code 3 ("CALL->WHAT does not exist"),

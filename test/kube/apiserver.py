@@ -3,6 +3,23 @@
 """A stand-in for the few kube-apiserver endpoints hpn-rdma uses, and nothing more.
 
 Pods: GET /api/v1/namespaces/{ns}/pods/{name} from DIR/{ns}/{name}.json.
+  Lists and watches (the agent's pod cache, kubectl get pods --watch):
+  GET /api/v1/pods and /api/v1/namespaces/{ns}/pods, a PodList of the pods
+  whose spec.nodeName matches fieldSelector (spec.nodeName, metadata.name,
+  metadata.namespace; = == !=) with metadata.resourceVersion; with watch=1
+  (or true) a chunked stream of {"type", "object"} lines: from
+  resourceVersion R the events after R (none or "0": ADDED for every pod
+  first), then each change as it comes, until timeoutSeconds (default 300)
+  ends it cleanly. DIR is polled every 50 ms: a file added, changed (its
+  bytes) or removed is an ADDED, MODIFIED or DELETED event with a new
+  resourceVersion (one counter for pods, slices and claims). The last 1000
+  events are kept: an R older than those, or than a compaction (the mode
+  "compact" below), is answered as kube-apiserver does, 200 then an ERROR
+  event with a Status of code 410 (Gone); R in the future waits. Touching
+  DIR/.drop-watches cuts every open watch without its last chunk (a
+  connection lost), DIR/.end-watches ends them as timeoutSeconds does.
+  Bookmarks are not sent. The served pods carry
+  metadata.resourceVersion; the files are left as they are.
 
 resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   ResourceSlices (cluster-scoped), in memory, each also written to
@@ -45,7 +62,7 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   object; networkData.interfaceName at most 256, hardwareAddress at most 128,
   at most 16 ips, unique, each an address in CIDR form. Written back to the
   file with a new resourceVersion.
-Left out: watch, pagination (limit and continue are ignored), managed
+Left out: watches of slices and claims, pagination (limit and continue are ignored), managed
 fields' per-field merge and apply conflicts between managers, json-patch,
 merge and strategic-merge patches, dryRun, finalizers, admission, the other
 resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
@@ -85,6 +102,9 @@ with the count left, so tests see how many were used):
   badjson         a truncated JSON body
   stall           read the request, never answer
   stallbody       send the headers and half the body, then stall
+  compact         the pod events kept are dropped and the resourceVersion
+                  moves on (a watch from before now gets 410), then the
+                  request is served
 
 Every request is logged to --log as one line: LISTENER PATH USER STATUS TIME
 (CLOCK_MONOTONIC seconds); a failed TLS handshake as LISTENER - - tls:ERROR.
@@ -555,6 +575,92 @@ GROUP_VERSION = {"groupVersion": GV, "version": "v1"}
 API_GROUP = {"name": GROUP, "versions": [GROUP_VERSION], "preferredVersion": GROUP_VERSION}
 
 
+class Pods:
+    """DIR's pods, polled: each a resourceVersion, and the events of their
+    changes for the watches."""
+
+    KEEP = 1000
+
+    def __init__(self, pdir, store):
+        self.dir = pdir
+        self.store = store  # its lock and counter: one resourceVersion for all
+        self.cond = threading.Condition(store.lock)
+        self.pods = {}  # (ns, name) -> (file signature, object)
+        self.events = []  # (rv int, type, object)
+        self.floor = 0  # the oldest resourceVersion a watch may start from
+        self.scan()
+        threading.Thread(target=self.poll, daemon=True).start()
+
+    def read_dir(self):
+        seen = {}
+        try:
+            namespaces = os.listdir(self.dir)
+        except OSError:
+            return seen
+        for ns in namespaces:
+            d = os.path.join(self.dir, ns)
+            if ns.startswith(".") or not os.path.isdir(d):
+                continue
+            for f in os.listdir(d):
+                if not f.endswith(".json"):
+                    continue
+                try:
+                    with open(os.path.join(d, f), "rb") as fh:
+                        data = fh.read()
+                    obj = json.loads(data)
+                except (OSError, ValueError):
+                    continue  # being written, or not a pod: not served in lists
+                if isinstance(obj, dict):
+                    seen[(ns, f[:-5])] = (data, obj)
+        return seen
+
+    def scan(self):
+        seen = self.read_dir()
+        with self.cond:
+            for key, (data, obj) in seen.items():
+                old = self.pods.get(key)
+                if old and old[0] == data:
+                    continue
+                rv = self.store.next_rv()
+                obj = json.loads(data)
+                obj.setdefault("metadata", {})["resourceVersion"] = rv
+                self.pods[key] = (data, obj)
+                self.event("MODIFIED" if old else "ADDED", obj)
+            for key in [k for k in self.pods if k not in seen]:
+                obj = json.loads(json.dumps(self.pods.pop(key)[1]))
+                obj["metadata"]["resourceVersion"] = self.store.next_rv()
+                self.event("DELETED", obj)
+
+    def event(self, kind, obj):
+        self.events.append((int(self.store.rv), kind, obj))
+        del self.events[:-self.KEEP]
+        if len(self.events) == self.KEEP:
+            self.floor = max(self.floor, self.events[0][0] - 1)
+        self.cond.notify_all()
+
+    def compact(self):
+        with self.cond:
+            # etcd keeps the compacted revision itself: one past it is gone too.
+            self.floor = int(self.store.next_rv())
+            self.events = []
+
+    def poll(self):
+        while not STOP.wait(0.05):
+            self.scan()
+
+    def touched(self, name):
+        try:
+            return os.stat(os.path.join(self.dir, name)).st_mtime
+        except OSError:
+            return 0
+
+
+def pod_values(obj):
+    meta = obj.get("metadata") or {}
+    return {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
+            "spec.nodeName": (obj.get("spec") or {}).get("nodeName") or ""}
+
+
 class Mode:
     """The --mode file, consumed under a lock (requests run in threads)."""
 
@@ -675,6 +781,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if len(parts) == 7 and parts[1:4] == ["api", "v1", "namespaces"] and parts[5] == "pods":
                 self.allow(method, "GET")
                 return self.pod(parts[4], parts[6], user)
+            if path == "/api/v1/pods" or (len(parts) == 6 and parts[1:4] == ["api", "v1", "namespaces"]
+                                           and parts[5] == "pods"):
+                self.allow(method, "GET")
+                return self.pod_list(parts[4] if len(parts) == 6 else None, user)
             if path.startswith(f"/apis/{GV}/"):
                 return self.resource(method, parts[4:], user)
         except ApiError as e:
@@ -689,7 +799,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if path == "/api/v1":
             return {"kind": "APIResourceList", "groupVersion": "v1",
                     "resources": [{"name": "pods", "singularName": "pod", "namespaced": True,
-                                   "kind": "Pod", "verbs": ["get"], "shortNames": ["po"]}]}
+                                   "kind": "Pod", "verbs": ["get", "list", "watch"],
+                                   "shortNames": ["po"]}]}
         if path == "/apis":
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [API_GROUP]}
         if path == "/apis/" + GROUP:
@@ -752,6 +863,86 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(file, "rb") as f:
             body = f.read()
         self.answer(what, 200, body, user)
+
+    def pod_list(self, ns, user):
+        pods = self.server.cfg.pods
+        fields = selector(self.query.get("fieldSelector", [""])[0], "field")
+        for key, _, _ in fields:
+            if key not in ("metadata.name", "metadata.namespace", "spec.nodeName"):
+                raise bad_request(f"field label not supported: {key}")
+        if ns:
+            fields.append(("metadata.namespace", "=", ns))
+        what = self.fault(user)
+        if what is None:
+            return
+        if what == "compact":
+            pods.compact()
+        if self.query.get("watch", [""])[0] in ("1", "true"):
+            return self.pod_watch(pods, fields, user)
+        with pods.cond:
+            items = [obj for _, obj in pods.pods.values() if matches(fields, pod_values(obj))]
+            rv = pods.store.rv
+        items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")))
+        self.answer(what, 200, {"kind": "PodList", "apiVersion": "v1",
+                                "metadata": {"resourceVersion": str(rv)}, "items": items}, user)
+
+    def chunk(self, obj):
+        data = json.dumps(obj).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def pod_watch(self, pods, fields, user):
+        rv = self.query.get("resourceVersion", [""])[0]
+        timeout = float(self.query.get("timeoutSeconds", ["300"])[0])
+        start, started = time.monotonic(), time.time()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.record(user, 200)
+        with pods.cond:
+            if rv in ("", "0"):
+                pending = [("ADDED", obj) for _, obj in pods.pods.values()]
+                at = int(pods.store.rv)
+            elif not rv.isdigit() or int(rv) < pods.floor:
+                pending, at = None, 0
+            else:
+                at = int(rv)
+                pending = []
+        try:
+            if pending is None:
+                self.chunk({"type": "ERROR", "object": status_object(
+                    410, "Expired", f"too old resource version: {rv} ({pods.floor})")})
+                self.wfile.write(b"0\r\n\r\n")
+                return
+            while True:
+                for kind, obj in pending:
+                    if matches(fields, pod_values(obj)):
+                        self.chunk({"type": kind, "object": obj})
+                if pods.touched(".drop-watches") > started:
+                    # Cut: no last chunk, the connection closed under the client.
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                left = timeout - (time.monotonic() - start)
+                if left <= 0 or STOP.is_set() or pods.touched(".end-watches") > started:
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+                with pods.cond:
+                    if pods.floor > at:
+                        pending = None
+                    else:
+                        pods.cond.wait(min(left, 0.1))
+                        pending = [(k, o) for r, k, o in pods.events if r > at]
+                        if pods.events:
+                            at = max(at, pods.events[-1][0])
+                if pending is None:
+                    self.chunk({"type": "ERROR", "object": status_object(
+                        410, "Expired", "too old resource version: compacted")})
+                    self.wfile.write(b"0\r\n\r\n")
+                    return
+        except OSError:
+            self.close_connection = True  # the client went away
 
     # ---- resource.k8s.io/v1 ------------------------------------------------------
 
@@ -1092,6 +1283,7 @@ def main():
     cfg.log_lock = threading.Lock()
     cfg.mode = Mode(cfg.mode)
     cfg.store = Store(cfg.resources)
+    cfg.pods = Pods(cfg.dir, cfg.store)
     pki = cfg.pki
     ca = os.path.join(pki, "ca.crt")
     servers = {

@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# The agent as the node's API client (issue 30 item 6): hpn-rdma-agent lists
+# and watches the pods of its node from the API stand-in (test/kube/
+# apiserver.py, in the scenario's host netns) and answers the plugin's pod
+# lookup (podSelector.label) on its lookup socket ("query": "pod"), so ADD
+# makes no request to the API; as root in throwaway namespaces
+# (test/netns/lib.sh), the node of test/agent/lib.sh.
+#
+# Scenarios: a pod whose label decides attached from the cache with no pod
+# GET in the stand-in's log; a label changed in the API seen by the next ADD
+# through the watch; a pod created after the agent started known; a pod
+# recreated under its name (new UID) not answered from the stale entry; the
+# agent down, the plugin asks the API itself; the watch cut (connection
+# lost) and a 410 Gone (compacted) each relisted, the cache right again.
+# kubectl (when installed) lists the node's pods by field selector and
+# watches the label change, so a real client checks the stand-in's list and watch.
+# shellcheck source=../netns/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../kube/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
+
+t_init
+[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
+[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
+[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/install-deps.sh)"
+[[ -x $PY ]] || skip "$PY is not installed (scripts/install-deps.sh)"
+
+UID1=5b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f10
+UID2=0d6f0e1a-2b3c-4d5e-8f70-112233445566
+LABEL=alibabacloud.com/hpn-type
+KUBE_LIFETIME=300
+
+# mk_pod NS NAME UID VALUE [NODE]: the pod in the stand-in's directory, label
+# $LABEL=VALUE ("" none), on NODE (default node1); written whole at once.
+mk_pod() {
+	local f=$KUBE_WORK/pods/$1/$2.json
+	mkdir -p "${f%/*}"
+	jq -n --arg ns "$1" --arg name "$2" --arg uid "$3" --arg v "$4" --arg node "${5:-node1}" \
+		--arg l "$LABEL" '{kind: "Pod", apiVersion: "v1",
+		metadata: {namespace: $ns, name: $name, uid: $uid,
+			labels: ({app: "trainer"} + (if $v == "" then {} else {($l): $v} end)),
+			annotations: {"example.com/note": "x"}},
+		spec: {nodeName: $node, containers: [{name: "main", image: "busybox",
+			env: [{name: "A", value: "b"}],
+			resources: {limits: {"nvidia.com/gpu": "8"}}}]}}' >"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+
+# cache_up: the stand-in, the agent's service account for it, the node with
+# the agent watching node1's pods; the plugin's config with podSelector and
+# the kubeconfig the agent keeps.
+cache_up() {
+	KUBE_WORK=$T/kube-$SCEN
+	rm -rf "$KUBE_WORK"
+	mkdir -p "$KUBE_WORK/pods" "$KUBE_WORK/sa"
+	kube_pki
+	KUBE_PY_WRAP=(ip netns exec "$HOST_NS")
+	mk_pod ns1 trainer "$UID1" rdma
+	mk_pod ns1 web "$UID2" ""
+	mk_pod ns1 elsewhere "$UID2" rdma node2
+	kube_start "$KUBE_WORK/pods" || fail "the API stand-in did not start"
+	echo "cache-agent-token" >"$KUBE_WORK/tokens"
+	echo "cache-agent-token" >"$KUBE_WORK/sa/token"
+	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
+	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
+	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
+	AGENT_FLAGS=(--cri-socket none --node-name node1
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+	NODE_CONF=".kubernetes = {kubeconfig: \"$KUBE_WORK/agent.kubeconfig\", timeout: 3000} |
+		.podSelector = {label: \"$LABEL\", value: \"rdma\"}"
+	node_up plain
+	CONF=$(agent_net_conf "$NODE_CONF")
+	wait_log "pod cache: 2 pods of node node1 listed" "the first list"
+}
+
+cache_down() {
+	node_down
+	kube_stop
+	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
+}
+
+# wait_log TEXT WHAT [N]: the agent's log holds TEXT N times (default 1) within 10 s.
+wait_log() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -cF "$1" "$T/agent.log") >= ${3:-1})) && return 0
+		sleep 0.1
+	done
+	fail "$2: the agent's log does not say \"$1\"${3:+ $3 times}: $(tail -n 15 "$T/agent.log")"
+}
+
+# pod_gets NS/NAME: the stand-in's GETs of that pod.
+pod_gets() {
+	grep -c " /api/v1/namespaces/${1%/*}/pods/${1#*/} " "$KUBE_WORK/requests.log" || true
+}
+
+# ask NS NAME UID: the agent's reply to the pod question, in OUT.
+ask() {
+	OUT=$(lookup_raw "$(jq -cn --arg ns "$1" --arg n "$2" --arg u "$3" \
+		'{version: 1, namespace: $ns, name: $n, uid: $u, query: "pod"}')")
+}
+
+# wait_label NS NAME UID VALUE: the cache answers the pod with $LABEL=VALUE ("" none) within 10 s.
+wait_label() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		ask "$1" "$2" "$3"
+		jq -e --arg l "$LABEL" --arg v "$4" --arg u "$3" '.pod.metadata.uid == $u and
+			(.pod.metadata.labels[$l] // "") == $v' <<<"$OUT" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "the cache does not answer $1/$2 with $LABEL=\"$4\" within 10 s: $OUT
+$(tail -n 10 "$T/agent.log")"
+}
+
+args() { # args NAME UID
+	echo "K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=$1;K8S_POD_UID=$2"
+}
+
+# add_from_cache NAME UID WHAT: ADD attaches hpn0, the pod read from the
+# agent (the plugin's log says so), no GET of the pod; then DEL.
+add_from_cache() {
+	local before
+	before=$(pod_gets "ns1/$1")
+	: >"$T/plugin.log"
+	run_plugin ADD "$CONF" CNI_ARGS="$(args "$1" "$2")"
+	expect_result "$3"
+	has_link "$POD_NS" hpn0 || fail "$3: no hpn0 in the pod"
+	grep -q "pod ns1/$1 from hpn-rdma-agent's pod cache (podSelector.label decides): uid $2, 8 nvidia.com/gpu" \
+		"$T/plugin.log" || fail "$3: the plugin's log does not say the agent answered: $(cat "$T/plugin.log")"
+	[[ $(pod_gets "ns1/$1") == "$before" ]] ||
+		fail "$3: the plugin asked the API: $(tail -n 5 "$KUBE_WORK/requests.log")"
+	run_plugin DEL "$CONF" CNI_ARGS="$(args "$1" "$2")"
+	expect_ok "DEL after $3"
+}
+
+# ---- scenarios --------------------------------------------------------------------
+
+from_cache() {
+	local n
+	cache_up
+	add_from_cache trainer "$UID1" "ADD of a pod labelled rdma, from the cache"
+	[[ $(pod_gets ns1/trainer) == 0 ]] || fail "a GET of the pod was made"
+	grep -q 'pods?fieldSelector=spec.nodeName%3Dnode1&limit=' "$KUBE_WORK/requests.log" ||
+		fail "the agent did not list node1's pods: $(cat "$KUBE_WORK/requests.log")"
+	grep -q 'pods?fieldSelector=spec.nodeName%3Dnode1&watch=1&resourceVersion=[0-9]' \
+		"$KUBE_WORK/requests.log" || fail "the agent did not watch node1's pods"
+	# The cache holds what hpn_pod_parse reads, not the whole object.
+	ask ns1 trainer "$UID1"
+	jq_ok '.version == 1 and .pod.kind == "Pod" and .pod.metadata.annotations["example.com/note"] == "x"
+		and .pod.spec.containers == [{name: "main", resources: {limits: {"nvidia.com/gpu": "8"}}}]
+		and (.pod.spec | has("nodeName") | not)' "the cached pod, trimmed" "$OUT"
+	# A pod of another node is not watched; a pod without the label passes through.
+	ask ns1 elsewhere "$UID2"
+	jq_ok '.unknown == "the pod is not in the cache"' "another node's pod" "$OUT"
+	run_plugin ADD "$CONF" CNI_ARGS="$(args web "$UID2")"
+	expect_result "ADD of a pod without the label"
+	has_link "$POD_NS" hpn0 && fail "a pod without the label got hpn0"
+	n=$(pod_gets ns1/web)
+	[[ $n == 0 ]] || fail "the unlabelled pod was read from the API ($n GETs)"
+	# A question the agent refuses: an unknown query.
+	OUT=$(lookup_raw '{"version":1,"namespace":"ns1","name":"trainer","query":"node"}')
+	jq_ok '.error | test("query \"node\" is not \"pod\"")' "an unknown query refused" "$OUT"
+	cache_down
+}
+run "ADD of a labelled pod answered from the agent's cache, no pod GET" from_cache
+
+# kube_ctl ARGS...: kubectl in the host netns with the agent's kubeconfig.
+kube_ctl() {
+	HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl --kubeconfig "$KUBE_WORK/agent.kubeconfig" "$@"
+}
+
+label_change() {
+	local kpid=
+	cache_up
+	# kubectl, a real client, lists by the node's field selector and watches the change too.
+	if command -v kubectl >/dev/null; then
+		OUT=$(kube_ctl get pods -A --field-selector spec.nodeName=node1 -o name 2>&1)
+		[[ $(sort <<<"$OUT" | tr '\n' ' ') == "pod/trainer pod/web " ]] ||
+			fail "kubectl get pods --field-selector spec.nodeName=node1: $OUT"
+		kube_ctl get pods -n ns1 --watch -o 'jsonpath={.metadata.name}={.metadata.labels.alibabacloud\.com/hpn-type}{"\n"}' \
+			>"$T/kubectl.watch" 2>&1 &
+		kpid=$!
+		sleep 1
+	else
+		echo "# kubectl is not installed: the stand-in's watch is not read by kubectl"
+	fi
+	mk_pod ns1 trainer "$UID1" none
+	wait_label ns1 trainer "$UID1" none
+	if [[ -n $kpid ]]; then
+		sleep 0.5
+		kill "$kpid" 2>/dev/null || true
+		wait "$kpid" 2>/dev/null || true
+		{ grep -qx 'trainer=rdma' "$T/kubectl.watch" && grep -qx 'trainer=none' "$T/kubectl.watch"; } ||
+			fail "kubectl get pods --watch did not see the label change: $(cat "$T/kubectl.watch")"
+	fi
+	: >"$T/plugin.log"
+	run_plugin ADD "$CONF" CNI_ARGS="$(args trainer "$UID1")"
+	expect_result "ADD after the label was changed to none"
+	has_link "$POD_NS" hpn0 && fail "the label changed to none, yet hpn0 was attached"
+	grep -q "pod ns1/trainer from hpn-rdma-agent's pod cache" "$T/plugin.log" ||
+		fail "the changed pod was not answered by the agent"
+	mk_pod ns1 trainer "$UID1" rdma
+	wait_label ns1 trainer "$UID1" rdma
+	add_from_cache trainer "$UID1" "ADD after the label was set back to rdma"
+	[[ $(pod_gets ns1/trainer) == 0 ]] || fail "a GET of the pod was made"
+	cache_down
+}
+run "a label changed in the API is seen by the next ADD through the watch" label_change
+
+new_pod() {
+	cache_up
+	ask ns1 late "$UID2"
+	jq_ok '.unknown == "the pod is not in the cache"' "a pod not yet created" "$OUT"
+	mk_pod ns1 late "$UID2" rdma
+	wait_label ns1 late "$UID2" rdma
+	add_from_cache late "$UID2" "ADD of a pod created after the agent started"
+	# Deleted: gone from the cache.
+	rm "$KUBE_WORK/pods/ns1/late.json"
+	for ((i = 0; i < 100; i++)); do
+		ask ns1 late "$UID2"
+		[[ $(jq -r '.unknown // ""' <<<"$OUT") == "the pod is not in the cache" ]] && break
+		sleep 0.1
+	done
+	jq_ok '.unknown == "the pod is not in the cache"' "a deleted pod" "$OUT"
+	cache_down
+}
+run "a pod created after the agent started is known; a deleted one is not" new_pod
+
+recreated() {
+	local n
+	cache_up
+	rm "$KUBE_WORK/pods/ns1/trainer.json"
+	sleep 0.3
+	mk_pod ns1 trainer "$UID2" rdma
+	wait_label ns1 trainer "$UID2" rdma
+	ask ns1 trainer "$UID1"
+	jq_ok '.unknown == "the cached pod has another UID"' "the old UID of a recreated pod" "$OUT"
+	# The old sandbox's ADD: not from the cache; the API says the same (code 3).
+	: >"$T/plugin.log"
+	run_plugin ADD "$CONF" CNI_ARGS="$(args trainer "$UID1")"
+	expect_err 3 "ADD under the old UID" "not K8S_POD_UID $UID1"
+	grep -q "pod ns1/trainer: not from hpn-rdma-agent (hpn-rdma-agent does not know: the cached pod has another UID)" \
+		"$T/plugin.log" || fail "the plugin's log does not say why the agent did not answer"
+	n=$(pod_gets ns1/trainer)
+	[[ $n == 1 ]] || fail "the plugin did not ask the API itself ($n GETs)"
+	add_from_cache trainer "$UID2" "ADD of the recreated pod"
+	cache_down
+}
+run "a pod recreated under its name (new UID) is not answered from the stale entry" recreated
+
+agent_down() {
+	local n
+	cache_up
+	stop_agent
+	: >"$T/plugin.log"
+	run_plugin ADD "$CONF" CNI_ARGS="$(args trainer "$UID1")"
+	expect_result "ADD with the agent down"
+	has_link "$POD_NS" hpn0 || fail "no hpn0 with the agent down"
+	n=$(pod_gets ns1/trainer)
+	[[ $n == 1 ]] || fail "with the agent down the plugin made $n GETs of the pod, not 1"
+	grep -q "pod ns1/trainer from the Kubernetes API" "$T/plugin.log" ||
+		fail "the plugin's log does not say the API answered: $(cat "$T/plugin.log")"
+	run_plugin DEL "$CONF" CNI_ARGS="$(args trainer "$UID1")"
+	expect_ok "DEL"
+	node_down
+	kube_stop
+	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
+}
+run "the agent down: the plugin reads the pod from the API" agent_down
+
+watch_lost() {
+	cache_up
+	# A connection lost under the watch: not synced, listed again.
+	touch "$KUBE_WORK/pods/.drop-watches"
+	wait_log "not synced, listing again" "the watch cut"
+	wait_log "pod cache: 2 pods of node node1 listed" "the list after the cut" 2
+	mk_pod ns1 trainer "$UID1" none
+	wait_label ns1 trainer "$UID1" none
+	# 410 Gone: the events after our resourceVersion were compacted away;
+	# the watch ends cleanly, the next one from our version is refused.
+	echo "compact 1" >"$KUBE_WORK/mode"
+	touch "$KUBE_WORK/pods/.end-watches"
+	wait_log "is gone (410)" "the watch after compaction"
+	wait_log "pod cache: 2 pods of node node1 listed" "the list after 410" 3
+	[[ $(cat "$KUBE_WORK/mode") == "compact 0" ]] || fail "the compaction was not asked for"
+	mk_pod ns1 trainer "$UID1" rdma
+	wait_label ns1 trainer "$UID1" rdma
+	add_from_cache trainer "$UID1" "ADD after the watch was cut and compacted"
+	# The API down: not synced, so "unknown", and the plugin's own lookup.
+	kube_stop
+	touch "$KUBE_WORK/pods/.drop-watches"
+	wait_log "not synced, listing again" "the API gone" 2
+	ask ns1 trainer "$UID1"
+	jq_ok '.unknown == "the pod cache is not synced with the API"' "not synced: unknown" "$OUT"
+	node_down
+	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
+}
+run "the watch cut, and 410 Gone: relisted, the cache right again; the API down: unknown" watch_lost
+
+t_done

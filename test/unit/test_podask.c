@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for lib/podask.c and the pod question of the lookup protocol
+ * (lib/alloc.c): the request's "query", the reply around a cached pod or
+ * "unknown", and the plugin's parse of both (a refusal, malformed replies,
+ * a pod that hpn_pod_parse refuses).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "check.h"
+#include "podask.h"
+
+#define POD                                                                                        \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"ns1\","             \
+	"\"name\":\"trainer\",\"uid\":\"ab-12\",\"labels\":{\"alibabacloud.com/hpn-type\":"        \
+	"\"rdma\"}},\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"          \
+	"{\"nvidia.com/gpu\":\"8\"}}}]}}"
+
+static void test_request(void)
+{
+	struct hpn_alloc_req req, back;
+	struct hpn_err err = { 0 };
+	char *line;
+
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns1", "trainer", "ab-12", &err), 0);
+	CHECK(!req.query_pod);
+	req.query_pod = true;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_EQ(line, "{\"version\":1,\"namespace\":\"ns1\",\"name\":\"trainer\","
+			   "\"uid\":\"ab-12\",\"query\":\"pod\"}\n");
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK(back.query_pod);
+	CHECK_STR_EQ(back.uid, "ab-12");
+	free(line);
+
+	static const char *const bad[] = {
+		"{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"node\"}",
+		"{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":7}",
+		"{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(hpn_alloc_req_parse(bad[i], strlen(bad[i]), &back, &err) < 0);
+		CHECK_STR_HAS(err.msg, "query");
+	}
+}
+
+static void test_reply(void)
+{
+	struct hpn_err err = { 0 };
+	struct hpn_pod pod;
+	char *s;
+
+	s = hpn_podask_reply_render(POD, NULL);
+	CHECK_STR_EQ(s, "{\"version\":1,\"pod\":" POD "}");
+	CHECK_INT_EQ(hpn_podask_reply_parse(s, strlen(s), NULL, &pod, &err), 0);
+	CHECK_STR_EQ(pod.uid, "ab-12");
+	CHECK_STR_EQ(pod.ns, "ns1");
+	CHECK_INT_EQ((int)pod.count, 8);
+	CHECK_STR_EQ(hpn_pod_label(&pod, "alibabacloud.com/hpn-type"), "rdma");
+	hpn_pod_free(&pod);
+	free(s);
+
+	s = hpn_podask_reply_render(NULL, "the pod is not in the cache");
+	CHECK_STR_EQ(s, "{\"version\":1,\"unknown\":\"the pod is not in the cache\"}");
+	CHECK_INT_EQ(hpn_podask_reply_parse(s, strlen(s), NULL, &pod, &err), -ENOENT);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK_STR_HAS(err.msg, "the pod is not in the cache");
+	free(s);
+
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ "", "not a JSON object" },
+		{ "{\"version\":2,\"pod\":{}}", "version" },
+		{ "{\"version\":1}", "neither" },
+		{ "{\"version\":1,\"pod\":7}", "neither" },
+		{ "{\"version\":1,\"error\":\"query refused\"}", "query refused" },
+		{ "{\"version\":1,\"pod\":{\"kind\":\"Pod\"}}", "pod reply" },
+		{ "{\"version\":1,\"pod\":{\"a\":\"\\u0000\"}}", "not a JSON object" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(hpn_podask_reply_parse(bad[i].json, strlen(bad[i].json), NULL, &pod, &err) <
+		      0);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+}
+
+int main(void)
+{
+	test_request();
+	test_reply();
+	return check_done();
+}
