@@ -278,7 +278,7 @@ gpus() {
 		fi
 		grep -q 'gpu-' "$T/err" || fail "the refusal of $bad does not name the flag: $(cat "$T/err")"
 	done
-	"$HPN_AGENT" --help | grep -q -- '--gpu-resource NAMES' || fail "--help does not show --gpu-resource"
+	"$HPN_AGENT" --help | grep -- '--gpu-resource NAMES' >/dev/null || fail "--help does not show --gpu-resource"
 }
 run "the pod's GPUs in the lookup: nvidia.com/gpu IDs and gpu.nvidia.com claims, in order, once" gpus
 

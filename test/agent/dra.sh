@@ -37,7 +37,7 @@ dra_kubelet() {
 	local -a AGENT_FLAGS
 	local mode spec n want
 	for f in '--dra ' '--dra-driver NAME' '--node-name NAME'; do
-		"$HPN_AGENT" --help | grep -q -- "$f" || fail "--help does not show $f"
+		"$HPN_AGENT" --help | grep -- "$f" >/dev/null || fail "--help does not show $f"
 	done
 	if "$HPN_AGENT" --config /dev/null --dra 2>"$T/err" ||
 		! grep -q 'reads claims with --kubeconfig' "$T/err"; then

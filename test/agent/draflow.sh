@@ -240,7 +240,7 @@ run "DRA: the agent restarted between Prepare and ADD" restart_flow
 
 # The API down during ADD and DEL: both succeed; the status is written once it is back.
 api_down() {
-	local conf mac0 res
+	local conf mac0 res i
 	flow_up
 	mac0=$(mac_of "$HOST_NS" pool0)
 	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
@@ -252,7 +252,11 @@ api_down() {
 	res=$OUT
 	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the claim's second NIC"
 	has_link "$HOST_NS" pool1 || fail "pool1, not in the claim, left the host"
-	sleep 2
+	# The worker is shared (the slices' rounds fail too, each up to 1.5 s): within 10 s.
+	for ((i = 0; i < 100; i++)); do
+		grep -q 'DRA status: claim ml/c1: not written, retried' "$T/agent.log" && break
+		sleep 0.1
+	done
 	grep -q 'DRA status: claim ml/c1: not written, retried' "$T/agent.log" ||
 		fail "the failed write was not logged: $(grep 'DRA status' "$T/agent.log" | tail -n 3)"
 	jq_ok '.status | has("devices") | not' "no status while the API is down" \
