@@ -79,7 +79,7 @@ struct att {
 
 static void atts_free(struct att *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; v && i < n; i++) {
 		hpn_journal_free(&v[i].j);
 		hpn_result_free(v[i].res);
 	}
