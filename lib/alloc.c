@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pod.h"
 #include "sysfs.h"
 #include "util.h"
 
@@ -226,24 +228,17 @@ static bool source_valid(const char *s)
 	return true;
 }
 
-/* A claim "<namespace>/<name>": a DNS label, '/', a DNS subdomain's characters. */
+/* A claim "<namespace>/<name>": a DNS label, "/", a DNS subdomain. */
 static bool claim_valid(const char *s)
 {
 	const char *slash = strchr(s, '/');
-	size_t n = strlen(s);
+	char ns[64];
 
-	if (!slash || slash == s || slash - s > 63 || !slash[1] || n >= HPN_ALLOC_CLAIM_MAX)
+	if (!slash || slash - s >= (ptrdiff_t)sizeof(ns) || strlen(s) >= HPN_ALLOC_CLAIM_MAX)
 		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (s + i == slash)
-			continue;
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-		      (c == '.' && s + i > slash)))
-			return false;
-	}
-	return true;
+	memcpy(ns, s, (size_t)(slash - s));
+	ns[slash - s] = '\0';
+	return hpn_k8s_dns_label(ns) && hpn_k8s_dns_subdomain(slash + 1);
 }
 
 /* o[key] (what names one entry in messages): at most max strings valid() accepts, into v. */
