@@ -605,30 +605,51 @@ static struct curl_slist *header(struct curl_slist *list, const char *line)
 	return nl;
 }
 
+/*
+ * What every call starts with: the call checked, its URL, its Authorization
+ * header (NULL without a token; free with hpn_kube_token_free), libcurl
+ * opened. On failure nothing is left to free.
+ */
+static int call_start(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call, char **url,
+		      char **auth, struct hpn_kube_warn *warn, struct hpn_err *err)
+{
+	char *token = NULL;
+	int r = check_call(call, err);
+
+	*url = *auth = NULL;
+	if (r < 0)
+		return r;
+	if (asprintf(url, "%s%s", kc->server, call->path) < 0) {
+		*url = NULL;
+		return -ENOMEM;
+	}
+	r = hpn_kubeconfig_token(kc, &token, warn, err);
+	if (r >= 0 && token && asprintf(auth, "Authorization: Bearer %s", token) < 0) {
+		*auth = NULL;
+		r = -ENOMEM;
+	}
+	hpn_kube_token_free(token);
+	if (r >= 0)
+		r = curl_lib(err);
+	if (r < 0) {
+		hpn_kube_token_free(*auth);
+		free(*url);
+		*url = *auth = NULL;
+	}
+	return r < 0 ? r : 0;
+}
+
 int hpn_kube_request(const struct hpn_kubeconfig *kc, const struct hpn_kube_call *call,
 		     struct hpn_kube_answer *ret, struct hpn_kube_warn *warn, struct hpn_err *err)
 {
 	struct lookup l = { .kc = kc, .call = call, .err = err };
 	struct curl_slist *headers = NULL;
-	char *url = NULL, *auth = NULL, *token = NULL, *type = NULL;
+	char *url = NULL, *auth = NULL, *type = NULL;
 	int r;
 
-	r = check_call(call, err);
+	r = call_start(kc, call, &url, &auth, warn, err);
 	if (r < 0)
 		return r;
-	r = -ENOMEM;
-	if (asprintf(&url, "%s%s", kc->server, call->path) < 0) {
-		url = NULL;
-		goto out;
-	}
-	r = hpn_kubeconfig_token(kc, &token, warn, err);
-	if (r < 0)
-		goto out;
-	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
-		auth = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
 	if ((call->body || has_body(call->method)) &&
 	    asprintf(&type, "Content-Type: %s",
 		     call->content_type ? call->content_type : "application/json") < 0) {
@@ -636,9 +657,6 @@ int hpn_kube_request(const struct hpn_kubeconfig *kc, const struct hpn_kube_call
 		r = -ENOMEM;
 		goto out;
 	}
-	r = curl_lib(err);
-	if (r < 0)
-		goto out;
 	r = -ENOMEM;
 	headers = k.slist_append(NULL, "Accept: application/json");
 	if (type) {
@@ -660,7 +678,6 @@ out:
 	free(l.body.buf);
 	headers_free(headers);
 	hpn_kube_token_free(auth);
-	hpn_kube_token_free(token);
 	free(type);
 	free(url);
 	return r;
@@ -720,32 +737,16 @@ int hpn_kube_stream(const struct hpn_kubeconfig *kc, const struct hpn_kube_call 
 	struct lookup l = { .kc = kc, .call = call, .err = err };
 	struct stream s = { .st = st };
 	struct curl_slist *headers = NULL;
-	char *url = NULL, *auth = NULL, *token = NULL;
+	char *url = NULL, *auth = NULL;
 	long status = 0;
 	CURLcode rc;
 	int r;
 
-	r = check_call(call, err);
-	if (r >= 0 && strcmp(call->method, "GET") != 0)
-		r = hpn_err_set(err, HPN_E_INTERNAL, EINVAL, "a stream is a GET");
+	if (call->method && strcmp(call->method, "GET") != 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL, "a stream is a GET");
+	r = call_start(kc, call, &url, &auth, warn, err);
 	if (r < 0)
 		return r;
-	r = -ENOMEM;
-	if (asprintf(&url, "%s%s", kc->server, call->path) < 0) {
-		url = NULL;
-		goto out;
-	}
-	r = hpn_kubeconfig_token(kc, &token, warn, err);
-	if (r < 0)
-		goto out;
-	if (token && asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
-		auth = NULL;
-		r = -ENOMEM;
-		goto out;
-	}
-	r = curl_lib(err);
-	if (r < 0)
-		goto out;
 	r = -ENOMEM;
 	headers = k.slist_append(NULL, "Accept: application/json");
 	if (auth)
@@ -818,7 +819,6 @@ out:
 	free(s.other.buf);
 	headers_free(headers);
 	hpn_kube_token_free(auth);
-	hpn_kube_token_free(token);
 	free(url);
 	return r;
 }
