@@ -16,13 +16,16 @@ A configMap volume is the directory --configmap; the service account's
 projected volume is --service-account at its in-cluster path (unless
 automountServiceAccountToken is false). The container's env gets
 KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them, and the
-container's own env: plain values, and the node's address (--host-ip, the
-node's loopback unless given) for a fieldRef to status.hostIP; $(NAME) of
-such a variable in an argument is replaced by its value, as the kubelet does.
+container's own env: plain values, the node's address (--host-ip, the
+node's loopback unless given) for a fieldRef to status.hostIP, and the
+node's name (--node-name, "hpnr-node" unless given) for one to
+spec.nodeName; $(NAME) of such a variable in an argument is replaced by its
+value, as the kubelet does.
 
 usage: daemonset.py MANIFEST DAEMONSET init|main CONTAINER_NAME LOG_PATH
          --map HOST=SCRATCH ... [--keep PATH ...] --configmap DIR
-         --service-account DIR --image NAME [--args-only | --probe]
+         --service-account DIR --image NAME [--host-ip IP] [--node-name NAME]
+         [--args-only | --probe]
 Prints the ContainerConfig JSON (or, with --args-only, the args one a line;
 with --probe, the readiness probe's exec command, remapped, one a line).
 """
@@ -49,6 +52,7 @@ def main():
     ap.add_argument("--service-account", required=True)
     ap.add_argument("--image", required=True)
     ap.add_argument("--host-ip", default="127.0.0.1")
+    ap.add_argument("--node-name", default="hpnr-node")
     ap.add_argument("--args-only", action="store_true")
     ap.add_argument("--probe", action="store_true")
     o = ap.parse_args()
@@ -96,13 +100,16 @@ def main():
         return a
 
     env = {}
+    fields = {"status.hostIP": o.host_ip, "spec.nodeName": o.node_name}
     for e in c.get("env", []):
+        field = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
         if "value" in e:
             env[e["name"]] = e["value"]
-        elif e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.hostIP":
-            env[e["name"]] = o.host_ip
+        elif field in fields:
+            env[e["name"]] = fields[field]
         else:
-            sys.exit(f"daemonset.py: {o.name}'s env {e['name']} is neither a value nor status.hostIP")
+            sys.exit(f"daemonset.py: {o.name}'s env {e['name']} is neither a value, "
+                     "status.hostIP nor spec.nodeName")
 
     def expand(a):
         return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
