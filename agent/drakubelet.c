@@ -6,6 +6,9 @@
  * (lib/kube.c blocks), one claim per job; everything else runs on the loop.
  * The records in <state-dir>/dra are the driver's state: a claim prepared
  * is answered from its record, by this process or the next one.
+ * It is also the driver's root: dra_start makes and dra_free ends its other
+ * parts, the slice publisher (draslices.c) and the status writer
+ * (drastatus.c), which talk to the API, not the kubelet.
  */
 #include "drakubelet.h"
 

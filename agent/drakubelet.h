@@ -21,7 +21,8 @@ struct rpc;
  * journal holds, writes a CDI spec of the claim's RDMA character devices and
  * a record of the claim in <state-dir>/dra/<claim UID>.json (read back at
  * start: a prepared claim is answered again without the API);
- * NodeUnprepareResources removes both.
+ * NodeUnprepareResources removes both. dra_start also starts the driver's
+ * API-side parts, draslices.h and drastatus.h, which it owns.
  */
 struct dra_opts {
 	const char *kubelet_dir;
