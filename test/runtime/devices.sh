@@ -117,16 +117,6 @@ try_ctr() {
 	cri start "$id" 2>"$T/create.err"
 }
 
-# open_errno ID PATH: the errno name of opening PATH read-write in the container.
-open_errno() {
-	in_ctr "$1" python3 -c 'import errno, os, sys
-try:
-	os.close(os.open(sys.argv[1], os.O_RDWR))
-	print("OK")
-except OSError as e:
-	print(errno.errorcode[e.errno])' "$2"
-}
-
 allocated_devices() {
 	local alloc devs envs id ctr got plain pctr
 	alloc=$("$HPN_KUBELET" allocate -socket "$KL/device-plugins/hpn-rdma.sock" rnic1)

@@ -192,15 +192,6 @@ ctr_cdi() {
 	cri start "$OUT" 2>"$T/create.err" || fail "StartContainer in $2 failed: $(<"$T/create.err")"
 }
 
-open_errno() {
-	in_ctr "$1" python3 -c 'import errno, os, sys
-try:
-	os.close(os.open(sys.argv[1], os.O_RDWR))
-	print("OK")
-except OSError as e:
-	print(errno.errorcode[e.errno])' "$2"
-}
-
 claim_flow() {
 	local d1 d2 pod id ctr got cdi i status mac addr prepared
 	for ((i = 0; i < 100; i++)); do

@@ -332,6 +332,18 @@ ctr_read() {
 	echo "$out"
 }
 
+# open_errno ID PATH: the errno name of opening PATH read-write in container ID
+# ("OK" when it opens).
+open_errno() {
+	# shellcheck disable=SC2016 # a Python program
+	in_ctr "$1" python3 -c 'import errno, os, sys
+try:
+	os.close(os.open(sys.argv[1], os.O_RDWR))
+	print("OK")
+except OSError as e:
+	print(errno.errorcode[e.errno])' "$2"
+}
+
 # pod_netns ID: the netns path containerd made for the sandbox.
 pod_netns() {
 	cri inspectp "$1" | jq -r '.info.info.runtimeSpec.linux.namespaces[]
