@@ -59,14 +59,6 @@ struct lookup {
 	struct lookup_conn *conns[MAX_CONNS];
 };
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void on_accept(struct loop_src *s);
 
 static int listen_on(struct lookup *lk)
@@ -259,7 +251,7 @@ static void on_accept(struct loop_src *s)
 		}
 		c->lk = lk;
 		c->slot = slot;
-		c->deadline = now_ms() + CONN_DEADLINE_MS;
+		c->deadline = hpn_mono_ms() + CONN_DEADLINE_MS;
 		lk->conns[slot] = c;
 		if (loop_add(lk->loop, &c->src, fd, on_io, c) < 0)
 			conn_free(c);
@@ -326,7 +318,7 @@ static void on_io(struct loop_src *s)
 static void on_sweep(struct loop_src *s)
 {
 	struct lookup *lk = s->ud;
-	long long now = now_ms();
+	long long now = hpn_mono_ms();
 	bool any = false;
 
 	for (size_t i = 0; i < MAX_CONNS; i++) {

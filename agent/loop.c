@@ -49,14 +49,6 @@ struct loop {
 	struct work *work;
 };
 
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The time ms from now on clock id. */
 static struct timespec after_ms(clockid_t id, int ms)
 {
@@ -243,9 +235,9 @@ static void *worker(void *arg)
 		w->doing = w->todo;
 		w->todo = NULL;
 		pthread_mutex_unlock(&w->lock);
-		t0 = mono();
+		t0 = hpn_mono_s();
 		w->doing->run(w->doing);
-		w->doing->seconds = mono() - t0;
+		w->doing->seconds = hpn_mono_s() - t0;
 		pthread_mutex_lock(&w->lock);
 		w->done = w->doing;
 		w->doing = NULL;

@@ -228,14 +228,6 @@ static void set_rv(struct podwatch *pw, const cJSON *obj)
 		snprintf(pw->rv, sizeof(pw->rv), "%s", rv);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The thread's wait: ms, or until podwatch_free. */
 static void pause_ms(struct podwatch *pw, long ms)
 {
@@ -508,7 +500,7 @@ static void *run(void *arg)
 		int r = need_list ? list(pw, &err) : 0;
 
 		if (r == 0) {
-			long long start = now_ms();
+			long long start = hpn_mono_ms();
 
 			r = watch(pw, &err);
 			if (atomic_load(&pw->stop))
@@ -516,7 +508,7 @@ static void *run(void *arg)
 			if (r >= 0) {
 				need_list = r == 1;
 				/* A server that ends every watch at once is not asked again at once. */
-				if (now_ms() - start < 1000) {
+				if (hpn_mono_ms() - start < 1000) {
 					pause_ms(pw, backoff);
 					backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 									       : backoff * 2;

@@ -317,19 +317,11 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 	return r < 0 ? r : 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for events on fd until the deadline; -ETIMEDOUT after it. */
 static int wait_fd(int fd, short events, long long deadline)
 {
 	for (;;) {
-		long long left = deadline - now_ms();
+		long long left = deadline - hpn_mono_ms();
 		struct pollfd p = { .fd = fd, .events = events };
 		int n;
 
@@ -354,7 +346,7 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
 		  size_t *ret_len, struct hpn_err *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = hpn_mono_ms() + timeout_ms;
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	size_t off = 0, len, got = 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Kernel rules (dev_valid_name): 1..15 bytes, not "." or "..", no '/', ':' or space. */
@@ -311,6 +312,22 @@ int hpn_install_file(int dfd, const char *name, const char *data, size_t len, mo
 		return hpn_err_set(err, HPN_E_IO, -r, "install %s: %s", name, strerror(-r));
 	fsync(dfd);
 	return 1;
+}
+
+long long hpn_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double hpn_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 uint64_t hpn_hash64(const char *s)

@@ -142,6 +142,10 @@ int hpn_install_file(int dfd, const char *name, const char *data, size_t len, mo
  */
 uint64_t hpn_hash64(const char *s);
 
+/* CLOCK_MONOTONIC in milliseconds, and in seconds. */
+long long hpn_mono_ms(void);
+double hpn_mono_s(void);
+
 /*
  * This boot: its ID (/proc/sys/kernel/random/boot_id, NULL when unreadable),
  * and when it began in seconds since the epoch (/proc/stat btime). Read once.
