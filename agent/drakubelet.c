@@ -72,6 +72,7 @@ struct pclaim {
 	const struct dra_rec *rec; /* the answer; points into the driver's list */
 	char err[CLAIM_ERR_MAX];
 	bool done;
+	bool api; /* asked of the API, not answered from a record */
 };
 
 struct pcall {
@@ -109,13 +110,29 @@ struct dra {
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
 	struct loop_src inotify, retry;
-	struct drastatus *status; /* the claims' status.devices written back */
-	struct draslices *slices; /* the pool published as ResourceSlices */
+	struct drastatus *status;		  /* the claims' status.devices written back */
+	struct draslices *slices;		  /* the pool published as ResourceSlices */
+	bool registered;			  /* the kubelet's last NotifyRegistrationStatus */
+	unsigned long prepares[2][2], unprepares; /* [api][ok] */
 };
 
 const struct dra_claims *dra_prepared(const struct dra *d)
 {
 	return &d->claims;
+}
+
+bool dra_stats(const struct dra *d, struct dra_stats *st)
+{
+	if (!d)
+		return false;
+	*st = (struct dra_stats){ .registered = d->registered,
+				  .unprepares = d->unprepares,
+				  .slices = d->slices ? draslices_stats(d->slices) : NULL,
+				  .status = drastatus_stats(d->status) };
+	memcpy(st->prepares, d->prepares, sizeof(st->prepares));
+	for (const struct dra_rec *r = d->claims.recs; r; r = r->next)
+		st->claims++;
+	return true;
 }
 
 /* ---- device names --------------------------------------------------------------- */
@@ -287,6 +304,8 @@ static void pcall_finish(struct dra *d, struct pcall *pc)
 	if (pc->c) {
 		rpc_call_on_close(pc->c, NULL, NULL);
 		prepare_answer(pc);
+		for (size_t i = 0; i < pc->n; i++)
+			d->prepares[pc->v[i].api][pc->v[i].rec != NULL]++;
 	}
 	free(pc);
 }
@@ -531,6 +550,7 @@ static void pump(struct dra *d)
 		r = loop_work_post(d->loop, &j->job);
 		if (r == 0) {
 			d->job_out = true;
+			pc->v[i].api = true;
 			pc->next = i + 1;
 			return;
 		}
@@ -691,6 +711,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 			hpn_warn("DRA: %s", errs[i]);
 			continue;
 		}
+		d->unprepares++;
 		if (gone) {
 			/* A Prepare still waiting answers from its own copy, not this one. */
 			for (struct pcall *pc = d->calls; pc; pc = pc->link)
@@ -759,6 +780,7 @@ static void notify(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
 		return;
 	}
 	ok = st->plugin_registered;
+	d->registered = ok;
 	if (ok)
 		hpn_info("DRA: the kubelet registered driver %s (%s)", d->o.driver, d->sock);
 	else
@@ -812,6 +834,7 @@ static void reg_restart(struct dra *d)
 {
 	if (d->quitting)
 		return;
+	d->registered = false; /* until the kubelet registers the new socket */
 	d->reg_again = true;
 	if (d->reg_stopping)
 		return;

@@ -43,6 +43,8 @@ struct pub_job {
 	long gen;   /* the generation in the API after the round */
 	bool wrote; /* the round wrote (or deleted) a slice */
 	size_t slices;
+	unsigned long writes; /* slices PUT or POSTed */
+	double took_s;	      /* the round's time on the worker */
 };
 
 struct draslices {
@@ -313,6 +315,7 @@ static int publish(const struct hpn_kubeconfig *kc, struct pub_job *j)
 		const cJSON *cur = item_named(items, name_of(v[i]));
 
 		r = write_slice(kc, j, v[i], name_of(v[i]), cur ? rv_of(cur) : NULL);
+		j->writes += r >= 0;
 	}
 	/* Ours no more (a smaller pool, another pool name): removed. */
 	cJSON_ArrayForEach (it, items) {
@@ -346,12 +349,14 @@ static void pub_run(struct loop_job *lj)
 	struct pub_job *j = (struct pub_job *)lj;
 	struct hpn_kubeconfig kc = { 0 };
 	struct hpn_kube_warn warn = { 0 };
+	double t0 = hpn_mono_s();
 
 	j->r = hpn_kubeconfig_load(j->kubeconfig, &kc, &warn, &j->err);
 	if (j->r < 0)
 		return;
 	j->r = publish(&kc, j);
 	hpn_kubeconfig_free(&kc);
+	j->took_s = hpn_mono_s() - t0;
 }
 
 /* ---- the loop's side --------------------------------------------------------------- */
@@ -379,6 +384,7 @@ static void pub_done(struct loop_job *lj)
 		job_free(j);
 		return;
 	}
+	s->st.writes += j->writes;
 	if (j->r < 0) {
 		s->st.failures++;
 		if (!s->down)
@@ -395,10 +401,14 @@ static void pub_done(struct loop_job *lj)
 	} else {
 		if (j->wrote) {
 			s->st.publishes++;
+			s->st.write_s += j->took_s;
 			hpn_info("DRA: published %zu ResourceSlice(s) of pool %s, generation %ld, "
 				 "%zu device(s)",
 				 j->slices, s->o.node_name, j->gen, j->n);
-		} else if (s->down) {
+		} else {
+			s->st.unchanged++;
+		}
+		if (!j->wrote && s->down) {
 			hpn_info(
 				"DRA: the ResourceSlices of pool %s are published (generation %ld)",
 				s->o.node_name, j->gen);
@@ -406,6 +416,7 @@ static void pub_done(struct loop_job *lj)
 		s->down = false;
 		s->backoff_ms = BACKOFF_MIN_MS;
 		s->st.generation = j->gen;
+		s->st.slices = j->slices;
 		free(s->done_key);
 		s->done_key = j->key;
 		j->key = NULL;

@@ -2,6 +2,8 @@
 #ifndef HPN_AGENT_DRASLICES_H
 #define HPN_AGENT_DRASLICES_H
 
+#include <stddef.h>
+
 #include "err.h"
 
 struct loop;
@@ -22,11 +24,15 @@ struct draslices_opts {
 	int api_timeout_ms;	/* one request, retries included */
 };
 
-/* For metrics. */
+/* For metrics (doc/metrics.md, the hpn_rdma_dra_slice* families). */
 struct draslices_stats {
 	unsigned long publishes; /* rounds that wrote the slices */
+	unsigned long unchanged; /* rounds that found the API holding them already */
 	unsigned long failures;	 /* rounds that failed */
+	unsigned long writes;	 /* slices PUT or POSTed */
+	double write_s;		 /* the time rounds that wrote took, from their list on */
 	long generation;	 /* the pool generation last published (0: none yet) */
+	size_t slices;		 /* the slices of the pool after the last good round */
 };
 
 struct draslices;

@@ -48,6 +48,7 @@ struct drastatus {
 	struct applied *mem;
 	bool job_out, again;
 	int backoff_ms;
+	struct drastatus_stats st;
 };
 
 /* One claim in a job: a copy of its record, what was applied, and the outcome. */
@@ -429,6 +430,7 @@ static void job_done(struct loop_job *lj)
 		snprintf(m->ns, sizeof(m->ns), "%s", it->rec.ns);
 		snprintf(m->name, sizeof(m->name), "%s", it->rec.name);
 		if (it->r == 0 && it->sig) {
+			s->st.applied += it->sent;
 			if (it->sent)
 				hpn_info("DRA status: claim %s/%s: applied (%s)", it->rec.ns,
 					 it->rec.name,
@@ -437,6 +439,7 @@ static void job_done(struct loop_job *lj)
 			free(m->sig);
 			m->sig = TAKE_PTR(it->sig);
 		} else if (it->r == -ENOENT) {
+			s->st.gone++;
 			if (!m->gone)
 				hpn_warn("DRA status: claim %s/%s is gone from the API (404, or "
 					 "409: "
@@ -446,6 +449,7 @@ static void job_done(struct loop_job *lj)
 		} else {
 			hpn_warn("DRA status: claim %s/%s: not written, retried: %s", it->rec.ns,
 				 it->rec.name, it->msg);
+			s->st.failed++;
 			failed = true;
 		}
 	}
@@ -623,6 +627,11 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 fail:
 	drastatus_free(s);
 	return r;
+}
+
+const struct drastatus_stats *drastatus_stats(const struct drastatus *s)
+{
+	return &s->st;
 }
 
 void drastatus_free(struct drastatus *s)

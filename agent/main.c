@@ -575,6 +575,7 @@ static int start_watchers(struct agent *a, const struct opts *o)
 				     .health = a->health,
 				     .gc = a->gc,
 				     .cnilog = a->cnilog,
+				     .dra = a->dra,
 			     },
 			     &a->metrics);
 }

@@ -30,6 +30,9 @@
 #include "attachmetrics.h"
 #include "cnilog.h"
 #include "deviceplugin.h"
+#include "drakubelet.h"
+#include "draslices.h"
+#include "drastatus.h"
 #include "exposition.h"
 #include "gc.h"
 #include "health.h"
@@ -54,14 +57,6 @@ struct metrics {
 	double collect_s; /* the last collection's own time */
 	uint64_t scrapes;
 };
-
-static double clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void pool(struct sbuf *b, const struct metrics_sources *src)
 {
@@ -194,6 +189,69 @@ static void gc(struct sbuf *b, const struct metrics_sources *src)
 	expo_sample(b, "hpn_rdma_runtime_sandboxes", NULL, (double)g->sandboxes);
 }
 
+static void dra(struct sbuf *b, const struct metrics_sources *src)
+{
+	static const char *from[] = { "record", "api" }, *result[] = { "error", "ok" };
+	struct dra_stats st;
+	const struct draslices_stats *sl;
+	const struct drastatus_stats *ss;
+
+	if (!dra_stats(src->dra, &st))
+		return;
+	expo_family(b, "hpn_rdma_dra_registered", "gauge",
+		    "Whether the kubelet registered the DRA driver.");
+	expo_sample(b, "hpn_rdma_dra_registered", NULL, st.registered);
+	expo_family(b, "hpn_rdma_dra_claims_prepared", "gauge",
+		    "ResourceClaims prepared on this node (records in <stateDir>/dra).");
+	expo_sample(b, "hpn_rdma_dra_claims_prepared", NULL, (double)st.claims);
+	expo_family(b, "hpn_rdma_dra_prepares_total", "counter",
+		    "Claims NodePrepareResources answered, by where the answer came from (the "
+		    "claim read from the API, or a record of an earlier Prepare) and result.");
+	for (int a = 1; a >= 0; a--)
+		for (int ok = 1; ok >= 0; ok--)
+			expo_sample_u64(
+				b, "hpn_rdma_dra_prepares_total",
+				(const char *[]){ "from", from[a], "result", result[ok], NULL },
+				st.prepares[a][ok]);
+	expo_family(b, "hpn_rdma_dra_unprepares_total", "counter",
+		    "Claims NodeUnprepareResources answered.");
+	expo_sample_u64(b, "hpn_rdma_dra_unprepares_total", NULL, st.unprepares);
+	ss = st.status;
+	expo_family(b, "hpn_rdma_dra_status_writes_total", "counter",
+		    "Claims' status.devices written by server-side apply: applied, gone (the "
+		    "claim not in the API), failed (retried).");
+	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
+			(const char *[]){ "result", "applied", NULL }, ss->applied);
+	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
+			(const char *[]){ "result", "gone", NULL }, ss->gone);
+	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
+			(const char *[]){ "result", "failed", NULL }, ss->failed);
+	sl = st.slices;
+	if (!sl)
+		return;
+	expo_family(b, "hpn_rdma_dra_slice_rounds_total", "counter",
+		    "Rounds of the ResourceSlice publisher: written (a new generation), unchanged "
+		    "(the API held them already), failed (retried with backoff).");
+	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
+			(const char *[]){ "result", "written", NULL }, sl->publishes);
+	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
+			(const char *[]){ "result", "unchanged", NULL }, sl->unchanged);
+	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
+			(const char *[]){ "result", "failed", NULL }, sl->failures);
+	expo_family(b, "hpn_rdma_dra_slice_writes_total", "counter",
+		    "ResourceSlices written to the API (PUT or POST).");
+	expo_sample_u64(b, "hpn_rdma_dra_slice_writes_total", NULL, sl->writes);
+	expo_family(b, "hpn_rdma_dra_slice_write_seconds_total", "counter",
+		    "Time the written rounds took, from their list to their last write.");
+	expo_sample(b, "hpn_rdma_dra_slice_write_seconds_total", NULL, sl->write_s);
+	expo_family(b, "hpn_rdma_dra_pool_generation", "gauge",
+		    "The pool generation last published (0: none yet).");
+	expo_sample(b, "hpn_rdma_dra_pool_generation", NULL, (double)sl->generation);
+	expo_family(b, "hpn_rdma_dra_slices", "gauge",
+		    "The pool's ResourceSlices in the API after the last good round.");
+	expo_sample(b, "hpn_rdma_dra_slices", NULL, (double)sl->slices);
+}
+
 static void agent_info(struct sbuf *b, const struct metrics_sources *src, const struct metrics *m)
 {
 	expo_family(b, "hpn_rdma_agent_build_info", "gauge",
@@ -219,14 +277,15 @@ static void agent_info(struct sbuf *b, const struct metrics_sources *src, const 
 static char *render(const struct metrics_sources *src, struct metrics *m, size_t *len)
 {
 	struct sbuf b = { 0 };
-	double t0 = clock_s(CLOCK_MONOTONIC);
+	double t0 = hpn_mono_s();
 
 	agent_info(&b, src, m);
 	pool(&b, src);
 	attachmetrics_render(&b, src->node, src->health);
 	cni(&b, src);
 	gc(&b, src);
-	m->collect_s = clock_s(CLOCK_MONOTONIC) - t0;
+	dra(&b, src);
+	m->collect_s = hpn_mono_s() - t0;
 	if (b.oom) {
 		free(b.p);
 		return NULL;
@@ -277,7 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			     false);
 	if (strcmp(url, "/metrics"))
 		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10, false);
-	now = clock_s(CLOCK_MONOTONIC);
+	now = hpn_mono_s();
 	m->scrapes++;
 	if (!m->cache || now - m->cache_at >= CACHE_S) {
 		size_t len = 0;

@@ -4,6 +4,7 @@
 
 struct cnilog;
 struct deviceplugin;
+struct dra;
 struct gc;
 struct health;
 struct loop;
@@ -22,6 +23,7 @@ struct metrics_sources {
 	const struct health *health; /* NULL: the health loop is off */
 	const struct gc *gc;	     /* NULL: GC is off */
 	const struct cnilog *cnilog;
+	const struct dra *dra; /* NULL: no --dra */
 };
 
 struct metrics;

@@ -147,6 +147,15 @@ flow_up() {
 	wait_file "$(dra_sock)" "the DRA plugin socket"
 }
 
+# dra_metrics REGEX...: each a whole line of the last scrape (wait_metric's).
+dra_metrics() {
+	local m
+	for m in "$@"; do
+		grep -Eq "^$m\$" "$T/scrape" || fail "no '$m' in the metrics:
+$(grep '^hpn_rdma_dra' "$T/scrape")"
+	done
+}
+
 flow_down() {
 	node_down
 	kube_stop
@@ -167,6 +176,14 @@ claim_flow() {
 	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
 	jq_ok '.[$u].error == "" and [.[$u].devices[].device] == ["pci-0000-af-00-2", "pci-0000-af-00-0"]' \
 		"Prepare of the claim" "$OUT" --arg u "$UID1"
+	# Again, as the kubelet may: from the record. The metrics count both, and the registration.
+	prepare -version v1beta1 "ml/c1/$UID1" >/dev/null || fail "the second Prepare failed"
+	"$HPN_KUBELET" dra-register -dir "$KL" -driver "$DRV" >/dev/null || fail "dra-register failed"
+	wait_metric '^hpn_rdma_dra_registered 1$' "the registration in the metrics"
+	dra_metrics 'hpn_rdma_dra_prepares_total\{from="api",result="ok"\} 1' \
+		'hpn_rdma_dra_prepares_total\{from="record",result="ok"\} 1' \
+		'hpn_rdma_dra_prepares_total\{from="api",result="error"\} 0' \
+		'hpn_rdma_dra_claims_prepared 1' 'hpn_rdma_dra_unprepares_total 0'
 	# The lookup answers the claim's NICs by the pod's UID, in its order, and says so.
 	OUT=$(lookup_raw "{\"version\":1,\"namespace\":\"ml\",\"name\":\"trainer\",\"uid\":\"$POD_A\"}")
 	jq_ok '.devices == ["0000:af:00.2", "0000:af:00.0"] and .source == "dra" and .claims == ["ml/c1"]
@@ -204,6 +221,13 @@ claim_flow() {
 	kubectl_claim c1
 	snap_same "$HOST_NS" "$T/host.before" "host after DEL"
 	expect_no_state "after DEL and Unprepare"
+	# The status written after ADD and after DEL (and, if the writer saw the
+	# journal before the attachment was done, once with no devices), the
+	# claim unprepared.
+	wait_metric '^hpn_rdma_dra_claims_prepared 0$' "no claim prepared, in the metrics"
+	dra_metrics 'hpn_rdma_dra_unprepares_total 1' \
+		'hpn_rdma_dra_status_writes_total\{result="applied"\} [23]' \
+		'hpn_rdma_dra_status_writes_total\{result="failed"\} 0'
 	flow_down
 }
 run "DRA: ADD attaches exactly the claim's NICs in order; its status follows ADD and DEL" claim_flow

@@ -24,7 +24,8 @@ dra_api() {
 	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
 	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
 	AGENT_FLAGS=(--cri-socket none --dra --node-name node1
-		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa"
+		--metrics-address "127.0.0.1:$MPORT")
 }
 
 # api_token: the stand-in (re)started knows the agent's token.

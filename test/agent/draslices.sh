@@ -47,7 +47,8 @@ slices_api() {
 	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
 	URL=https://127.0.0.1:$KUBE_PORT_good/apis/resource.k8s.io/v1/resourceslices
 	AGENT_FLAGS=(--cri-socket none --dra --node-name node1
-		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa"
+		--metrics-address "127.0.0.1:$MPORT")
 }
 
 # api ARGS...: curl against the stand-in, as the agent's service account.
@@ -144,6 +145,20 @@ publish() {
 	jq_ok "$NAMES_OF == \$n" "pool1 back in the slice" "$OUT" --argjson n "$NAMES"
 	grep -q "published 1 ResourceSlice(s) of pool node1, generation $((g + 2))" \
 		"$T/agent.log" || fail "the publish not logged: $(tail -n 5 "$T/agent.log")"
+	# The metrics say the same: three rounds that wrote (start, removed, back), a
+	# slice written in each, the generation the API holds, one slice.
+	wait_metric "^hpn_rdma_dra_pool_generation $((g + 2))\$" "the generation in the metrics"
+	for m in 'hpn_rdma_dra_slice_rounds_total\{result="written"\} 3' \
+		'hpn_rdma_dra_slice_rounds_total\{result="failed"\} 0' \
+		'hpn_rdma_dra_slice_writes_total 3' 'hpn_rdma_dra_slices 1' \
+		'hpn_rdma_dra_slice_write_seconds_total 0\.[0-9]*[1-9]'; do
+		grep -Eq "^$m\$" "$T/scrape" || fail "no '$m' in the metrics:
+$(grep '^hpn_rdma_dra' "$T/scrape")"
+	done
+	if command -v promtool >/dev/null; then
+		promtool check metrics <"$T/scrape" >"$T/promtool.out" 2>&1 ||
+			fail "promtool check metrics: $(cat "$T/promtool.out")"
+	fi
 	node_down
 	kube_stop
 }
@@ -247,6 +262,8 @@ api_down() {
 	sleep 4
 	n=$(grep -c "cannot publish the ResourceSlices" "$T/agent.log" || true)
 	((n == 1)) || fail "the API's failure said $n times, not once: $(tail "$T/agent.log")"
+	wait_metric '^hpn_rdma_dra_slice_rounds_total\{result="failed"\} [1-9][0-9]*$' \
+		"the failed rounds in the metrics"
 	[[ $(gen) == "$g" ]] || fail "the generation changed with the API down"
 	echo ok >"$KUBE_WORK/mode"
 	wait_slices '.[0].spec.pool.generation == $g + 1' "published when the API is back" 40 \

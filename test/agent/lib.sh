@@ -221,3 +221,23 @@ run() {
 	scenario "$@"
 }
 
+# The agent's metrics, when a test gives it --metrics-address 127.0.0.1:$MPORT
+# (on the scenario host netns's loopback).
+MPORT=19467
+
+# scrape: the agent's exposition.
+scrape() {
+	ip netns exec "$HOST_NS" curl -sf "http://127.0.0.1:$MPORT/metrics"
+}
+
+# wait_metric REGEX WHAT [SECONDS]: a line of the exposition matches REGEX.
+wait_metric() {
+	local i
+	for ((i = 0; i < ${3:-15} * 10; i++)); do
+		scrape >"$T/scrape" 2>/dev/null && grep -Eq "$1" "$T/scrape" && return 0
+		sleep 0.1
+	done
+	fail "$2: no line matching '$1' in the metrics within ${3:-15}s:
+$(grep -v '^#' "$T/scrape" 2>/dev/null | head -n 60)
+agent log: $(tail -n 15 "$T/agent.log")"
+}

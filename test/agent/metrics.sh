@@ -42,7 +42,6 @@ for tool in prometheus promtool curl; do
 		skip "$tool is not installed (Debian: prometheus, curl; scripts/install-deps.sh)"
 done
 
-MPORT=19467 # the agent's metrics, on the scenario host netns's loopback
 PPORT=19090 # Prometheus there
 PROM_PID=
 UID_A=6f1c2d9e-0b7a-4c3e-9d55-2a61f0c4b1aa
@@ -55,23 +54,6 @@ AGENT_FLAGS=(--metrics-address "127.0.0.1:$MPORT" --health-interval 1 --cri-sock
 metrics_up() {
 	node_up "$@"
 	trap 'kill_node; [[ -n $PROM_PID ]] && kill -KILL "$PROM_PID" 2>/dev/null; true' EXIT
-}
-
-# scrape: the agent's exposition.
-scrape() {
-	ip netns exec "$HOST_NS" curl -sf "http://127.0.0.1:$MPORT/metrics"
-}
-
-# wait_metric REGEX WHAT [SECONDS]: a line of the exposition matches REGEX.
-wait_metric() {
-	local i
-	for ((i = 0; i < ${3:-15} * 10; i++)); do
-		scrape >"$T/scrape" 2>/dev/null && grep -Eq "$1" "$T/scrape" && return 0
-		sleep 0.1
-	done
-	fail "$2: no line matching '$1' in the metrics within ${3:-15}s:
-$(grep -v '^#' "$T/scrape" 2>/dev/null | head -n 60)
-agent log: $(tail -n 15 "$T/agent.log")"
 }
 
 prom_start() {
@@ -265,11 +247,13 @@ prometheus_scrapes() {
 		"health checks counted"
 	# Every expression of the Grafana dashboard (conf/grafana-dashboard.json, its
 	# variables as "all"): Prometheus takes it, and it has series here, but GC's
-	# (no runtime in this scenario) and the failed commands' (none failed).
+	# (no runtime in this scenario), the DRA driver's (no --dra here:
+	# draflow.sh and draslices.sh check those families) and the failed
+	# commands' (none failed).
 	local e n=0
 	while IFS= read -r e; do
 		n=$((n + 1))
-		if [[ $e =~ hpn_rdma_(gc|runtime)_|code!=\"0\" ]]; then
+		if [[ $e =~ hpn_rdma_(gc|runtime|dra)_|code!=\"0\" ]]; then
 			promq "$e" | jq -e '.status == "success"' >/dev/null ||
 				fail "Prometheus refuses the dashboard's $e: $(promq "$e" 2>&1)"
 		else
