@@ -633,6 +633,25 @@ static uint32_t gid_port(const char *root, const char *dev, const char *ifname)
  * sits on the uplink's PCI function but has no RDMA device of its own; the
  * uplink is "p0", "p1"; an ordinary NIC has no phys_port_name.
  */
+/*
+ * Do symlinks p and q end in the same name? One readlink each: checked
+ * before realpath's walk of every component, which a node of n NICs and n
+ * RDMA devices would otherwise pay n * n times per scan.
+ */
+static bool same_base(const char *p, const char *q)
+{
+	char a[PATH_MAX], b[PATH_MAX];
+	ssize_t la = readlink(p, a, sizeof(a) - 1), lb = readlink(q, b, sizeof(b) - 1);
+	const char *ba, *bb;
+
+	if (la < 0 || lb < 0)
+		return true; /* not both links: realpath decides */
+	a[la] = b[lb] = '\0';
+	ba = strrchr(a, '/');
+	bb = strrchr(b, '/');
+	return !strcmp(ba ? ba + 1 : a, bb ? bb + 1 : b);
+}
+
 static bool representor(const char *root, const char *ifname)
 {
 	char name[64];
@@ -681,13 +700,14 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 
 	if (port)
 		return port;
-	char p[PATH_MAX];
-
 	/* Whole paths: the same PCI function, not just the same basename. */
-	if (!representor(root, ifname) &&
-	    pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 && realpath(p, a) &&
-	    pathf(p, "%s/class/net/%s/device", root, ifname) == 0 && realpath(p, b))
-		match = !strcmp(a, b);
+	if (!representor(root, ifname)) {
+		char p[PATH_MAX], q[PATH_MAX];
+
+		match = pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 &&
+			pathf(q, "%s/class/net/%s/device", root, ifname) == 0 &&
+			same_base(p, q) && realpath(p, a) && realpath(q, b) && !strcmp(a, b);
+	}
 	if (!match && mac &&
 	    hpn_sysfs_read(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) ==
 		    0) {
