@@ -43,17 +43,9 @@ mk_claim() {
 	shift 3
 	(($# > 0)) && shift
 	(($# > 0)) || set -- pci-0000-af-00-0 pci-0000-af-00-1
+	kube_claim "$ns" "$name" "$uid" "$DRV" node1 trainer "$POD_A" "$@"
 	f=$KUBE_RESOURCES/$ns/resourceclaims/$name.json
-	mkdir -p "${f%/*}"
-	jq -n --arg ns "$ns" --arg name "$name" --arg uid "$uid" --arg drv "$DRV" \
-		--arg pod "$POD_A" --args '{
-		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
-		metadata: {name: $name, namespace: $ns, uid: $uid, resourceVersion: "1"},
-		spec: {devices: {requests: [{name: "nics", exactly: {deviceClassName: "hpn-rdma"}}]}},
-		status: {allocation: {devices: {results: [$ARGS.positional[] |
-			{request: "nics", driver: $drv, pool: "node1", device: .}]}},
-			reservedFor: [{resource: "pods", name: "trainer", uid: $pod}]}}' "$@" |
-		jq "$filter" >"$f"
+	jq "$filter" "$f" >"$f.new" && mv "$f.new" "$f"
 }
 
 dra_sock() {

@@ -29,33 +29,6 @@ pool_conf() {
 	net_conf 1.0.0 '.match = {devices: ["pool*"]} | .ifName = "hpn0" | '"$extra" "$@"
 }
 
-# mk_rdma ROOT PCI IBDEV CHARDEV...: an RDMA device on PCI function PCI (made
-# by mk_fake_pci) with port 1 ACTIVE, and its character devices
-# (uverbsN, umadN, issmN) in the classes the kernel puts them in, with the
-# kernel's numbers (uverbsN 231:192+N, umadN 231:N, issmN 231:64+N; rdma_cm
-# 10:58).
-mk_rdma() {
-	local root=$1 addr=$2 ib=$3 rel d n
-	shift 3
-	rel="devices/pci0000:ae/0000:ae:00.0/$addr/infiniband/$ib"
-	mkdir -p "$root/$rel/ports/1" "$root/class/infiniband" "$root/class/misc/rdma_cm"
-	echo "10:58" >"$root/class/misc/rdma_cm/dev"
-	echo "4: ACTIVE" >"$root/$rel/ports/1/state"
-	echo "Ethernet" >"$root/$rel/ports/1/link_layer"
-	echo "1: CA" >"$root/$rel/node_type"
-	ln -sfn "../../../$addr" "$root/$rel/device"
-	ln -sfn "../../$rel" "$root/class/infiniband/$ib"
-	for d in "$@"; do
-		local cls=infiniband_mad
-		n=${d##*[a-z]}
-		[[ $d == uverbs* ]] && cls=infiniband_verbs n=$((192 + n))
-		[[ $d == issm* ]] && n=$((64 + n))
-		mkdir -p "$root/class/$cls/$d"
-		echo "$ib" >"$root/class/$cls/$d/ibdev"
-		echo "231:$n" >"$root/class/$cls/$d/dev"
-	done
-}
-
 # A pool of four: pool0 on NUMA node 0 (mlx5_0: uverbs0 umad0 issm0), pool1
 # and pool2 on node 1 (mlx5_1: uverbs1; mlx5_2: uverbs2), pool3 a plain veth
 # (no PCI function: its name is its ID, no NUMA node, no RDMA device).

@@ -142,3 +142,22 @@ kubeconfig() {
 	} >"$f"
 	chmod 600 "$f"
 }
+
+# kube_claim NS NAME UID DRIVER POOL POD POD_UID DEVICE...: an allocated
+# ResourceClaim in $KUBE_RESOURCES (the stand-in serves it), its request
+# "nics" given DEVICEs of DRIVER's POOL, reserved for pod POD (POD_UID); the
+# shape the scheduler leaves for the driver to read at Prepare.
+kube_claim() {
+	local ns=$1 name=$2 uid=$3 drv=$4 pool=$5 pod=$6 pod_uid=$7 f
+	shift 7
+	f=$KUBE_RESOURCES/$ns/resourceclaims/$name.json
+	mkdir -p "${f%/*}"
+	jq -n --arg ns "$ns" --arg name "$name" --arg uid "$uid" --arg drv "$drv" \
+		--arg pool "$pool" --arg pod "$pod" --arg pu "$pod_uid" --args '{
+		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+		metadata: {name: $name, namespace: $ns, uid: $uid, resourceVersion: "1"},
+		spec: {devices: {requests: [{name: "nics", exactly: {deviceClassName: "hpn-rdma"}}]}},
+		status: {allocation: {devices: {results: [$ARGS.positional[] |
+			{request: "nics", driver: $drv, pool: $pool, device: .}]}},
+			reservedFor: [{resource: "pods", name: $pod, uid: $pu}]}}' "$@" >"$f"
+}

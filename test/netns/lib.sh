@@ -206,20 +206,9 @@ mac_of() {
 	ip -n "$1" -j link show dev "$2" | jq -r '.[0].address'
 }
 
-# mk_fake_pci ROOT PCIADDR IFNAME: a sysfs tree under ROOT in the layout of
-# a real PCI NIC: bus/pci/devices/<addr> and class/net/<if> are symlinks into
-# devices/, and class/net/<if>/device points back to the PCI device.
-mk_fake_pci() {
-	local root=$1 addr=$2 ifname=$3
-	local rel="devices/pci0000:ae/0000:ae:00.0/$addr"
-	mkdir -p "$root/$rel/net/$ifname" "$root/bus/pci/devices" "$root/class/net"
-	echo 0x15b3 >"$root/$rel/vendor"
-	echo 0x1017 >"$root/$rel/device"
-	echo 0x020000 >"$root/$rel/class"
-	ln -sfn "../../../$rel" "$root/bus/pci/devices/$addr"
-	ln -sfn "../../$rel/net/$ifname" "$root/class/net/$ifname"
-	ln -sfn "../../../$addr" "$root/$rel/net/$ifname/device"
-}
+# mk_fake_pci, mk_rdma: a fake sysfs tree of PCI NICs and their RDMA devices.
+# shellcheck source=fakesys.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fakesys.sh"
 
 # ---- running the plugin ------------------------------------------------------
 

@@ -159,17 +159,9 @@ device_of() {
 
 # mk_claim NAME UID POD_UID DEVICE...: an allocated ResourceClaim in hpnr.
 mk_claim() {
-	local name=$1 uid=$2 pod=$3 f
+	local name=$1 uid=$2 pod=$3
 	shift 3
-	f=$KUBE_RESOURCES/hpnr/resourceclaims/$name.json
-	mkdir -p "${f%/*}"
-	jq -n --arg name "$name" --arg uid "$uid" --arg drv "$DRV" --arg pod "$pod" --args '{
-		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
-		metadata: {name: $name, namespace: "hpnr", uid: $uid, resourceVersion: "1"},
-		spec: {devices: {requests: [{name: "nics", exactly: {deviceClassName: "hpn-rdma"}}]}},
-		status: {allocation: {devices: {results: [$ARGS.positional[] |
-			{request: "nics", driver: $drv, pool: "node1", device: .}]}},
-			reservedFor: [{resource: "pods", name: "rdma-pod", uid: $pod}]}}' "$@" >"$f"
+	kube_claim hpnr "$name" "$uid" "$DRV" node1 rdma-pod "$pod" "$@"
 }
 
 prepare() {
