@@ -21,7 +21,8 @@
 #include "node.h"
 #include "util.h"
 
-#define DEBOUNCE_MS	200   /* a burst of scans is one round */
+#define DEBOUNCE_MS	200   /* a burst of scans is one round... */
+#define DEBOUNCE_MAX_MS 1000  /* ...rendered at most this long after its first scan */
 #define RESYNC_MS	60000 /* the API checked again this often */
 #define BACKOFF_MIN_MS	1000  /* after a failed round, then doubled... */
 #define BACKOFF_MAX_MS	30000 /* ...up to this */
@@ -47,6 +48,12 @@ struct pub_job {
 	double took_s;	      /* the round's time on the worker */
 };
 
+/* A NIC as sysfs last showed it: what it keeps in the slices while a pod holds it. */
+struct seen {
+	char id[HPN_ALLOC_ID_MAX];
+	struct hpn_dra_nic nic;
+};
+
 struct draslices {
 	struct draslices_opts o;
 	struct loop *loop;
@@ -57,6 +64,11 @@ struct draslices {
 	char *want_key; /* want rendered at generation 0 */
 	char *done_key; /* what the last good round published */
 	bool job_out, stopping, down;
+	bool dirty;	    /* scanned since the last rendering */
+	long long dirty_at; /* CLOCK_MONOTONIC ms: the first scan since */
+	long long due;	    /* CLOCK_MONOTONIC ms: the next round, change or not */
+	struct seen *seen;  /* the pool's NICs as last read from sysfs, by ID */
+	size_t n_seen;
 	int backoff_ms, resync_ms;
 	struct draslices_stats st;
 };
@@ -396,6 +408,7 @@ static void pub_done(struct loop_job *lj)
 			hpn_debug("DRA: ResourceSlices still not published: %s", j->err.msg);
 		s->down = true;
 		next = s->backoff_ms;
+		s->due = hpn_mono_ms() + next;
 		s->backoff_ms =
 			s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
 	} else {
@@ -420,11 +433,13 @@ static void pub_done(struct loop_job *lj)
 		free(s->done_key);
 		s->done_key = j->key;
 		j->key = NULL;
-		/* Scanned anew while the round ran: another one soon. */
+		/* Rendered anew while the round ran: another one soon. */
 		next = strcmp(s->done_key, s->want_key ? s->want_key : "") ? DEBOUNCE_MS
 									   : s->resync_ms;
+		s->due = hpn_mono_ms() + next;
 	}
-	loop_timer_set(&s->timer, next, 0);
+	/* Scanned while the round ran: rendered (and maybe published) soon. */
+	loop_timer_set(&s->timer, s->dirty && next > DEBOUNCE_MS ? DEBOUNCE_MS : next, 0);
 	job_free(j);
 }
 
@@ -465,46 +480,57 @@ static void round_start(struct draslices *s)
 	loop_timer_set(&s->timer, r == -EBUSY ? BUSY_RETRY_MS : s->backoff_ms, 0);
 }
 
-static void on_timer(struct loop_src *src)
+/* Renders the pool's devices the scheduler may allocate: the healthy ones, and
+ * those a pod holds. true when they differ from the last rendering. */
+static bool render(struct draslices *s)
 {
-	struct draslices *s = src->ud;
-
-	/* A round running: its end arms the timer again. */
-	if (!s->job_out)
-		round_start(s);
-}
-
-/* The pool's devices the scheduler may allocate: the healthy ones, and those a pod holds. */
-void draslices_scanned(struct draslices *s)
-{
-	const struct agent_devs *devs;
+	const struct agent_devs *devs = &s->node->devs;
 	struct hpn_dra_nic *nics;
+	struct seen *seen;
 	char *key = NULL;
-	size_t n = 0, count, len = 0;
+	size_t n = 0, n_seen = 0, count, len = 0;
 	struct hpn_err err = { 0 };
 
-	if (!s || s->stopping)
-		return;
-	devs = &s->node->devs;
 	nics = calloc(devs->n ? devs->n : 1, sizeof(*nics));
-	if (!nics)
-		return;
+	seen = calloc(devs->n ? devs->n : 1, sizeof(*seen));
+	if (!nics || !seen) {
+		free(nics);
+		free(seen);
+		return false;
+	}
 	for (size_t i = 0; i < devs->n; i++) {
 		const struct agent_dev *ad = &devs->v[i];
 		struct hpn_dra_nic *nic = &nics[n];
+		const struct seen *was = NULL;
 
 		if (!ad->healthy && !ad->held)
 			continue;
-		/* A NIC moved into a pod is not in the host's sysfs: named by its ID alone. */
+		for (size_t k = 0; k < s->n_seen && !was; k++)
+			if (!strcmp(s->seen[k].id, ad->id))
+				was = &s->seen[k];
+		/*
+		 * A NIC moved into a pod is not in the host's sysfs: it keeps what it
+		 * was read as before (so a pod's start and stop change no slice), or,
+		 * never read, is named by its ID alone.
+		 */
 		if (hpn_dra_nic_read(s->node->conf.sysfs_root, ad->ifname, (unsigned int)i, nic,
 				     &err) < 0) {
 			memset(nic, 0, sizeof(*nic));
-			if (hpn_pci_normalise(ad->id, nic->pci) < 0)
+			if (was)
+				*nic = was->nic;
+			else if (hpn_pci_normalise(ad->id, nic->pci) < 0)
 				snprintf(nic->ifname, sizeof(nic->ifname), "%s", ad->ifname);
 			nic->rail = (unsigned int)i;
 		}
+		if (nic->ifname[0] || nic->pci[0]) {
+			snprintf(seen[n_seen].id, sizeof(seen[0].id), "%s", ad->id);
+			seen[n_seen++].nic = *nic;
+		}
 		n++;
 	}
+	free(s->seen);
+	s->seen = seen;
+	s->n_seen = n_seen;
 	/* The slices at generation 0 tell one pool from another. */
 	count = hpn_dra_slice_split(n);
 	for (size_t i = 0; i < count; i++) {
@@ -519,7 +545,7 @@ void draslices_scanned(struct draslices *s)
 			free(t);
 			free(key);
 			free(nics);
-			return;
+			return false;
 		}
 		key = k;
 		memcpy(key + len, t, strlen(t) + 1);
@@ -529,15 +555,60 @@ void draslices_scanned(struct draslices *s)
 	if (!key || (s->want_key && !strcmp(s->want_key, key))) {
 		free(key);
 		free(nics);
-		return;
+		return false;
 	}
 	free(s->want);
 	free(s->want_key);
 	s->want = nics;
 	s->n_want = n;
 	s->want_key = key;
+	return true;
+}
+
+/*
+ * The debounce after a scan, a resync, a backoff, or the worker busy: what
+ * was scanned is rendered (once for a burst of scans), and a round runs when
+ * that changed the slices or the next round is due anyway.
+ */
+static void on_timer(struct loop_src *src)
+{
+	struct draslices *s = src->ud;
+	long long now = hpn_mono_ms();
+
+	/* A round running: its end arms the timer again. */
+	if (s->job_out)
+		return;
+	if (s->dirty) {
+		s->dirty = false;
+		if (render(s))
+			s->due = now;
+	}
+	if (now >= s->due)
+		round_start(s);
+	else
+		loop_timer_set(&s->timer, (int)(s->due - now), 0);
+}
+
+/*
+ * After every scan: rendered once DEBOUNCE_MS pass without one, or
+ * DEBOUNCE_MAX_MS after the first, not at every scan (reading each NIC's
+ * sysfs is most of what a scan costs, and the lookup socket waits for the
+ * loop meanwhile).
+ */
+void draslices_scanned(struct draslices *s)
+{
+	long long now = hpn_mono_ms(), left;
+
+	if (!s || s->stopping)
+		return;
+	if (!s->dirty) {
+		s->dirty = true;
+		s->dirty_at = now;
+	}
+	left = s->dirty_at + DEBOUNCE_MAX_MS - now;
 	if (!s->job_out)
-		loop_timer_set(&s->timer, DEBOUNCE_MS, 0);
+		loop_timer_set(&s->timer,
+			       left < DEBOUNCE_MS ? (left > 0 ? (int)left : 1) : DEBOUNCE_MS, 0);
 }
 
 const struct draslices_stats *draslices_stats(const struct draslices *s)
@@ -586,5 +657,6 @@ void draslices_free(struct draslices *s)
 	free(s->want);
 	free(s->want_key);
 	free(s->done_key);
+	free(s->seen);
 	free(s);
 }

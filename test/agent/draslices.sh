@@ -8,8 +8,9 @@
 # kubectl reading them); a NIC removed and put back (generation + 1 each
 # time); the slices deleted and edited by someone else (put back by the
 # resync); the agent restarted (same names, the generation never going back,
-# the slices kept at SIGTERM); the API answering 503 (logged once, the agent
-# serving on, published once the API is back).
+# the slices kept at SIGTERM); a pod's NIC moved in and out (no new
+# generation); the API answering 503 (logged once, the agent serving on,
+# published once the API is back).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 
@@ -241,6 +242,44 @@ $(cat "$T/agent.log")"
 	kube_stop
 }
 run "agent restart: the same device names, the generation never going back" restart
+
+# A pod's NIC: ADD moves pool1 into the pod and its sysfs entry goes with it
+# (as on a node; the fake tree's is moved away by hand), DEL brings both back.
+# Neither is a new generation: pool1 keeps the attributes it was read with.
+pod_nic() {
+	local -a AGENT_FLAGS
+	local g conf psys
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	g=$(gen)
+	# The plugin's tree has no RDMA devices: the host kernel has none to bind.
+	psys=$T/psys-$SCEN
+	cp -a "$T/sysfs" "$psys"
+	find "$psys" -depth -name infiniband -exec rm -rf {} +
+	conf=$(jq -c --arg s "$psys" 'del(.match) | .device = "pool1" | .sysfsRoot = $s' \
+		<<<"$(agent_net_conf)")
+	run_plugin ADD "$conf"
+	expect_result "ADD of pool1"
+	mv "$T/sysfs/class/net/pool1" "$T/pool1.sysfs"
+	# A scan (every second here) and the slices' debounce (at most 1 s) later:
+	sleep 2.5
+	OUT=$(slices)
+	jq_ok '.[0].spec.pool.generation == $g' "no new generation while a pod holds pool1" \
+		"$OUT" --argjson g "$g"
+	jq_ok '.[0].spec.devices[] | select(.name == "pci-0000-af-00-1") | .attributes |
+		.interface.string == "pool1" and .["resource.kubernetes.io/pcieRoot"].string == "pci0000:ae"' \
+		"pool1 keeps its attributes in the pod" "$OUT"
+	mv "$T/pool1.sysfs" "$T/sysfs/class/net/pool1"
+	run_plugin DEL "$conf"
+	expect_ok "DEL of pool1"
+	sleep 2.5
+	jq_ok '.[0].spec.pool.generation == $g' "no new generation after DEL" "$(slices)" \
+		--argjson g "$g"
+	node_down
+	kube_stop
+}
+run "a pod's NIC: ADD and DEL change no slice" pod_nic
 
 # The API failing: said once, the agent serving on, the slices published
 # once it answers again.
