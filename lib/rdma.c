@@ -693,7 +693,7 @@ static unsigned int port_count(const char *root, const char *dev)
 static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifname,
 			     const uint8_t *mac)
 {
-	char a[PATH_MAX], b[PATH_MAX], guid[32], dev_port[16];
+	char guid[32], dev_port[16];
 	unsigned int n;
 	uint32_t port = gid_port(root, dev, ifname);
 	bool match = false;
@@ -702,11 +702,11 @@ static uint32_t sysfs_serves(const char *root, const char *dev, const char *ifna
 		return port;
 	/* Whole paths: the same PCI function, not just the same basename. */
 	if (!representor(root, ifname)) {
-		char p[PATH_MAX], q[PATH_MAX];
+		char p[PATH_MAX], q[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
 
 		match = pathf(p, "%s/class/infiniband/%s/device", root, dev) == 0 &&
-			pathf(q, "%s/class/net/%s/device", root, ifname) == 0 &&
-			same_base(p, q) && realpath(p, a) && realpath(q, b) && !strcmp(a, b);
+			pathf(q, "%s/class/net/%s/device", root, ifname) == 0 && same_base(p, q) &&
+			realpath(p, a) && realpath(q, b) && !strcmp(a, b);
 	}
 	if (!match && mac &&
 	    hpn_sysfs_read(guid, sizeof(guid), "%s/class/infiniband/%s/node_guid", root, dev) ==
