@@ -500,12 +500,10 @@ static void attachments(struct sbuf *b, const struct node *node, const struct he
 			b, "hpn_rdma_health_checks_total", "counter",
 			"Attachments the health loop checked, by verdict (skipped: an ADD or DEL "
 			"was working on it, or it is not a completed attachment of this boot).");
-		expo_sample_u64(b, "hpn_rdma_health_checks_total",
-				(const char *[]){ "result", "healthy", NULL }, h->checks_healthy);
-		expo_sample_u64(b, "hpn_rdma_health_checks_total",
-				(const char *[]){ "result", "broken", NULL }, h->checks_broken);
-		expo_sample_u64(b, "hpn_rdma_health_checks_total",
-				(const char *[]){ "result", "skipped", NULL }, h->checks_skipped);
+		expo_by_result(
+			b, "hpn_rdma_health_checks_total",
+			(const char *[]){ "healthy", "broken", "skipped" },
+			(uint64_t[]){ h->checks_healthy, h->checks_broken, h->checks_skipped }, 3);
 	}
 }
 

@@ -100,3 +100,22 @@ void expo_sample_u64(struct sbuf *b, const char *name, const char *const *labels
 	series(b, name, labels);
 	expo_add(b, " %llu\n", (unsigned long long)v);
 }
+
+void expo_by_result(struct sbuf *b, const char *name, const char *const *result, const uint64_t *v,
+		    size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expo_sample_u64(b, name, (const char *[]){ "result", result[i], NULL }, v[i]);
+}
+
+void expo_gauge(struct sbuf *b, const char *name, const char *help, double v)
+{
+	expo_family(b, name, "gauge", help);
+	expo_sample(b, name, NULL, v);
+}
+
+void expo_counter(struct sbuf *b, const char *name, const char *help, uint64_t v)
+{
+	expo_family(b, name, "counter", help);
+	expo_sample_u64(b, name, NULL, v);
+}

@@ -149,10 +149,10 @@ static void cni(struct sbuf *b, const struct metrics_sources *src)
 		expo_sample(b, "hpn_rdma_cni_command_duration_seconds_sum", lab, s->sum);
 		expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_count", lab, s->count);
 	}
-	expo_family(
-		b, "hpn_rdma_cni_events_skipped_total", "counter",
-		"Lines of the plugin's event log that were not a record (or had no series left).");
-	expo_sample_u64(b, "hpn_rdma_cni_events_skipped_total", NULL, c->skipped + c->dropped);
+	expo_counter(
+		b, "hpn_rdma_cni_events_skipped_total",
+		"Lines of the plugin's event log that were not a record (or had no series left).",
+		c->skipped + c->dropped);
 }
 
 static void gc(struct sbuf *b, const struct metrics_sources *src)
@@ -165,28 +165,21 @@ static void gc(struct sbuf *b, const struct metrics_sources *src)
 		b, "hpn_rdma_gc_runs_total", "counter",
 		"GC rounds against the runtime's sandboxes: ok, failed (an undo failed), skipped "
 		"(the runtime could not be asked, or the worker was busy).");
-	expo_sample_u64(b, "hpn_rdma_gc_runs_total", (const char *[]){ "result", "ok", NULL },
-			g->runs_ok);
-	expo_sample_u64(b, "hpn_rdma_gc_runs_total", (const char *[]){ "result", "failed", NULL },
-			g->runs_failed);
-	expo_sample_u64(b, "hpn_rdma_gc_runs_total", (const char *[]){ "result", "skipped", NULL },
-			g->runs_skipped);
-	expo_family(b, "hpn_rdma_gc_undone_total", "counter",
-		    "Attachments of pods the runtime no longer has that GC undid.");
-	expo_sample_u64(b, "hpn_rdma_gc_undone_total", NULL, g->undone);
-	expo_family(
-		b, "hpn_rdma_gc_undo_failures_total", "counter",
-		"Attachments whose undo by GC failed (their journals stay for the next round).");
-	expo_sample_u64(b, "hpn_rdma_gc_undo_failures_total", NULL, g->failed);
-	expo_family(b, "hpn_rdma_gc_last_run_timestamp_seconds", "gauge",
-		    "When GC last asked the runtime (unix time; 0: not yet).");
-	expo_sample(b, "hpn_rdma_gc_last_run_timestamp_seconds", NULL, g->last_run);
-	expo_family(b, "hpn_rdma_runtime_up", "gauge",
-		    "Whether the runtime answered GC's last ListPodSandbox.");
-	expo_sample(b, "hpn_rdma_runtime_up", NULL, g->runtime_up);
-	expo_family(b, "hpn_rdma_runtime_sandboxes", "gauge",
-		    "Pod sandboxes the runtime listed at GC's last ListPodSandbox.");
-	expo_sample(b, "hpn_rdma_runtime_sandboxes", NULL, (double)g->sandboxes);
+	expo_by_result(b, "hpn_rdma_gc_runs_total", (const char *[]){ "ok", "failed", "skipped" },
+		       (uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped }, 3);
+	expo_counter(b, "hpn_rdma_gc_undone_total",
+		     "Attachments of pods the runtime no longer has that GC undid.", g->undone);
+	expo_counter(
+		b, "hpn_rdma_gc_undo_failures_total",
+		"Attachments whose undo by GC failed (their journals stay for the next round).",
+		g->failed);
+	expo_gauge(b, "hpn_rdma_gc_last_run_timestamp_seconds",
+		   "When GC last asked the runtime (unix time; 0: not yet).", g->last_run);
+	expo_gauge(b, "hpn_rdma_runtime_up",
+		   "Whether the runtime answered GC's last ListPodSandbox.", g->runtime_up);
+	expo_gauge(b, "hpn_rdma_runtime_sandboxes",
+		   "Pod sandboxes the runtime listed at GC's last ListPodSandbox.",
+		   (double)g->sandboxes);
 }
 
 static void dra(struct sbuf *b, const struct metrics_sources *src)
@@ -198,12 +191,11 @@ static void dra(struct sbuf *b, const struct metrics_sources *src)
 
 	if (!dra_stats(src->dra, &st))
 		return;
-	expo_family(b, "hpn_rdma_dra_registered", "gauge",
-		    "Whether the kubelet registered the DRA driver.");
-	expo_sample(b, "hpn_rdma_dra_registered", NULL, st.registered);
-	expo_family(b, "hpn_rdma_dra_claims_prepared", "gauge",
-		    "ResourceClaims prepared on this node (records in <stateDir>/dra).");
-	expo_sample(b, "hpn_rdma_dra_claims_prepared", NULL, (double)st.claims);
+	expo_gauge(b, "hpn_rdma_dra_registered", "Whether the kubelet registered the DRA driver.",
+		   st.registered);
+	expo_gauge(b, "hpn_rdma_dra_claims_prepared",
+		   "ResourceClaims prepared on this node (records in <stateDir>/dra).",
+		   (double)st.claims);
 	expo_family(b, "hpn_rdma_dra_prepares_total", "counter",
 		    "Claims NodePrepareResources answered, by where the answer came from (the "
 		    "claim read from the API, or a record of an earlier Prepare) and result.");
@@ -213,43 +205,34 @@ static void dra(struct sbuf *b, const struct metrics_sources *src)
 				b, "hpn_rdma_dra_prepares_total",
 				(const char *[]){ "from", from[a], "result", result[ok], NULL },
 				st.prepares[a][ok]);
-	expo_family(b, "hpn_rdma_dra_unprepares_total", "counter",
-		    "Claims NodeUnprepareResources answered.");
-	expo_sample_u64(b, "hpn_rdma_dra_unprepares_total", NULL, st.unprepares);
+	expo_counter(b, "hpn_rdma_dra_unprepares_total", "Claims NodeUnprepareResources answered.",
+		     st.unprepares);
 	ss = st.status;
 	expo_family(b, "hpn_rdma_dra_status_writes_total", "counter",
 		    "Claims' status.devices written by server-side apply: applied, gone (the "
 		    "claim not in the API), failed (retried).");
-	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
-			(const char *[]){ "result", "applied", NULL }, ss->applied);
-	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
-			(const char *[]){ "result", "gone", NULL }, ss->gone);
-	expo_sample_u64(b, "hpn_rdma_dra_status_writes_total",
-			(const char *[]){ "result", "failed", NULL }, ss->failed);
+	expo_by_result(b, "hpn_rdma_dra_status_writes_total",
+		       (const char *[]){ "applied", "gone", "failed" },
+		       (uint64_t[]){ ss->applied, ss->gone, ss->failed }, 3);
 	sl = st.slices;
 	if (!sl)
 		return;
 	expo_family(b, "hpn_rdma_dra_slice_rounds_total", "counter",
 		    "Rounds of the ResourceSlice publisher: written (a new generation), unchanged "
 		    "(the API held them already), failed (retried with backoff).");
-	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
-			(const char *[]){ "result", "written", NULL }, sl->publishes);
-	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
-			(const char *[]){ "result", "unchanged", NULL }, sl->unchanged);
-	expo_sample_u64(b, "hpn_rdma_dra_slice_rounds_total",
-			(const char *[]){ "result", "failed", NULL }, sl->failures);
-	expo_family(b, "hpn_rdma_dra_slice_writes_total", "counter",
-		    "ResourceSlices written to the API (PUT or POST).");
-	expo_sample_u64(b, "hpn_rdma_dra_slice_writes_total", NULL, sl->writes);
+	expo_by_result(b, "hpn_rdma_dra_slice_rounds_total",
+		       (const char *[]){ "written", "unchanged", "failed" },
+		       (uint64_t[]){ sl->publishes, sl->unchanged, sl->failures }, 3);
+	expo_counter(b, "hpn_rdma_dra_slice_writes_total",
+		     "ResourceSlices written to the API (PUT or POST).", sl->writes);
 	expo_family(b, "hpn_rdma_dra_slice_write_seconds_total", "counter",
 		    "Time the written rounds took, from their list to their last write.");
 	expo_sample(b, "hpn_rdma_dra_slice_write_seconds_total", NULL, sl->write_s);
-	expo_family(b, "hpn_rdma_dra_pool_generation", "gauge",
-		    "The pool generation last published (0: none yet).");
-	expo_sample(b, "hpn_rdma_dra_pool_generation", NULL, (double)sl->generation);
-	expo_family(b, "hpn_rdma_dra_slices", "gauge",
-		    "The pool's ResourceSlices in the API after the last good round.");
-	expo_sample(b, "hpn_rdma_dra_slices", NULL, (double)sl->slices);
+	expo_gauge(b, "hpn_rdma_dra_pool_generation",
+		   "The pool generation last published (0: none yet).", (double)sl->generation);
+	expo_gauge(b, "hpn_rdma_dra_slices",
+		   "The pool's ResourceSlices in the API after the last good round.",
+		   (double)sl->slices);
 }
 
 static void agent_info(struct sbuf *b, const struct metrics_sources *src, const struct metrics *m)
@@ -260,18 +243,15 @@ static void agent_info(struct sbuf *b, const struct metrics_sources *src, const 
 		    (const char *[]){ "version", HPN_VERSION, "grpc", grpc_version_string(),
 				      "microhttpd", MHD_get_version(), NULL },
 		    1);
-	expo_family(b, "hpn_rdma_agent_start_time_seconds", "gauge",
-		    "When the agent started (unix time).");
-	expo_sample(b, "hpn_rdma_agent_start_time_seconds", NULL, src->start_time);
-	expo_family(b, "hpn_rdma_agent_registered", "gauge",
-		    "Whether the device plugin is registered with the kubelet.");
-	expo_sample(b, "hpn_rdma_agent_registered", NULL, deviceplugin_registered(src->dp));
-	expo_family(b, "hpn_rdma_agent_collect_duration_seconds", "gauge",
-		    "How long the previous collection of the node's counters took.");
-	expo_sample(b, "hpn_rdma_agent_collect_duration_seconds", NULL, m->collect_s);
-	expo_family(b, "hpn_rdma_agent_scrapes_total", "counter",
-		    "Requests for /metrics answered.");
-	expo_sample_u64(b, "hpn_rdma_agent_scrapes_total", NULL, m->scrapes);
+	expo_gauge(b, "hpn_rdma_agent_start_time_seconds", "When the agent started (unix time).",
+		   src->start_time);
+	expo_gauge(b, "hpn_rdma_agent_registered",
+		   "Whether the device plugin is registered with the kubelet.",
+		   deviceplugin_registered(src->dp));
+	expo_gauge(b, "hpn_rdma_agent_collect_duration_seconds",
+		   "How long the previous collection of the node's counters took.", m->collect_s);
+	expo_counter(b, "hpn_rdma_agent_scrapes_total", "Requests for /metrics answered.",
+		     m->scrapes);
 }
 
 static char *render(const struct metrics_sources *src, struct metrics *m, size_t *len)
