@@ -32,20 +32,24 @@ kube_setup() {
 	local k
 	KUBE_WHY=
 	mapfile -t KROWS < <(selected kube.none.hpn-kanno kube.none.hpn-klabel kube.none.hpn-kagent)
-	if ((${#KROWS[@]})); then
+	mapfile -t DROWS < <(selected dra.none.hpn-dra) # dra.sh: the DRA driver's row
+	if ((${#KROWS[@]} + ${#DROWS[@]})); then
 		if ! command -v openssl >/dev/null; then
 			KUBE_WHY="openssl is not installed (scripts/install-deps.sh)"
 		elif [[ ! -x /usr/bin/python3 ]]; then
 			KUBE_WHY="/usr/bin/python3 is not installed (scripts/install-deps.sh)"
 		fi
 	fi
-	if ((${#KROWS[@]} == 0)) || [[ -n $KUBE_WHY ]]; then
+	if ((${#KROWS[@]} + ${#DROWS[@]} == 0)) || [[ -n $KUBE_WHY ]]; then
+		DRA_WHY=${KUBE_WHY:+"no API stand-in: $KUBE_WHY"}
+		DROWS=()
 		return 0
 	fi
 	# shellcheck source=../test/kube/lib.sh
 	source "$SRC/test/kube/lib.sh"
 	KUBE_WORK=$W/kube
-	mkdir -p "$KUBE_WORK/pods/bench" "$KUBE_WORK/sa"
+	KUBE_RESOURCES=$KUBE_WORK/res # the DRA row's claims and slices
+	mkdir -p "$KUBE_WORK/pods/bench" "$KUBE_WORK/sa" "$KUBE_RESOURCES"
 	for ((k = 0; k < MAXPAR; k++)); do
 		jq --arg n "bench-$k" --arg uid "$(kube_uid "$k")" '.metadata.namespace = "bench" |
 			.metadata.name = $n | .metadata.uid = $uid |
@@ -64,7 +68,7 @@ kube_setup() {
 	# The agent's service account (agent.sh: its pod cache, for kube.none.hpn-kagent).
 	echo "bench-token-$$" >"$KUBE_WORK/sa/token"
 	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
-	ROWS+=("${KROWS[@]}")
+	ROWS+=("${KROWS[@]}" "${DROWS[@]}")
 }
 
 # kube_requests: the pod requests the stand-in has answered so far.

@@ -50,6 +50,7 @@ cleanup() {
 	[[ -n $W && -d $W ]] && rm -rf "$W"
 	[[ -n ${HINTS:-} && -d $HINTS ]] && rm -rf "$HINTS"
 	[[ -n ${STATE:-} && -d $STATE ]] && rm -rf "$STATE"
+	[[ -n ${DRA_STATE:-} && -d $DRA_STATE ]] && rm -rf "$DRA_STATE"
 	[[ -n ${JOBS:-} && -d $JOBS ]] && rm -rf "$JOBS"
 }
 
@@ -170,11 +171,18 @@ conf() {
 		jq -c --arg st "$STATE" --arg hints "$HINTS" '. + {type: "hpn-rdma", rdmaRequired: false,
 			stateDir: $st, ifName: "hpn0", nccl: {dir: $hints}} | '"$(hpn_pool "$k")" <<<"$base"
 		;;
-	hpn-agent)
-		# The pool path's config, asking the agent (its socket in the scratch dir).
-		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg a "$W/agent.sock" '. + {
+	hpn-agent | hpn-dra)
+		# The pool path's config, asking the agent (its socket in the scratch dir);
+		# hpn-dra's pods have a claim the DRA driver's agent prepared, which reads
+		# the fake sysfs tree the plugin is given too, and a stateDir of their own,
+		# whose journals only that agent reads (dra.sh).
+		jq -c --arg st "$STATE" --arg hints "$HINTS" --arg a "$W/agent.sock" \
+			--arg da "$W/dra.sock" --arg ds "${DRA_SYSFS:-}" --arg dst "${DRA_STATE:-}" \
+			--arg p "$plugin" '. + {
 			type: "hpn-rdma", rdmaRequired: false, stateDir: $st, ifName: "hpn0",
-			nccl: {dir: $hints}, agent: {socket: $a, required: true}} | '"$(hpn_pool "$k")" <<<"$base"
+			nccl: {dir: $hints}, agent: {socket: $a, required: true}} |
+			if $p == "hpn-dra" then .agent.socket = $da | .sysfsRoot = $ds | .stateDir = $dst
+			else . end | '"$(hpn_pool "$k")" <<<"$base"
 		;;
 	hpn-kanno | hpn-klabel | hpn-kagent)
 		# "kubernetes" in all; the annotations decide everything in kanno
@@ -314,6 +322,7 @@ prepare() {
 					'del(.device) | .match = {devices: ["nic*"]} | .count = $n' <<<"$c")
 				local a=
 				[[ $plugin == hpn-k* ]] && a=$(kube_args "$k")
+				[[ $plugin == hpn-dra ]] && a=$(dra_args "$k")
 				cni_job "$dir/1-add/$k" ADD "$k" "$c" "$bin" "$a"
 				cni_job "$dir/2-del/$k" DEL "$k" "$c" "$bin" "$a"
 				;;
@@ -352,15 +361,24 @@ node_clean() {
 			return 1
 		}
 	done
-	[[ -z $(find "$STATE" "$HINTS" -type f ! -name lock ! -name 'events.log*') ]] || {
-		echo "bench.sh: hpn-rdma state left: $(find "$STATE" "$HINTS" -type f)" >&2
+	# The DRA row's stateDir too (dra.sh), but for the records of the claims its
+	# driver prepared, which are the agent's.
+	local -a st=("$STATE" "$HINTS" ${DRA_STATE:+"$DRA_STATE"})
+	[[ -z $(find "${st[@]}" -type f ! -name lock ! -name 'events.log*' ! -path "${DRA_STATE:-/nonexistent}/dra/*") ]] || {
+		echo "bench.sh: hpn-rdma state left: $(find "${st[@]}" -type f ! -name lock ! -name 'events.log*' ! -path "${DRA_STATE:-/nonexistent}/dra/*")" >&2
 		return 1
 	}
 }
 
-# row_nics ROW: the NICs a pod of ROW takes (node_clean's second argument).
+# row_nics ROW: the NICs node_clean checks after a pod of ROW (its second
+# argument): a move8 pod's eight; every NIC for a DRA pod (pod k's claim
+# names nic<MAXPAR-1-k>); else the one of pod 0.
 row_nics() {
-	if [[ $1 == move8.* ]]; then echo "$POD8"; else echo 1; fi
+	case $1 in
+	move8.*) echo "$POD8" ;;
+	dra.*) echo "$MAXPAR" ;;
+	*) echo 1 ;;
+	esac
 }
 
 # verify8 ROW: after ADD, pod 0 holds hpn0..hpn7, each up, and nothing else
@@ -395,6 +413,7 @@ verify() {
 				echo "bench.sh: $row: ADD left no hpn0 in the pod" >&2
 				return 1
 			}
+			[[ $row == dra.* ]] && { dra_verify || return 1; }
 			if [[ $row == *.static.* ]] &&
 				! ip -n "$(pod 0)" -o addr show dev hpn0 | grep -F 10.88.0.2/24 >/dev/null; then
 				echo "bench.sh: $row: hpn0 has no 10.88.0.2/24" >&2

@@ -4,13 +4,14 @@
 # and the ratio to N = 1. Each hpn-rdma pod takes a free NIC from the pool
 # (host-device pods name their own, nic<k>). Not the Kubernetes rows: a Python
 # stand-in's concurrency is not kube-apiserver's; nor the 8-NIC pod rows
-# (move8.*): N pods of 8 NICs would need 8N NICs.
+# (move8.*): N pods of 8 NICs would need 8N NICs; nor the DRA row (dra.sh:
+# one pod's claim).
 
 # parallel_of: the rows measured in parallel, one a line.
 parallel_of() {
 	local row
 	for row in "${ROWS[@]}"; do
-		if ! is_skipped "$row" && [[ $row != kube.* && $row != move8.* ]]; then
+		if ! is_skipped "$row" && [[ $row != kube.* && $row != move8.* && $row != dra.* ]]; then
 			echo "$row"
 		fi
 	done

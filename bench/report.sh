@@ -25,6 +25,7 @@ report() {
 	version_json
 	parallel_json
 	kube_json
+	dra_json
 	pairs_json
 	floor_json
 	report_json
@@ -40,7 +41,7 @@ report_json() {
 		--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
 		--argjson floortrue "$floortrue" --argjson pairs "$pairs" \
 		--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
-		--argjson aglat "$agent_lat" --argjson gpu "$gpu" \
+		--argjson aglat "$agent_lat" --argjson gpu "$gpu" --argjson dra "$dra" \
 		--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 		--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 		($s[0] | map({(.row): .}) | add) as $r |
@@ -48,6 +49,11 @@ report_json() {
 		($pairs | map({(.variant): .}) | add // {}) as $pr |
 		def ratio(a; b): if (a | type) == "number" and (b | type) == "number" and b > 0
 			then a / b else null end;
+		# What row a adds to row b: wall (of the medians) and CPU.
+		def d(a; b): if $r[a] and $r[b] and ($r[a].wall_ms | type) == "object" and
+			($r[b].wall_ms | type) == "object"
+			then {wall_ms: ($r[a].wall_ms.median - $r[b].wall_ms.median),
+			      cpu_ms: ($r[a].cpu_ms - $r[b].cpu_ms)} else null end;
 		def t(name; val; lim; cmp): {target: name, value: val, limit: lim,
 			met: (if val == null then null elif cmp == "le" then val <= lim else val >= lim end)};
 		# floor: the least any plugin could reach on this machine, where it is measured.
@@ -85,11 +91,7 @@ report_json() {
 				if $a then $a - $r["move.static.hpn-rdma"].wall_ms.median else null end)}}
 			else $aglat end),
 		  kubernetes: (if $kube.rows then
-			(def d(a; b): if $r[a] and $r[b] and ($r[a].wall_ms | type) == "object" and
-				($r[b].wall_ms | type) == "object"
-				then {wall_ms: ($r[a].wall_ms.median - $r[b].wall_ms.median),
-				      cpu_ms: ($r[a].cpu_ms - $r[b].cpu_ms)} else null end;
-			 $kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
+			($kube + {lookup_added: d("kube.none.hpn-klabel"; "kube.none.hpn-kanno"),
 				annotations_added: d("kube.none.hpn-kanno"; "move.none.hpn-rdma"),
 				# Through the agent: the pod question and the allocation lookup;
 				# less the allocation lookup (hpn-agent - hpn-rdma): the pod question.
@@ -99,6 +101,11 @@ report_json() {
 					if $k and $a then {wall_ms: ($k.wall_ms - $a.wall_ms),
 						cpu_ms: ($k.cpu_ms - $a.cpu_ms)} else null end)})
 			else $kube end),
+		  # ADD+DEL of a pod whose claim names its NIC, against the pool and the
+		  # allocation of the device plugin, both through the same agent.
+		  dra: (if $dra.prepare then $dra + {
+			added_vs_pool: d("dra.none.hpn-dra"; "move.none.hpn-rdma"),
+			added_vs_device_plugin: d("dra.none.hpn-dra"; "move.none.hpn-agent")} else $dra end),
 		  pod8: (if ($r["move8.none.hpn-rdma"].wall_ms | type) == "object" then
 			# A pod of 8 NICs (move, no IPAM) against the floors of 8 moves: the
 			# iproute2 floor in one ip -batch per netns, 8 times the kernel floor of
@@ -176,7 +183,7 @@ report_table() {
 		("row" | pad(28)) + ("median ms" | lpad(10)) + ("p99 ms" | lpad(9)) + ("CPU ms" | lpad(9)) +
 		("user" | lpad(7)) + ("RSS MB" | lpad(8)) + ("wall/hd" | lpad(9)) + ("cpu/hd" | lpad(8)) + ("rss/hd" | lpad(8)) +
 		("wall/ip" | lpad(9)),
-		(.serial[] | . as $x | ($x.row | split(".")) as $k |
+		(.serial[] | . as $x | ($x.row | split(".") | .[0] |= if . == "dra" then "move" else . end) as $k |
 		 # No reference plugin attaches 8 NICs in one ADD: move8 rows have no hd.
 		 (if $k[0] == "move8" then null else
 		  $r["\($k[0]).\($k[1]).\(if $k[0] == "move" then "host-device" else "macvlan" end)"] end) as $hd |
@@ -274,6 +281,25 @@ report_table() {
 		 "ADD+DEL with the allocation lookup (move.*.hpn-agent) minus the pool path (move.*.hpn-rdma):" +
 		 " \(f(.agent.lookup_added_ms.none)) ms without IPAM, \(f(.agent.lookup_added_ms.static)) ms with static", ""
 		 elif .agent.skipped then "Agent rows skipped: " + .agent.skipped, "" else empty end),
+		(if .dra.prepare then
+		 "hpn-rdma-agent as a DRA driver (--dra; the API: \(.dra.server)):",
+		 (if .dra.prepare.failed then "  Prepare latency FAILED: \(.dra.prepare.failed)" else
+		  "  Prepare of a claim of one NIC (\(.dra.prepare["prepare-api"].calls) rounds, through the kubelet stand-in):" +
+		  " the claim read from the API \(f(.dra.prepare["prepare-api"].median_ms)) ms median, \(f(.dra.prepare["prepare-api"].p99_ms)) ms p99;" +
+		  " answered from its record \(f(.dra.prepare["prepare-record"].median_ms)) ms, \(f(.dra.prepare["prepare-record"].p99_ms)) ms;" +
+		  " Unprepare \(f(.dra.prepare.unprepare.median_ms)) ms, \(f(.dra.prepare.unprepare.p99_ms)) ms" end),
+		 (if .dra.slices.changes then
+		  "  ResourceSlices: the pool grown from \(.dra.slices.base_nics) to \(.dra.slices.pool_nics) NICs and back, \(.dra.slices.changes) changes:" +
+		  " in the API \(f(.dra.slices.grow_ms.median)) ms after it grew, \(f(.dra.slices.shrink_ms.median)) ms after it shrank" +
+		  " (medians; the 200 ms debounce of the agent and its scan included); the agent wrote \(.dra.slices.slices_written) slices" +
+		  " in \(.dra.slices.rounds_written) rounds, \(f(.dra.slices.round_ms)) ms a round, \(f(.dra.slices.slices_per_s)) slices/s"
+		  else "  ResourceSlices: \(.dra.slices.failed // .dra.slices.skipped // "not measured")" end),
+		 (if .dra.added_vs_pool then
+		  "  ADD+DEL with a DRA claim (dra.none.hpn-dra) minus the pool (move.none.hpn-rdma): \(f(.dra.added_vs_pool.wall_ms)) ms wall," +
+		  " \(f(.dra.added_vs_pool.cpu_ms)) ms CPU" +
+		  (if .dra.added_vs_device_plugin then "; minus the allocation of the device plugin (move.none.hpn-agent): \(f(.dra.added_vs_device_plugin.wall_ms)) ms wall, \(f(.dra.added_vs_device_plugin.cpu_ms)) ms CPU" else "" end)
+		  else empty end), ""
+		 elif .dra.skipped then "DRA rows skipped: " + .dra.skipped, "" else empty end),
 		(if .rdma_discovery.us_per_add then
 		 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
 		 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
@@ -348,7 +374,7 @@ report_check() {
 		([.version[].plugin] | sort) == ($vp | sort) and
 		all(.version[]; .runs == $vcyc and .wall_ms.median > 0) and
 		(.parallel | length) == (($par | split(" ") | map(select(. != "")) | length) *
-			([.serial[] | select((.skipped | not) and (.row | test("^(kube|move8)\\.") | not))] |
+			([.serial[] | select((.skipped | not) and (.row | test("^(kube|move8|dra)\\.") | not))] |
 			 length)) and
 		# The 8-NIC pod held against each floor that was measured.
 		(([.serial[] | select(.row == "move8.none.hpn-rdma" and (.skipped | not))] | length) == 0 or
@@ -368,6 +394,11 @@ report_check() {
 		all(.pairs[]; .cycles == $cyc and .hpn_rdma_ms > 0 and .host_device_ms > 0) and
 		(.kernel_floor.skipped or .kernel_floor.cpu_ms > 0) and
 		(.agent.skipped or (.agent.allocate.median_ms > 0 and .agent.listwatch.median_ms > 0)) and
+		# The DRA figures, each a count of what happened, present.
+		(.dra.skipped or (.dra.prepare["prepare-api"].calls == '"$AG_ITER"' and
+			.dra.prepare["prepare-record"].median_ms > 0 and .dra.prepare.unprepare.median_ms > 0 and
+			.dra.slices.changes == '"$((2 * DRA_CHANGES))"' and .dra.slices.slices_written > 0 and
+			.dra.slices.slices_per_s > 0)) and
 		# Not a timing: every node and shape counted, and gpu-aware never worse.
 		(.gpu_choice.skipped or ((.gpu_choice.rows | length) == 12 and
 			all(.gpu_choice.rows[]; .gpus > 0 and .near_gpu_aware >= .near_first_match))) and

@@ -36,7 +36,9 @@
 #   HPN_CNI_BIN      reference plugins (default /usr/lib/cni)
 #   HPN_AGENT        the agent (default build/agent/hpn-rdma-agent)
 #   HPN_KUBELET      the kubelet stand-in (default build/test/agent/hpn-kubelet)
-#   BENCH_AGENT_ITER calls per device plugin latency row (default 500; quick 20)
+#   BENCH_AGENT_ITER calls per device plugin latency row, and rounds of the
+#                    DRA Prepare latency (default 500; quick 20)
+#   BENCH_DRA_CHANGES  times the DRA pool grows and shrinks (default 5; quick 1)
 #   HPN_PLUGIN_LINKED_YAML, HPN_PLUGIN_LINKED_KUBE  the plugin with libyaml,
 #                    and libcurl + libyaml, linked (default
 #                    build/bench/hpn-rdma-linked-{yaml,kube}; rows skipped if
@@ -135,6 +137,7 @@ VM_ITERS BENCH_VM_ITERS 100 1000
 VM_RUNS BENCH_VM_RUNS 1 3
 VM_ADDS BENCH_VM_ADDS 1 5
 AG_ITER BENCH_AGENT_ITER 20 500
+DRA_CHANGES BENCH_DRA_CHANGES 1 5
 EOF
 PER_ROUND=$(((ITER + ROUNDS - 1) / ROUNDS))
 MAXPAR=1
@@ -150,6 +153,7 @@ source "$SRC/bench/lib.sh" # the netns, the jobs and configs of every row, the r
 source "$SRC/bench/serial.sh" # ADD+DEL rows (move, shared; none and static IPAM), the CPU floor
 source "$SRC/bench/kube.sh" # the Kubernetes API lookup rows
 source "$SRC/bench/agent.sh" # the hpn-rdma-agent rows
+source "$SRC/bench/dra.sh" # the DRA driver's rows
 source "$SRC/bench/pairs.sh" # hpn-rdma and host-device cycle by cycle
 source "$SRC/bench/version.sh" # VERSION latency
 source "$SRC/bench/parallel.sh" # N pods at once
@@ -164,12 +168,15 @@ bench_netns
 kube_setup
 probe_hpn_macvlan
 agent_start
+dra_claims
 verify_rows
 serial_rounds # the pairs and the CPU floor's parts in every round
 version_rows
 parallel_rows
 cpu_floor
 agent_latency
+dra_latency
+dra_publish
 vm_section
 runtime_section
 gpu_choice

@@ -70,6 +70,12 @@ const usage = `usage: hpn-kubelet COMMAND [FLAGS]
   dra-unprepare -socket SOCK -version v1|v1beta1 NS/NAME/UID...
                                           as the DRA manager: one call for the
                                           claims; prints the answer as JSON, by UID
+  dra-bench -socket SOCK -n N NS/NAME/UID N rounds of one claim (v1): Prepare (the
+                                          claim read from the API), Prepare again
+                                          (from the record), Unprepare; each answer
+                                          checked; one line per call:
+                                          "prepare-api NS" / "prepare-record NS" /
+                                          "unprepare NS"
 `
 
 // ---- serve -------------------------------------------------------------------
@@ -523,6 +529,22 @@ func claimArgs(args []string) ([]claimRef, error) {
 	return out, nil
 }
 
+// draDial: the claims of args and a connection to the plugin's socket, or
+// nil and the exit code (2: bad arguments, 1: no connection), said on stderr.
+func draDial(sock string, args []string) ([]claimRef, *grpc.ClientConn, int) {
+	claims, err := claimArgs(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil, 2
+	}
+	conn, err := dialConn(sock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, nil, 1
+	}
+	return claims, conn, 0
+}
+
 func draCall(args []string, prepare bool) int {
 	name := "dra-unprepare"
 	if prepare {
@@ -532,21 +554,16 @@ func draCall(args []string, prepare bool) int {
 	sock := fs.String("socket", "", "the plugin's dra.sock")
 	version := fs.String("version", "v1", "v1 or v1beta1")
 	fs.Parse(args)
-	claims, err := claimArgs(fs.Args())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	conn, err := dialConn(*sock)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	claims, conn, code := draDial(*sock, fs.Args())
+	if conn == nil {
+		return code
 	}
 	defer conn.Close()
 	// The kubelet's timeout for one call.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	var out map[string]interface{}
+	var err error
 	switch *version {
 	case "v1":
 		out, err = draV1(ctx, conn, claims, prepare)
@@ -628,6 +645,70 @@ func draV1beta1(ctx context.Context, conn *grpc.ClientConn, claims []claimRef, p
 	return out, nil
 }
 
+// draBench: the driver's latency per call, as the DRA manager sees it. Every
+// answer is checked (the claim's, with devices and no error), so a figure is
+// never that of a failed call.
+func draBench(args []string) int {
+	fs := flag.NewFlagSet("dra-bench", flag.ExitOnError)
+	sock := fs.String("socket", "", "the plugin's dra.sock")
+	n := fs.Int("n", 100, "rounds")
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "dra-bench: one claim, NS/NAME/UID")
+		return 2
+	}
+	claims, conn, code := draDial(*sock, fs.Args())
+	if conn == nil {
+		return code
+	}
+	defer conn.Close()
+	q := claims[0]
+	c := drav1.NewDRAPluginClient(conn)
+	req := []*drav1.Claim{{Namespace: q.ns, Name: q.name, Uid: q.uid}}
+	times := map[string][]int64{}
+	prepare := func(what string) error {
+		t := time.Now()
+		resp, err := c.NodePrepareResources(context.Background(),
+			&drav1.NodePrepareResourcesRequest{Claims: req})
+		times[what] = append(times[what], time.Since(t).Nanoseconds())
+		if err != nil {
+			return err
+		}
+		r := resp.Claims[q.uid]
+		if r == nil || r.Error != "" || len(r.Devices) == 0 {
+			return fmt.Errorf("%s: claim %s/%s not prepared: %v", what, q.ns, q.name, r)
+		}
+		return nil
+	}
+	for i := 0; i < *n; i++ {
+		for _, what := range []string{"prepare-api", "prepare-record"} {
+			if err := prepare(what); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		t := time.Now()
+		resp, err := c.NodeUnprepareResources(context.Background(),
+			&drav1.NodeUnprepareResourcesRequest{Claims: req})
+		times["unprepare"] = append(times["unprepare"], time.Since(t).Nanoseconds())
+		if err == nil && (resp.Claims[q.uid] == nil || resp.Claims[q.uid].Error != "") {
+			err = fmt.Errorf("unprepare: claim %s/%s: %v", q.ns, q.name, resp.Claims[q.uid])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	for _, what := range []string{"prepare-api", "prepare-record", "unprepare"} {
+		v := times[what]
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		for _, ns := range v {
+			fmt.Println(what, ns)
+		}
+	}
+	return 0
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
@@ -635,7 +716,7 @@ func main() {
 	}
 	cmds := map[string]func([]string) int{"serve": serve, "allocate": allocate,
 		"prefer": prefer, "bench": bench, "podres": podresList,
-		"dra-register":  draRegister,
+		"dra-register": draRegister, "dra-bench": draBench,
 		"dra-prepare":   func(a []string) int { return draCall(a, true) },
 		"dra-unprepare": func(a []string) int { return draCall(a, false) }}
 	f, ok := cmds[os.Args[1]]
