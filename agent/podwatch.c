@@ -493,13 +493,14 @@ static void *run(void *arg)
 {
 	struct podwatch *pw = arg;
 	long backoff = BACKOFF_MIN_MS;
-	bool need_list = true;
+	bool need_list = true, down = false;
 
 	while (!atomic_load(&pw->stop)) {
 		struct hpn_err err = { 0 };
 		int r = need_list ? list(pw, &err) : 0;
 
 		if (r == 0) {
+			down = false;
 			long long start = hpn_mono_ms();
 
 			r = watch(pw, &err);
@@ -521,8 +522,15 @@ static void *run(void *arg)
 		if (atomic_load(&pw->stop))
 			break;
 		unsynced(pw);
-		hpn_warn("pod cache of node %s: %s; not synced, listing again in %ld ms", pw->node,
-			 err.msg[0] ? err.msg : strerror(-r), backoff);
+		/* Said once until a list succeeds again (an API down, RBAC refusing). */
+		if (!down)
+			hpn_warn("pod cache of node %s: %s; not synced, listing again in %ld ms "
+				 "(said once until it lists)",
+				 pw->node, err.msg[0] ? err.msg : strerror(-r), backoff);
+		else
+			hpn_debug("pod cache of node %s: %s; listing again in %ld ms", pw->node,
+				  err.msg[0] ? err.msg : strerror(-r), backoff);
+		down = true;
 		pause_ms(pw, backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 		need_list = true;

@@ -294,6 +294,10 @@ watch_lost() {
 	kube_stop
 	touch "$KUBE_WORK/pods/.drop-watches"
 	wait_log "not synced, listing again" "the API gone" 2
+	# Said once while it stays down, though listed again every 0.2..1.6 s meanwhile.
+	sleep 2
+	(($(grep -c "not synced, listing again" "$T/agent.log") == 2)) ||
+		fail "the API down said more than once: $(grep "not synced" "$T/agent.log")"
 	ask ns1 trainer "$UID1"
 	jq_ok '.unknown == "the pod cache is not synced with the API"' "not synced: unknown" "$OUT"
 	node_down
