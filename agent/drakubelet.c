@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The DRA driver's kubelet side (drakubelet.h; lib/dra.h is the claim parser): Registration for the kubelet's
- * plugin watcher, DRAPlugin's NodePrepareResources and
- * NodeUnprepareResources. The ResourceClaim is read on the loop's worker
+ * The DRA driver's kubelet side (drakubelet.h; lib/dra.h is the claim
+ * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources. The ResourceClaim is read on the loop's worker
  * (lib/kube.c blocks), one claim per job; everything else runs on the loop.
  * The records in <state-dir>/dra are the driver's state: a claim prepared
  * is answered from its record, by this process or the next one.
  * It is also the driver's root: dra_start makes and dra_free ends its other
- * parts, the slice publisher (draslices.c) and the status writer
- * (drastatus.c), which talk to the API, not the kubelet.
+ * parts, the Registration for the plugin watcher (draregister.c), the slice
+ * publisher (draslices.c) and the status writer (drastatus.c).
  */
 #include "drakubelet.h"
 
@@ -18,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include "dra-v1.pb-c.h"
 #include "dra.h"
 #include "draclaims.h"
+#include "draregister.h"
 #include "draslice.h"
 #include "draslices.h"
 #include "drastatus.h"
@@ -36,7 +35,6 @@
 #include "log.h"
 #include "loop.h"
 #include "node.h"
-#include "pluginregistration.pb-c.h"
 #include "pod.h"
 #include "rpc.h"
 #include "store.h"
@@ -59,8 +57,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
 #define BUSY_RETRY_MS 20 /* the worker serves others too: ask again this soon */
 #define PTR_SIZE      sizeof(void *)
-#define REGISTRY_DIR  "plugins_registry"
-#define TYPE_DRA      "DRAPlugin"
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 #define CLAIM_ERR_MAX 512
@@ -102,14 +98,15 @@ struct dra {
 	struct loop *loop;
 	struct rpc *rpc;
 	struct node *node;
-	struct rpc_server *srv, *reg;
-	bool srv_stopping, reg_stopping, reg_again, quitting, job_out;
-	char plugin_dir[PATH_MAX], sock[PATH_MAX], reg_dir[PATH_MAX], reg_sock[PATH_MAX];
+	struct rpc_server *srv;
+	struct drareg *reg; /* Registration for the kubelet's plugin watcher */
+	bool srv_stopping, quitting, job_out;
+	char plugin_dir[PATH_MAX], sock[PATH_MAX];
 	struct dra_claims claims;
 	struct pcall *calls, **calls_tail;
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
-	struct loop_src inotify, retry;
+	struct loop_src retry;
 	struct drastatus *status;		  /* the claims' status.devices written back */
 	struct draslices *slices;		  /* the pool published as ResourceSlices */
 	bool registered;			  /* the kubelet's last NotifyRegistrationStatus */
@@ -125,7 +122,7 @@ bool dra_stats(const struct dra *d, struct dra_stats *st)
 {
 	if (!d)
 		return false;
-	*st = (struct dra_stats){ .registered = d->registered,
+	*st = (struct dra_stats){ .registered = drareg_registered(d->reg),
 				  .unprepares = d->unprepares,
 				  .slices = d->slices ? draslices_stats(d->slices) : NULL,
 				  .status = drastatus_stats(d->status) };
@@ -741,138 +738,6 @@ static const struct rpc_method methods[] = {
 	{ PATH_V1BETA1 "NodeUnprepareResources", false, unprepare },
 };
 
-/* ---- Registration ------------------------------------------------------------------ */
-
-static void get_info(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
-{
-	struct dra *d = ud;
-	Pluginregistration__InfoRequest *req =
-		pluginregistration__info_request__unpack(NULL, len, buf);
-	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
-
-	if (!req) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not an InfoRequest");
-		return;
-	}
-	pluginregistration__info_request__free_unpacked(req, NULL);
-	info.type = TYPE_DRA;
-	info.name = (char *)d->o.driver;
-	info.endpoint = d->sock;
-	info.n_supported_versions = HPN_ARRAY_SIZE(versions);
-	info.supported_versions = versions;
-	rpc_reply_msg(c, (const ProtobufCMessage *)&info);
-}
-
-static void reg_restart(struct dra *d);
-
-static void notify(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
-{
-	struct dra *d = ud;
-	Pluginregistration__RegistrationStatus *st =
-		pluginregistration__registration_status__unpack(NULL, len, buf);
-	Pluginregistration__RegistrationStatusResponse resp =
-		PLUGINREGISTRATION__REGISTRATION_STATUS_RESPONSE__INIT;
-	bool ok;
-
-	if (!st) {
-		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not a RegistrationStatus");
-		return;
-	}
-	ok = st->plugin_registered;
-	d->registered = ok;
-	if (ok)
-		hpn_info("DRA: the kubelet registered driver %s (%s)", d->o.driver, d->sock);
-	else
-		hpn_warn("DRA: the kubelet did not register driver %s: %s; its registration "
-			 "socket is made anew for the kubelet to try again",
-			 d->o.driver, st->error && st->error[0] ? st->error : "no reason given");
-	pluginregistration__registration_status__free_unpacked(st, NULL);
-	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
-	if (!ok)
-		reg_restart(d);
-}
-
-static const struct rpc_method reg_methods[] = {
-	{ "/pluginregistration.Registration/GetInfo", false, get_info },
-	{ "/pluginregistration.Registration/NotifyRegistrationStatus", false, notify },
-};
-
-static int reg_serve(struct dra *d)
-{
-	int r;
-
-	if (d->quitting)
-		return 0;
-	if (hpn_mkdir_p(d->reg_dir, 0750) < 0)
-		return -errno;
-	r = rpc_server_start(d->rpc, d->reg_sock, reg_methods, HPN_ARRAY_SIZE(reg_methods), d,
-			     &d->reg);
-	if (r >= 0)
-		hpn_info("DRA: registration for the kubelet's plugin watcher on %s", d->reg_sock);
-	return r;
-}
-
-static void reg_stopped(void *ud)
-{
-	struct dra *d = ud;
-
-	d->reg = NULL;
-	d->reg_stopping = false;
-	if (d->reg_again && !d->quitting) {
-		int r;
-
-		d->reg_again = false;
-		r = reg_serve(d);
-		if (r < 0)
-			hpn_error("DRA: cannot serve %s: %s", d->reg_sock, strerror(-r));
-	}
-}
-
-/* The socket anew: the kubelet's plugin watcher sees a new file and dials it again. */
-static void reg_restart(struct dra *d)
-{
-	if (d->quitting)
-		return;
-	d->registered = false; /* until the kubelet registers the new socket */
-	d->reg_again = true;
-	if (d->reg_stopping)
-		return;
-	if (!d->reg) {
-		reg_stopped(d);
-		return;
-	}
-	d->reg_stopping = true;
-	rpc_server_stop(d->reg, reg_stopped, d);
-}
-
-/* plugins_registry: our socket removed (a kubelet's cleanup, a wiped directory): serve anew. */
-static void on_inotify(struct loop_src *s)
-{
-	struct dra *d = s->ud;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	const char *ours = strrchr(d->reg_sock, '/') + 1;
-	bool gone = false;
-	ssize_t n;
-
-	while ((n = read(s->fd, buf, sizeof(buf))) > 0)
-		for (char *p = buf; p < buf + n;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			p += sizeof(*ev) + ev->len;
-			gone |= (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) ||
-				(ev->len && !strcmp(ev->name, ours) &&
-				 (ev->mask & (IN_DELETE | IN_MOVED_FROM)));
-		}
-	if (!gone || d->quitting || d->reg_stopping || access(d->reg_sock, F_OK) == 0)
-		return;
-	hpn_info("DRA: %s was removed: serving it anew", d->reg_sock);
-	reg_restart(d);
-	if (s->fd >= 0 && hpn_mkdir_p(d->reg_dir, 0750) == 0)
-		inotify_add_watch(s->fd, d->reg_dir,
-				  IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF);
-}
-
 /* ---- start and stop ------------------------------------------------------------------ */
 
 static void srv_stopped(void *ud)
@@ -888,13 +753,9 @@ void dra_stop(struct dra *d)
 	if (!d)
 		return;
 	d->quitting = true;
-	d->reg_again = false;
 	draslices_stop(d->slices);
+	drareg_stop(d->reg);
 	loop_timer_set(&d->retry, 0, 0);
-	if (d->reg && !d->reg_stopping) {
-		d->reg_stopping = true;
-		rpc_server_stop(d->reg, reg_stopped, d);
-	}
 	if (d->srv && !d->srv_stopping) {
 		d->srv_stopping = true;
 		rpc_server_stop(d->srv, srv_stopped, d);
@@ -905,7 +766,7 @@ void dra_stop(struct dra *d)
 
 bool dra_serving(const struct dra *d)
 {
-	return d && (d->srv || d->reg);
+	return d && (d->srv || drareg_serving(d->reg));
 }
 
 static int paths(struct dra *d, struct hpn_err *err)
@@ -915,10 +776,7 @@ static int paths(struct dra *d, struct hpn_err *err)
 	if (hpn_snprintf(d->plugin_dir, sizeof(d->plugin_dir), "%s/plugins/%s", kd, d->o.driver) <
 		    0 ||
 	    hpn_snprintf(d->sock, sizeof(d->sock), "%s/dra.sock", d->plugin_dir) < 0 ||
-	    hpn_snprintf(d->reg_dir, sizeof(d->reg_dir), "%s/" REGISTRY_DIR, kd) < 0 ||
-	    hpn_snprintf(d->reg_sock, sizeof(d->reg_sock), "%s/%s-reg.sock", d->reg_dir,
-			 d->o.driver) < 0 ||
-	    strlen(d->sock) >= 108 || strlen(d->reg_sock) >= 108)
+	    strlen(d->sock) >= 108)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "--kubelet-dir %s with driver %s is too long for a unix socket",
 				   kd, d->o.driver);
@@ -929,21 +787,20 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	      struct dra **ret, struct hpn_err *err)
 {
 	struct dra *d = calloc(1, sizeof(*d));
-	int fd, r;
+	int r;
 
 	if (!d)
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	*d = (struct dra){ .o = *o, .loop = l, .rpc = rpc, .node = node };
-	d->inotify.fd = d->retry.fd = -1;
+	d->retry.fd = -1;
 	d->calls_tail = &d->calls;
 	r = paths(d, err);
 	if (r < 0)
 		goto fail;
 	/* plugins/ is the kubelet's; our directory in it root's alone. */
-	if (hpn_mkdir_p(d->plugin_dir, 0750) < 0 || chmod(d->plugin_dir, 0750) < 0 ||
-	    hpn_mkdir_p(d->reg_dir, 0750) < 0) {
-		r = hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s and %s: %s", d->plugin_dir,
-				d->reg_dir, strerror(errno));
+	if (hpn_mkdir_p(d->plugin_dir, 0750) < 0 || chmod(d->plugin_dir, 0750) < 0) {
+		r = hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", d->plugin_dir,
+				strerror(errno));
 		goto fail;
 	}
 	r = draclaims_open(&d->claims, node->conf.state_dir, node->conf.sysfs_root, o->dev_root,
@@ -975,26 +832,15 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 		hpn_err_set(err, HPN_E_INTERNAL, -r, "timer: %s", strerror(-r));
 		goto fail;
 	}
-	fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fd < 0 || loop_add(l, &d->inotify, fd, on_inotify, d) < 0 ||
-	    inotify_add_watch(d->inotify.fd, d->reg_dir,
-			      IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF) < 0) {
-		r = hpn_err_set(err, HPN_E_INTERNAL, errno, "inotify on %s: %s", d->reg_dir,
-				strerror(errno));
-		goto fail;
-	}
 	r = rpc_server_start(rpc, d->sock, methods, HPN_ARRAY_SIZE(methods), d, &d->srv);
 	if (r < 0) {
 		hpn_err_set(err, HPN_E_INTERNAL, -r, "DRA: cannot serve %s: %s", d->sock,
 			    strerror(-r));
 		goto fail;
 	}
-	r = reg_serve(d);
-	if (r < 0) {
-		hpn_err_set(err, HPN_E_INTERNAL, -r, "DRA: cannot serve %s: %s", d->reg_sock,
-			    strerror(-r));
+	r = drareg_start(l, rpc, o->kubelet_dir, o->driver, d->sock, &d->reg, err);
+	if (r < 0)
 		goto fail;
-	}
 	hpn_info("DRA: driver %s for node %s: DRAPlugin v1 and v1beta1 on %s; claims' CDI specs "
 		 "in %s, records in %s",
 		 o->driver, o->node_name, d->sock, o->cdi_dir, d->claims.dir);
@@ -1011,8 +857,6 @@ void dra_free(struct dra *d)
 		return;
 	if (d->srv)
 		unlink(d->sock);
-	if (d->reg)
-		unlink(d->reg_sock);
 	while (d->calls) {
 		struct pcall *pc = d->calls;
 
@@ -1022,7 +866,7 @@ void dra_free(struct dra *d)
 	drastatus_free(d->status);
 	draclaims_free(&d->claims);
 	draslices_free(d->slices);
-	loop_close(&d->inotify);
+	drareg_free(d->reg);
 	loop_close(&d->retry);
 	free(d);
 }

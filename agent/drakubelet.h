@@ -16,16 +16,16 @@ struct rpc;
 
 /*
  * The kubelet's side of the DRA driver (doc/dra.md, "The kubelet's side"):
- * the Registration service on <kubelet-dir>/plugins_registry/<driver>-reg.sock
- * for the kubelet's plugin watcher, and the DRAPlugin service (v1 and
- * v1beta1) on <kubelet-dir>/plugins/<driver>/dra.sock. NodePrepareResources
+ * the DRAPlugin service (v1 and v1beta1) on
+ * <kubelet-dir>/plugins/<driver>/dra.sock, registered with the kubelet's
+ * plugin watcher by draregister.h. NodePrepareResources
  * reads each claim from the API (on the loop's worker), checks that its
  * devices of our driver are NICs of this node's pool that no other pod's
  * journal holds, writes a CDI spec of the claim's RDMA character devices and
  * a record of the claim in <state-dir>/dra/<claim UID>.json (read back at
  * start: a prepared claim is answered again without the API);
  * NodeUnprepareResources removes both. dra_start also starts the driver's
- * API-side parts, draslices.h and drastatus.h, which it owns.
+ * other parts, draregister.h, draslices.h and drastatus.h, which it owns.
  */
 struct dra_opts {
 	const char *kubelet_dir;
