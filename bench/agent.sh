@@ -70,10 +70,6 @@ agent_latency() {
 	agent_lat='{"skipped": "'"${AGENT_WHY//\"/}"'"}'
 	if [[ -z $AGENT_WHY ]]; then
 		"$KUBELET" bench -socket "$KL/device-plugins/hpn-rdma.sock" -n "$AG_ITER" nic0 >"$W/agent.lat"
-		agent_lat=$(awk '{ print $1 "\t" $2 }' "$W/agent.lat" | jq -Rsc --argjson n "$AG_ITER" '
-			split("\n") | map(select(length > 0) | split("\t") | {k: .[0], v: (.[1] | tonumber)}) |
-			group_by(.k) | map({(.[0].k): (map(.v) | sort | {calls: length,
-				median_ms: (.[(length / 2 | floor)] / 1e6),
-				p99_ms: (.[((length * 0.99) | ceil) - 1] / 1e6)})}) | add')
+		agent_lat=$(latency_json "$W/agent.lat")
 	fi
 }

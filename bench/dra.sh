@@ -47,6 +47,9 @@ dra_args() {
 	echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=dra-$1;K8S_POD_UID=$(dra_pod_uid "$1")"
 }
 
+# dra_pci K: nic<K>'s PCI function in the fake tree.
+dra_pci() { printf '0000:af:%02x.%d' $(($1 / 8)) $(($1 % 8)); }
+
 # The NIC pod 0's claim names: the last, which the pool would give it last.
 DRA_NIC=nic$((MAXPAR - 1))
 
@@ -79,9 +82,10 @@ dra_wait_pool() {
 	local i s
 	for ((i = 0; i < ${2:-10} * 100; i++)); do
 		s=$(dra_slices_now | jq --argjson n "$1" --argjson g "${DRA_GEN:-0}" '
-			[.[].spec.pool.generation] | unique as $gs | if ($gs | length) == 1 and $gs[0] > $g
+			[.[].spec.pool.generation] as $gs | [.[].spec.devices[]] as $d |
+			if ($gs | unique | length) == 1 and $gs[0] > $g and ($d | length) == $n
 			then $gs[0] else empty end' 2>/dev/null) || s=
-		if [[ -n $s ]] && (($(dra_slices_now | jq '[.[].spec.devices[]] | length') == $1)); then
+		if [[ -n $s ]]; then
 			DRA_GEN=$s
 			return 0
 		fi
@@ -104,12 +108,11 @@ dra_agent() {
 	DRA_SYSFS=$W/dra-sysfs
 	DRA_KL=$W/dra-kl
 	for ((k = 0; k < MAXPAR; k++)); do
-		mk_fake_pci "$DRA_SYSFS" "$(printf '0000:af:%02x.%d' $((k / 8)) $((k % 8)))" "nic$k"
+		mk_fake_pci "$DRA_SYSFS" "$(dra_pci "$k")" "nic$k"
 	done
 	cp -a "$DRA_SYSFS" "$W/dra-agent-sysfs"
 	k=${DRA_NIC#nic}
-	mk_rdma "$W/dra-agent-sysfs" "$(printf '0000:af:%02x.%d' $((k / 8)) $((k % 8)))" \
-		"mlx5_$k" "uverbs$k"
+	mk_rdma "$W/dra-agent-sysfs" "$(dra_pci "$k")" "mlx5_$k" "uverbs$k"
 	jq -cn --arg st "$DRA_STATE" --arg s "$W/dra-agent-sysfs" '{cniVersion: "1.0.0", name: "bench",
 		plugins: [{type: "hpn-rdma", match: {devices: ["nic*"]}, rdmaRequired: false,
 		stateDir: $st, sysfsRoot: $s}]}' >"$W/dra.conflist"
@@ -194,17 +197,17 @@ dra_latency() {
 			'{failed: $w}')
 		return 0
 	fi
-	dra_lat=$(awk '{ print $1 "\t" $2 }' "$W/dra.lat" | jq -Rsc '
-		split("\n") | map(select(length > 0) | split("\t") | {k: .[0], v: (.[1] | tonumber)}) |
-		group_by(.k) | map({(.[0].k): (map(.v) | sort | {calls: length,
-			median_ms: (.[(length / 2 | floor)] / 1e6),
-			p99_ms: (.[((length * 0.99) | ceil) - 1] / 1e6)})}) | add')
+	dra_lat=$(latency_json "$W/dra.lat")
 }
 
-# dra_metric NAME: the agent's sample NAME (labels included, as exposed).
-dra_metric() {
-	ip netns exec "$NODE" curl -sf "http://127.0.0.1:$DRA_MPORT/metrics" |
-		awk -v n="$1" '$1 == n { print $2; found = 1 } END { if (!found) print "null" }'
+# dra_counters: the agent's slices written, their seconds and the rounds
+# that wrote, from one scrape ("null" for one it lacks).
+dra_counters() {
+	ip netns exec "$NODE" curl -sf "http://127.0.0.1:$DRA_MPORT/metrics" | awk '
+		$1 == "hpn_rdma_dra_slice_writes_total" { w = $2 }
+		$1 == "hpn_rdma_dra_slice_write_seconds_total" { s = $2 }
+		$1 == "hpn_rdma_dra_slice_rounds_total{result=\"written\"}" { r = $2 }
+		END { print (w == "" ? "null" : w), (s == "" ? "null" : s), (r == "" ? "null" : r) }'
 }
 
 # dra_publish: dra_pub, the slices published as the pool grows to DRA_POOL
@@ -222,9 +225,7 @@ dra_publish() {
 		echo "link add nicx$j type veth peer name peerx$j" >>"$W/dra.grow"
 		echo "link del nicx$j" >>"$W/dra.shrink"
 	done
-	read -r w0 s0 r0 < <(echo "$(dra_metric hpn_rdma_dra_slice_writes_total)" \
-		"$(dra_metric hpn_rdma_dra_slice_write_seconds_total)" \
-		"$(dra_metric 'hpn_rdma_dra_slice_rounds_total{result="written"}')")
+	read -r w0 s0 r0 < <(dra_counters)
 	for ((i = 0; i < DRA_CHANGES; i++)); do
 		for step in grow:$DRA_POOL shrink:$base; do
 			ip -n "$NODE" -batch "$W/dra.${step%%:*}"
@@ -240,9 +241,7 @@ dra_publish() {
 			ms+=("${step%%:*} $(((t1 - t0) / 1000))")
 		done
 	done
-	read -r w1 s1 r1 < <(echo "$(dra_metric hpn_rdma_dra_slice_writes_total)" \
-		"$(dra_metric hpn_rdma_dra_slice_write_seconds_total)" \
-		"$(dra_metric 'hpn_rdma_dra_slice_rounds_total{result="written"}')")
+	read -r w1 s1 r1 < <(dra_counters)
 	[[ "$w0$s0$r0$w1$s1$r1" != *null* ]] || {
 		dra_pub='{"failed": "the agent'"'"'s metrics lack the hpn_rdma_dra_slice families"}'
 		return 0

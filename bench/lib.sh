@@ -463,3 +463,12 @@ selected() {
 		fi
 	done
 }
+
+# latency_json FILE: FILE's lines "KIND NANOSECONDS" (hpn-kubelet bench and
+# dra-bench) as {KIND: {calls, median_ms, p99_ms}}.
+latency_json() {
+	jq -Rsc 'split("\n") | map(select(length > 0) | split(" ") | {k: .[0], v: (.[1] | tonumber)}) |
+		group_by(.k) | map({(.[0].k): (map(.v) | sort | {calls: length,
+			median_ms: (.[(length / 2 | floor)] / 1e6),
+			p99_ms: (.[((length * 0.99) | ceil) - 1] / 1e6)})}) | add' "$1"
+}
