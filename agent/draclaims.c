@@ -284,12 +284,15 @@ static void cdi_remove(const struct dra_claims *cl, const char *uid)
 int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sysfs_root,
 		   const char *dev_root, const char *cdi_dir, struct hpn_err *err)
 {
-	*cl = (struct dra_claims){ .sysfs_root = sysfs_root,
-				   .dev_root = dev_root,
-				   .cdi_dir = cdi_dir };
+	*cl = (struct dra_claims){ 0 };
 	if (hpn_snprintf(cl->dir, sizeof(cl->dir), "%s/dra", state_dir) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "stateDir %s is too long", state_dir);
+	if (hpn_snprintf(cl->sysfs_root, sizeof(cl->sysfs_root), "%s", sysfs_root) < 0 ||
+	    hpn_snprintf(cl->dev_root, sizeof(cl->dev_root), "%s", dev_root) < 0 ||
+	    hpn_snprintf(cl->cdi_dir, sizeof(cl->cdi_dir), "%s", cdi_dir) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "DRA: sysfsRoot, the device root or the CDI directory is too long");
 	if (hpn_mkdir_p(cl->dir, 0700) < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
 				   strerror(errno));

@@ -47,7 +47,8 @@ struct dra_rec {
 
 struct dra_claims {
 	char dir[PATH_MAX]; /* <state-dir>/dra */
-	const char *sysfs_root, *dev_root, *cdi_dir;
+	/* Copies, never the config's strings: a reload frees those (dra_reloaded updates sysfs_root). */
+	char sysfs_root[PATH_MAX], dev_root[PATH_MAX], cdi_dir[PATH_MAX];
 	struct dra_rec *recs;
 };
 

@@ -103,6 +103,8 @@ struct dra {
 	bool srv_stopping, quitting, job_out;
 	char plugin_dir[PATH_MAX], sock[PATH_MAX];
 	struct dra_claims claims;
+	/* What the driver took from the config at start (a reload frees the config's strings). */
+	char state_dir[PATH_MAX], network[256];
 	struct pcall *calls, **calls_tail;
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
@@ -803,13 +805,19 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 				strerror(errno));
 		goto fail;
 	}
-	r = draclaims_open(&d->claims, node->conf.state_dir, node->conf.sysfs_root, o->dev_root,
+	if (hpn_snprintf(d->state_dir, sizeof(d->state_dir), "%s", node->conf.state_dir) < 0 ||
+	    hpn_snprintf(d->network, sizeof(d->network), "%s", node->conf.name) < 0) {
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"DRA: stateDir or the network's name is too long");
+		goto fail;
+	}
+	r = draclaims_open(&d->claims, d->state_dir, node->conf.sysfs_root, o->dev_root,
 			   o->cdi_dir, err);
 	if (r < 0)
 		goto fail;
 	r = drastatus_start(l, &d->claims,
-			    &(struct drastatus_opts){ .state_dir = node->conf.state_dir,
-						      .network = node->conf.name,
+			    &(struct drastatus_opts){ .state_dir = d->state_dir,
+						      .network = d->network,
 						      .kubeconfig = o->kubeconfig,
 						      .driver = o->driver,
 						      .api_timeout_ms = STATUS_API_MS },
@@ -849,6 +857,23 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 fail:
 	dra_free(d);
 	return r;
+}
+
+void dra_reloaded(struct dra *d)
+{
+	const struct hpn_conf *c;
+
+	if (!d)
+		return;
+	c = &d->node->conf;
+	if (strcmp(c->state_dir, d->state_dir) || strcmp(c->name, d->network))
+		hpn_warn("DRA: the config's stateDir or network name changed (%s, %s): the claims' "
+			 "records stay in %s for %s until hpn-rdma-agent restarts",
+			 c->state_dir, c->name, d->claims.dir, d->network);
+	if (hpn_snprintf(d->claims.sysfs_root, sizeof(d->claims.sysfs_root), "%s",
+			 c->sysfs_root) < 0)
+		hpn_warn("DRA: sysfsRoot %s is too long: the claims' devices still read under %s",
+			 c->sysfs_root, d->claims.sysfs_root);
 }
 
 void dra_free(struct dra *d)

@@ -53,6 +53,12 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	      struct dra **ret, struct hpn_err *err);
 /* Its prepared claims (the lookup's and the status writer's), for as long as d lives. */
 const struct dra_claims *dra_prepared(const struct dra *d);
+/*
+ * After the node's config was reloaded (the old one freed): the driver keeps
+ * copies of what it took, sysfsRoot follows the new one; a new stateDir or
+ * network name is warned about and takes effect at restart.
+ */
+void dra_reloaded(struct dra *d);
 /* After every scan of the node: the DRA device name of each pool NIC. */
 void dra_scanned(struct dra *d);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */

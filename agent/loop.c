@@ -26,6 +26,7 @@
 #include "util.h"
 
 #define EXIT_POLL_MS 200
+#define BATCH	     16 /* events taken from epoll per round */
 
 struct work {
 	pthread_t thread;
@@ -41,6 +42,12 @@ struct work {
 
 struct loop {
 	int epfd;
+	/*
+	 * The round being dispatched: a source closed or muted meanwhile has its
+	 * entries cleared, so a callback may free another source of the round.
+	 */
+	struct epoll_event batch[BATCH];
+	int n_batch;
 	struct loop_defer *deferred;
 	bool exiting;
 	struct timespec exit_at;
@@ -89,6 +96,7 @@ int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_
 	s->fn = fn;
 	s->ud = ud;
 	s->timer = false;
+	s->loop = l;
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		int e = errno;
 
@@ -127,19 +135,31 @@ int loop_timer(struct loop *l, struct loop_src *s, int first_ms, int every_ms,
 	return 0;
 }
 
+/* The round being dispatched forgets s: its later events there are not delivered. */
+static void forget(struct loop *l, const struct loop_src *s)
+{
+	for (int i = 0; l && i < l->n_batch; i++)
+		if (l->batch[i].data.ptr == s)
+			l->batch[i].data.ptr = NULL;
+}
+
 void loop_mute(struct loop *l, struct loop_src *s)
 {
 	if (s->fd >= 0)
 		epoll_ctl(l->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	forget(l, s);
 }
 
 void loop_close(struct loop_src *s)
 {
+	if (!s)
+		return;
 	/* Closing the last fd of a file takes it out of every epoll set. */
-	if (s && s->fd >= 0)
+	if (s->fd >= 0)
 		close(s->fd);
-	if (s)
-		s->fd = -1;
+	s->fd = -1;
+	forget(s->loop, s);
+	s->loop = NULL;
 }
 
 void loop_defer(struct loop *l, struct loop_defer *d)
@@ -187,7 +207,7 @@ static void dispatch(struct loop_src *s)
 {
 	uint64_t ticks;
 
-	if (s->fd < 0)
+	if (!s || s->fd < 0)
 		return;
 	if (s->timer && read(s->fd, &ticks, sizeof(ticks)) < 0)
 		return;
@@ -197,18 +217,20 @@ static void dispatch(struct loop_src *s)
 int loop_run(struct loop *l)
 {
 	for (;;) {
-		struct epoll_event evs[16];
 		int n;
 
 		if (l->exiting && (!l->idle || l->idle(l->idle_ud)))
 			return 0;
 		if (l->exiting && past(&l->exit_at))
 			return -ETIMEDOUT;
-		n = epoll_wait(l->epfd, evs, HPN_ARRAY_SIZE(evs), l->exiting ? EXIT_POLL_MS : -1);
+		n = epoll_wait(l->epfd, l->batch, BATCH, l->exiting ? EXIT_POLL_MS : -1);
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		for (int i = 0; i < n; i++)
-			dispatch(evs[i].data.ptr);
+		/* Read from l->batch each time: a callback may clear what follows. */
+		l->n_batch = n > 0 ? n : 0;
+		for (int i = 0; i < l->n_batch; i++)
+			dispatch(l->batch[i].data.ptr);
+		l->n_batch = 0;
 		run_deferred(l);
 	}
 }

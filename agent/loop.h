@@ -16,13 +16,17 @@ struct loop;
 /*
  * An fd in the loop, embedded in its owner's state: fn(s) runs on the loop
  * when the fd is readable (for a timer, once per expiry batch, the count
- * already read). loop_close closes it.
+ * already read). loop_close closes it, before the loop is freed. A source
+ * closed or muted while the loop dispatches a round of events (by any
+ * callback of that round) is not called again in that round, so its owner
+ * may free it at once (sd-event's source_disconnect).
  */
 struct loop_src {
 	int fd; /* -1: none */
 	bool timer;
 	void (*fn)(struct loop_src *s);
 	void *ud;
+	struct loop *loop; /* set by loop_add: the loop whose round may name s */
 };
 
 int loop_new(struct loop **ret);
@@ -35,9 +39,12 @@ int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_
 int loop_timer(struct loop *l, struct loop_src *s, int first_ms, int every_ms,
 	       void (*fn)(struct loop_src *s), void *ud);
 void loop_timer_set(struct loop_src *s, int first_ms, int every_ms);
-/* Stops watching s (its fd stays open, the owner's to use and close). */
+/* Stops watching s (its fd stays open, the owner's to use and close); not called again. */
 void loop_mute(struct loop *l, struct loop_src *s);
-/* Closes s's fd (which takes it out of the epoll set); NULL and -1 are fine. */
+/*
+ * Closes s's fd (which takes it out of the epoll set) and drops what the
+ * round being dispatched still holds for s; NULL and -1 are fine.
+ */
 void loop_close(struct loop_src *s);
 
 /* A call made once after the current round of events, however often it was asked. */

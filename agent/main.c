@@ -496,6 +496,7 @@ static void config_reloaded(void *ud)
 
 	if (a->dp)
 		deviceplugin_restart(a->dp);
+	dra_reloaded(a->dra);
 }
 
 /* The signals the loop takes, blocked in every thread (SIGALRM: the worker's alone). */

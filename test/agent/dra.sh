@@ -5,8 +5,8 @@
 #
 # Scenarios: registration for both versions, a refusal and a wiped registry,
 # Prepare and Unprepare through v1 and v1beta1, the CDI spec and record of a
-# claim, a second Prepare with no API request, the agent restarted with the
-# API down, hostile claims (dra_kubelet); a NIC another pod holds, that
+# claim, a second Prepare with no API request, a claim prepared after the
+# config was reloaded, the agent restarted with the API down, hostile claims (dra_kubelet); a NIC another pod holds, that
 # claim's error (dra_held).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent-dra) runs the agent under
@@ -126,6 +126,17 @@ dra_kubelet() {
 	grep -q "its CDI spec .* is gone: written anew" "$T/agent.log" || fail "the rewrite is not logged"
 	[[ $(api_requests) == "$n" ]] || fail "rewriting the spec asked the API"
 
+	# The config reloaded after a Prepare (a ConfigMap update): the old config's
+	# strings are freed, and the driver must read the next claim's devices from
+	# its own copies (it kept the old sysfsRoot by pointer, a use after free).
+	write_conflist '.logLevel = "debug"'
+	for ((n = 0; n < 100; n++)); do
+		grep -q "config $T/net.conflist reloaded" "$T/agent.log" && break
+		sleep 0.1
+	done
+	grep -q "config $T/net.conflist reloaded" "$T/agent.log" ||
+		fail "the rewritten config was not reloaded: $(tail -n 5 "$T/agent.log")"
+
 	# Hostile answers, one call (v1beta1): each claim its error, the good one prepared.
 	mk_claim ml good "$UID2" . pci-0000-af-00-2
 	mk_claim ml wronguid 11111111-2222-4333-8444-555555555555
@@ -153,6 +164,9 @@ dra_kubelet() {
 		ml/gone/88888888-2222-4333-8444-555555555555) || fail "Prepare with hostile claims failed"
 	jq_ok 'length == 9 and .[$u].error == "" and [.[$u].devices[].device] == ["pci-0000-af-00-2"]' \
 		"the good claim among hostile ones prepared" "$OUT" --arg u "$UID2"
+	jq_ok '[.devices[0].containerEdits.deviceNodes[].path] | index("/dev/infiniband/uverbs2")' \
+		"the claim prepared after the reload: its spec names mlx5_2's uverbs2" \
+		"$(cat "$(claim_spec "$UID2")")"
 	for c in wronguid:99999999 unalloc:22222222 otherdrv:33333333 unknown:44444444 \
 		othernode:55555555 broken:66666666 huge:77777777 gone:88888888; do
 		jq_ok '.[$u].error | startswith("claim ml/" + $n) and (. != "")' \
