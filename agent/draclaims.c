@@ -292,7 +292,7 @@ int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sys
 	    hpn_snprintf(cl->dev_root, sizeof(cl->dev_root), "%s", dev_root) < 0 ||
 	    hpn_snprintf(cl->cdi_dir, sizeof(cl->cdi_dir), "%s", cdi_dir) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
-				   "DRA: sysfsRoot, the device root or the CDI directory is too long");
+				   "DRA: sysfsRoot, device root or CDI directory too long");
 	if (hpn_mkdir_p(cl->dir, 0700) < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
 				   strerror(errno));

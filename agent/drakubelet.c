@@ -757,7 +757,7 @@ void dra_stop(struct dra *d)
 	d->quitting = true;
 	draslices_stop(d->slices);
 	drareg_stop(d->reg);
-	loop_timer_set(&d->retry, 0, 0);
+	loop_timer_set(&d->retry, LOOP_OFF, 0);
 	if (d->srv && !d->srv_stopping) {
 		d->srv_stopping = true;
 		rpc_server_stop(d->srv, srv_stopped, d);
@@ -811,8 +811,8 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 				"DRA: stateDir or the network's name is too long");
 		goto fail;
 	}
-	r = draclaims_open(&d->claims, d->state_dir, node->conf.sysfs_root, o->dev_root,
-			   o->cdi_dir, err);
+	r = draclaims_open(&d->claims, d->state_dir, node->conf.sysfs_root, o->dev_root, o->cdi_dir,
+			   err);
 	if (r < 0)
 		goto fail;
 	r = drastatus_start(l, &d->claims,
@@ -835,7 +835,7 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 			goto fail;
 	}
 	dra_scanned(d);
-	r = loop_timer(l, &d->retry, 0, 0, on_retry, d);
+	r = loop_timer(l, &d->retry, LOOP_OFF, 0, on_retry, d);
 	if (r < 0) {
 		hpn_err_set(err, HPN_E_INTERNAL, -r, "timer: %s", strerror(-r));
 		goto fail;
@@ -862,18 +862,19 @@ fail:
 void dra_reloaded(struct dra *d)
 {
 	const struct hpn_conf *c;
+	struct dra_claims *cl;
 
 	if (!d)
 		return;
 	c = &d->node->conf;
+	cl = &d->claims;
 	if (strcmp(c->state_dir, d->state_dir) || strcmp(c->name, d->network))
 		hpn_warn("DRA: the config's stateDir or network name changed (%s, %s): the claims' "
 			 "records stay in %s for %s until hpn-rdma-agent restarts",
-			 c->state_dir, c->name, d->claims.dir, d->network);
-	if (hpn_snprintf(d->claims.sysfs_root, sizeof(d->claims.sysfs_root), "%s",
-			 c->sysfs_root) < 0)
+			 c->state_dir, c->name, cl->dir, d->network);
+	if (hpn_snprintf(cl->sysfs_root, sizeof(cl->sysfs_root), "%s", c->sysfs_root) < 0)
 		hpn_warn("DRA: sysfsRoot %s is too long: the claims' devices still read under %s",
-			 c->sysfs_root, d->claims.sysfs_root);
+			 c->sysfs_root, cl->sysfs_root);
 }
 
 void dra_free(struct dra *d)
