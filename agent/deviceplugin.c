@@ -670,7 +670,7 @@ void deviceplugin_stop(struct deviceplugin *dp)
 {
 	dp->quitting = true;
 	dp->restart_wanted = false;
-	loop_timer_set(&dp->retry, 0, 0);
+	loop_timer_set(&dp->retry, LOOP_OFF, 0);
 	if (dp->srv && !dp->srv_stopping) {
 		dp->srv_stopping = true;
 		rpc_server_stop(dp->srv, stopped, dp);

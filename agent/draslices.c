@@ -631,7 +631,7 @@ int draslices_start(struct loop *l, struct node *node, const struct draslices_op
 	s->backoff_ms = BACKOFF_MIN_MS;
 	/* Tests shorten the resync (test/agent/draslices.sh). */
 	s->resync_ms = ms >= 100 && ms <= RESYNC_MS ? (int)ms : RESYNC_MS;
-	r = loop_timer(l, &s->timer, 0, 0, on_timer, s);
+	r = loop_timer(l, &s->timer, LOOP_OFF, 0, on_timer, s);
 	if (r < 0) {
 		free(s);
 		return hpn_err_set(err, HPN_E_INTERNAL, -r, "timer: %s", strerror(-r));
@@ -646,7 +646,7 @@ void draslices_stop(struct draslices *s)
 	if (!s)
 		return;
 	s->stopping = true;
-	loop_timer_set(&s->timer, 0, 0);
+	loop_timer_set(&s->timer, LOOP_OFF, 0);
 }
 
 void draslices_free(struct draslices *s)

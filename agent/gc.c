@@ -188,7 +188,7 @@ void gc_stop(struct gc *g)
 {
 	if (g) {
 		g->quitting = true;
-		loop_timer_set(&g->timer, 0, 0);
+		loop_timer_set(&g->timer, LOOP_OFF, 0);
 	}
 }
 

@@ -353,7 +353,7 @@ void health_stop(struct health *h)
 {
 	if (h) {
 		h->quitting = true;
-		loop_timer_set(&h->timer, 0, 0);
+		loop_timer_set(&h->timer, LOOP_OFF, 0);
 	}
 }
 

@@ -334,7 +334,7 @@ static void on_sweep(struct loop_src *s)
 		any = true;
 	}
 	if (!any)
-		loop_timer_set(s, 0, 0);
+		loop_timer_set(s, LOOP_OFF, 0);
 }
 
 int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret)
@@ -348,7 +348,7 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 	lk->pr = pr;
 	lk->listen.fd = lk->sweep.fd = -1;
 	lk->path = strdup(path);
-	r = lk->path ? loop_timer(l, &lk->sweep, 0, 0, on_sweep, lk) : -ENOMEM;
+	r = lk->path ? loop_timer(l, &lk->sweep, LOOP_OFF, 0, on_sweep, lk) : -ENOMEM;
 	if (r >= 0)
 		r = listen_on(lk);
 	if (r < 0) {

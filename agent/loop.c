@@ -108,11 +108,19 @@ int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_
 
 void loop_timer_set(struct loop_src *s, int first_ms, int every_ms)
 {
-	struct itimerspec it = {
-		.it_value = { first_ms / 1000, (first_ms % 1000) * 1000000L },
-		.it_interval = { every_ms / 1000, (every_ms % 1000) * 1000000L },
-	};
+	struct itimerspec it = { 0 }; /* LOOP_OFF: all zero, which disarms */
 
+	if (first_ms >= 0) {
+		it.it_value.tv_sec = first_ms / 1000;
+		it.it_value.tv_nsec = (first_ms % 1000) * 1000000L;
+		/* A timerfd's it_value of 0 disarms: "now" is the smallest time instead. */
+		if (first_ms == 0)
+			it.it_value.tv_nsec = 1;
+		if (every_ms > 0) {
+			it.it_interval.tv_sec = every_ms / 1000;
+			it.it_interval.tv_nsec = (every_ms % 1000) * 1000000L;
+		}
+	}
 	if (s->fd >= 0)
 		timerfd_settime(s->fd, 0, &it, NULL);
 }

@@ -35,7 +35,12 @@ void loop_free(struct loop *l);
 
 /* Watches fd for input; on error fd is closed and s->fd is -1. */
 int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud);
-/* A CLOCK_MONOTONIC timer: first after first_ms, then every every_ms (0: once; 0, 0: off). */
+/*
+ * A CLOCK_MONOTONIC timer: first after first_ms (0: at the next round, not
+ * off as a timerfd's 0 would be; LOOP_OFF: not armed), then every every_ms
+ * (0: once). loop_timer_set arms it anew, or disarms it with LOOP_OFF.
+ */
+#define LOOP_OFF (-1)
 int loop_timer(struct loop *l, struct loop_src *s, int first_ms, int every_ms,
 	       void (*fn)(struct loop_src *s), void *ud);
 void loop_timer_set(struct loop_src *s, int first_ms, int every_ms);

@@ -339,9 +339,9 @@ static void rearm(struct metrics *m)
 	MHD_UNSIGNED_LONG_LONG ms = 0;
 
 	if (MHD_get_timeout(m->d, &ms) == MHD_YES)
-		loop_timer_set(&m->timer, ms ? (int)(ms > 60000 ? 60000 : ms) : 1, 0);
+		loop_timer_set(&m->timer, ms > 60000 ? 60000 : (int)ms, 0);
 	else
-		loop_timer_set(&m->timer, 0, 0);
+		loop_timer_set(&m->timer, LOOP_OFF, 0);
 }
 
 static void on_mhd(struct loop_src *s)
@@ -446,7 +446,7 @@ int metrics_start(struct loop *l, const char *address, const struct metrics_sour
 	if (r >= 0)
 		r = loop_add(l, &m->mhd, r, on_mhd, m);
 	if (r >= 0)
-		r = loop_timer(l, &m->timer, 0, 0, on_timer, m);
+		r = loop_timer(l, &m->timer, LOOP_OFF, 0, on_timer, m);
 	if (r < 0)
 		goto fail;
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);

@@ -2,7 +2,8 @@
 /*
  * Unit tests for agent/loop.c, the agent's event loop: a source closed or
  * muted by a callback of the round that holds its event is not called in
- * that round (freed, it would be a use after free, which ASan reports).
+ * that round (freed, it would be a use after free, which ASan reports);
+ * a timer's 0 is "now" and LOOP_OFF is off.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,9 +87,63 @@ static void test_closed_in_round(bool free_other)
 	loop_free(l);
 }
 
+struct tick {
+	struct loop_src src;
+	struct loop *l;
+	int calls;
+	struct tick *arm; /* armed with 0 by this one's call */
+};
+
+static void tick_fn(struct loop_src *s)
+{
+	struct tick *t = s->ud;
+
+	t->calls++;
+	if (t->arm)
+		loop_timer_set(&t->arm->src, 0, 0);
+}
+
+static void stop_fn(struct loop_src *s)
+{
+	struct tick *t = s->ud;
+
+	t->calls++;
+	loop_exit(t->l, 0, NULL, NULL);
+}
+
+/* 0 fires at once (a timerfd's 0 would disarm); LOOP_OFF never does. */
+static void test_timer_zero_and_off(void)
+{
+	struct loop *l = NULL;
+	struct tick now = { 0 }, off = { 0 }, disarmed = { 0 }, armed = { 0 }, end = { 0 };
+
+	CHECK_INT_EQ(loop_new(&l), 0);
+	now.l = off.l = disarmed.l = armed.l = end.l = l;
+	now.arm = &armed;
+	CHECK_INT_EQ(loop_timer(l, &now.src, 0, 0, tick_fn, &now), 0);
+	CHECK_INT_EQ(loop_timer(l, &off.src, LOOP_OFF, 0, tick_fn, &off), 0);
+	CHECK_INT_EQ(loop_timer(l, &armed.src, LOOP_OFF, 0, tick_fn, &armed), 0);
+	CHECK_INT_EQ(loop_timer(l, &disarmed.src, 50, 50, tick_fn, &disarmed), 0);
+	loop_timer_set(&disarmed.src, LOOP_OFF, 0);
+	CHECK_INT_EQ(loop_timer(l, &end.src, 300, 0, stop_fn, &end), 0);
+	CHECK_INT_EQ(loop_run(l), 0);
+	CHECK_INT_EQ(now.calls, 1);
+	CHECK_INT_EQ(armed.calls, 1); /* loop_timer_set(.., 0, 0) from a callback */
+	CHECK_INT_EQ(off.calls, 0);
+	CHECK_INT_EQ(disarmed.calls, 0);
+	CHECK_INT_EQ(end.calls, 1);
+	loop_close(&now.src);
+	loop_close(&off.src);
+	loop_close(&armed.src);
+	loop_close(&disarmed.src);
+	loop_close(&end.src);
+	loop_free(l);
+}
+
 int main(void)
 {
 	test_closed_in_round(true);
 	test_closed_in_round(false);
+	test_timer_zero_and_off();
 	return check_done();
 }
