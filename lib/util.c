@@ -3,12 +3,14 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -639,3 +641,95 @@ void hpn_msgf(char *buf, size_t len, const char *fmt, ...)
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
 }
+
+#ifdef HPN_TEST_HOOKS
+#define FD_CHECK_MAX 1024
+static struct {
+	pid_t pid;
+	const char *out;
+	unsigned char open[FD_CHECK_MAX / 8];
+} fd_check;
+
+/*
+ * Each fd below the soft RLIMIT_NOFILE (valgrind keeps its own above the
+ * limit it shows the program) and FD_CHECK_MAX, but the listing's own:
+ * fn(fd, ud).
+ */
+static void fds_each(void (*fn)(int fd, void *ud), void *ud)
+{
+	struct rlimit rl = { 0 };
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+
+		if (*end || end == de->d_name || fd == dirfd(d) || fd >= FD_CHECK_MAX ||
+		    (rl.rlim_cur != RLIM_INFINITY && (rlim_t)fd >= rl.rlim_cur))
+			continue;
+		fn((int)fd, ud);
+	}
+	closedir(d);
+}
+
+static void fd_note(int fd, void *ud)
+{
+	fd_check.open[fd / 8] |= (unsigned char)(1u << (fd % 8));
+}
+
+static void fd_report(int fd, void *ud)
+{
+	FILE *f = ud;
+	char link[64], target[PATH_MAX] = "?";
+	ssize_t n;
+
+	if (fd_check.open[fd / 8] & (1u << (fd % 8)))
+		return;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	target[n > 0 ? n : 1] = '\0';
+	fprintf(f, "fd %d: %s\n", fd, target);
+}
+
+static void fd_check_exit(void)
+{
+	int fd;
+	FILE *f;
+
+	/* A forked child that exits shares the parent's notes, not its fds. */
+	if (getpid() != fd_check.pid)
+		return;
+	fd = open(fd_check.out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "a");
+	if (!f) {
+		close(fd);
+		return;
+	}
+	/* The report's own fd was opened at exit: note it as there from the start. */
+	fd_note(fd, NULL);
+	fds_each(fd_report, f);
+	fclose(f);
+}
+
+void hpn_fd_check_arm(void)
+{
+	const char *out = getenv("HPN_FD_CHECK");
+
+	if (!out || !*out || fd_check.pid)
+		return;
+	fd_check.pid = getpid();
+	fd_check.out = out;
+	fds_each(fd_note, NULL);
+	atexit(fd_check_exit);
+}
+#else
+void hpn_fd_check_arm(void)
+{
+}
+#endif

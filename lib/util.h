@@ -165,4 +165,12 @@ int hpn_proc_start(int pid, unsigned long long *ret);
 /* Is process pid alive and the one that started at start (0: any)? */
 bool hpn_proc_alive(int pid, unsigned long long start);
 
+/*
+ * Test hook (builds with HPN_TEST_HOOKS): with HPN_FD_CHECK=<file> in the
+ * environment, the fds open now are noted, and at this process's exit every
+ * fd open then and not now is appended to <file>, a line each ("fd 5:
+ * socket:[123]"). The tests' harness fails a run whose file is not empty.
+ */
+void hpn_fd_check_arm(void);
+
 #endif

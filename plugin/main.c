@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	int r, rc = 1;
 
+	hpn_fd_check_arm();
 	if (argc > 1 && !strcmp(argv[1], "--help")) {
 		fputs(usage, stdout);
 		return 0;
