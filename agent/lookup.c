@@ -3,7 +3,9 @@
  * The CNI's question, on the agent's own unix socket (doc/agent.md, "The
  * lookup protocol"): which devices of our resource does pod ns/name hold,
  * and which GPUs?
- * One JSON request line in, one JSON reply out, then the agent closes. A pod
+ * One JSON request line in, one JSON reply out, then the agent closes. The
+ * reply is written as the socket takes it, never blocking the loop: a reader
+ * that leaves it untaken is closed by the sweep at its deadline. A pod
  * (by its UID) that prepared DRA claims of our driver reserve is answered
  * their NICs ("source": "dra"); else the answer comes from the kubelet's
  * PodResources List, asked per request: the kubelet's word, never a cache of
@@ -11,13 +13,11 @@
  * peer's credentials are checked.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +31,7 @@
 #include "podwatch.h"
 #include "util.h"
 
-#define CONN_DEADLINE_MS 2000 /* to send the request line */
+#define CONN_DEADLINE_MS 2000 /* to send the request line, then to take the reply */
 #define LIST_TIMEOUT_MS	 400  /* PodResources List: within the CNI's default 500 ms */
 #define MAX_CONNS	 32
 #define SWEEP_MS	 500
@@ -42,6 +42,8 @@ struct lookup_conn {
 	size_t slot;
 	long long deadline;
 	bool asked; /* PodResources in flight: the conn waits for its answer */
+	char *out;  /* the reply, being written (NULL: none yet) */
+	size_t out_len, out_off;
 	size_t len;
 	char buf[HPN_ALLOC_REQ_MAX + 1];
 	struct hpn_alloc_req req;
@@ -97,40 +99,63 @@ static void conn_free(struct lookup_conn *c)
 {
 	loop_close(&c->src);
 	c->lk->conns[c->slot] = NULL;
+	free(c->out);
 	free(c->dra);
 	free(c);
 }
 
 /*
- * Sends the reply and closes. The socket turns blocking with a 200 ms send
- * timeout: a reply (at most 64 KiB) fits a local socket's buffer, and a peer
- * that stops reading costs the loop that long at most, never a spin.
+ * Writes what the socket takes of the reply; c is freed (and true returned)
+ * once all went, or when the peer is gone.
  */
-static void reply(struct lookup_conn *c, const char *json)
+static bool flush(struct lookup_conn *c)
 {
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
-	size_t len = json ? strlen(json) : 0, off = 0;
-	int fl;
-
-	if (c->src.fd < 0)
-		return;
-	fl = fcntl(c->src.fd, F_GETFL);
-	if (fl < 0 || fcntl(c->src.fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
-	    setsockopt(c->src.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
-		len = 0;
-	while (off < len) {
-		ssize_t n = send(c->src.fd, json + off, len - off, MSG_NOSIGNAL);
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->src.fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n < 0 && errno == EAGAIN)
+			return false; /* the rest when the socket is writable (on_io) */
+		if (n <= 0) {
+			hpn_warn("CNI lookup: the reply was not taken (%zu of %zu bytes): %s",
+				 c->out_off, c->out_len, n < 0 ? strerror(errno) : "closed");
 			break;
-		off += (size_t)n;
+		}
+		c->out_off += (size_t)n;
 	}
-	if (off < len)
-		hpn_warn("CNI lookup: the reply was not taken (%zu of %zu bytes)", off, len);
-	close(c->src.fd);
-	c->src.fd = -1;
+	conn_free(c);
+	return true;
+}
+
+/*
+ * Sends json (taken; NULL: nothing) and ends c: what the socket does not take
+ * at once waits for it to be writable, until the sweep's deadline. The loop
+ * never waits for a reader (32 that stop reading would stall every service).
+ */
+static void reply(struct lookup_conn *c, char *json)
+{
+	int r;
+
+	if (c->src.fd < 0 || !json) {
+		free(json);
+		conn_free(c);
+		return;
+	}
+	c->out = json;
+	c->out_len = strlen(json);
+	c->out_off = 0;
+	c->deadline = hpn_mono_ms() + CONN_DEADLINE_MS;
+	if (flush(c))
+		return;
+	r = loop_watch(c->lk->loop, &c->src, LOOP_OUT);
+	if (r < 0) {
+		hpn_warn("CNI lookup: cannot wait to send the reply: %s", strerror(-r));
+		conn_free(c);
+		return;
+	}
+	loop_timer_set(&c->lk->sweep, SWEEP_MS, SWEEP_MS);
 }
 
 static void refuse(struct lookup_conn *c, const char *why)
@@ -139,8 +164,6 @@ static void refuse(struct lookup_conn *c, const char *why)
 
 	hpn_warn("CNI lookup refused: %s", why);
 	reply(c, json);
-	free(json);
-	conn_free(c);
 }
 
 /*
@@ -194,8 +217,6 @@ static void answered_dra(struct lookup_conn *c, const struct hpn_alloc *al, cons
 	hpn_info("CNI lookup for pod %s/%s: %zu NICs of DRA claim %s%s, %zu GPUs", c->req.namespace,
 		 c->req.name, d->n, d->claims[0], d->n_claims > 1 ? " and more" : "", d->n_gpus);
 	reply(c, json);
-	free(json);
-	conn_free(c);
 }
 
 static void answered(void *ud, const struct hpn_alloc *al, const char *error)
@@ -216,8 +237,6 @@ static void answered(void *ud, const struct hpn_alloc *al, const char *error)
 			 c->req.name, al->n, al->resource, al->n_gpus,
 			 al->pod_known ? "" : " (pod not listed)");
 	reply(c, json);
-	free(json);
-	conn_free(c);
 }
 
 static void on_io(struct loop_src *s);
@@ -265,6 +284,10 @@ static void on_io(struct loop_src *s)
 	struct hpn_err err = { 0 };
 	char *nl;
 
+	if (c->out) {
+		flush(c); /* writable, or the peer gone */
+		return;
+	}
 	if (c->asked || c->src.fd < 0)
 		return;
 	for (;;) {
@@ -302,8 +325,6 @@ static void on_io(struct loop_src *s)
 								       "runs without --kubeconfig");
 
 		reply(c, json);
-		free(json);
-		conn_free(c);
 		return;
 	}
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
@@ -314,7 +335,10 @@ static void on_io(struct loop_src *s)
 		refuse(c, "out of memory");
 }
 
-/* Closes connections past their deadline; the timer stops when none is left. */
+/*
+ * Closes connections past their deadline, for the request or for taking the
+ * reply; the timer stops when none is left.
+ */
 static void on_sweep(struct loop_src *s)
 {
 	struct lookup *lk = s->ud;
@@ -326,7 +350,14 @@ static void on_sweep(struct loop_src *s)
 
 		if (!c)
 			continue;
-		if (!c->asked && now > c->deadline) {
+		if (c->out && now > c->deadline) {
+			hpn_warn("CNI lookup: the reply was not taken within %d ms (%zu of %zu "
+				 "bytes); closed",
+				 CONN_DEADLINE_MS, c->out_off, c->out_len);
+			conn_free(c);
+			continue;
+		}
+		if (!c->asked && !c->out && now > c->deadline) {
 			hpn_warn("CNI lookup: no request within %d ms; closed", CONN_DEADLINE_MS);
 			conn_free(c);
 			continue;
@@ -375,7 +406,7 @@ void lookup_stop(struct lookup *lk)
 	if (!lk)
 		return;
 	for (size_t i = 0; i < MAX_CONNS; i++)
-		if (lk->conns[i] && !lk->conns[i]->asked)
+		if (lk->conns[i] && !lk->conns[i]->asked && !lk->conns[i]->out)
 			conn_free(lk->conns[i]);
 	if (lk->listen.fd >= 0) {
 		loop_close(&lk->listen);

@@ -23,7 +23,10 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver);
 /* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
-/* At SIGTERM: the socket closed and removed, connections not yet asking closed. */
+/*
+ * At SIGTERM: the socket closed and removed, connections not yet asking
+ * closed (replies being written go on until lookup_free).
+ */
 void lookup_stop(struct lookup *lk);
 void lookup_free(struct lookup *lk);
 

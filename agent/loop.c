@@ -106,6 +106,24 @@ int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_
 	return 0;
 }
 
+int loop_watch(struct loop *l, struct loop_src *s, unsigned int events)
+{
+	struct epoll_event ev = { .data.ptr = s };
+
+	if (!events) {
+		loop_mute(l, s);
+		return 0;
+	}
+	if (s->fd < 0)
+		return -EBADF;
+	ev.events = ((events & LOOP_IN) ? EPOLLIN : 0) | ((events & LOOP_OUT) ? EPOLLOUT : 0);
+	/* Muted before: no longer in the set, added again. */
+	if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, s->fd, &ev) < 0 &&
+	    (errno != ENOENT || epoll_ctl(l->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0))
+		return -errno;
+	return 0;
+}
+
 void loop_timer_set(struct loop_src *s, int first_ms, int every_ms)
 {
 	struct itimerspec it = { 0 }; /* LOOP_OFF: all zero, which disarms */
@@ -211,7 +229,7 @@ static bool past(const struct timespec *t)
 	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
 }
 
-static void dispatch(struct loop_src *s)
+static void dispatch(struct loop_src *s, uint32_t events)
 {
 	uint64_t ticks;
 
@@ -219,6 +237,8 @@ static void dispatch(struct loop_src *s)
 		return;
 	if (s->timer && read(s->fd, &ticks, sizeof(ticks)) < 0)
 		return;
+	s->revents = (events & (EPOLLERR | EPOLLHUP)) ? LOOP_IN | LOOP_OUT : 0;
+	s->revents |= ((events & EPOLLIN) ? LOOP_IN : 0) | ((events & EPOLLOUT) ? LOOP_OUT : 0);
 	s->fn(s);
 }
 
@@ -237,7 +257,7 @@ int loop_run(struct loop *l)
 		/* Read from l->batch each time: a callback may clear what follows. */
 		l->n_batch = n > 0 ? n : 0;
 		for (int i = 0; i < l->n_batch; i++)
-			dispatch(l->batch[i].data.ptr);
+			dispatch(l->batch[i].data.ptr, l->batch[i].events);
 		l->n_batch = 0;
 		run_deferred(l);
 	}

@@ -26,8 +26,13 @@ struct loop_src {
 	bool timer;
 	void (*fn)(struct loop_src *s);
 	void *ud;
-	struct loop *loop; /* set by loop_add: the loop whose round may name s */
+	struct loop *loop;    /* set by loop_add: the loop whose round may name s */
+	unsigned int revents; /* for fn: LOOP_IN, LOOP_OUT (an error or a hangup: both) */
 };
+
+/* What a source is watched for (loop_watch) and what woke it (revents). */
+#define LOOP_IN	 1u
+#define LOOP_OUT 2u
 
 int loop_new(struct loop **ret);
 /* After loop_run: the worker joined (or left to the exit), the epoll closed. */
@@ -35,6 +40,12 @@ void loop_free(struct loop *l);
 
 /* Watches fd for input; on error fd is closed and s->fd is -1. */
 int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud);
+/*
+ * Watches s (added, maybe muted since) for events instead: LOOP_IN, LOOP_OUT
+ * or both; 0 is loop_mute. A socket waits for LOOP_OUT to write what did not
+ * fit, never blocking the loop.
+ */
+int loop_watch(struct loop *l, struct loop_src *s, unsigned int events);
 /*
  * A CLOCK_MONOTONIC timer: first after first_ms (0: at the next round, not
  * off as a timerfd's 0 would be; LOOP_OFF: not armed), then every every_ms

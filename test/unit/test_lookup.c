@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Unit tests for agent/lookup.c's socket (issue 38, defect 7): readers that
+ * send a request and never take the reply do not block the loop. The pod
+ * question is answered by a stand-in for podwatch_answer with a reply larger
+ * than a unix socket's send buffer, so a blocking send would wait (200 ms
+ * each, the old code's timeout) for every stuck reader; another client's
+ * lookup must be answered within 1 s meanwhile (30 stuck readers: 6 s the
+ * old way), and the stuck ones are closed by the sweep at their deadline.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "lookup.h"
+#include "loop.h"
+#include "podresources.h"
+#include "podwatch.h"
+#include "tmpdir.h"
+#include "util.h"
+
+#define BIG   (1 << 20) /* over any unix socket's send buffer */
+#define STUCK 30	/* of the lookup's 32 connections */
+
+static char tmp[64], sock_path[96];
+
+/* ---- stand-ins for the kubelet's and the API's answers -------------------------- */
+
+int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int timeout_ms,
+		       podres_fn fn, void *ud)
+{
+	(void)p;
+	(void)req;
+	(void)timeout_ms;
+	(void)fn;
+	(void)ud;
+	return -ENOSYS;
+}
+
+char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
+{
+	char *s = malloc(BIG + 1);
+
+	(void)pw;
+	(void)req;
+	if (!s)
+		abort();
+	memset(s, 'x', BIG - 1);
+	s[BIG - 1] = '\n';
+	s[BIG] = '\0';
+	return s;
+}
+
+/* ---- the clients, on a thread of their own ------------------------------------- */
+
+struct clients {
+	int done_fd; /* written when they are through: the loop stops */
+	double answered_s;
+	size_t answered_len;
+	size_t stuck_len[STUCK];
+	int stuck_closed;
+};
+
+static int ask(void)
+{
+	static const char req[] =
+		"{\"version\":1,\"namespace\":\"ns\",\"name\":\"pod\",\"query\":\"pod\"}\n";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+		abort();
+	return fd;
+}
+
+/* Reads to EOF; the bytes read. */
+static size_t drain(int fd)
+{
+	char buf[65536];
+	size_t total = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += (size_t)n;
+	return total;
+}
+
+static void *clients_run(void *arg)
+{
+	struct clients *cl = arg;
+	int stuck[STUCK], fd;
+	double t0;
+
+	for (int i = 0; i < STUCK; i++)
+		stuck[i] = ask();
+	/* The loop is at the stuck ones' replies by now (the old one blocked on them). */
+	usleep(100 * 1000);
+	t0 = hpn_mono_s();
+	fd = ask();
+	cl->answered_len = drain(fd);
+	cl->answered_s = hpn_mono_s() - t0;
+	close(fd);
+	/* The stuck ones read only now: past the deadline, closed before the reply's end. */
+	sleep(4);
+	for (int i = 0; i < STUCK; i++) {
+		cl->stuck_len[i] = drain(stuck[i]);
+		cl->stuck_closed += cl->stuck_len[i] < BIG;
+		close(stuck[i]);
+	}
+	if (write(cl->done_fd, "x", 1) != 1)
+		abort();
+	return NULL;
+}
+
+static void on_done(struct loop_src *s)
+{
+	loop_exit(s->ud, 0, NULL, NULL);
+}
+
+static void test_stuck_readers(void)
+{
+	struct loop *l = NULL;
+	struct lookup *lk = NULL;
+	struct loop_src done = { .fd = -1 };
+	struct clients cl = { 0 };
+	pthread_t t;
+	int fds[2];
+
+	CHECK_INT_EQ(loop_new(&l), 0);
+	snprintf(sock_path, sizeof(sock_path), "%s/lookup.sock", tmp);
+	CHECK_INT_EQ(lookup_start(l, (struct podres *)tmp, sock_path, &lk), 0);
+	lookup_set_pods(lk, (struct podwatch *)tmp);
+	if (pipe(fds) < 0 || loop_add(l, &done, fds[0], on_done, l) < 0)
+		abort();
+	cl.done_fd = fds[1];
+	CHECK_INT_EQ(pthread_create(&t, NULL, clients_run, &cl), 0);
+	CHECK_INT_EQ(loop_run(l), 0);
+	pthread_join(t, NULL);
+	fprintf(stderr, "a lookup answered in %.3f s beside %d stuck readers\n", cl.answered_s,
+		STUCK);
+	CHECK_INT_EQ(cl.answered_len, BIG);
+	CHECK(cl.answered_s < 1.0);
+	CHECK_INT_EQ(cl.stuck_closed, STUCK);
+	CHECK(cl.stuck_len[0] > 0);
+	lookup_free(lk);
+	loop_close(&done);
+	close(fds[1]);
+	loop_free(l);
+}
+
+int main(void)
+{
+	tmpdir_make(tmp, sizeof(tmp), "lookup");
+	test_stuck_readers();
+	tmpdir_rm(tmp);
+	return check_done();
+}
