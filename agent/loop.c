@@ -5,9 +5,7 @@
  *
  * The worker takes no lock of the loop's and the loop never waits for it:
  * a job carries everything the worker reads, an eventfd hands it back, and
- * only the loop touches the services' state. SIGALRM, with which
- * lib/store.c times the store lock, is blocked in every thread but the
- * worker, so the alarm interrupts its flock() and nobody else's call.
+ * only the loop touches the services' state.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -268,12 +266,8 @@ int loop_run(struct loop *l)
 static void *worker(void *arg)
 {
 	struct work *w = arg;
-	sigset_t alarm;
 	uint64_t one = 1;
 
-	sigemptyset(&alarm);
-	sigaddset(&alarm, SIGALRM);
-	pthread_sigmask(SIG_UNBLOCK, &alarm, NULL);
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		double t0;

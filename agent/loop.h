@@ -92,7 +92,6 @@ struct loop_job {
 	void (*done)(struct loop_job *j); /* frees the job */
 	double seconds;			  /* run's own time */
 };
-/* SIGALRM must be blocked in every thread before this (lib/store.c times its lock with it). */
 int loop_work_start(struct loop *l);
 bool loop_work_busy(struct loop *l);
 /* -EBUSY while it has a job, -ENOTCONN when it is not running. */

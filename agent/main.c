@@ -499,10 +499,10 @@ static void config_reloaded(void *ud)
 	dra_reloaded(a->dra);
 }
 
-/* The signals the loop takes, blocked in every thread (SIGALRM: the worker's alone). */
+/* The signals the loop takes, blocked in every thread. */
 static int signals(struct agent *a)
 {
-	sigset_t mask, alarm;
+	sigset_t mask;
 	int fd;
 
 	sigemptyset(&mask);
@@ -510,9 +510,6 @@ static int signals(struct agent *a)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	sigemptyset(&alarm);
-	sigaddset(&alarm, SIGALRM);
-	sigprocmask(SIG_BLOCK, &alarm, NULL);
 	fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (fd < 0)
 		return -errno;

@@ -6,12 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,58 +181,56 @@ void hpn_store_close(struct hpn_store *st)
 	st->lock_fd = st->net_fd = st->root_fd = -1;
 }
 
-static volatile sig_atomic_t lock_timed_out;
+/* The wait for the state lock: its first nap between tries and its longest (hpn_store_lock). */
+#define LOCK_NAP_FIRST_NS 500000LL  /* 0.5 ms */
+#define LOCK_NAP_MAX_NS	  4000000LL /* 4 ms */
 
-static void on_lock_timeout(int sig)
+static long long mono_ns(void)
 {
-	(void)sig;
-	lock_timed_out = 1;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /*
- * Waits in flock() itself, so the kernel hands the lock over the moment its
- * holder lets go (a poll loop with a 5 ms sleep woke each waiter up to 5 ms
- * late, and every waiter at every turn). SIGALRM, installed without
- * SA_RESTART, interrupts the wait at the deadline, and again every 10 ms
- * after it in case the first one came before flock() went to sleep.
+ * Tries flock(LOCK_NB) and naps between tries, 0.5 ms doubling to 4 ms,
+ * never past the deadline, with a last try at it. No signal and no timer:
+ * the agent calls this on its loop and on its worker thread, and a
+ * process-wide SIGALRM or ITIMER_REAL is shared by them (the alarm lands in
+ * whichever thread has it unblocked, not the one waiting, and a disposition
+ * restored while the timer is armed kills the process).
+ *
+ * Not fair: the kernel queues no one here, a released lock goes to the
+ * first waiter to try, and a waiter that has waited longest tries least
+ * often (every 4 ms, a newcomer at 0.5 ms), so it can lose turn after turn;
+ * only timeout_ms bounds its wait. A release is noticed up to one nap late
+ * (4 ms at most), against a holder that keeps the lock for all of an ADD.
  */
 int hpn_store_lock(struct hpn_store *st, int timeout_ms, struct hpn_err *err)
 {
-	struct sigaction sa = { .sa_handler = on_lock_timeout }, old_sa;
-	struct itimerval it = { .it_interval = { 0, 10000 } };
-	int r, e;
+	long long deadline, nap = LOCK_NAP_FIRST_NS;
 
 	st->lock_fd = openat(st->root_fd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (st->lock_fd < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "open state lock: %s", strerror(errno));
-	while ((r = flock(st->lock_fd, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
-		;
-	if (r == 0)
-		return 0;
-	if (errno != EWOULDBLOCK)
-		return hpn_err_set(err, HPN_E_IO, errno, "lock state: %s", strerror(errno));
-	if (timeout_ms <= 0)
-		goto busy;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGALRM, &sa, &old_sa) < 0)
-		return hpn_err_set(err, HPN_E_INTERNAL, errno, "lock state: sigaction: %s",
-				   strerror(errno));
-	lock_timed_out = 0;
-	it.it_value.tv_sec = timeout_ms / 1000;
-	it.it_value.tv_usec = (timeout_ms % 1000) * 1000L;
-	r = setitimer(ITIMER_REAL, &it, NULL);
-	/* Another signal interrupts too: go on waiting until the deadline. */
-	while (r == 0 && (r = flock(st->lock_fd, LOCK_EX)) < 0 && errno == EINTR && !lock_timed_out)
-		r = 0;
-	e = errno;
-	it = (struct itimerval){ 0 };
-	setitimer(ITIMER_REAL, &it, NULL);
-	sigaction(SIGALRM, &old_sa, NULL);
-	if (r == 0)
-		return 0;
-	if (e != EINTR)
-		return hpn_err_set(err, HPN_E_IO, e, "lock state: %s", strerror(e));
-busy:
+	deadline = mono_ns() + (timeout_ms > 0 ? timeout_ms : 0) * 1000000LL;
+	for (;;) {
+		struct timespec ts = { 0 };
+		long long left;
+
+		if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return hpn_err_set(err, HPN_E_IO, errno, "lock state: %s", strerror(errno));
+		left = deadline - mono_ns();
+		if (left <= 0)
+			break;
+		/* Under a second: tv_sec stays 0. An interrupted nap is only an early try. */
+		ts.tv_nsec = (long)(left < nap ? left : nap);
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
+		nap = nap * 2 < LOCK_NAP_MAX_NS ? nap * 2 : LOCK_NAP_MAX_NS;
+	}
 	return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN,
 			   "another hpn-rdma run held the state lock for %d ms", timeout_ms);
 }
