@@ -93,6 +93,28 @@ int hpn_cdi_parse_file(const char *file, enum hpn_cdi_owner *o, char id[HPN_CDI_
 	return -EINVAL;
 }
 
+/*
+ * cJSON's builders return NULL (Add*, Create*) or false (AddItemTo*) without
+ * memory: every one is checked, for a spec with a field missing (its hook:
+ * the access check) is worse than none. put() and push() free item when it
+ * is not added (NULL too).
+ */
+static bool put(cJSON *o, const char *k, cJSON *item)
+{
+	if (item && cJSON_AddItemToObject(o, k, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
+static bool push(cJSON *a, cJSON *item)
+{
+	if (item && cJSON_AddItemToArray(a, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
 /* "HPN_RDMA_<what>_<S>=<value>", S the ID as an environment name may hold it. */
 static cJSON *env_entry(const char *what, const char *id, const char *value)
 {
@@ -106,60 +128,99 @@ static cJSON *env_entry(const char *what, const char *id, const char *value)
 	return cJSON_CreateString(line);
 }
 
-char *hpn_cdi_render(const struct hpn_cdi_dev *d)
+static cJSON *env_to_json(const struct hpn_cdi_dev *d)
 {
-	cJSON *root = cJSON_CreateObject(), *devs, *dev, *edits, *env, *nodes;
-	char *text, *out;
-	size_t len;
+	cJSON *env = cJSON_CreateArray();
+	bool ok = env && (!d->ibdev[0] || push(env, env_entry("DEVICE", d->id, d->ibdev)));
 
-	if (!root)
-		return NULL;
-	cJSON_AddStringToObject(root, "cdiVersion", HPN_CDI_VERSION);
-	cJSON_AddStringToObject(root, "kind", HPN_CDI_KIND);
-	devs = cJSON_AddArrayToObject(root, "devices");
-	dev = cJSON_CreateObject();
-	cJSON_AddItemToArray(devs, dev);
-	cJSON_AddStringToObject(dev, "name", d->id);
-	edits = cJSON_AddObjectToObject(dev, "containerEdits");
-	env = cJSON_AddArrayToObject(edits, "env");
-	if (d->ibdev[0])
-		cJSON_AddItemToArray(env, env_entry("DEVICE", d->id, d->ibdev));
-	for (size_t k = 0; k < d->n_nodes; k++)
+	for (size_t k = 0; ok && k < d->n_nodes; k++)
 		if (!strncmp(d->nodes[k].name, "uverbs", 6)) {
 			char p[64];
 
 			snprintf(p, sizeof(p), "/dev/infiniband/%s", d->nodes[k].name);
-			cJSON_AddItemToArray(env, env_entry("UVERBS", d->id, p));
+			ok = push(env, env_entry("UVERBS", d->id, p));
 			break;
 		}
-	nodes = cJSON_AddArrayToObject(edits, "deviceNodes");
-	for (size_t k = 0; k < d->n_nodes; k++) {
-		const struct hpn_cdi_node *n = &d->nodes[k];
-		cJSON *o = cJSON_CreateObject();
-		char p[64];
-
-		snprintf(p, sizeof(p), "/dev/infiniband/%s", n->name);
-		cJSON_AddItemToArray(nodes, o);
-		cJSON_AddStringToObject(o, "path", p);
-		cJSON_AddStringToObject(o, "hostPath", n->host_path);
-		/* With type and major the runtime takes the numbers as given, never a stat. */
-		cJSON_AddStringToObject(o, "type", "c");
-		cJSON_AddNumberToObject(o, "major", n->major);
-		cJSON_AddNumberToObject(o, "minor", n->minor);
-		cJSON_AddStringToObject(o, "permissions", "rw");
+	if (!ok) {
+		cJSON_Delete(env);
+		return NULL;
 	}
-	if (d->hook.path[0]) {
-		const char *argv[] = { "hpn-rdma",    "cdi-hook",
-				       "--state-dir", d->hook.state_dir,
-				       "--network",   d->hook.network,
-				       d->id };
-		cJSON *hooks = cJSON_AddArrayToObject(edits, "hooks"), *h = cJSON_CreateObject();
+	return env;
+}
 
-		cJSON_AddItemToArray(hooks, h);
-		cJSON_AddStringToObject(h, "hookName", "createRuntime");
-		cJSON_AddStringToObject(h, "path", d->hook.path);
-		cJSON_AddItemToObject(h, "args",
-				      cJSON_CreateStringArray(argv, HPN_ARRAY_SIZE(argv)));
+static cJSON *node_to_json(const struct hpn_cdi_node *n)
+{
+	cJSON *o = cJSON_CreateObject();
+	char p[64];
+
+	snprintf(p, sizeof(p), "/dev/infiniband/%s", n->name);
+	/* With type and major the runtime takes the numbers as given, never a stat. */
+	if (o && cJSON_AddStringToObject(o, "path", p) &&
+	    cJSON_AddStringToObject(o, "hostPath", n->host_path) &&
+	    cJSON_AddStringToObject(o, "type", "c") &&
+	    cJSON_AddNumberToObject(o, "major", n->major) &&
+	    cJSON_AddNumberToObject(o, "minor", n->minor) &&
+	    cJSON_AddStringToObject(o, "permissions", "rw"))
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static cJSON *hook_to_json(const struct hpn_cdi_dev *d)
+{
+	const char *argv[] = { "hpn-rdma",  "cdi-hook",	     "--state-dir", d->hook.state_dir,
+			       "--network", d->hook.network, d->id };
+	cJSON *h = cJSON_CreateObject();
+
+	if (h && cJSON_AddStringToObject(h, "hookName", "createRuntime") &&
+	    cJSON_AddStringToObject(h, "path", d->hook.path) &&
+	    put(h, "args", cJSON_CreateStringArray(argv, HPN_ARRAY_SIZE(argv))))
+		return h;
+	cJSON_Delete(h);
+	return NULL;
+}
+
+/* d's containerEdits, NULL without memory. */
+static cJSON *edits_to_json(const struct hpn_cdi_dev *d)
+{
+	cJSON *edits = cJSON_CreateObject(), *nodes = NULL, *hooks = NULL;
+	bool ok = edits && put(edits, "env", env_to_json(d)) &&
+		  (nodes = cJSON_AddArrayToObject(edits, "deviceNodes"));
+
+	for (size_t k = 0; ok && k < d->n_nodes; k++)
+		ok = push(nodes, node_to_json(&d->nodes[k]));
+	if (ok && d->hook.path[0])
+		ok = (hooks = cJSON_AddArrayToObject(edits, "hooks")) &&
+		     push(hooks, hook_to_json(d));
+	if (!ok) {
+		cJSON_Delete(edits);
+		return NULL;
+	}
+	return edits;
+}
+
+static cJSON *dev_to_json(const struct hpn_cdi_dev *d)
+{
+	cJSON *dev = cJSON_CreateObject();
+
+	if (dev && cJSON_AddStringToObject(dev, "name", d->id) &&
+	    put(dev, "containerEdits", edits_to_json(d)))
+		return dev;
+	cJSON_Delete(dev);
+	return NULL;
+}
+
+char *hpn_cdi_render(const struct hpn_cdi_dev *d)
+{
+	cJSON *root = cJSON_CreateObject(), *devs = NULL;
+	char *text, *out;
+	size_t len;
+
+	if (!root || !cJSON_AddStringToObject(root, "cdiVersion", HPN_CDI_VERSION) ||
+	    !cJSON_AddStringToObject(root, "kind", HPN_CDI_KIND) ||
+	    !(devs = cJSON_AddArrayToObject(root, "devices")) || !push(devs, dev_to_json(d))) {
+		cJSON_Delete(root);
+		return NULL;
 	}
 	text = cJSON_Print(root);
 	cJSON_Delete(root);
@@ -399,7 +460,8 @@ int hpn_cdi_write(const char *dir, enum hpn_cdi_owner o, const struct hpn_cdi_de
 	hpn_cdi_file(o, d->id, file);
 	text = hpn_cdi_render(d);
 	if (!text)
-		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "render CDI spec %s: out of memory",
+				   file);
 	r = write_spec(dir, file, d->id, text, err);
 	free(text);
 	return r;

@@ -367,153 +367,215 @@ void hpn_journal_free(struct hpn_journal *j)
 	hpn_journal_init(j);
 }
 
+/*
+ * cJSON's builders return NULL (Add*, Create*) or false (AddItemTo*) without
+ * memory: every one is checked, for a journal with a field missing is one DEL
+ * cannot undo. put() and push() free item when it is not added (NULL too).
+ */
+static bool put(cJSON *o, const char *k, cJSON *item)
+{
+	if (item && cJSON_AddItemToObject(o, k, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
+static bool push(cJSON *a, cJSON *item)
+{
+	if (item && cJSON_AddItemToArray(a, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
+static bool put_mac(cJSON *o, const char *k, const uint8_t *mac)
+{
+	char s[HPN_MAC_STR];
+
+	hpn_mac_format(mac, s);
+	return cJSON_AddStringToObject(o, k, s);
+}
+
+/* NULL without memory, as for every *_to_json here. */
 static cJSON *link_to_json(const struct hpn_link *l)
 {
-	cJSON *o = cJSON_CreateObject(), *alt;
-	char mac[HPN_MAC_STR];
+	cJSON *o = cJSON_CreateObject(), *alt = NULL;
+	bool ok = o && cJSON_AddStringToObject(o, "name", l->name) &&
+		  cJSON_AddNumberToObject(o, "ifindex", l->ifindex) &&
+		  cJSON_AddNumberToObject(o, "mtu", l->mtu) &&
+		  cJSON_AddBoolToObject(o, "up", l->up) &&
+		  (!l->has_mac || put_mac(o, "mac", l->mac)) &&
+		  (!l->has_perm_mac || put_mac(o, "permMac", l->perm_mac)) &&
+		  (!l->kind[0] || cJSON_AddStringToObject(o, "kind", l->kind)) &&
+		  (alt = cJSON_AddArrayToObject(o, "altnames"));
 
-	if (!o)
+	for (size_t i = 0; ok && i < l->n_altnames; i++)
+		ok = push(alt, cJSON_CreateString(l->altnames[i]));
+	if (!ok) {
+		cJSON_Delete(o);
 		return NULL;
-	cJSON_AddStringToObject(o, "name", l->name);
-	cJSON_AddNumberToObject(o, "ifindex", l->ifindex);
-	cJSON_AddNumberToObject(o, "mtu", l->mtu);
-	cJSON_AddBoolToObject(o, "up", l->up);
-	if (l->has_mac) {
-		hpn_mac_format(l->mac, mac);
-		cJSON_AddStringToObject(o, "mac", mac);
 	}
-	if (l->has_perm_mac) {
-		hpn_mac_format(l->perm_mac, mac);
-		cJSON_AddStringToObject(o, "permMac", mac);
-	}
-	if (l->kind[0])
-		cJSON_AddStringToObject(o, "kind", l->kind);
-	alt = cJSON_AddArrayToObject(o, "altnames");
-	for (size_t i = 0; alt && i < l->n_altnames; i++)
-		cJSON_AddItemToArray(alt, cJSON_CreateString(l->altnames[i]));
 	return o;
+}
+
+static cJSON *gpu_to_json(const struct hpn_journal_nic *n)
+{
+	cJSON *g = cJSON_CreateObject();
+
+	if (g && cJSON_AddStringToObject(g, "id", n->gpu_id) &&
+	    (!n->gpu_pci[0] || cJSON_AddStringToObject(g, "pci", n->gpu_pci)) &&
+	    cJSON_AddStringToObject(g, "distance", n->gpu_dist) &&
+	    cJSON_AddStringToObject(g, "best", n->gpu_best))
+		return g;
+	cJSON_Delete(g);
+	return NULL;
+}
+
+static cJSON *node_to_json(const struct hpn_journal_node *d)
+{
+	cJSON *e = cJSON_CreateObject();
+
+	if (e && cJSON_AddStringToObject(e, "name", d->name) &&
+	    cJSON_AddNumberToObject(e, "major", d->major) &&
+	    cJSON_AddNumberToObject(e, "minor", d->minor))
+		return e;
+	cJSON_Delete(e);
+	return NULL;
+}
+
+static cJSON *rdma_to_json(const struct hpn_journal_rdma *rd)
+{
+	cJSON *r = cJSON_CreateObject(), *a = NULL;
+	bool ok = r && cJSON_AddStringToObject(r, "name", rd->name) &&
+		  cJSON_AddStringToObject(r, "netdev", rd->netdev) &&
+		  (!rd->soft_type[0] || cJSON_AddStringToObject(r, "softType", rd->soft_type)) &&
+		  cJSON_AddBoolToObject(r, "moved", rd->moved) &&
+		  /* Absent before softRoce: older journals read as not created. */
+		  (!rd->created || cJSON_AddBoolToObject(r, "created", true)) &&
+		  (!rd->n_nodes || (a = cJSON_AddArrayToObject(r, "nodes")));
+
+	for (size_t k = 0; ok && a && k < rd->n_nodes; k++)
+		ok = push(a, node_to_json(&rd->nodes[k]));
+	if (ok && rd->cdi_spec[0])
+		ok = cJSON_AddStringToObject(r, "cdiSpec", rd->cdi_spec);
+	if (!ok) {
+		cJSON_Delete(r);
+		return NULL;
+	}
+	return r;
+}
+
+static cJSON *rail_to_json(const struct hpn_journal_nic *n)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	if (r && cJSON_AddNumberToObject(r, "table", n->rail_table) &&
+	    cJSON_AddNumberToObject(r, "priority", n->rail_priority))
+		return r;
+	cJSON_Delete(r);
+	return NULL;
 }
 
 static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (!o)
+	if (o && cJSON_AddStringToObject(o, "kind", n->kind == HPN_NIC_CHILD ? "child" : "moved") &&
+	    cJSON_AddStringToObject(o, "podIfName", n->pod_ifname) &&
+	    put(o, "host", link_to_json(&n->host)) &&
+	    (!n->pci[0] || cJSON_AddStringToObject(o, "pci", n->pci)) &&
+	    (!n->pod_ifindex || cJSON_AddNumberToObject(o, "podIfIndex", n->pod_ifindex)) &&
+	    (!n->gpu_id[0] || put(o, "gpu", gpu_to_json(n))) &&
+	    (!n->child_kind[0] || cJSON_AddStringToObject(o, "childKind", n->child_kind)) &&
+	    (!n->has_child_mac || put_mac(o, "childMac", n->child_mac)) &&
+	    (!n->rdma.name[0] || put(o, "rdma", rdma_to_json(&n->rdma))) &&
+	    (!n->rail_table || put(o, "rail", rail_to_json(n))))
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static cJSON *hints_to_json(const struct hpn_journal *j)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && cJSON_AddStringToObject(o, "dir", j->hints_dir) &&
+	    cJSON_AddStringToObject(o, "key", j->hints_key))
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+static cJSON *pod_to_json(const struct hpn_journal_pod *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && (!p->namespace[0] || cJSON_AddStringToObject(o, "namespace", p->namespace)) &&
+	    (!p->name[0] || cJSON_AddStringToObject(o, "name", p->name)) &&
+	    (!p->uid[0] || cJSON_AddStringToObject(o, "uid", p->uid)))
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
+/*
+ * The journal's JSON, NULL without memory. j->result is what
+ * hpn_result_render made (or a read printed back), so only memory fails
+ * its parse: a journal without it would be refused, not written short.
+ */
+static cJSON *journal_to_json(const struct hpn_journal *j)
+{
+	cJSON *root = cJSON_CreateObject(), *nics = NULL;
+	bool ok = root && cJSON_AddNumberToObject(root, "version", 2) &&
+		  (!hpn_boot_id() || cJSON_AddStringToObject(root, "bootId", hpn_boot_id())) &&
+		  cJSON_AddNumberToObject(root, "phase", j->phase) &&
+		  cJSON_AddStringToObject(root, "containerId", j->container_id) &&
+		  cJSON_AddStringToObject(root, "cniIfName", j->cni_ifname) &&
+		  (!j->netns || cJSON_AddStringToObject(root, "netns", j->netns));
+
+	/* Start times are clock ticks since boot: exact in a double for centuries. */
+	if (ok && j->owner_pid > 0)
+		ok = cJSON_AddNumberToObject(root, "ownerPid", j->owner_pid) &&
+		     cJSON_AddNumberToObject(root, "ownerStart", (double)j->owner_start);
+	ok = ok && (nics = cJSON_AddArrayToObject(root, "nics"));
+	for (size_t i = 0; ok && i < j->n_nics && i < HPN_MAX_NICS; i++)
+		ok = push(nics, nic_to_json(&j->nics[i]));
+	ok = ok && (!j->hints_key[0] || !j->hints_dir || put(root, "hints", hints_to_json(j))) &&
+	     (!j->devices_dir || cJSON_AddStringToObject(root, "devicesDir", j->devices_dir)) &&
+	     (!j->cdi_dir || cJSON_AddStringToObject(root, "cdiDir", j->cdi_dir)) &&
+	     (!j->result || put(root, "result", cJSON_Parse(j->result))) &&
+	     /* Optional: journals before it read as a pod with no names. */
+	     (!(j->pod.namespace[0] || j->pod.name[0] || j->pod.uid[0]) ||
+	      put(root, "pod", pod_to_json(&j->pod)));
+	if (!ok) {
+		cJSON_Delete(root);
 		return NULL;
-	cJSON_AddStringToObject(o, "kind", n->kind == HPN_NIC_CHILD ? "child" : "moved");
-	cJSON_AddStringToObject(o, "podIfName", n->pod_ifname);
-	cJSON_AddItemToObject(o, "host", link_to_json(&n->host));
-	if (n->pci[0])
-		cJSON_AddStringToObject(o, "pci", n->pci);
-	if (n->pod_ifindex)
-		cJSON_AddNumberToObject(o, "podIfIndex", n->pod_ifindex);
-	if (n->gpu_id[0]) {
-		cJSON *g = cJSON_AddObjectToObject(o, "gpu");
-
-		cJSON_AddStringToObject(g, "id", n->gpu_id);
-		if (n->gpu_pci[0])
-			cJSON_AddStringToObject(g, "pci", n->gpu_pci);
-		cJSON_AddStringToObject(g, "distance", n->gpu_dist);
-		cJSON_AddStringToObject(g, "best", n->gpu_best);
 	}
-	if (n->child_kind[0])
-		cJSON_AddStringToObject(o, "childKind", n->child_kind);
-	if (n->has_child_mac) {
-		char mac[HPN_MAC_STR];
-
-		hpn_mac_format(n->child_mac, mac);
-		cJSON_AddStringToObject(o, "childMac", mac);
-	}
-	if (n->rdma.name[0]) {
-		cJSON *r = cJSON_AddObjectToObject(o, "rdma");
-
-		cJSON_AddStringToObject(r, "name", n->rdma.name);
-		cJSON_AddStringToObject(r, "netdev", n->rdma.netdev);
-		if (n->rdma.soft_type[0])
-			cJSON_AddStringToObject(r, "softType", n->rdma.soft_type);
-		cJSON_AddBoolToObject(r, "moved", n->rdma.moved);
-		/* Absent before softRoce: older journals read as not created. */
-		if (n->rdma.created)
-			cJSON_AddBoolToObject(r, "created", true);
-		if (n->rdma.n_nodes) {
-			cJSON *a = cJSON_AddArrayToObject(r, "nodes");
-
-			for (size_t k = 0; k < n->rdma.n_nodes; k++) {
-				const struct hpn_journal_node *d = &n->rdma.nodes[k];
-				cJSON *e = cJSON_CreateObject();
-
-				cJSON_AddStringToObject(e, "name", d->name);
-				cJSON_AddNumberToObject(e, "major", d->major);
-				cJSON_AddNumberToObject(e, "minor", d->minor);
-				cJSON_AddItemToArray(a, e);
-			}
-		}
-		if (n->rdma.cdi_spec[0])
-			cJSON_AddStringToObject(r, "cdiSpec", n->rdma.cdi_spec);
-	}
-	if (n->rail_table) {
-		cJSON *r = cJSON_AddObjectToObject(o, "rail");
-
-		cJSON_AddNumberToObject(r, "table", n->rail_table);
-		cJSON_AddNumberToObject(r, "priority", n->rail_priority);
-	}
-	return o;
+	return root;
 }
 
 int hpn_journal_write(struct hpn_store *st, const char *key, const struct hpn_journal *j,
 		      struct hpn_err *err)
 {
 	char tmp[HPN_KEY_MAX + 32];
-	cJSON *root = cJSON_CreateObject(), *nics;
+	cJSON *root;
 	char *text = NULL;
 	size_t len;
 	int r;
 
+	/* The one field the reader requires that a caller could leave out: not memory. */
+	if (!j->container_id)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL, "state for %s: no container ID",
+				   key);
+	root = journal_to_json(j);
 	if (!root)
-		return -ENOMEM;
-	cJSON_AddNumberToObject(root, "version", 2);
-	if (hpn_boot_id())
-		cJSON_AddStringToObject(root, "bootId", hpn_boot_id());
-	cJSON_AddNumberToObject(root, "phase", j->phase);
-	cJSON_AddStringToObject(root, "containerId", j->container_id);
-	cJSON_AddStringToObject(root, "cniIfName", j->cni_ifname);
-	if (j->netns)
-		cJSON_AddStringToObject(root, "netns", j->netns);
-	if (j->owner_pid > 0) {
-		cJSON_AddNumberToObject(root, "ownerPid", j->owner_pid);
-		/* Start times are clock ticks since boot: exact in a double for centuries. */
-		cJSON_AddNumberToObject(root, "ownerStart", (double)j->owner_start);
-	}
-	nics = cJSON_AddArrayToObject(root, "nics");
-	for (size_t i = 0; nics && i < j->n_nics && i < HPN_MAX_NICS; i++)
-		cJSON_AddItemToArray(nics, nic_to_json(&j->nics[i]));
-	if (j->hints_key[0] && j->hints_dir) {
-		cJSON *o = cJSON_AddObjectToObject(root, "hints");
-
-		cJSON_AddStringToObject(o, "dir", j->hints_dir);
-		cJSON_AddStringToObject(o, "key", j->hints_key);
-	}
-	if (j->devices_dir)
-		cJSON_AddStringToObject(root, "devicesDir", j->devices_dir);
-	if (j->cdi_dir)
-		cJSON_AddStringToObject(root, "cdiDir", j->cdi_dir);
-	if (j->result)
-		cJSON_AddItemToObject(root, "result", cJSON_Parse(j->result));
-	/* Optional: journals before it read as a pod with no names. */
-	if (j->pod.namespace[0] || j->pod.name[0] || j->pod.uid[0]) {
-		cJSON *o = cJSON_AddObjectToObject(root, "pod");
-
-		if (j->pod.namespace[0])
-			cJSON_AddStringToObject(o, "namespace", j->pod.namespace);
-		if (j->pod.name[0])
-			cJSON_AddStringToObject(o, "name", j->pod.name);
-		if (j->pod.uid[0])
-			cJSON_AddStringToObject(o, "uid", j->pod.uid);
-	}
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM,
+				   "encode state for %s: out of memory", key);
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	if (!text)
-		return -ENOMEM;
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM,
+				   "encode state for %s: out of memory", key);
 	len = strlen(text);
 	/* What cannot be read back cannot be undone: refuse it before writing. */
 	if (len > JOURNAL_MAX) {
