@@ -47,18 +47,18 @@ static const char usage[] =
 	"\n"
 	"hpn-rdma cdi-hook --state-dir DIR --network NAME ID\n"
 	"  the createRuntime hook of hpn-rdma's CDI devices (written into their specs):\n"
-	"  reads the OCI state on stdin and exits 0 only when NIC ID is attached to the\n"
-	"  container's own pod; else 1, saying why on stderr, and the runtime fails\n"
-	"  CreateContainer. 2 usage error.\n";
+	"  reads the OCI state on stdin (at most 1 MiB, else exit 1) and exits 0 only\n"
+	"  when NIC ID is attached to the container's own pod; else 1, saying why on\n"
+	"  stderr, and the runtime fails CreateContainer. 2 usage error.\n";
 
 /* hpn-rdma cdi-hook ...: the runtime's hook (lib/cdihook.h); the exit code is the verdict. */
 static int cdi_hook(int argc, char **argv)
 {
 	const char *state_dir = NULL, *network = NULL, *id = NULL;
 	struct hpn_err err = { 0 };
-	char state[65536];
-	size_t n;
-	int pid;
+	char *state = NULL;
+	size_t len;
+	int pid, r;
 
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && !strcmp(argv[i], "--state-dir")) {
@@ -78,10 +78,25 @@ static int cdi_hook(int argc, char **argv)
 				"needed (see --help)\n");
 		return 2;
 	}
-	n = fread(state, 1, sizeof(state) - 1, stdin);
-	state[n] = '\0';
-	if (hpn_cdi_hook_pid(state, &pid, &err) < 0 ||
-	    hpn_cdi_hook_check(state_dir, network, id, pid, "/proc", &err) < 0) {
+	/*
+	 * Whole or not at all: the state carries the container's annotations
+	 * (CRI-O copies the pod's, up to 256 KiB), and a cut state would be
+	 * refused as JSON without "pid", which is not what went wrong.
+	 */
+	r = hpn_read_all(STDIN_FILENO, HPN_STDIN_MAX, &state, &len);
+	if (r == -EFBIG) {
+		fprintf(stderr, "hpn-rdma cdi-hook: the OCI state on stdin exceeds %u bytes\n",
+			HPN_STDIN_MAX);
+		return 1;
+	}
+	if (r < 0) {
+		fprintf(stderr, "hpn-rdma cdi-hook: read the OCI state on stdin: %s\n",
+			strerror(-r));
+		return 1;
+	}
+	r = hpn_cdi_hook_pid(state, &pid, &err);
+	free(state);
+	if (r < 0 || hpn_cdi_hook_check(state_dir, network, id, pid, "/proc", &err) < 0) {
 		fprintf(stderr, "hpn-rdma: %s\n", err.msg);
 		return 1;
 	}
