@@ -39,6 +39,7 @@
 #include "rpc.h"
 #include "sakubeconfig.h"
 #include "util.h"
+#include "verbs.h"
 
 #define DEFAULT_RESOURCE "rdma/hpn"
 #define DEFAULT_ENDPOINT "hpn-rdma.sock"
@@ -736,6 +737,9 @@ int main(int argc, char **argv)
 	char host[256] = "";
 	int r, rc = 1;
 
+	/* A proof the health loop spawned (hpn_rdma_proofs_by_exec): nothing of the agent runs. */
+	if (argc > 1 && !strcmp(argv[1], HPN_RDMA_PROOF_CMD))
+		return hpn_rdma_proof_main(argc - 1, argv + 1);
 	o.dra_driver = HPN_DRA_DRIVER;
 	o.node_name = getenv("NODE_NAME");
 	if ((!o.node_name || !o.node_name[0]) && gethostname(host, sizeof(host) - 1) == 0)
@@ -749,6 +753,12 @@ int main(int argc, char **argv)
 	hpn_log_init("agent", NULL);
 	hpn_log_stderr(HPN_LOG_INFO);
 	umask(0077); /* every socket and directory it makes: root only */
+	/* The health loop's RDMA proofs run beside gRPC's threads: spawned, never forked. */
+	r = hpn_rdma_proofs_by_exec();
+	if (r < 0) {
+		hpn_error("open /proc/self/exe for the RDMA proofs: %s", strerror(-r));
+		return 1;
+	}
 	if (node_load(&a.node, o.config_path, &err) < 0) {
 		hpn_error("%s", err.msg);
 		return 1;

@@ -13,8 +13,10 @@
 #include <rdma/rdma_cma.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -479,6 +481,126 @@ static void child(int wfd, int netns_fd, const struct probe *given, int timeout_
 	_exit(w == (ssize_t)sizeof(rep) ? 0 : 1);
 }
 
+/*
+ * How proofs are started, for the whole process: -1, by fork() alone (the
+ * plugin: one thread, short-lived); else an O_PATH fd of this process's own
+ * executable, which each proof runs afresh as HPN_RDMA_PROOF_CMD
+ * (hpn_rdma_proofs_by_exec). Set once, before any thread starts.
+ */
+static int proof_exe = -1;
+
+int hpn_rdma_proofs_by_exec(void)
+{
+	int fd = open("/proc/self/exe", O_PATH | O_CLOEXEC), hi;
+
+	if (fd < 0)
+		return -errno;
+	/* Above stdin and stdout, which the spawn replaces in the child. */
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	if (hi < 0)
+		return -errno;
+	if (proof_exe >= 0)
+		close(proof_exe);
+	proof_exe = hi;
+	return 0;
+}
+
+/*
+ * The proof of pr run by a fresh process of this executable: posix_spawn, so
+ * nothing of this process but its executable, its stderr and what the
+ * arguments say reaches the child (a fork of a process with threads would
+ * run the proof's malloc, dlopen and libibverbs with whatever locks the
+ * other threads held). The child's stdin is the netns (none: -1 in its
+ * arguments, and it fails as a fork's child would), its stdout wfd;
+ * every other fd of ours is O_CLOEXEC, the other proofs' pipes too.
+ */
+static int proof_spawn(int netns_fd, const struct probe *pr, int timeout_ms, int wfd,
+		       pid_t *ret_pid)
+{
+	char exe[32], parent[16], port[16], gid[16], timeout[16];
+	char *argv[] = { program_invocation_name,
+			 (char *)HPN_RDMA_PROOF_CMD,
+			 parent,
+			 netns_fd >= 0 ? (char *)"0" : (char *)"-1",
+			 (char *)pr->device,
+			 port,
+			 (char *)pr->ifname,
+			 gid,
+			 timeout,
+			 NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none;
+	int r;
+
+	snprintf(exe, sizeof(exe), "/proc/self/fd/%d", proof_exe);
+	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	snprintf(port, sizeof(port), "%u", pr->port);
+	snprintf(gid, sizeof(gid), "%d", pr->want_gid);
+	snprintf(timeout, sizeof(timeout), "%d", timeout_ms);
+	sigemptyset(&none);
+	r = posix_spawn_file_actions_init(&fa);
+	if (r)
+		return -r;
+	r = posix_spawnattr_init(&attr);
+	if (r) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -r;
+	}
+	/* In this order: wfd is above 2, netns_fd may be anything (a same-fd dup2 keeps it). */
+	if (netns_fd >= 0)
+		r = posix_spawn_file_actions_adddup2(&fa, netns_fd, STDIN_FILENO);
+	r = r ?: posix_spawn_file_actions_adddup2(&fa, wfd, STDOUT_FILENO);
+	/* The loop's threads block the signals it takes: a fresh process blocks none. */
+	r = r ?: posix_spawnattr_setsigmask(&attr, &none);
+	r = r ?: posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	r = r ?: posix_spawn(ret_pid, exe, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	return -r;
+}
+
+/* Digits of an int in [min, max], whole. */
+static bool arg_int(const char *s, long min, long max, int *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return false;
+	*ret = (int)v;
+	return true;
+}
+
+int hpn_rdma_proof_main(int argc, char **argv)
+{
+	struct probe pr = { 0 };
+	int parent, netns_fd, port, timeout_ms;
+
+	if (argc != 8 || !arg_int(argv[1], 1, INT_MAX, &parent) ||
+	    !arg_int(argv[2], -1, 0, &netns_fd) || !argv[3][0] ||
+	    strlen(argv[3]) >= HPN_IBDEV_MAX || !arg_int(argv[4], 0, 255, &port) || !argv[5][0] ||
+	    strlen(argv[5]) >= IFNAMSIZ || !arg_int(argv[6], -1, INT_MAX, &pr.want_gid) ||
+	    !arg_int(argv[7], 0, INT_MAX, &timeout_ms)) {
+		fprintf(stderr,
+			"%s %s: bad arguments; this subcommand is the RDMA proof's own, "
+			"started by hpn_rdma_prove (lib/verbs.c), not for use by hand\n",
+			program_invocation_short_name, HPN_RDMA_PROOF_CMD);
+		return 2;
+	}
+	/* The parent may be killed before it reaps us: go with it, now or later. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(1);
+	pr.device = argv[3];
+	pr.port = (uint32_t)port;
+	pr.ifname = argv[5];
+	child(STDOUT_FILENO, netns_fd, &pr, timeout_ms);
+	return 1; /* child() never returns */
+}
+
 /* The child can outlive its answer by this much before the parent gives up on it. */
 #define GUARD_MS 30000
 
@@ -493,8 +615,10 @@ struct running {
 };
 
 /*
- * Forks the child of proof p into s. The child closes the pipes of the
- * proofs already running (n_run in run) and dies with the calling thread.
+ * Starts the child of proof p into s: spawned afresh once the process has
+ * chosen so (hpn_rdma_proofs_by_exec), else forked, when the fork closes the
+ * pipes of the proofs already running (n_run in run). Either dies with the
+ * calling thread and runs the same child().
  */
 static int proof_start(int netns_fd, struct hpn_rdma_proof *p, int timeout_ms,
 		       const struct running *run, size_t n_run, struct running *s)
@@ -510,6 +634,21 @@ static int proof_start(int netns_fd, struct hpn_rdma_proof *p, int timeout_ms,
 	s->guard = now_ms() + timeout_ms + GUARD_MS;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return hpn_err_set(&p->err, HPN_E_INTERNAL, errno, "pipe: %s", strerror(errno));
+	if (proof_exe >= 0) {
+		int hi = fds[1] > STDERR_FILENO ? fds[1] : fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
+		int r = hi < 0 ? -errno : proof_spawn(netns_fd, &pr, timeout_ms, hi, &s->pid);
+
+		if (hi >= 0 && hi != fds[1])
+			close(hi);
+		close(fds[1]);
+		if (r < 0) {
+			close(fds[0]);
+			return hpn_err_set(&p->err, HPN_E_INTERNAL, -r, "spawn the RDMA check: %s",
+					   strerror(-r));
+		}
+		s->fd = fds[0];
+		return 0;
+	}
 	s->pid = fork();
 	if (s->pid < 0) {
 		int e = errno;

@@ -45,7 +45,8 @@ struct hpn_rdma_bind {
  * state, GID entries). want_gid >= 0 also requires that GID index (CHECK).
  * Runs in a child process with its own mount namespace and a sysfs of the pod
  * netns, so the caller's netns, mounts and library state stay untouched
- * (hpn_rdma_prove with one proof). Failures are code 108 and name what is
+ * (hpn_rdma_prove with one proof; forked, or spawned afresh after
+ * hpn_rdma_proofs_by_exec). Failures are code 108 and name what is
  * missing.
  */
 int hpn_rdma_verify(int netns_fd, const char *device, uint32_t port, const char *ifname,
@@ -76,5 +77,30 @@ struct hpn_rdma_proof {
  * the first failure's r.
  */
 int hpn_rdma_prove(int netns_fd, struct hpn_rdma_proof *p, size_t n, int timeout_ms);
+
+/* The hidden subcommand of a program whose proofs are spawned: argv[1] of the child. */
+#define HPN_RDMA_PROOF_CMD "rdma-proof"
+
+/*
+ * From now on, hpn_rdma_prove runs each proof in a fresh process of this
+ * program's own executable (posix_spawn of /proc/self/exe, opened here once,
+ * as "<argv0> rdma-proof ..."), not in a fork of the caller: for a process
+ * with threads (the agent), whose fork would run the proof's malloc, dlopen
+ * and libibverbs under locks another thread may hold. The program must hand
+ * argv[1] == HPN_RDMA_PROOF_CMD to hpn_rdma_proof_main before it does
+ * anything else. Without this call proofs fork (the plugin: one thread).
+ * Call before any thread starts. 0, or -errno when the executable cannot be
+ * opened (nothing changed).
+ */
+int hpn_rdma_proofs_by_exec(void);
+
+/*
+ * The spawned child's side (argv from the subcommand on, as main's): runs
+ * the one proof its arguments name in the netns on its stdin, the very code
+ * a forked child runs, and writes the answer on its stdout in this
+ * executable's own layout, which its parent shares. Never returns but on a
+ * usage error (2, said on stderr).
+ */
+int hpn_rdma_proof_main(int argc, char **argv);
 
 #endif

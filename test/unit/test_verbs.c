@@ -5,6 +5,10 @@
  * children are given no netns (fd -1), so each fails at its first step,
  * entering the pod netns, before it opens anything: no privileges, no RDMA
  * device, no network. What a real proof checks is the vm tier's job.
+ * Each test runs twice: with forked children (the plugin's way), then with
+ * children spawned afresh from this executable (hpn_rdma_proofs_by_exec, the
+ * agent's way, whose subcommand main() hands on as the agent's does): the
+ * outcomes must be the same.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -116,10 +120,43 @@ static void test_verify(void)
 	CHECK_INT_EQ(open_fds(), fds);
 }
 
-int main(void)
+/* The spawned child's arguments are checked before it does anything: a usage error is 2. */
+static void test_proof_args(void)
 {
+	char *bad[][9] = {
+		{ HPN_RDMA_PROOF_CMD, NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "dev", "1", "hpn0", "-1", "100", "extra" },
+		{ HPN_RDMA_PROOF_CMD, "x", "0", "dev", "1", "hpn0", "-1", "100", NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "3", "dev", "1", "hpn0", "-1", "100", NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "", "1", "hpn0", "-1", "100", NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "dev", "256", "hpn0", "-1", "100", NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "dev", "1", "an-ifname-too-long", "-1", "100",
+		  NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "dev", "1", "hpn0", "-2", "100", NULL },
+		{ HPN_RDMA_PROOF_CMD, "1", "0", "dev", "1", "hpn0", "-1", "1x", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int argc = 0;
+
+		while (argc < 9 && bad[i][argc])
+			argc++;
+		CHECK_INT_EQ(hpn_rdma_proof_main(argc, bad[i]), 2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	/* A proof spawned by the second round below. */
+	if (argc > 1 && !strcmp(argv[1], HPN_RDMA_PROOF_CMD))
+		return hpn_rdma_proof_main(argc - 1, argv + 1);
 	test_none();
 	test_first_fails();
 	test_verify();
+	CHECK_INT_EQ(hpn_rdma_proofs_by_exec(), 0);
+	test_none();
+	test_first_fails();
+	test_verify();
+	test_proof_args();
 	return check_done();
 }
