@@ -55,7 +55,7 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define PB(x) k8s__io__kubelet__pkg__apis__dra__v1__##x
 
 #define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
-#define BUSY_RETRY_MS 20 /* the worker serves others too: ask again this soon */
+#define BUSY_RETRY_MS 20 /* out of memory for a job: ask again this soon */
 #define PTR_SIZE      sizeof(void *)
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
@@ -546,7 +546,8 @@ static void pump(struct dra *d)
 		snprintf(j->ns, sizeof(j->ns), "%s", pc->v[i].ns);
 		snprintf(j->name, sizeof(j->name), "%s", pc->v[i].name);
 		snprintf(j->uid, sizeof(j->uid), "%s", pc->v[i].uid);
-		r = loop_work_post(d->loop, &j->job);
+		/* The kubelet waits on Prepare: ahead of every other job queued. */
+		r = loop_work_post(d->loop, &j->job, LOOP_PRIO_PREPARE);
 		if (r == 0) {
 			d->job_out = true;
 			pc->v[i].api = true;
@@ -556,11 +557,6 @@ static void pump(struct dra *d)
 		free(j->kubeconfig);
 		free(j->driver);
 		free(j);
-		if (r == -EBUSY) {
-			/* Another service's job: ask again soon. */
-			loop_timer_set(&d->retry, BUSY_RETRY_MS, 0);
-			return;
-		}
 		give_up(d, pc, i, strerror(-r));
 	}
 }

@@ -26,7 +26,6 @@
 #define RESYNC_MS	60000 /* the API checked again this often */
 #define BACKOFF_MIN_MS	1000  /* after a failed round, then doubled... */
 #define BACKOFF_MAX_MS	30000 /* ...up to this */
-#define BUSY_RETRY_MS	20    /* the worker serves others too: ask again this soon */
 #define CONFLICT_TRIES	4     /* PUTs of one slice answered 409, read again in between */
 #define MAX_SLICES_LIST 64    /* slices of our node and driver read, at most */
 
@@ -392,7 +391,7 @@ static void pub_done(struct loop_job *lj)
 	int next;
 
 	s->job_out = false;
-	if (s->stopping) {
+	if (s->stopping || lj->cancelled) {
 		job_free(j);
 		return;
 	}
@@ -470,14 +469,15 @@ static void round_start(struct draslices *s)
 	j->s = s;
 	j->job.run = pub_run;
 	j->job.done = pub_done;
-	r = loop_work_post(s->loop, &j->job);
+	/* The API's view: after the kubelet's Prepare, before the node's upkeep. */
+	r = loop_work_post(s->loop, &j->job, LOOP_PRIO_API);
 	if (r == 0) {
 		s->job_out = true;
 		return;
 	}
 	job_free(j);
-	/* -EBUSY: another service's job; anything else: try again later. */
-	loop_timer_set(&s->timer, r == -EBUSY ? BUSY_RETRY_MS : s->backoff_ms, 0);
+	/* The worker not running: try again later. */
+	loop_timer_set(&s->timer, s->backoff_ms, 0);
 }
 
 /* Renders the pool's devices the scheduler may allocate: the healthy ones, and
@@ -566,7 +566,7 @@ static bool render(struct draslices *s)
 }
 
 /*
- * The debounce after a scan, a resync, a backoff, or the worker busy: what
+ * The debounce after a scan, a resync or a backoff: what
  * was scanned is rendered (once for a burst of scans), and a round runs when
  * that changed the slices or the next round is due anyway.
  */

@@ -25,7 +25,6 @@
 
 #define DEBOUNCE_MS    300   /* an ADD writes its journal several times */
 #define FIRST_MS       500   /* the first pass after start: every claim applied once */
-#define BUSY_MS	       200   /* the worker had another service's job */
 #define BACKOFF_MIN_MS 1000  /* a failed write: again after 1 s, doubling... */
 #define BACKOFF_MAX_MS 60000 /* ...up to 60 s */
 
@@ -549,16 +548,14 @@ static void on_timer(struct loop_src *src)
 		forget_gone(s);
 		return;
 	}
-	r = loop_work_post(s->loop, &jb->job);
+	/* The API's view: after the kubelet's Prepare, before the node's upkeep. */
+	r = loop_work_post(s->loop, &jb->job, LOOP_PRIO_API);
 	if (r == 0) {
 		s->job_out = true;
 		return;
 	}
 	job_free(jb);
-	if (r == -EBUSY)
-		loop_timer_set(&s->timer, BUSY_MS, 0);
-	else
-		hpn_warn("DRA status: the worker: %s", strerror(-r));
+	hpn_warn("DRA status: the worker: %s", strerror(-r));
 }
 
 static void on_inotify(struct loop_src *src)

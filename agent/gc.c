@@ -34,6 +34,7 @@ struct gc {
 	struct loop_src timer;
 	struct gc_stats st;
 	bool asking, quitting;
+	bool job_out; /* a round queued or running on the worker */
 };
 
 /* One round of lib/gc.c's GC, done on the worker. */
@@ -85,6 +86,13 @@ static void done(struct loop_job *lj)
 	struct gc_job *j = (struct gc_job *)lj;
 	struct gc *g = j->g;
 
+	g->job_out = false;
+	if (lj->cancelled) {
+		/* Never run: the worker stopped first (the agent exits). */
+		g->st.runs_skipped++;
+		job_free(j);
+		return;
+	}
 	g->st.undone += j->counts.undone;
 	g->st.failed += j->counts.failed;
 	if (j->rc < 0) {
@@ -123,10 +131,10 @@ static void listed(void *ud, char **ids, size_t n, const char *error)
 	}
 	g->st.runtime_up = true;
 	g->st.sandboxes = n;
-	if (g->quitting || loop_work_busy(g->loop)) {
+	if (g->quitting || g->job_out) {
 		hpn_strv_free(ids);
 		g->st.runs_skipped++;
-		hpn_debug("gc: the worker is busy; this round is skipped");
+		hpn_debug("gc: the last round is still queued or running; this one is skipped");
 		return;
 	}
 	j = calloc(1, sizeof(*j));
@@ -144,10 +152,13 @@ static void listed(void *ud, char **ids, size_t n, const char *error)
 					  .n_sandboxes = n,
 					  .min_age_s = g->o.grace_s,
 					  .cni_path = g->o.cni_path };
-	if (loop_work_post(g->loop, &j->job) < 0) {
+	/* The node's upkeep: after the kubelet's Prepare and the API's view. */
+	if (loop_work_post(g->loop, &j->job, LOOP_PRIO_HOST) < 0) {
 		g->st.runs_skipped++;
 		job_free(j);
+		return;
 	}
+	g->job_out = true;
 }
 
 static void tick(struct loop_src *s)

@@ -34,6 +34,7 @@ struct health {
 	size_t cap;
 	char last[256]; /* the last key checked: the next period goes on after it */
 	bool quitting;
+	bool job_out; /* a batch queued or running on the worker */
 };
 
 static double now_s(void)
@@ -227,7 +228,8 @@ static void done(struct loop_job *lj)
 	struct health_job *j = (struct health_job *)lj;
 	struct health *h = j->h;
 
-	if (h->quitting) {
+	h->job_out = false;
+	if (h->quitting || lj->cancelled) {
 		job_free(j);
 		return;
 	}
@@ -277,8 +279,9 @@ static void tick(struct loop_src *s)
 	if (h->quitting)
 		return;
 	h->st.last_tick = now_s();
-	if (loop_work_busy(h->loop)) {
-		hpn_debug("health: the worker is busy; this period is skipped");
+	if (h->job_out) {
+		hpn_debug("health: the last batch is still queued or running; this period is "
+			  "skipped");
 		return;
 	}
 	keys = list(h);
@@ -324,8 +327,11 @@ static void tick(struct loop_src *s)
 	for (size_t k = 0; k < total; k++)
 		free(keys[k]);
 	free(keys);
-	if (loop_work_post(h->loop, &j->job) < 0)
+	/* The node's upkeep: after the kubelet's Prepare and the API's view. */
+	if (loop_work_post(h->loop, &j->job, LOOP_PRIO_HOST) < 0)
 		job_free(j);
+	else
+		h->job_out = true;
 }
 
 int health_start(struct loop *l, struct node *node, const struct health_opts *o,

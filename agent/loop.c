@@ -31,9 +31,10 @@ struct work {
 	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct loop_job *todo; /* handed over, not yet taken */
+	/* Queued, by priority, each in the order posted (FIFO: head, *tail). */
+	struct loop_job *queue[LOOP_PRIOS], **tail[LOOP_PRIOS];
 	struct loop_job *doing;
-	struct loop_job *done; /* finished, for the loop */
+	struct loop_job *done, **done_tail; /* finished, for the loop, in that order */
 	bool stop, idle;
 	struct loop_src efd;
 };
@@ -263,6 +264,23 @@ int loop_run(struct loop *l)
 
 /* ---- the worker ----------------------------------------------------------------- */
 
+/* The first job of the highest priority queued, taken off its queue (under w->lock). */
+static struct loop_job *take(struct work *w)
+{
+	for (int p = 0; p < LOOP_PRIOS; p++) {
+		struct loop_job *j = w->queue[p];
+
+		if (!j)
+			continue;
+		w->queue[p] = j->next;
+		if (!w->queue[p])
+			w->tail[p] = &w->queue[p];
+		j->next = NULL;
+		return j;
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct work *w = arg;
@@ -272,20 +290,18 @@ static void *worker(void *arg)
 	for (;;) {
 		double t0;
 
-		while (!w->todo && !w->stop)
+		while (!w->stop && !(w->doing = take(w)))
 			pthread_cond_wait(&w->cond, &w->lock);
 		if (w->stop)
 			break;
-		w->doing = w->todo;
-		w->todo = NULL;
 		pthread_mutex_unlock(&w->lock);
 		t0 = hpn_mono_s();
 		w->doing->run(w->doing);
 		w->doing->seconds = hpn_mono_s() - t0;
 		pthread_mutex_lock(&w->lock);
-		w->done = w->doing;
+		*w->done_tail = w->doing;
+		w->done_tail = &w->doing->next;
 		w->doing = NULL;
-		pthread_cond_broadcast(&w->cond);
 		if (write(w->efd.fd, &one, sizeof(one)) < 0)
 			hpn_warn("worker: eventfd: %s", strerror(errno));
 	}
@@ -295,21 +311,33 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* The loop's side: a finished job goes back to whoever posted it. */
+/* Hands each job of list back (done), in order; a done may post again meanwhile. */
+static void hand_back(struct loop_job *list)
+{
+	while (list) {
+		struct loop_job *j = list;
+
+		list = j->next;
+		j->next = NULL;
+		j->done(j);
+	}
+}
+
+/* The loop's side: finished jobs go back to whoever posted them. */
 static void work_done(struct loop_src *s)
 {
 	struct work *w = s->ud;
-	struct loop_job *j;
+	struct loop_job *list;
 	uint64_t n;
 
 	if (read(s->fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		hpn_warn("worker: eventfd: %s", strerror(errno));
 	pthread_mutex_lock(&w->lock);
-	j = w->done;
+	list = w->done;
 	w->done = NULL;
+	w->done_tail = &w->done;
 	pthread_mutex_unlock(&w->lock);
-	if (j)
-		j->done(j);
+	hand_back(list);
 }
 
 int loop_work_start(struct loop *l)
@@ -321,6 +349,9 @@ int loop_work_start(struct loop *l)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
+	for (int p = 0; p < LOOP_PRIOS; p++)
+		w->tail[p] = &w->queue[p];
+	w->done_tail = &w->done;
 	w->efd.fd = -1;
 	l->work = w;
 	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -336,31 +367,23 @@ int loop_work_start(struct loop *l)
 	return 0;
 }
 
-bool loop_work_busy(struct loop *l)
-{
-	struct work *w = l->work;
-	bool busy;
-
-	if (!w)
-		return true;
-	pthread_mutex_lock(&w->lock);
-	busy = w->todo || w->doing || w->done;
-	pthread_mutex_unlock(&w->lock);
-	return busy;
-}
-
-int loop_work_post(struct loop *l, struct loop_job *j)
+int loop_work_post(struct loop *l, struct loop_job *j, enum loop_prio prio)
 {
 	struct work *w = l->work;
 	int r = 0;
 
+	if ((unsigned int)prio >= LOOP_PRIOS)
+		return -EINVAL;
 	if (!w || !w->started)
 		return -ENOTCONN;
+	j->cancelled = false;
+	j->next = NULL;
 	pthread_mutex_lock(&w->lock);
-	if (w->todo || w->doing || w->done || w->stop) {
-		r = -EBUSY;
+	if (w->stop) {
+		r = -ENOTCONN;
 	} else {
-		w->todo = j;
+		*w->tail[prio] = j;
+		w->tail[prio] = &j->next;
 		pthread_cond_broadcast(&w->cond);
 	}
 	pthread_mutex_unlock(&w->lock);
@@ -393,16 +416,23 @@ void loop_work_stop(struct loop *l, int grace_ms)
 			 */
 			hpn_warn("the worker is still busy after %d ms: leaving it", grace_ms);
 			pthread_detach(w->thread);
-			l->work =
-				NULL; /* w, its job and its eventfd stay for the thread until exit */
+			/* w, its jobs and its eventfd stay for the thread until exit */
+			l->work = NULL;
 			return;
 		}
 		pthread_join(w->thread, NULL);
 	}
-	if (w->todo)
-		w->todo->done(w->todo);
-	if (w->done)
-		w->done->done(w->done);
+	/* The finished first, then the never run, by priority: done for each, once. */
+	hand_back(w->done);
+	for (int p = 0; p < LOOP_PRIOS; p++)
+		for (struct loop_job *j = w->queue[p]; j; j = j->next)
+			j->cancelled = true;
+	for (int p = 0; p < LOOP_PRIOS; p++) {
+		struct loop_job *list = w->queue[p];
+
+		w->queue[p] = NULL;
+		hand_back(list);
+	}
 	loop_close(&w->efd);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);

@@ -82,21 +82,37 @@ bool loop_exiting(const struct loop *l);
 
 /*
  * The worker thread, for lib/ code written for a process of its own that
- * may block (CHECK, GC: the store lock, IPAM plugins, the RDMA proof). One
- * job at a time: run(j) on the worker touches only the job; then done(j) on
- * the loop, which owns everything else. done is called once for every job
- * posted, also for one still waiting when the worker stops.
+ * may block (CHECK, GC: the store lock, IPAM plugins, the RDMA proof; the
+ * API calls of the DRA driver). Jobs queue by priority, each priority in the
+ * order posted; the worker runs one at a time, the highest priority first:
+ * run(j) on the worker touches only the job; then done(j) on the loop, which
+ * owns everything else. done is called once for every job posted, also for
+ * one still queued when the worker stops (then j->cancelled, run never
+ * called), unless the worker is left running at exit (loop_work_stop).
+ * Posting never fails for a busy worker: a service keeps its own "queued or
+ * running" mark, so it never has the same work queued twice.
  */
+enum loop_prio {
+	LOOP_PRIO_PREPARE, /* the kubelet waits: DRA Prepare and Unprepare */
+	LOOP_PRIO_API,	   /* the API's view: ResourceSlices, claims' status */
+	LOOP_PRIO_HOST,	   /* the node's upkeep: health's CHECKs, GC */
+	LOOP_PRIOS
+};
 struct loop_job {
 	void (*run)(struct loop_job *j);
 	void (*done)(struct loop_job *j); /* frees the job */
 	double seconds;			  /* run's own time */
+	bool cancelled;			  /* for done: never run, the worker stopped first */
+	struct loop_job *next;		  /* the queue's */
 };
 int loop_work_start(struct loop *l);
-bool loop_work_busy(struct loop *l);
-/* -EBUSY while it has a job, -ENOTCONN when it is not running. */
-int loop_work_post(struct loop *l, struct loop_job *j);
-/* Waits up to grace_ms for a job in progress, then joins the worker or leaves it to the exit. */
+/* Queues j at prio; -ENOTCONN when the worker is not running (or stopping). */
+int loop_work_post(struct loop *l, struct loop_job *j, enum loop_prio prio);
+/*
+ * Waits up to grace_ms for a job in progress, then joins the worker and
+ * hands back the finished and the queued jobs (cancelled), or leaves the
+ * worker and its jobs to the exit.
+ */
 void loop_work_stop(struct loop *l, int grace_ms);
 
 #endif

@@ -164,7 +164,7 @@ static void gc(struct sbuf *b, const struct metrics_sources *src)
 	expo_family(
 		b, "hpn_rdma_gc_runs_total", "counter",
 		"GC rounds against the runtime's sandboxes: ok, failed (an undo failed), skipped "
-		"(the runtime could not be asked, or the worker was busy).");
+		"(the runtime could not be asked, or the last round was still on the worker).");
 	expo_by_result(b, "hpn_rdma_gc_runs_total", (const char *[]){ "ok", "failed", "skipped" },
 		       (uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped }, 3);
 	expo_counter(b, "hpn_rdma_gc_undone_total",
