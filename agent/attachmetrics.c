@@ -157,7 +157,7 @@ static struct att_rec *read_attachments(const struct node *node, size_t *ret_n)
 	size_t n = 0, cap = 0;
 
 	*ret_n = 0;
-	if (hpn_store_open(node->conf.state_dir, node->conf.name, &st, &err) < 0 ||
+	if (hpn_store_open_here(node->conf.state_dir, node->conf.name, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_store_close(&st);
 		return NULL;

@@ -69,7 +69,7 @@ static int held_devs(const struct hpn_conf *conf, struct agent_dev *v, size_t *n
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	char **keys = NULL;
-	int r = hpn_store_open(conf->state_dir, conf->name, &st, err);
+	int r = hpn_store_open_here(conf->state_dir, conf->name, &st, err);
 
 	if (r >= 0)
 		r = hpn_store_keys(&st, &keys, err);

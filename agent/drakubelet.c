@@ -178,7 +178,7 @@ static void holder(const struct hpn_conf *conf, const char *id, char out[HPN_POD
 	char **keys = NULL;
 
 	out[0] = '\0';
-	if (hpn_store_open(conf->state_dir, conf->name, &st, &err) < 0)
+	if (hpn_store_open_here(conf->state_dir, conf->name, &st, &err) < 0)
 		return;
 	if (hpn_store_keys(&st, &keys, &err) < 0)
 		keys = NULL;

@@ -99,7 +99,7 @@ static struct att *atts_read(const struct job *jb, size_t *ret_n, char *msg, siz
 	size_t n = 0, k = 0;
 
 	*ret_n = 0;
-	if (hpn_store_open(jb->state_dir, jb->network, &st, &err) < 0 ||
+	if (hpn_store_open_here(jb->state_dir, jb->network, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_msgf(msg, len, "list the journals: %s", err.msg);
 		hpn_store_close(&st);
@@ -420,6 +420,10 @@ static void job_done(struct loop_job *lj)
 	bool failed = false;
 
 	s->job_out = false;
+	if (lj->cancelled) { /* the agent stops: the next start writes what is due */
+		job_free(jb);
+		return;
+	}
 	for (size_t i = 0; i < jb->n; i++) {
 		struct item *it = &jb->v[i];
 		struct applied *m = remembered(s, it->rec.uid, true);
@@ -596,7 +600,7 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 		goto fail;
 	}
 	/* The journals' directory, made as the plugin makes it, so it can be watched before any ADD. */
-	r = hpn_store_open(o->state_dir, o->network, &st, err);
+	r = hpn_store_open_here(o->state_dir, o->network, &st, err);
 	hpn_store_close(&st);
 	if (r < 0)
 		goto fail;

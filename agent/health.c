@@ -127,7 +127,7 @@ static char **list(struct health *h)
 	char **keys = NULL;
 	size_t n = 0;
 
-	if (hpn_store_open(h->node->conf.state_dir, h->node->conf.name, &st, &err) < 0 ||
+	if (hpn_store_open_here(h->node->conf.state_dir, h->node->conf.name, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_warn("health: list the journals: %s", err.msg);
 		hpn_store_close(&st);

@@ -38,6 +38,7 @@
 #include "podwatch.h"
 #include "rpc.h"
 #include "sakubeconfig.h"
+#include "store.h"
 #include "util.h"
 #include "verbs.h"
 
@@ -601,6 +602,15 @@ static int start(struct agent *a, struct opts *o)
 	r = node_start(&a->node, a->loop, o->poll_s, &err);
 	if (r < 0)
 		goto fail;
+	/*
+	 * Journals an older binary left in the old default stateDir come along
+	 * once, here, where waiting for its lock stalls nothing: the services open
+	 * the store as it is (hpn_store_open_here), never waiting on the loop.
+	 */
+	if (hpn_store_adopt_old(a->node.conf.state_dir, &err) < 0) {
+		hpn_warn("%s (the plugin's next run moves them)", err.msg);
+		memset(&err, 0, sizeof(err));
+	}
 	/* Its own copy: a reloaded config replaces conf (a new socket path needs a restart). */
 	if (!lookup)
 		lookup = a->node.conf.agent.socket ? a->node.conf.agent.socket

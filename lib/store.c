@@ -150,9 +150,14 @@ int hpn_store_open(const char *state_dir, const char *network, struct hpn_store 
 {
 	int r = hpn_store_adopt_old(state_dir, err);
 
-	if (r < 0)
-		return r;
-	r = hpn_mkdir_p(state_dir, 0700);
+	return r < 0 ? r : hpn_store_open_here(state_dir, network, st, err);
+}
+
+int hpn_store_open_here(const char *state_dir, const char *network, struct hpn_store *st,
+			struct hpn_err *err)
+{
+	int r = hpn_mkdir_p(state_dir, 0700);
+
 	if (r < 0)
 		return hpn_err_set(err, HPN_E_IO, r, "create stateDir \"%s\": %s", state_dir,
 				   strerror(-r));

@@ -185,6 +185,13 @@ void hpn_journal_set_pod(struct hpn_journal *j, const char *ns, const char *name
  */
 int hpn_store_open(const char *state_dir, const char *network, struct hpn_store *st,
 		   struct hpn_err *err);
+/*
+ * hpn_store_open without the adoption, so without waiting for any lock: for
+ * the agent, which adopts once at its start (hpn_store_adopt_old) and whose
+ * event loop must never wait for a lock an older binary's run holds.
+ */
+int hpn_store_open_here(const char *state_dir, const char *network, struct hpn_store *st,
+			struct hpn_err *err);
 void hpn_store_close(struct hpn_store *st);
 /*
  * Moves every network's journals from old_dir (an earlier default stateDir)
