@@ -7,11 +7,14 @@
 #include "err.h"
 
 /*
- * The installer of hpn-rdma's DaemonSet (doc/install.md): the agent's
- * `install` and `uninstall` subcommands. It writes the plugin's kubeconfig
- * with sakubeconfig.h's kc_write; files go in place with util.h's
- * hpn_install_file. No gRPC here: the unit tests link install.c and
- * sakubeconfig.c alone.
+ * hpn-rdma's one installer (doc/install.md): the agent's `install` and
+ * `uninstall` subcommands, for the DaemonSet (from the image, through
+ * hostPath mounts) and, with a manifest (--prefix, --destdir), for node
+ * images and nodes beside the .deb (scripts/install.sh runs it). It writes
+ * the plugin's kubeconfig with sakubeconfig.h's kc_write; files go in place
+ * with util.h's hpn_install_file. No gRPC here: the unit tests link
+ * install.c and sakubeconfig.c alone, and the subcommands run before the
+ * agent starts any of it.
  */
 
 /* The subcommands: argv[0] is "install" or "uninstall". Exit statuses. */
@@ -50,5 +53,9 @@ int inst_bundle_of(const char *interp, char root[], size_t root_len, char id[], 
  * cannot be read.
  */
 int inst_journals_held(const char *state_dir, char *desc, size_t desc_len, struct hpn_err *err);
+
+/* The SHA-256 of data[0..len) in lower-case hex, as sha256sum(1) prints it (the manifest's). */
+#define INST_SHA256_HEX 65
+void inst_sha256(const void *data, size_t len, char out[INST_SHA256_HEX]);
 
 #endif

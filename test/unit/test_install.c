@@ -6,7 +6,9 @@
  * loader path and the bundle it names, journals that hold
  * the plugin, and the kubeconfig made from a service account: rendered,
  * read back by the plugin's own parser (lib/kubeconfig.c), rewritten when
- * the kubelet swaps the projected volume's ..data symlink.
+ * the kubelet swaps the projected volume's ..data symlink; the SHA-256 the
+ * manifest names files with (test/install/install.sh runs install and
+ * uninstall with a manifest end to end).
  */
 #include <elf.h>
 #include <errno.h>
@@ -485,6 +487,27 @@ static void test_kubeconfig(void)
 	free(sa);
 }
 
+/* FIPS 180-2's examples: one block, the padding spilling into a second, many blocks. */
+static void test_sha256(void)
+{
+	char out[INST_SHA256_HEX], *big = malloc(1000000);
+
+	inst_sha256("", 0, out);
+	CHECK_STR_EQ(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	inst_sha256("abc", 3, out);
+	CHECK_STR_EQ(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	inst_sha256("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, out);
+	CHECK_STR_EQ(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	if (!big) {
+		CHECK(!"1 MB for the long example");
+		return;
+	}
+	memset(big, 'a', 1000000);
+	inst_sha256(big, 1000000, out);
+	CHECK_STR_EQ(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(big);
+}
+
 int main(void)
 {
 	tmpdir_make(dir, sizeof(dir), "install");
@@ -495,6 +518,7 @@ int main(void)
 	test_journals();
 	test_render();
 	test_kubeconfig();
+	test_sha256();
 	tmpdir_rm(dir);
 	return check_done();
 }
