@@ -507,12 +507,13 @@ static void attachments(struct sbuf *b, const struct node *node, const struct he
 	}
 }
 
-void attachmetrics_render(struct sbuf *b, const struct node *node, const struct health *health)
+void attachmetrics_render(struct sbuf *b, void *ud)
 {
+	const struct attachmetrics *am = ud;
 	size_t n = 0;
-	struct att_rec *v = read_attachments(node, &n);
+	struct att_rec *v = read_attachments(am->node, &n);
 
-	attachments(b, node, health, v, n);
+	attachments(b, am->node, am->health, v, n);
 	nics_link(b, v, n);
 	nics_rdma(b, v, n);
 	nics_gpu(b, v, n);

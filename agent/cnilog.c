@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,30 @@
 #include <unistd.h>
 
 #include "cnilog.h"
+#include "events.h"
+#include "exposition.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
 
-const double cnilog_buckets[CNILOG_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-						1,     2.5,  5,	    10,	  30,  60,   120 };
+#define CNILOG_BUCKETS 14
+static const double cnilog_buckets[CNILOG_BUCKETS] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+						       1,     2.5,  5,	   10,	 30,  60,   120 };
+
+struct cnilog_series {
+	char network[HPN_EVENT_FIELD_MAX];
+	char command[8];
+	int code;
+	uint64_t count;
+	double sum;
+	uint64_t bucket[CNILOG_BUCKETS]; /* cumulative: count of durations <= cnilog_buckets[i] */
+};
+#define CNILOG_MAX_SERIES 128
+struct cnilog_stats {
+	struct cnilog_series v[CNILOG_MAX_SERIES];
+	size_t n;
+	uint64_t lines, skipped, dropped; /* read; unparsable; no series left for them */
+};
 
 struct cnilog {
 	struct loop_src ino;
@@ -36,11 +55,6 @@ struct cnilog {
 	bool skipping; /* inside a line too long to be one: dropped to its newline */
 	struct cnilog_stats st;
 };
-
-const struct cnilog_stats *cnilog_stats(const struct cnilog *c)
-{
-	return c ? &c->st : NULL;
-}
 
 static void count(struct cnilog *c, const struct hpn_event *ev)
 {
@@ -200,4 +214,48 @@ void cnilog_free(struct cnilog *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
+}
+
+void cnilog_metrics(struct sbuf *b, void *ud)
+{
+	const struct cnilog_stats *c = &((const struct cnilog *)ud)->st;
+
+	expo_family(
+		b, "hpn_rdma_cni_commands_total", "counter",
+		"CNI commands the plugin ran (from its event log), by network, command and result "
+		"code (0: success, else the CNI error code).");
+	for (size_t i = 0; i < c->n; i++) {
+		char code[12];
+
+		snprintf(code, sizeof(code), "%d", c->v[i].code);
+		expo_sample_u64(b, "hpn_rdma_cni_commands_total",
+				(const char *[]){ "network", c->v[i].network, "command",
+						  c->v[i].command, "code", code, NULL },
+				c->v[i].count);
+	}
+	expo_family(
+		b, "hpn_rdma_cni_command_duration_seconds", "histogram",
+		"The plugin's own wall time per CNI command, by network, command and result code.");
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cnilog_series *s = &c->v[i];
+		char code[12], le[32];
+		const char *lab[] = { "network", s->network, "command", s->command, "code",
+				      code,	 "le",	     le,	NULL };
+
+		snprintf(code, sizeof(code), "%d", s->code);
+		for (size_t k = 0; k < CNILOG_BUCKETS; k++) {
+			snprintf(le, sizeof(le), "%g", cnilog_buckets[k]);
+			expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_bucket", lab,
+					s->bucket[k]);
+		}
+		snprintf(le, sizeof(le), "+Inf");
+		expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_bucket", lab, s->count);
+		lab[6] = NULL;
+		expo_sample(b, "hpn_rdma_cni_command_duration_seconds_sum", lab, s->sum);
+		expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_count", lab, s->count);
+	}
+	expo_counter(
+		b, "hpn_rdma_cni_events_skipped_total",
+		"Lines of the plugin's event log that were not a record (or had no series left).",
+		c->skipped + c->dropped);
 }

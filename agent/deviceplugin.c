@@ -19,6 +19,7 @@
 #include "cdispecs.h"
 #include "deviceplugin.h"
 #include "deviceplugin.pb-c.h"
+#include "exposition.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -788,9 +789,55 @@ bool deviceplugin_serving(const struct deviceplugin *dp)
 	return dp && dp->srv;
 }
 
-bool deviceplugin_registered(const struct deviceplugin *dp)
+/* ---- Metrics ------------------------------------------------------------------ */
+
+/* The device_healthy and device_held families: each device of the pool, labelled. */
+static void device_family(struct sbuf *b, const struct agent_devs *devs, const char *resource,
+			  const char *name, const char *help, bool held)
 {
-	return dp && dp->registered;
+	expo_family(b, name, "gauge", help);
+	for (size_t i = 0; i < devs->n; i++) {
+		const struct agent_dev *d = &devs->v[i];
+		char numa[12];
+
+		snprintf(numa, sizeof(numa), "%d", d->numa);
+		expo_sample(b, name,
+			    (const char *[]){ "resource", resource, "device_id", d->id, "nic",
+					      d->ifname, "rdma_device", d->rdma, "numa_node",
+					      d->numa >= 0 ? numa : "", NULL },
+			    held ? d->held : d->healthy);
+	}
+}
+
+void deviceplugin_metrics(struct sbuf *b, void *ud)
+{
+	const struct deviceplugin *dp = ud;
+	const struct agent_devs *devs = &dp->node->devs;
+	const char *res[] = { "resource", dp->o.resource, NULL };
+	size_t held = 0, free_ = 0, bad = 0;
+
+	expo_gauge(b, "hpn_rdma_agent_registered",
+		   "Whether the device plugin is registered with the kubelet.", dp->registered);
+	for (size_t i = 0; i < devs->n; i++) {
+		held += devs->v[i].held;
+		free_ += !devs->v[i].held && devs->v[i].healthy;
+		bad += !devs->v[i].healthy;
+	}
+	expo_family(b, "hpn_rdma_pool_nics", "gauge",
+		    "NICs of the pool, as the device plugin lists them to the kubelet.");
+	expo_sample(b, "hpn_rdma_pool_nics", res, devs->n);
+	expo_family(b, "hpn_rdma_pool_nics_held", "gauge", "Pool NICs a journal holds (in pods).");
+	expo_sample(b, "hpn_rdma_pool_nics_held", res, held);
+	expo_family(b, "hpn_rdma_pool_nics_free", "gauge", "Pool NICs no journal holds, Healthy.");
+	expo_sample(b, "hpn_rdma_pool_nics_free", res, free_);
+	expo_family(b, "hpn_rdma_pool_nics_unhealthy", "gauge",
+		    "Pool NICs the device plugin reports Unhealthy.");
+	expo_sample(b, "hpn_rdma_pool_nics_unhealthy", res, bad);
+	device_family(b, devs, dp->o.resource, "hpn_rdma_device_healthy",
+		      "Each device of the pool as the kubelet sees it: 1 Healthy, 0 Unhealthy.",
+		      false);
+	device_family(b, devs, dp->o.resource, "hpn_rdma_device_held",
+		      "Each device of the pool: 1 when a journal holds it (a pod has it).", true);
 }
 
 void deviceplugin_free(struct deviceplugin *dp)

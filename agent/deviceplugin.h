@@ -10,6 +10,7 @@ struct cdispecs;
 struct loop;
 struct node;
 struct rpc;
+struct sbuf;
 
 /*
  * The kubelet device plugin for the pool's NICs (doc/agent.md): the
@@ -39,7 +40,11 @@ void deviceplugin_restart(struct deviceplugin *dp);
 void deviceplugin_stop(struct deviceplugin *dp);
 /* Its server is not gone yet (stopping takes the gRPC core a moment). */
 bool deviceplugin_serving(const struct deviceplugin *dp);
-bool deviceplugin_registered(const struct deviceplugin *dp);
+/*
+ * Its metrics_render_fn (metrics.h; ud: the deviceplugin): whether it is
+ * registered, and the pool's devices as it lists them to the kubelet.
+ */
+void deviceplugin_metrics(struct sbuf *b, void *ud);
 /* After the loop; a server still there has its socket removed at least. */
 void deviceplugin_free(struct deviceplugin *dp);
 

@@ -30,6 +30,7 @@
 #include "draslice.h"
 #include "draslices.h"
 #include "drastatus.h"
+#include "exposition.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -120,18 +121,33 @@ const struct dra_claims *dra_prepared(const struct dra *d)
 	return &d->claims;
 }
 
-bool dra_stats(const struct dra *d, struct dra_stats *st)
+void dra_metrics(struct sbuf *b, void *ud)
 {
-	if (!d)
-		return false;
-	*st = (struct dra_stats){ .registered = drareg_registered(d->reg),
-				  .unprepares = d->unprepares,
-				  .slices = d->slices ? draslices_stats(d->slices) : NULL,
-				  .status = drastatus_stats(d->status) };
-	memcpy(st->prepares, d->prepares, sizeof(st->prepares));
+	static const char *from[] = { "record", "api" }, *result[] = { "error", "ok" };
+	const struct dra *d = ud;
+	size_t claims = 0;
+
 	for (const struct dra_rec *r = d->claims.recs; r; r = r->next)
-		st->claims++;
-	return true;
+		claims++;
+	expo_gauge(b, "hpn_rdma_dra_registered", "Whether the kubelet registered the DRA driver.",
+		   drareg_registered(d->reg));
+	expo_gauge(b, "hpn_rdma_dra_claims_prepared",
+		   "ResourceClaims prepared on this node (records in <stateDir>/dra).",
+		   (double)claims);
+	expo_family(b, "hpn_rdma_dra_prepares_total", "counter",
+		    "Claims NodePrepareResources answered, by where the answer came from (the "
+		    "claim read from the API, or a record of an earlier Prepare) and result.");
+	for (int a = 1; a >= 0; a--)
+		for (int ok = 1; ok >= 0; ok--)
+			expo_sample_u64(
+				b, "hpn_rdma_dra_prepares_total",
+				(const char *[]){ "from", from[a], "result", result[ok], NULL },
+				d->prepares[a][ok]);
+	expo_counter(b, "hpn_rdma_dra_unprepares_total", "Claims NodeUnprepareResources answered.",
+		     d->unprepares);
+	drastatus_metrics(b, d->status);
+	if (d->slices)
+		draslices_metrics(b, d->slices);
 }
 
 /* ---- device names --------------------------------------------------------------- */

@@ -8,11 +8,10 @@
 #include "err.h"
 
 struct dra_claims;
-struct draslices_stats;
-struct drastatus_stats;
 struct loop;
 struct node;
 struct rpc;
+struct sbuf;
 
 /*
  * The kubelet's side of the DRA driver (doc/dra.md, "The kubelet's side"):
@@ -39,16 +38,6 @@ struct dra_opts {
 
 struct dra;
 
-/* For metrics (doc/metrics.md, the hpn_rdma_dra_* families). */
-struct dra_stats {
-	bool registered;		      /* the kubelet's last word on registration */
-	size_t claims;			      /* claims prepared (records held) */
-	unsigned long prepares[2][2];	      /* claims answered: [from the API][prepared] */
-	unsigned long unprepares;	      /* claims unprepared */
-	const struct draslices_stats *slices; /* NULL: no slices published (no kubeconfig) */
-	const struct drastatus_stats *status;
-};
-
 int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct dra_opts *o,
 	      struct dra **ret, struct hpn_err *err);
 /* Its prepared claims (the lookup's and the status writer's), for as long as d lives. */
@@ -63,8 +52,12 @@ void dra_reloaded(struct dra *d);
 void dra_scanned(struct dra *d);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */
 void dra_stop(struct dra *d);
-/* false when d is NULL (no --dra). */
-bool dra_stats(const struct dra *d, struct dra_stats *st);
+/*
+ * Its metrics_render_fn (metrics.h; ud: the dra): the hpn_rdma_dra_*
+ * families (doc/metrics.md), its parts' too (the slices' only when they are
+ * published).
+ */
+void dra_metrics(struct sbuf *b, void *ud);
 /* A server is not gone yet. */
 bool dra_serving(const struct dra *d);
 /* After the loop (and the worker); NULL is fine. */

@@ -7,6 +7,7 @@
 #include "draslices.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "draslice.h"
+#include "exposition.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -51,6 +53,17 @@ struct pub_job {
 struct seen {
 	char id[HPN_ALLOC_ID_MAX];
 	struct hpn_dra_nic nic;
+};
+
+/* For metrics (doc/metrics.md, the hpn_rdma_dra_slice* families). */
+struct draslices_stats {
+	unsigned long publishes; /* rounds that wrote the slices */
+	unsigned long unchanged; /* rounds that found the API holding them already */
+	unsigned long failures;	 /* rounds that failed */
+	unsigned long writes;	 /* slices PUT or POSTed */
+	double write_s;		 /* the time rounds that wrote took, from their list on */
+	long generation;	 /* the pool generation last published (0: none yet) */
+	size_t slices;		 /* the slices of the pool after the last good round */
 };
 
 struct draslices {
@@ -611,9 +624,26 @@ void draslices_scanned(struct draslices *s)
 			       left < DEBOUNCE_MS ? (left > 0 ? (int)left : 1) : DEBOUNCE_MS, 0);
 }
 
-const struct draslices_stats *draslices_stats(const struct draslices *s)
+void draslices_metrics(struct sbuf *b, const struct draslices *s)
 {
-	return &s->st;
+	const struct draslices_stats *sl = &s->st;
+
+	expo_family(b, "hpn_rdma_dra_slice_rounds_total", "counter",
+		    "Rounds of the ResourceSlice publisher: written (a new generation), unchanged "
+		    "(the API held them already), failed (retried with backoff).");
+	expo_by_result(b, "hpn_rdma_dra_slice_rounds_total",
+		       (const char *[]){ "written", "unchanged", "failed" },
+		       (uint64_t[]){ sl->publishes, sl->unchanged, sl->failures }, 3);
+	expo_counter(b, "hpn_rdma_dra_slice_writes_total",
+		     "ResourceSlices written to the API (PUT or POST).", sl->writes);
+	expo_family(b, "hpn_rdma_dra_slice_write_seconds_total", "counter",
+		    "Time the written rounds took, from their list to their last write.");
+	expo_sample(b, "hpn_rdma_dra_slice_write_seconds_total", NULL, sl->write_s);
+	expo_gauge(b, "hpn_rdma_dra_pool_generation",
+		   "The pool generation last published (0: none yet).", (double)sl->generation);
+	expo_gauge(b, "hpn_rdma_dra_slices",
+		   "The pool's ResourceSlices in the API after the last good round.",
+		   (double)sl->slices);
 }
 
 int draslices_start(struct loop *l, struct node *node, const struct draslices_opts *o,

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "draclaims.h"
+#include "exposition.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
@@ -36,6 +37,13 @@ struct applied {
 	bool gone; /* the API said 404: said once, not written again */
 	bool seen;
 	struct applied *next;
+};
+
+/* For metrics: claims' status writes by outcome. */
+struct drastatus_stats {
+	unsigned long applied; /* written (an unchanged state is not sent) */
+	unsigned long gone;    /* the claim was not in the API (404, 409) */
+	unsigned long failed;  /* to be retried */
 };
 
 struct drastatus {
@@ -630,9 +638,16 @@ fail:
 	return r;
 }
 
-const struct drastatus_stats *drastatus_stats(const struct drastatus *s)
+void drastatus_metrics(struct sbuf *b, const struct drastatus *s)
 {
-	return &s->st;
+	const struct drastatus_stats *ss = &s->st;
+
+	expo_family(b, "hpn_rdma_dra_status_writes_total", "counter",
+		    "Claims' status.devices written by server-side apply: applied, gone (the "
+		    "claim not in the API), failed (retried).");
+	expo_by_result(b, "hpn_rdma_dra_status_writes_total",
+		       (const char *[]){ "applied", "gone", "failed" },
+		       (uint64_t[]){ ss->applied, ss->gone, ss->failed }, 3);
 }
 
 void drastatus_free(struct drastatus *s)

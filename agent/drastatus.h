@@ -6,6 +6,7 @@
 
 struct dra_claims;
 struct loop;
+struct sbuf;
 
 /*
  * The prepared claims' status.devices[] written back (doc/dra.md, "The
@@ -26,19 +27,13 @@ struct drastatus_opts {
 	int api_timeout_ms;	/* one claim's write, retries included */
 };
 
-/* For metrics: claims' status writes by outcome. */
-struct drastatus_stats {
-	unsigned long applied; /* written (an unchanged state is not sent) */
-	unsigned long gone;    /* the claim was not in the API (404, 409) */
-	unsigned long failed;  /* to be retried */
-};
-
 struct drastatus;
 
 /* Strings are copied; cl is borrowed and must outlive the writer. */
 int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct drastatus_opts *o,
 		    struct drastatus **ret, struct hpn_err *err);
-const struct drastatus_stats *drastatus_stats(const struct drastatus *s);
+/* The hpn_rdma_dra_status_writes_total family into b (exposition.h), for dra_metrics. */
+void drastatus_metrics(struct sbuf *b, const struct drastatus *s);
 /* After the loop (and the worker); NULL is fine. */
 void drastatus_free(struct drastatus *s);
 

@@ -11,6 +11,8 @@
  * socket, an error, a timeout), the round does nothing and says so.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@
 
 #include "attach.h"
 #include "cri.h"
+#include "err.h"
+#include "exposition.h"
 #include "gc.h"
 #include "log.h"
 #include "loop.h"
@@ -25,6 +29,15 @@
 #include "util.h"
 
 #define LIST_TIMEOUT_MS 5000
+
+struct gc_stats {
+	uint64_t runs_ok, runs_failed, runs_skipped;
+	uint64_t undone, failed;
+	double last_run; /* unix seconds of the last round that asked the runtime */
+	bool runtime_up; /* the last ListPodSandbox answered */
+	size_t sandboxes;
+	char last_error[HPN_ERR_MSG];
+};
 
 struct gc {
 	struct loop *loop;
@@ -54,11 +67,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-const struct gc_stats *gc_stats(const struct gc *g)
-{
-	return g ? &g->st : NULL;
 }
 
 static void job_free(struct gc_job *j)
@@ -209,4 +217,29 @@ void gc_free(struct gc *g)
 		return;
 	loop_close(&g->timer);
 	free(g);
+}
+
+void gc_metrics(struct sbuf *b, void *ud)
+{
+	const struct gc_stats *g = &((const struct gc *)ud)->st;
+
+	expo_family(
+		b, "hpn_rdma_gc_runs_total", "counter",
+		"GC rounds against the runtime's sandboxes: ok, failed (an undo failed), skipped "
+		"(the runtime could not be asked, or the last round was still on the worker).");
+	expo_by_result(b, "hpn_rdma_gc_runs_total", (const char *[]){ "ok", "failed", "skipped" },
+		       (uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped }, 3);
+	expo_counter(b, "hpn_rdma_gc_undone_total",
+		     "Attachments of pods the runtime no longer has that GC undid.", g->undone);
+	expo_counter(
+		b, "hpn_rdma_gc_undo_failures_total",
+		"Attachments whose undo by GC failed (their journals stay for the next round).",
+		g->failed);
+	expo_gauge(b, "hpn_rdma_gc_last_run_timestamp_seconds",
+		   "When GC last asked the runtime (unix time; 0: not yet).", g->last_run);
+	expo_gauge(b, "hpn_rdma_runtime_up",
+		   "Whether the runtime answered GC's last ListPodSandbox.", g->runtime_up);
+	expo_gauge(b, "hpn_rdma_runtime_sandboxes",
+		   "Pod sandboxes the runtime listed at GC's last ListPodSandbox.",
+		   (double)g->sandboxes);
 }

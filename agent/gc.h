@@ -2,15 +2,10 @@
 #ifndef HPN_AGENT_GC_H
 #define HPN_AGENT_GC_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "err.h"
-
 struct loop;
 struct node;
 struct rpc;
+struct sbuf;
 
 /*
  * GC by the agent (doc/metrics.md): every period, the runtime's live
@@ -24,15 +19,6 @@ struct gc_opts {
 	int grace_s;		/* journals younger than this are never GC'd */
 };
 
-struct gc_stats {
-	uint64_t runs_ok, runs_failed, runs_skipped;
-	uint64_t undone, failed;
-	double last_run; /* unix seconds of the last round that asked the runtime */
-	bool runtime_up; /* the last ListPodSandbox answered */
-	size_t sandboxes;
-	char last_error[HPN_ERR_MSG];
-};
-
 struct gc;
 
 int gc_start(struct loop *l, struct rpc *rpc, struct node *node, const struct gc_opts *o,
@@ -41,7 +27,10 @@ int gc_start(struct loop *l, struct rpc *rpc, struct node *node, const struct gc
 void gc_stop(struct gc *g);
 /* After the worker stopped. */
 void gc_free(struct gc *g);
-/* NULL for NULL (GC is off). */
-const struct gc_stats *gc_stats(const struct gc *g);
+/*
+ * Its metrics_render_fn (metrics.h; ud: the gc): its rounds, what they
+ * undid, the runtime's answer (doc/metrics.md).
+ */
+void gc_metrics(struct sbuf *b, void *ud);
 
 #endif

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attachmetrics.h"
 #include "cdi.h"
 #include "cdispecs.h"
 #include "cnilog.h"
@@ -159,6 +160,7 @@ struct agent {
 	struct cdispecs *cdi;
 	char cdi_dir[HPN_CDI_DIR_MAX + 1];
 	struct metrics *metrics;
+	struct attachmetrics attach; /* what the attachments' families read */
 	struct kc_watch *kc;
 	struct podwatch *pods; /* the node's pods, with --kubeconfig */
 	struct loop_src signals, kc_events, kc_timer;
@@ -534,6 +536,27 @@ static int kubeconfig(struct agent *a, int poll_s, struct hpn_err *err)
 	return r < 0 ? hpn_err_set(err, HPN_E_IO, -r, "watch: %s", strerror(-r)) : 0;
 }
 
+/*
+ * The families of each service that is on, in the order doc/metrics.md
+ * lists them; a service that is off has none (GC, health's counts, --dra).
+ */
+static int register_metrics(struct agent *a)
+{
+	int r;
+
+	a->attach = (struct attachmetrics){ .node = &a->node, .health = a->health };
+	r = metrics_register(a->metrics, deviceplugin_metrics, a->dp);
+	if (r >= 0)
+		r = metrics_register(a->metrics, attachmetrics_render, &a->attach);
+	if (r >= 0 && a->cnilog)
+		r = metrics_register(a->metrics, cnilog_metrics, a->cnilog);
+	if (r >= 0 && a->gc)
+		r = metrics_register(a->metrics, gc_metrics, a->gc);
+	if (r >= 0 && a->dra)
+		r = metrics_register(a->metrics, dra_metrics, a->dra);
+	return r;
+}
+
 /* The metrics, health and GC services the flags ask for. */
 static int start_watchers(struct agent *a, const struct opts *o)
 {
@@ -567,18 +590,12 @@ static int start_watchers(struct agent *a, const struct opts *o)
 	}
 	if (off(o->metrics_address))
 		return 0;
-	return metrics_start(a->loop, o->metrics_address,
-			     &(struct metrics_sources){
-				     .node = &a->node,
-				     .resource = o->dp.resource,
-				     .start_time = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9,
-				     .dp = a->dp,
-				     .health = a->health,
-				     .gc = a->gc,
-				     .cnilog = a->cnilog,
-				     .dra = a->dra,
-			     },
-			     &a->metrics);
+	r = metrics_new((double)ts.tv_sec + (double)ts.tv_nsec / 1e9, &a->metrics);
+	if (r >= 0)
+		r = register_metrics(a);
+	if (r >= 0)
+		r = metrics_start(a->metrics, a->loop, o->metrics_address);
+	return r;
 }
 
 static int start(struct agent *a, struct opts *o)

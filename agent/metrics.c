@@ -5,13 +5,14 @@
  * in its external-epoll mode (MHD_USE_EPOLL without a thread of its own), its
  * epoll fd sits in the loop's epoll, and MHD_run is called when that fd is
  * readable or MHD's connection timeout comes due (a timerfd). So a scrape is
- * answered on the loop's thread from the loop's own state (the devices, the
- * health loop's verdicts, the GC's and the event log's counts) with no lock
- * and no copy; the attachments' families (attachmetrics.c) read the
- * journals and the kernel's counters at scrape time, at most once a second
- * (a scrape within a second of the last gets the same text). This file: the
- * node-wide families and the HTTP side. Every metric, its labels and where
- * it comes from: doc/metrics.md.
+ * answered on the loop's thread, and each service's renderer reads its own
+ * state (the devices, the health loop's verdicts, the GC's and the event
+ * log's counts) with no lock and no copy; the attachments' renderer
+ * (attachmetrics.c) reads the journals and the kernel's counters. Scrapes
+ * within a second of the last rendering get the same text. This file: the
+ * exporter's own families, the renderers in their order, the cache and the
+ * HTTP side; it knows no service (main.c registers them). Every metric, its
+ * labels and where it comes from: doc/metrics.md.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,22 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "attachmetrics.h"
-#include "cnilog.h"
-#include "deviceplugin.h"
-#include "drakubelet.h"
-#include "draslices.h"
-#include "drastatus.h"
 #include "exposition.h"
-#include "gc.h"
-#include "health.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
-#include "node.h"
 #include "util.h"
 
 #define CACHE_S		1.0
@@ -47,9 +38,17 @@
 #define CONN_TIMEOUT_S	10
 #define CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
 
+struct renderer {
+	metrics_render_fn *fn;
+	void *ud;
+};
+
 struct metrics {
-	struct metrics_sources src;
+	double start_time; /* unix seconds */
+	struct renderer *r;
+	size_t n_r;
 	struct MHD_Daemon *d;
+	unsigned int port;
 	struct loop_src mhd, timer;
 	char *cache;
 	size_t cache_len;
@@ -58,184 +57,7 @@ struct metrics {
 	uint64_t scrapes;
 };
 
-static void pool(struct sbuf *b, const struct metrics_sources *src)
-{
-	size_t held = 0, free_ = 0, bad = 0;
-
-	for (size_t i = 0; i < src->node->devs.n; i++) {
-		held += src->node->devs.v[i].held;
-		free_ += !src->node->devs.v[i].held && src->node->devs.v[i].healthy;
-		bad += !src->node->devs.v[i].healthy;
-	}
-	expo_family(b, "hpn_rdma_pool_nics", "gauge",
-		    "NICs of the pool, as the device plugin lists them to the kubelet.");
-	expo_sample(b, "hpn_rdma_pool_nics", (const char *[]){ "resource", src->resource, NULL },
-		    src->node->devs.n);
-	expo_family(b, "hpn_rdma_pool_nics_held", "gauge", "Pool NICs a journal holds (in pods).");
-	expo_sample(b, "hpn_rdma_pool_nics_held",
-		    (const char *[]){ "resource", src->resource, NULL }, held);
-	expo_family(b, "hpn_rdma_pool_nics_free", "gauge", "Pool NICs no journal holds, Healthy.");
-	expo_sample(b, "hpn_rdma_pool_nics_free",
-		    (const char *[]){ "resource", src->resource, NULL }, free_);
-	expo_family(b, "hpn_rdma_pool_nics_unhealthy", "gauge",
-		    "Pool NICs the device plugin reports Unhealthy.");
-	expo_sample(b, "hpn_rdma_pool_nics_unhealthy",
-		    (const char *[]){ "resource", src->resource, NULL }, bad);
-	expo_family(b, "hpn_rdma_device_healthy", "gauge",
-		    "Each device of the pool as the kubelet sees it: 1 Healthy, 0 Unhealthy.");
-	for (size_t i = 0; i < src->node->devs.n; i++) {
-		const struct agent_dev *d = &src->node->devs.v[i];
-		char numa[12];
-
-		snprintf(numa, sizeof(numa), "%d", d->numa);
-		expo_sample(b, "hpn_rdma_device_healthy",
-			    (const char *[]){ "resource", src->resource, "device_id", d->id, "nic",
-					      d->ifname, "rdma_device", d->rdma, "numa_node",
-					      d->numa >= 0 ? numa : "", NULL },
-			    d->healthy);
-	}
-	expo_family(b, "hpn_rdma_device_held", "gauge",
-		    "Each device of the pool: 1 when a journal holds it (a pod has it).");
-	for (size_t i = 0; i < src->node->devs.n; i++) {
-		const struct agent_dev *d = &src->node->devs.v[i];
-		char numa[12];
-
-		snprintf(numa, sizeof(numa), "%d", d->numa);
-		expo_sample(b, "hpn_rdma_device_held",
-			    (const char *[]){ "resource", src->resource, "device_id", d->id, "nic",
-					      d->ifname, "rdma_device", d->rdma, "numa_node",
-					      d->numa >= 0 ? numa : "", NULL },
-			    d->held);
-	}
-}
-
-static void cni(struct sbuf *b, const struct metrics_sources *src)
-{
-	const struct cnilog_stats *c = cnilog_stats(src->cnilog);
-
-	if (!c)
-		return;
-	expo_family(
-		b, "hpn_rdma_cni_commands_total", "counter",
-		"CNI commands the plugin ran (from its event log), by network, command and result "
-		"code (0: success, else the CNI error code).");
-	for (size_t i = 0; i < c->n; i++) {
-		char code[12];
-
-		snprintf(code, sizeof(code), "%d", c->v[i].code);
-		expo_sample_u64(b, "hpn_rdma_cni_commands_total",
-				(const char *[]){ "network", c->v[i].network, "command",
-						  c->v[i].command, "code", code, NULL },
-				c->v[i].count);
-	}
-	expo_family(
-		b, "hpn_rdma_cni_command_duration_seconds", "histogram",
-		"The plugin's own wall time per CNI command, by network, command and result code.");
-	for (size_t i = 0; i < c->n; i++) {
-		const struct cnilog_series *s = &c->v[i];
-		char code[12], le[32];
-		const char *lab[] = { "network", s->network, "command", s->command, "code",
-				      code,	 "le",	     le,	NULL };
-
-		snprintf(code, sizeof(code), "%d", s->code);
-		for (size_t k = 0; k < CNILOG_BUCKETS; k++) {
-			snprintf(le, sizeof(le), "%g", cnilog_buckets[k]);
-			expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_bucket", lab,
-					s->bucket[k]);
-		}
-		snprintf(le, sizeof(le), "+Inf");
-		expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_bucket", lab, s->count);
-		lab[6] = NULL;
-		expo_sample(b, "hpn_rdma_cni_command_duration_seconds_sum", lab, s->sum);
-		expo_sample_u64(b, "hpn_rdma_cni_command_duration_seconds_count", lab, s->count);
-	}
-	expo_counter(
-		b, "hpn_rdma_cni_events_skipped_total",
-		"Lines of the plugin's event log that were not a record (or had no series left).",
-		c->skipped + c->dropped);
-}
-
-static void gc(struct sbuf *b, const struct metrics_sources *src)
-{
-	const struct gc_stats *g = gc_stats(src->gc);
-
-	if (!g)
-		return;
-	expo_family(
-		b, "hpn_rdma_gc_runs_total", "counter",
-		"GC rounds against the runtime's sandboxes: ok, failed (an undo failed), skipped "
-		"(the runtime could not be asked, or the last round was still on the worker).");
-	expo_by_result(b, "hpn_rdma_gc_runs_total", (const char *[]){ "ok", "failed", "skipped" },
-		       (uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped }, 3);
-	expo_counter(b, "hpn_rdma_gc_undone_total",
-		     "Attachments of pods the runtime no longer has that GC undid.", g->undone);
-	expo_counter(
-		b, "hpn_rdma_gc_undo_failures_total",
-		"Attachments whose undo by GC failed (their journals stay for the next round).",
-		g->failed);
-	expo_gauge(b, "hpn_rdma_gc_last_run_timestamp_seconds",
-		   "When GC last asked the runtime (unix time; 0: not yet).", g->last_run);
-	expo_gauge(b, "hpn_rdma_runtime_up",
-		   "Whether the runtime answered GC's last ListPodSandbox.", g->runtime_up);
-	expo_gauge(b, "hpn_rdma_runtime_sandboxes",
-		   "Pod sandboxes the runtime listed at GC's last ListPodSandbox.",
-		   (double)g->sandboxes);
-}
-
-static void dra(struct sbuf *b, const struct metrics_sources *src)
-{
-	static const char *from[] = { "record", "api" }, *result[] = { "error", "ok" };
-	struct dra_stats st;
-	const struct draslices_stats *sl;
-	const struct drastatus_stats *ss;
-
-	if (!dra_stats(src->dra, &st))
-		return;
-	expo_gauge(b, "hpn_rdma_dra_registered", "Whether the kubelet registered the DRA driver.",
-		   st.registered);
-	expo_gauge(b, "hpn_rdma_dra_claims_prepared",
-		   "ResourceClaims prepared on this node (records in <stateDir>/dra).",
-		   (double)st.claims);
-	expo_family(b, "hpn_rdma_dra_prepares_total", "counter",
-		    "Claims NodePrepareResources answered, by where the answer came from (the "
-		    "claim read from the API, or a record of an earlier Prepare) and result.");
-	for (int a = 1; a >= 0; a--)
-		for (int ok = 1; ok >= 0; ok--)
-			expo_sample_u64(
-				b, "hpn_rdma_dra_prepares_total",
-				(const char *[]){ "from", from[a], "result", result[ok], NULL },
-				st.prepares[a][ok]);
-	expo_counter(b, "hpn_rdma_dra_unprepares_total", "Claims NodeUnprepareResources answered.",
-		     st.unprepares);
-	ss = st.status;
-	expo_family(b, "hpn_rdma_dra_status_writes_total", "counter",
-		    "Claims' status.devices written by server-side apply: applied, gone (the "
-		    "claim not in the API), failed (retried).");
-	expo_by_result(b, "hpn_rdma_dra_status_writes_total",
-		       (const char *[]){ "applied", "gone", "failed" },
-		       (uint64_t[]){ ss->applied, ss->gone, ss->failed }, 3);
-	sl = st.slices;
-	if (!sl)
-		return;
-	expo_family(b, "hpn_rdma_dra_slice_rounds_total", "counter",
-		    "Rounds of the ResourceSlice publisher: written (a new generation), unchanged "
-		    "(the API held them already), failed (retried with backoff).");
-	expo_by_result(b, "hpn_rdma_dra_slice_rounds_total",
-		       (const char *[]){ "written", "unchanged", "failed" },
-		       (uint64_t[]){ sl->publishes, sl->unchanged, sl->failures }, 3);
-	expo_counter(b, "hpn_rdma_dra_slice_writes_total",
-		     "ResourceSlices written to the API (PUT or POST).", sl->writes);
-	expo_family(b, "hpn_rdma_dra_slice_write_seconds_total", "counter",
-		    "Time the written rounds took, from their list to their last write.");
-	expo_sample(b, "hpn_rdma_dra_slice_write_seconds_total", NULL, sl->write_s);
-	expo_gauge(b, "hpn_rdma_dra_pool_generation",
-		   "The pool generation last published (0: none yet).", (double)sl->generation);
-	expo_gauge(b, "hpn_rdma_dra_slices",
-		   "The pool's ResourceSlices in the API after the last good round.",
-		   (double)sl->slices);
-}
-
-static void agent_info(struct sbuf *b, const struct metrics_sources *src, const struct metrics *m)
+static void own_families(struct sbuf *b, const struct metrics *m)
 {
 	expo_family(b, "hpn_rdma_agent_build_info", "gauge",
 		    "Always 1: the agent's version and the libraries it runs on.");
@@ -244,27 +66,21 @@ static void agent_info(struct sbuf *b, const struct metrics_sources *src, const 
 				      "microhttpd", MHD_get_version(), NULL },
 		    1);
 	expo_gauge(b, "hpn_rdma_agent_start_time_seconds", "When the agent started (unix time).",
-		   src->start_time);
-	expo_gauge(b, "hpn_rdma_agent_registered",
-		   "Whether the device plugin is registered with the kubelet.",
-		   deviceplugin_registered(src->dp));
+		   m->start_time);
 	expo_gauge(b, "hpn_rdma_agent_collect_duration_seconds",
 		   "How long the previous collection of the node's counters took.", m->collect_s);
 	expo_counter(b, "hpn_rdma_agent_scrapes_total", "Requests for /metrics answered.",
 		     m->scrapes);
 }
 
-static char *render(const struct metrics_sources *src, struct metrics *m, size_t *len)
+static char *render(struct metrics *m, size_t *len)
 {
 	struct sbuf b = { 0 };
 	double t0 = hpn_mono_s();
 
-	agent_info(&b, src, m);
-	pool(&b, src);
-	attachmetrics_render(&b, src->node, src->health);
-	cni(&b, src);
-	gc(&b, src);
-	dra(&b, src);
+	own_families(&b, m);
+	for (size_t i = 0; i < m->n_r; i++)
+		m->r[i].fn(&b, m->r[i].ud);
 	m->collect_s = hpn_mono_s() - t0;
 	if (b.oom) {
 		free(b.p);
@@ -320,7 +136,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	m->scrapes++;
 	if (!m->cache || now - m->cache_at >= CACHE_S) {
 		size_t len = 0;
-		char *text = render(&m->src, m, &len);
+		char *text = render(m, &len);
 
 		if (!text)
 			return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
@@ -408,10 +224,35 @@ int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned i
 	return 0;
 }
 
-int metrics_start(struct loop *l, const char *address, const struct metrics_sources *src,
-		  struct metrics **ret)
+int metrics_new(double start_time, struct metrics **ret)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->start_time = start_time;
+	m->mhd.fd = m->timer.fd = -1;
+	*ret = m;
+	return 0;
+}
+
+int metrics_register(struct metrics *m, metrics_render_fn *render_fn, void *ud)
+{
+	struct renderer *r = realloc(m->r, (m->n_r + 1) * sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r[m->n_r++] = (struct renderer){ .fn = render_fn, .ud = ud };
+	m->r = r;
+	/* The next scrape renders anew, with the new families. */
+	free(m->cache);
+	m->cache = NULL;
+	m->cache_len = 0;
+	return 0;
+}
+
+int metrics_start(struct metrics *m, struct loop *l, const char *address)
+{
 	struct sockaddr_storage sa;
 	const union MHD_DaemonInfo *info;
 	unsigned int len;
@@ -419,13 +260,11 @@ int metrics_start(struct loop *l, const char *address, const struct metrics_sour
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	int r;
 
-	if (!m)
-		return -ENOMEM;
-	m->src = *src;
-	m->mhd.fd = m->timer.fd = -1;
+	if (m->d)
+		return -EALREADY;
 	r = metrics_parse_address(address, &sa, &len);
 	if (r < 0)
-		goto fail;
+		return r;
 	if (sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	m->d = MHD_start_daemon(
@@ -435,8 +274,7 @@ int metrics_start(struct loop *l, const char *address, const struct metrics_sour
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S, MHD_OPTION_END);
 	if (!m->d) {
 		hpn_error("metrics: cannot listen on %s", address);
-		r = -EADDRNOTAVAIL;
-		goto fail;
+		return -EADDRNOTAVAIL;
 	}
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_EPOLL_FD);
 	/* MHD keeps its epoll fd; ours only watches it: a dup, which is ours to close. */
@@ -448,19 +286,21 @@ int metrics_start(struct loop *l, const char *address, const struct metrics_sour
 	if (r >= 0)
 		r = loop_timer(l, &m->timer, LOOP_OFF, 0, on_timer, m);
 	if (r < 0)
-		goto fail;
+		return r;
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);
+	m->port = info ? info->port : 0;
 	if (sa.ss_family == AF_INET6)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof(host));
 	else
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, host, sizeof(host));
 	hpn_info("metrics on http://%s%s%s:%u/metrics", sa.ss_family == AF_INET6 ? "[" : "", host,
-		 sa.ss_family == AF_INET6 ? "]" : "", info ? info->port : 0);
-	*ret = m;
+		 sa.ss_family == AF_INET6 ? "]" : "", m->port);
 	return 0;
-fail:
-	metrics_free(m);
-	return r;
+}
+
+unsigned int metrics_port(const struct metrics *m)
+{
+	return m->port;
 }
 
 void metrics_free(struct metrics *m)
@@ -472,5 +312,6 @@ void metrics_free(struct metrics *m)
 	if (m->d)
 		MHD_stop_daemon(m->d);
 	free(m->cache);
+	free(m->r);
 	free(m);
 }

@@ -2,36 +2,38 @@
 #ifndef HPN_AGENT_METRICS_H
 #define HPN_AGENT_METRICS_H
 
-struct cnilog;
-struct deviceplugin;
-struct dra;
-struct gc;
-struct health;
 struct loop;
-struct node;
+struct sbuf;
 struct sockaddr_storage;
 
 /*
- * Prometheus metrics over HTTP (doc/metrics.md), in the loop, read from
- * the node and the services' stats at each scrape (cached for a second).
+ * Prometheus metrics over HTTP (doc/metrics.md), in the loop. The exporter
+ * knows no service: it renders its own families (build info, start time,
+ * collection time, scrapes), then calls each renderer registered with it, in
+ * the order they were registered, at a scrape (the text cached for a second).
  */
-struct metrics_sources {
-	const struct node *node;
-	const char *resource;
-	double start_time; /* unix seconds */
-	const struct deviceplugin *dp;
-	const struct health *health; /* NULL: the health loop is off */
-	const struct gc *gc;	     /* NULL: GC is off */
-	const struct cnilog *cnilog;
-	const struct dra *dra; /* NULL: no --dra */
-};
-
 struct metrics;
+
+/*
+ * Appends a service's families to b (exposition.h), on the loop's thread, so
+ * it reads its own state without a lock. ud is the registrant's and must
+ * outlive the exporter (metrics_free before the service's own free).
+ */
+typedef void metrics_render_fn(struct sbuf *b, void *ud);
 
 /* "127.0.0.1:9467", "[::1]:9467" (port 0: any) into sa (a struct sockaddr_storage). */
 int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned int *len);
-int metrics_start(struct loop *l, const char *address, const struct metrics_sources *src,
-		  struct metrics **ret);
+/* An exporter with no renderer, serving nothing yet. start_time: unix seconds. */
+int metrics_new(double start_time, struct metrics **ret);
+/*
+ * Adds render after those registered before, before or after metrics_start;
+ * the next scrape has its families (a cached text is dropped). -ENOMEM.
+ */
+int metrics_register(struct metrics *m, metrics_render_fn *render, void *ud);
+/* Serves GET /metrics on address from l. On error m stays (metrics_free it). */
+int metrics_start(struct metrics *m, struct loop *l, const char *address);
+/* The port served (address's port 0: the one the kernel chose); 0 before metrics_start. */
+unsigned int metrics_port(const struct metrics *m);
 void metrics_free(struct metrics *m);
 
 #endif

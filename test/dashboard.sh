@@ -4,8 +4,9 @@
 # position, a datasource and targets with a refId and an expr; rows hold
 # none), and every PromQL expression in it (panel targets and the template
 # variables' label_values queries) names at least one metric, every metric it
-# names is one the agent exports (agent/metrics.c, agent/attachmetrics.c;
-# histogram series by their _bucket, _sum, _count names), and every $variable it uses is one the dashboard
+# names is one the agent exports (the agent's files that render with
+# exposition.h: the exporter's and each service's families; histogram series
+# by their _bucket, _sum, _count names), and every $variable it uses is one the dashboard
 # defines or one of Grafana's own. No privileges; nothing is started.
 #
 #   dashboard.sh               the check (unit.dashboard)
@@ -16,7 +17,8 @@
 set -euo pipefail
 src=${HPN_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dash=${HPN_DASHBOARD:-$src/conf/grafana-dashboard.json}
-metrics_c=("$src/agent/metrics.c" "$src/agent/attachmetrics.c")
+# Every file that renders families: the exporter and the services registered with it.
+mapfile -t metrics_c < <(grep -l '^#include "exposition.h"' "$src"/agent/*.c)
 
 # The expressions: every target's expr, and the query of every query variable.
 exprs() {

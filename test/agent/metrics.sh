@@ -14,7 +14,9 @@
 #              state and counters under their names, the plugin's ADD count
 #              and latency histogram, build info, the health verdicts (the
 #              fake RDMA device cannot be proven: broken, reason rdma);
-#              promtool check metrics passes on the exposition; every
+#              promtool check metrics passes on the exposition, which starts
+#              with the exporter's own families, has each family once and
+#              none of a service that is off (GC, the DRA driver); every
 #              expression of conf/grafana-dashboard.json runs there, with
 #              series (but GC's: no runtime here).
 #  health      the pod's hpn0 set down: its device Unhealthy in ListAndWatch,
@@ -264,6 +266,17 @@ prometheus_scrapes() {
 	echo "# the dashboard's $n expressions run by Prometheus"
 	# The exposition itself passes promtool's lint (names, units, types, HELP).
 	scrape >"$T/exposition" || fail "no exposition"
+	# HPN_EXPOSITION_OUT=FILE keeps it, to compare one build's exposition with another's.
+	[[ -z ${HPN_EXPOSITION_OUT:-} ]] || cp "$T/exposition" "$HPN_EXPOSITION_OUT"
+	# The exporter's own families first, then each service's that is on (main.c
+	# registers them): each family once; none of GC's (--cri-socket none) nor the
+	# DRA driver's (no --dra).
+	[[ $(grep -m1 '^# TYPE' "$T/exposition") == '# TYPE hpn_rdma_agent_build_info gauge' ]] ||
+		fail "the exposition does not start with the exporter's own families"
+	[[ -z $(grep '^# TYPE' "$T/exposition" | sort | uniq -d) ]] ||
+		fail "families exported twice: $(grep '^# TYPE' "$T/exposition" | sort | uniq -d)"
+	! grep -qE '^# TYPE hpn_rdma_(gc|runtime|dra)_' "$T/exposition" ||
+		fail "families of a service that is off: $(grep -E '^# TYPE hpn_rdma_(gc|runtime|dra)_' "$T/exposition")"
 	promtool check metrics <"$T/exposition" >"$T/promtool.out" 2>&1 ||
 		fail "promtool check metrics: $(cat "$T/promtool.out")"
 	[[ ! -s $T/promtool.out ]] || fail "promtool check metrics warns: $(cat "$T/promtool.out")"
