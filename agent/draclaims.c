@@ -366,3 +366,33 @@ void draclaims_free(struct dra_claims *cl)
 		free(r);
 	}
 }
+
+struct hpn_alloc *draclaims_pod_nics(const struct dra_claims *cl, const char *driver,
+				     const char *uid)
+{
+	struct hpn_alloc *a = NULL;
+
+	if (!uid[0])
+		return NULL;
+	for (const struct dra_rec *r = cl->recs; r; r = r->next) {
+		bool reserved = false;
+
+		for (size_t i = 0; i < r->n_pods; i++)
+			reserved |= !strcmp(r->pods[i], uid);
+		if (!reserved || r->n == 0)
+			continue;
+		if (!a && !(a = calloc(1, sizeof(*a))))
+			return NULL;
+		if (a->n_claims < HPN_ALLOC_MAX_CLAIMS)
+			snprintf(a->claims[a->n_claims++], HPN_ALLOC_CLAIM_MAX, "%s/%s", r->ns,
+				 r->name);
+		for (size_t k = 0; k < r->n && a->n < HPN_ALLOC_MAX_DEVICES; k++)
+			snprintf(a->ids[a->n++], HPN_ALLOC_ID_MAX, "%s", r->devs[k].nic);
+	}
+	if (a) {
+		snprintf(a->source, sizeof(a->source), "dra");
+		snprintf(a->resource, sizeof(a->resource), "%s", driver);
+		a->pod_known = true;
+	}
+	return a;
+}

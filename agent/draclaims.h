@@ -79,4 +79,13 @@ bool draclaims_uid_ok(const char *s);
 void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX]);
 void draclaims_free(struct dra_claims *cl);
 
+/*
+ * The NICs of the prepared claims reserved for pod uid, in record order and
+ * each claim's result order, as the lookup answers them (source "dra",
+ * resource driver): malloc'd; NULL: none, or no memory (the lookup then
+ * falls back to the kubelet's answer).
+ */
+struct hpn_alloc *draclaims_pod_nics(const struct dra_claims *cl, const char *driver,
+				     const char *uid);
+
 #endif

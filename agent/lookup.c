@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "draclaims.h"
 #include "log.h"
 #include "lookup.h"
 #include "loop.h"
@@ -53,8 +52,9 @@ struct lookup_conn {
 struct lookup {
 	struct loop *loop;
 	struct podres *pr;
-	const struct dra_claims *dra; /* the DRA driver's prepared claims (NULL: off) */
-	char dra_driver[HPN_ALLOC_RESOURCE_MAX];
+	/* The DRA driver's claims' NICs for a pod (NULL: the driver is off). */
+	struct hpn_alloc *(*pod_nics)(void *ud, const char *uid);
+	void *pod_nics_ud;
 	struct podwatch *pw; /* the pod question's cache, or NULL */
 	char *path;
 	struct loop_src listen, sweep;
@@ -164,40 +164,6 @@ static void refuse(struct lookup_conn *c, const char *why)
 
 	hpn_warn("CNI lookup refused: %s", why);
 	reply(c, json);
-}
-
-/*
- * The NICs of the prepared claims reserved for pod uid, in record order and
- * each claim's result order (malloc'd; NULL: none, or no memory, which then
- * falls back to the kubelet's answer).
- */
-static struct hpn_alloc *dra_nics(const struct lookup *lk, const char *uid)
-{
-	struct hpn_alloc *a = NULL;
-
-	if (!lk->dra || !uid[0])
-		return NULL;
-	for (const struct dra_rec *r = lk->dra->recs; r; r = r->next) {
-		bool reserved = false;
-
-		for (size_t i = 0; i < r->n_pods; i++)
-			reserved |= !strcmp(r->pods[i], uid);
-		if (!reserved || r->n == 0)
-			continue;
-		if (!a && !(a = calloc(1, sizeof(*a))))
-			return NULL;
-		if (a->n_claims < HPN_ALLOC_MAX_CLAIMS)
-			snprintf(a->claims[a->n_claims++], HPN_ALLOC_CLAIM_MAX, "%s/%s", r->ns,
-				 r->name);
-		for (size_t k = 0; k < r->n && a->n < HPN_ALLOC_MAX_DEVICES; k++)
-			snprintf(a->ids[a->n++], HPN_ALLOC_ID_MAX, "%s", r->devs[k].nic);
-	}
-	if (a) {
-		snprintf(a->source, sizeof(a->source), "dra");
-		snprintf(a->resource, sizeof(a->resource), "%s", lk->dra_driver);
-		a->pod_known = true;
-	}
-	return a;
 }
 
 /* The DRA claims' NICs, with the GPUs PodResources gave (none when it failed). */
@@ -330,7 +296,8 @@ static void on_io(struct loop_src *s)
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
 	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
-	c->dra = dra_nics(c->lk, c->req.uid);
+	c->dra = c->lk->pod_nics && c->req.uid[0] ? c->lk->pod_nics(c->lk->pod_nics_ud, c->req.uid)
+						  : NULL;
 	if (podres_pod_devices(c->lk->pr, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
 		refuse(c, "out of memory");
 }
@@ -390,10 +357,11 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 	return 0;
 }
 
-void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver)
+void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const char *uid),
+		void *ud)
 {
-	lk->dra = cl;
-	snprintf(lk->dra_driver, sizeof(lk->dra_driver), "%s", driver ? driver : "");
+	lk->pod_nics = pod_nics;
+	lk->pod_nics_ud = ud;
 }
 
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw)

@@ -2,7 +2,7 @@
 #ifndef HPN_AGENT_LOOKUP_H
 #define HPN_AGENT_LOOKUP_H
 
-struct dra_claims;
+struct hpn_alloc;
 struct loop;
 struct podres;
 struct podwatch;
@@ -17,10 +17,12 @@ struct lookup;
 /* Listens on path (mode 0600, its directory made 0700). */
 int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret);
 /*
- * With the DRA driver on: a pod its prepared claims cl (borrowed, outliving
- * lk) reserve is answered their NICs first, as resource driver.
+ * With the DRA driver on: a pod whose UID pod_nics(ud, uid) answers (its
+ * prepared claims' NICs, malloc'd; NULL: none) is answered those first. ud
+ * outlives lk.
  */
-void lookup_dra(struct lookup *lk, const struct dra_claims *cl, const char *driver);
+void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const char *uid),
+		void *ud);
 /* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
 /*

@@ -24,6 +24,7 @@
 #include "cdispecs.h"
 #include "cnilog.h"
 #include "deviceplugin.h"
+#include "draclaims.h"
 #include "drakubelet.h"
 #include "draslice.h"
 #include "gc.h"
@@ -153,6 +154,7 @@ struct agent {
 	struct podres podres;
 	struct deviceplugin *dp;
 	struct dra *dra;
+	const char *dra_driver;
 	struct lookup *lookup;
 	struct health *health;
 	struct gc *gc;
@@ -486,6 +488,14 @@ static void devices_changed(void *ud)
 		deviceplugin_broadcast(a->dp);
 }
 
+/* The lookup's DRA answer: the NICs of the driver's prepared claims for pod uid. */
+static struct hpn_alloc *dra_pod_nics(void *ud, const char *uid)
+{
+	const struct agent *a = ud;
+
+	return draclaims_pod_nics(dra_prepared(a->dra), a->dra_driver, uid);
+}
+
 /* Every scan: the CDI specs in step with what it found. */
 static void scanned(void *ud)
 {
@@ -706,7 +716,8 @@ static int start(struct agent *a, struct opts *o)
 			      &a->dra, &err);
 		if (r < 0)
 			goto fail;
-		lookup_dra(a->lookup, dra_prepared(a->dra), o->dra_driver);
+		a->dra_driver = o->dra_driver;
+		lookup_dra(a->lookup, dra_pod_nics, a);
 	}
 	return start_watchers(a, o);
 fail:

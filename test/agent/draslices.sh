@@ -298,7 +298,8 @@ api_down() {
 		grep -q "cannot publish the ResourceSlices of pool node1" "$T/agent.log" && break
 		sleep 0.1
 	done
-	sleep 4
+	# Another failed round (retried after 1 s, then 2, 4...), and still said once.
+	wait_more 'hpn_rdma_dra_slice_rounds_total{result="failed"}' 1 "another failed round"
 	n=$(grep -c "cannot publish the ResourceSlices" "$T/agent.log" || true)
 	((n == 1)) || fail "the API's failure said $n times, not once: $(tail "$T/agent.log")"
 	wait_metric '^hpn_rdma_dra_slice_rounds_total\{result="failed"\} [1-9][0-9]*$' \

@@ -203,6 +203,25 @@ scrape() {
 	ip netns exec "$HOST_NS" curl -sf "http://127.0.0.1:$MPORT/metrics"
 }
 
+# metric_value SAMPLE: the value of the exposition's SAMPLE (a name with its
+# labels as the agent writes them, e.g. 'x_total{result="ok"}'), 0 when absent.
+metric_value() {
+	scrape 2>/dev/null | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
+}
+
+# wait_more SAMPLE N WHAT [SECONDS]: until the counter SAMPLE has grown by N
+# from now: a wait on what the agent did, not on the clock.
+wait_more() {
+	local i want
+	want=$(($(metric_value "$1") + $2))
+	for ((i = 0; i < ${4:-15} * 10; i++)); do
+		(($(metric_value "$1") >= want)) && return 0
+		sleep 0.1
+	done
+	fail "$3: $1 did not grow by $2 within ${4:-15}s: $(metric_value "$1"), not $want
+agent log: $(tail -n 15 "$T/agent.log")"
+}
+
 # wait_metric REGEX WHAT [SECONDS]: a line of the exposition matches REGEX.
 wait_metric() {
 	local i

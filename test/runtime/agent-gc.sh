@@ -112,6 +112,22 @@ metric() {
 	fail "$2: no metric line matching '$1': $(grep -E '^hpn_rdma_(gc|runtime)' "$T/scrape")"
 }
 
+# gc_runs: GC rounds run so far, whatever their result (hpn_rdma_gc_runs_total).
+gc_runs() {
+	scrape 2>/dev/null | awk '/^hpn_rdma_gc_runs_total[{]/ { n += $2 } END { print n + 0 }'
+}
+
+# gc_rounds N WHAT: until N more GC rounds than now have run (a round a second).
+gc_rounds() {
+	local i want
+	want=$(($(gc_runs) + $1))
+	for ((i = 0; i < 200; i++)); do
+		(($(gc_runs) >= want)) && return 0
+		sleep 0.1
+	done
+	fail "$2: fewer than $1 more GC rounds within 20 s: $(grep -E '^hpn_rdma_gc' "$T/scrape")"
+}
+
 # journal_of CID: the journal file of the sandbox's attachment (CNI_IFNAME eth0).
 journal_of() {
 	echo "$STATE/$NET/$1.eth0"
@@ -208,7 +224,7 @@ gc_orphans() {
 	metric '^hpn_rdma_runtime_up 1$' "the runtime answers"
 	metric '^hpn_rdma_runtime_sandboxes [1-9]' "the runtime's sandboxes"
 	# The live pods, the ADD in flight and the young orphan are left alone, round after round.
-	sleep 3
+	gc_rounds 2 "the rounds after the orphan's"
 	for id in "$a" "$b"; do
 		[[ -f $(journal_of "$id") ]] || fail "GC removed the journal of live pod $id"
 		in_netns "$(pod_netns "$id")" ip link show hpn0 >/dev/null ||
@@ -223,7 +239,7 @@ gc_orphans() {
 	rm -f "$GATE.armed" "$GATE.started" "$GATE.open"
 	# Listed now: only that keeps it.
 	aged "$d_id"
-	sleep 3
+	gc_rounds 2 "the rounds after the pod in flight started"
 	[[ -f $(journal_of "$d_id") ]] || fail "GC removed the journal of the pod that has just started"
 	in_netns "$(pod_netns "$d_id")" ip link show hpn0 >/dev/null ||
 		fail "the pod that has just started lost hpn0"
