@@ -44,6 +44,8 @@ struct rpc_server {
 	size_t n_m;
 	void *ud;
 	char *path;
+	dev_t sock_dev; /* the socket file this server bound, the one it may unlink */
+	ino_t sock_ino;
 	/* The one grpc_server_request_call outstanding. */
 	struct rpc_call *next_call;
 	struct rpc_op op_shutdown;
@@ -425,11 +427,19 @@ static int request_next(struct rpc_server *s)
 
 static void server_maybe_done(struct rpc_server *s)
 {
+	struct stat st;
+
 	if (!s->stopping || !s->shut || s->calls)
 		return;
 	grpc_server_destroy(s->srv);
-	/* gRPC may leave the socket file; nothing serves it now. */
-	unlink(s->path);
+	/*
+	 * gRPC may leave the socket file; nothing serves it now. Only our own:
+	 * a server started on the path since (its calls kept this one going)
+	 * bound a new file there, and unlinking that would leave it serving
+	 * nobody (test/unit/test_rpc.c, test_restart_before_done).
+	 */
+	if (lstat(s->path, &st) == 0 && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
+		unlink(s->path);
 	s->r->busy--;
 	if (s->done)
 		s->done(s->done_ud);
@@ -455,6 +465,7 @@ int rpc_server_start(struct rpc *r, const char *path, const struct rpc_method *m
 			       .value.integer = 64 * 1024 } };
 	grpc_channel_args ca = { .num_args = 1, .args = args };
 	grpc_server_credentials *cred;
+	struct stat st;
 	char *addr = NULL;
 	int port;
 
@@ -485,6 +496,10 @@ int rpc_server_start(struct rpc *r, const char *path, const struct rpc_method *m
 	/* The umask made it 0600 already (main); say so explicitly for the reader. */
 	if (chmod(path, 0600) < 0)
 		hpn_warn("chmod 0600 %s: %s", path, strerror(errno));
+	if (lstat(path, &st) == 0) {
+		s->sock_dev = st.st_dev;
+		s->sock_ino = st.st_ino;
+	}
 	grpc_server_start(s->srv);
 	r->busy++;
 	if (request_next(s) < 0) {

@@ -22,15 +22,25 @@ struct loop;
 
 /* grpc_init, the queue, the pump thread; the pump's completions are run on the loop. */
 int rpc_open(struct loop *l, struct rpc **ret);
-/* Client calls and server calls not yet finished; rpc_close needs both at 0. */
+/*
+ * Client calls, server calls not yet finished and servers not yet done (a
+ * serving server counts itself and the call it waits for); rpc_close needs 0.
+ */
 size_t rpc_busy(const struct rpc *r);
-/* Shuts the queue down, joins the pump, grpc_shutdown. Servers must be stopped first. */
+/*
+ * Shuts the queue down, joins the pump, grpc_shutdown. Servers must be
+ * stopped (done) and rpc_busy 0 first: the queue ends only after every call
+ * on it, so with one in flight this waits for it (a held call: forever).
+ */
 void rpc_close(struct rpc *r);
 
 /*
  * A server method. fn gets the request's bytes and must answer through
  * rpc_reply or rpc_fail, now or later; a stream method keeps the call and
- * sends with rpc_stream_send until the peer closes (on_close).
+ * sends with rpc_stream_send until the peer closes (on_close). A service
+ * that keeps c past fn sets on_close: rpc.c frees a cancelled call right
+ * after calling it, and without it the service could not know. A request
+ * that arrives while its server stops is answered UNAVAILABLE without fn.
  */
 struct rpc_method {
 	const char *path; /* "/v1beta1.DevicePlugin/Allocate" */
@@ -38,10 +48,19 @@ struct rpc_method {
 	void (*fn)(struct rpc_call *c, const uint8_t *req, size_t len, void *ud);
 };
 
-/* Serves methods on a unix socket at path, created mode 0600. */
+/*
+ * Serves methods on a unix socket at path, created mode 0600; a file left
+ * there (an agent killed) is replaced. A server may be started on the path
+ * of one still stopping: the old one removes only the socket file it made.
+ */
 int rpc_server_start(struct rpc *r, const char *path, const struct rpc_method *m, size_t n,
 		     void *ud, struct rpc_server **ret);
-/* Stops: cancels its calls, and calls done(ud) once everything of it is gone. */
+/*
+ * Stops: stops listening, cancels its calls (their clients hear UNAVAILABLE)
+ * and calls done(ud) once everything of it is gone, its socket file removed.
+ * The cancellations reach the services later, on the loop, as on_close: until
+ * then a kept call stays valid, and an answer or stream send to it goes nowhere.
+ */
 void rpc_server_stop(struct rpc_server *s, void (*done)(void *ud), void *ud);
 
 /* gRPC status codes this agent answers with, or tells apart in an answer. */
@@ -64,12 +83,21 @@ struct ProtobufCMessage;
 void rpc_reply_msg(struct rpc_call *c, const struct ProtobufCMessage *m);
 /* A stream's next message (copied); while one is in flight, only the latest waits. */
 void rpc_stream_send(struct rpc_call *c, const uint8_t *buf, size_t len);
-/* on_close(c, ud) when the peer is gone or the call is cancelled; c is invalid after. */
+/*
+ * on_close(c, ud) once, when the call ends: the peer gone, the call cancelled
+ * (its deadline, the client, rpc_server_stop), and also after the call's own
+ * answer went out, unless cleared first (fn NULL); c is invalid after it.
+ * The service is not told which.
+ */
 void rpc_call_on_close(struct rpc_call *c, void (*fn)(struct rpc_call *c, void *ud), void *ud);
 
 /*
  * A unary client call to the server at unix socket path: done(ud, status,
- * message, reply bytes) within timeout_ms (status 4, DEADLINE_EXCEEDED, after).
+ * message, reply bytes) once, within timeout_ms (status 4, DEADLINE_EXCEEDED,
+ * after); UNAVAILABLE when nothing serves the path. Each call opens a channel
+ * of its own: nothing is kept across a server's restart. A call the C core
+ * refuses to start is done (UNAVAILABLE) before rpc_unary returns; -ENOMEM
+ * is the only error returned, and then done is never called.
  */
 typedef void (*rpc_done_fn)(void *ud, int status, const char *msg, const uint8_t *buf, size_t len);
 int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t *req, size_t len,
