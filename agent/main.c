@@ -557,6 +557,10 @@ static int register_metrics(struct agent *a)
 	a->attach = (struct attachmetrics){ .node = &a->node, .health = a->health };
 	r = metrics_register(a->metrics, deviceplugin_metrics, a->dp);
 	if (r >= 0)
+		r = metrics_register(a->metrics, node_metrics, &a->node);
+	if (r >= 0 && a->pods)
+		r = metrics_register(a->metrics, podwatch_metrics, a->pods);
+	if (r >= 0)
 		r = metrics_register(a->metrics, attachmetrics_render, &a->attach);
 	if (r >= 0 && a->cnilog)
 		r = metrics_register(a->metrics, cnilog_metrics, a->cnilog);

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "exposition.h"
 #include "log.h"
 #include "nl.h"
 #include "node.h"
@@ -72,6 +73,7 @@ static void scan(void *ud)
 
 	if (loop_exiting(n->loop))
 		return;
+	n->scans++;
 	r = agent_devs_scan(&n->devs, &n->conf, n->host, &err);
 	t1 = hpn_mono_s();
 	if (r < 0)
@@ -82,6 +84,16 @@ static void scan(void *ud)
 		n->on_scan(n->ud);
 	hpn_debug("scan: %zu devices in %.1f ms, %.1f ms more for the services", n->devs.n,
 		  (t1 - t0) * 1e3, (hpn_mono_s() - t1) * 1e3);
+}
+
+void node_metrics(struct sbuf *b, void *ud)
+{
+	const struct node *n = ud;
+
+	expo_counter(b, "hpn_rdma_node_scans_total",
+		     "Scans of the pool: at start, after link events and config reloads, and every "
+		     "--poll-interval.",
+		     n->scans);
 }
 
 void node_rescan(struct node *n)

@@ -40,7 +40,12 @@ struct node {
 	struct loop *loop;
 	struct loop_src inotify, links, poll;
 	struct loop_defer rescan;
+	unsigned long scans; /* scans of the pool done (node_metrics) */
 };
+
+struct sbuf;
+/* Its families (doc/metrics.md): hpn_rdma_node_scans_total; ud: the node (metrics.h). */
+void node_metrics(struct sbuf *b, void *ud);
 
 /* Reads path (a .conflist or .conf whose hpn-rdma entry selects a pool with match) into n. */
 int node_load(struct node *n, const char *path, struct hpn_err *err);

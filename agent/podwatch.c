@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exposition.h"
 #include "kube.h"
 #include "log.h"
 #include "podask.h"
@@ -65,7 +66,7 @@ struct podwatch {
 	struct pod_entry *pods;
 	size_t n;
 	bool synced;
-	unsigned long events, lists;
+	unsigned long events, lists, failures; /* failures: rounds that ended unsynced */
 	/* The thread's own. */
 	char rv[64];
 	bool gone; /* an ERROR event said 410: list again */
@@ -250,6 +251,7 @@ static void unsynced(struct podwatch *pw)
 {
 	pthread_mutex_lock(&pw->mu);
 	pw->synced = false;
+	pw->failures++;
 	pthread_mutex_unlock(&pw->mu);
 }
 
@@ -622,4 +624,28 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 	else
 		hpn_debug("pod lookup for %s/%s: from the cache", req->namespace, req->name);
 	return out;
+}
+
+void podwatch_metrics(struct sbuf *b, void *ud)
+{
+	struct podwatch *pw = ud;
+	unsigned long lists, events, failures;
+	bool synced;
+
+	pthread_mutex_lock(&pw->mu);
+	synced = pw->synced;
+	lists = pw->lists;
+	events = pw->events;
+	failures = pw->failures;
+	pthread_mutex_unlock(&pw->mu);
+	expo_gauge(b, "hpn_rdma_pod_cache_synced",
+		   "1 while the node's pod cache is in step with the API (listed, watching).",
+		   synced ? 1 : 0);
+	expo_counter(b, "hpn_rdma_pod_cache_lists_total",
+		     "Lists of the node's pods that succeeded.", lists);
+	expo_counter(b, "hpn_rdma_pod_cache_events_total", "Watch events applied to the cache.",
+		     events);
+	expo_counter(b, "hpn_rdma_pod_cache_failures_total",
+		     "Lists and watches that failed, each followed by a list after a backoff.",
+		     failures);
 }

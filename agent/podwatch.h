@@ -18,6 +18,9 @@ struct podwatch;
 int podwatch_start(const char *kubeconfig, const char *node, struct podwatch **ret);
 /* Stops the thread (within about a second) and frees all; NULL is fine. */
 void podwatch_free(struct podwatch *pw);
+struct sbuf;
+/* Its families (doc/metrics.md): the cache's state and rounds; ud: the podwatch (metrics.h). */
+void podwatch_metrics(struct sbuf *b, void *ud);
 
 /*
  * The reply to a pod question (podask.h), malloc'd (NULL: ENOMEM): the cached

@@ -195,7 +195,7 @@ cdi_specs() {
 	ln -s "$T/elsewhere.json" "$(cdi_file 0000:af:00.2)"
 	echo "231:201" >"$s/class/infiniband_verbs/uverbs1/dev"
 	SEEN=$(wc -l <"$EV")
-	start_agent
+	start_agent --metrics-address "127.0.0.1:$MPORT"
 	wait_event '.event == "register"' "the restarted agent registers" 20
 	wait_minor 0000:af:00.1 201
 	wait_cdi "0000:af:00.0 0000:af:00.1 0000:af:00.2 pool3" "stale pool9 removed, the rest left"
@@ -207,7 +207,7 @@ cdi_specs() {
 	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.2)
 	jq_ok '.[0].cdi == [] and [.[0].devices[].host] == ["/dev/infiniband/uverbs2",
 		"/dev/infiniband/rdma_cm"]' "a NIC whose name holds a symlink: DeviceSpecs, no CDI" "$OUT"
-	sleep 2.5	# scans every second: each cause said once all the same
+	wait_more hpn_rdma_node_scans_total 2 "two more scans" # each cause said once all the same
 	n=$(grep -c "alibabacloud.com-hpn-rdma_0000:af:00.2.json is a symbolic link, not hpn-rdma's: left as it is" "$T/agent.log" || true)
 	[[ $n == 1 ]] || fail "the symlink was warned about $n times, not once: $(tail -n 5 "$T/agent.log")"
 	n=$(grep -c "alibabacloud.com-hpn-rdma_pool3.json is a spec of kind \"example.com/nic\"" "$T/agent.log" || true)
@@ -222,7 +222,7 @@ cdi_specs() {
 	nsenter -t "$AGENT_PID" -m -- mount -o remount,ro,bind "$T/cdi" ||
 		{ nsenter -t "$AGENT_PID" -m -- umount "$T/cdi"; fail "cannot make $T/cdi read-only"; }
 	echo "231:202" >"$s/class/infiniband_verbs/uverbs1/dev"
-	sleep 2.5
+	wait_more hpn_rdma_node_scans_total 2 "two scans with the directory read-only"
 	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.1) || OUT="Allocate failed"
 	nsenter -t "$AGENT_PID" -m -- umount "$T/cdi"
 	n=$(grep -c "the CDI spec directory $T/cdi is not writable: Read-only file system" "$T/agent.log" || true)

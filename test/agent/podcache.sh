@@ -67,7 +67,7 @@ cache_up() {
 	cp "$KUBE_WORK/pki/ca.crt" "$KUBE_WORK/sa/ca.crt"
 	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
 	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
-	AGENT_FLAGS=(--cri-socket none --node-name node1
+	AGENT_FLAGS=(--cri-socket none --node-name node1 --metrics-address "127.0.0.1:$MPORT"
 		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
 	NODE_CONF=".kubernetes = {kubeconfig: \"$KUBE_WORK/agent.kubeconfig\", timeout: 3000} |
 		.podSelector = {label: \"$LABEL\", value: \"rdma\"}"
@@ -294,8 +294,10 @@ watch_lost() {
 	kube_stop
 	touch "$KUBE_WORK/pods/.drop-watches"
 	wait_log "not synced, listing again" "the API gone" 2
-	# Said once while it stays down, though listed again every 0.2..1.6 s meanwhile.
-	sleep 2
+	# Said once while it stays down, though listed again meanwhile (0.2 s, doubling).
+	wait_more hpn_rdma_pod_cache_failures_total 2 "two more failed lists with the API down"
+	[[ $(metric_value hpn_rdma_pod_cache_synced) == 0 ]] ||
+		fail "hpn_rdma_pod_cache_synced is not 0 with the API down"
 	(($(grep -c "not synced, listing again" "$T/agent.log") == 2)) ||
 		fail "the API down said more than once: $(grep "not synced" "$T/agent.log")"
 	ask ns1 trainer "$UID1"
