@@ -18,7 +18,7 @@ set -euo pipefail
 src=${HPN_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 dash=${HPN_DASHBOARD:-$src/conf/grafana-dashboard.json}
 # Every file that renders families: the exporter and the services registered with it.
-mapfile -t metrics_c < <(grep -l '^#include "exposition.h"' "$src"/agent/*.c)
+mapfile -t metrics_c < <(grep -rl --include='*.c' '^#include "exposition.h"' "$src"/agent)
 
 # The expressions: every target's expr, and the query of every query variable.
 exprs() {

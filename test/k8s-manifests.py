@@ -44,7 +44,7 @@ so:
     names the agent's resource, and the Deployment asking for that resource
     does so beside nvidia.com/gpu, requests equal to limits, unprivileged.
   - the DRA manifests (resource.k8s.io/v1, doc/dra.md): the DeviceClass
-    named for hpn-rdma's driver (HPN_DRA_DRIVER of lib/draslice.h) selects
+    named for hpn-rdma's driver (HPN_DRA_DRIVER of agent/dra/model/draslice.h) selects
     exactly that driver's devices by CEL; dra-claims.yaml's
     ResourceClaimTemplates hpn-gpuN-rdmaN (N = 1, 2, 4, 8) each ask for N
     GPUs of gpu.nvidia.com and N NICs of that class, one device per
@@ -598,8 +598,8 @@ def rbac(docs, where):
 
 
 def dra_driver(src):
-    """The driver name the agent publishes (lib/draslice.h), the one source of it."""
-    with open(os.path.join(src, "lib", "draslice.h")) as f:
+    """The driver name the agent publishes (agent/dra/model/draslice.h), the one source of it."""
+    with open(os.path.join(src, "agent", "dra", "model", "draslice.h")) as f:
         return re.search(r'#define HPN_DRA_DRIVER "([^"]+)"', f.read()).group(1)
 
 
@@ -695,8 +695,8 @@ def dra(files, driver):
     check(not inst, "k8s/hpn-rdma.yaml holds no DRA object (the CNI install needs no DRA API)")
 
 
-# What the DRA driver asks of the API server (agent/drakubelet.c and
-# lib/draslice.c's requests; pods get, list, watch are hpn-rdma.yaml's): (apiGroup,
+# What the DRA driver asks of the API server (agent/dra/drakubelet.c and
+# agent/dra/model/draslice.c's requests; pods get, list, watch are hpn-rdma.yaml's): (apiGroup,
 # resource, verb, resourceName or None). The DRA ClusterRole must cover these
 # and hold nothing else.
 DRA_NEEDS = {

@@ -2,7 +2,7 @@
 # unit.dra-align: hpn-rdma's DRA slices and the claim templates of
 # conf/k8s/dra-claims.yaml give each GPU a NIC under its own PCIe root, on the
 # GPU nodes of test/fixtures/gpu-nodes. For each node: mknode.sh builds the
-# fake tree, dra-nicslice renders the NICs' slices (lib/draslice.c),
+# fake tree, dra-nicslice renders the NICs' slices (agent/dra/model/draslice.c),
 # dra-gpuslice the GPUs' (gpu.nvidia.com, lib/gpu.c), allocate.py (the
 # stand-in for the scheduler's matchAttribute rule) allocates every template,
 # checkalign.py holds the result to the .topo matrix. a800-7nic is a800-1nic

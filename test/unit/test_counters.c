@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests for lib/counters.c: an RDMA port's state and counters from a
+ * Unit tests for agent/node/counters.c: an RDMA port's state and counters from a
  * fake sysfs tree (as on a node without RDMA netlink), and a netdev's link
  * statistics (loopback, which every netns has; no privileges needed).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests for lib/dra.c: ResourceClaims as the Kubernetes API returns
+ * Unit tests for agent/dra/model/dra.c: ResourceClaims as the Kubernetes API returns
  * them, built here one field wrong at a time; each refusal's code and the
  * field its message names.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests for lib/draslice.c: the HGX H100 node of test/fixtures/gpu-nodes
+ * Unit tests for agent/dra/model/draslice.c: the HGX H100 node of test/fixtures/gpu-nodes
  * (built by mknode.sh into a scratch directory) read NIC by NIC and rendered
  * as a ResourceSlice, each device's pcieRoot, pciBusID and numaNode held to
  * what the fixture's .tree file says (read here, not through lib/gpu.c); the

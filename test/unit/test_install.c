@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The installer's pieces (agent/install.c, agent/sakubeconfig.c): atomic,
+ * The installer's pieces (agent/install/install.c, agent/install/sakubeconfig.c): atomic,
  * idempotent file installs (lib/util.c's hpn_install_file, which they use)
  * and tree installs (a running program replaced without ETXTBSY), the ELF
  * loader path and the bundle it names, journals that hold

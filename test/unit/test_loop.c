@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests for agent/loop.c, the agent's event loop: a source closed or
+ * Unit tests for agent/core/loop.c, the agent's event loop: a source closed or
  * muted by a callback of the round that holds its event is not called in
  * that round (freed, it would be a use after free, which ASan reports);
  * a timer's 0 is "now" and LOOP_OFF is off; the worker's queue runs the

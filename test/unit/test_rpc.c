@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * Unit tests for agent/rpc.c, the agent's gRPC (gRPC's C core, unsecure) on
+ * Unit tests for agent/core/rpc.c, the agent's gRPC (gRPC's C core, unsecure) on
  * its event loop, over a unix socket in a mkdtemp dir:
  *  - a call answered at once, and one answered later (on_close after it);
  *  - cancel: a client call past its deadline while the service holds it,

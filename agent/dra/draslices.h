@@ -10,7 +10,7 @@ struct sbuf;
 
 /*
  * The node's pool published as ResourceSlices (doc/dra.md, "Publishing the
- * slices"): the pool's NICs rendered by lib/draslice.c, written to the API on
+ * slices"): the pool's NICs rendered by agent/dra/model/draslice.c, written to the API on
  * the loop's worker (list, PUT, POST, DELETE) when they change, and checked
  * again every DRASLICES_RESYNC_MS (sooner, backing off, after a failure) so
  * slices wiped or edited by someone else are put back. Never deleted at

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The DRA driver's kubelet side (drakubelet.h; lib/dra.h is the claim
+ * The DRA driver's kubelet side (drakubelet.h; agent/dra/model/dra.h is the claim
  * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources. The ResourceClaim is read on the loop's worker
  * (lib/kube.c blocks), one claim per job; everything else runs on the loop.
  * The records in <state-dir>/dra are the driver's state: a claim prepared
