@@ -178,11 +178,13 @@ static struct att_rec *read_attachments(const struct node *node, size_t *ret_n)
 		if (hpn_journal_read(&st, keys[k], &v[n].j, &jerr) < 0)
 			continue;
 		snprintf(v[n].key, sizeof(v[n].key), "%s", keys[k]);
-		read_attachment(node, &v[n]);
 		n++;
 	}
 	hpn_strv_free(keys);
 	hpn_store_close(&st);
+	/* The labels point into each record: only once realloc has put them where they stay. */
+	for (size_t i = 0; i < n; i++)
+		read_attachment(node, &v[i]);
 	*ret_n = n;
 	return v;
 }
