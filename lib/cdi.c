@@ -95,25 +95,9 @@ int hpn_cdi_parse_file(const char *file, enum hpn_cdi_owner *o, char id[HPN_CDI_
 
 /*
  * cJSON's builders return NULL (Add*, Create*) or false (AddItemTo*) without
- * memory: every one is checked, for a spec with a field missing (its hook:
- * the access check) is worse than none. put() and push() free item when it
- * is not added (NULL too).
+ * memory: every one is checked (hpn_json_put, hpn_json_push), for a spec with
+ * a field missing (its hook: the access check) is worse than none.
  */
-static bool put(cJSON *o, const char *k, cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, k, item))
-		return true;
-	cJSON_Delete(item);
-	return false;
-}
-
-static bool push(cJSON *a, cJSON *item)
-{
-	if (item && cJSON_AddItemToArray(a, item))
-		return true;
-	cJSON_Delete(item);
-	return false;
-}
 
 /* "HPN_RDMA_<what>_<S>=<value>", S the ID as an environment name may hold it. */
 static cJSON *env_entry(const char *what, const char *id, const char *value)
@@ -131,14 +115,14 @@ static cJSON *env_entry(const char *what, const char *id, const char *value)
 static cJSON *env_to_json(const struct hpn_cdi_dev *d)
 {
 	cJSON *env = cJSON_CreateArray();
-	bool ok = env && (!d->ibdev[0] || push(env, env_entry("DEVICE", d->id, d->ibdev)));
+	bool ok = env && (!d->ibdev[0] || hpn_json_push(env, env_entry("DEVICE", d->id, d->ibdev)));
 
 	for (size_t k = 0; ok && k < d->n_nodes; k++)
 		if (!strncmp(d->nodes[k].name, "uverbs", 6)) {
 			char p[64];
 
 			snprintf(p, sizeof(p), "/dev/infiniband/%s", d->nodes[k].name);
-			ok = push(env, env_entry("UVERBS", d->id, p));
+			ok = hpn_json_push(env, env_entry("UVERBS", d->id, p));
 			break;
 		}
 	if (!ok) {
@@ -174,7 +158,7 @@ static cJSON *hook_to_json(const struct hpn_cdi_dev *d)
 
 	if (h && cJSON_AddStringToObject(h, "hookName", "createRuntime") &&
 	    cJSON_AddStringToObject(h, "path", d->hook.path) &&
-	    put(h, "args", cJSON_CreateStringArray(argv, HPN_ARRAY_SIZE(argv))))
+	    hpn_json_put(h, "args", cJSON_CreateStringArray(argv, HPN_ARRAY_SIZE(argv))))
 		return h;
 	cJSON_Delete(h);
 	return NULL;
@@ -184,14 +168,14 @@ static cJSON *hook_to_json(const struct hpn_cdi_dev *d)
 static cJSON *edits_to_json(const struct hpn_cdi_dev *d)
 {
 	cJSON *edits = cJSON_CreateObject(), *nodes = NULL, *hooks = NULL;
-	bool ok = edits && put(edits, "env", env_to_json(d)) &&
+	bool ok = edits && hpn_json_put(edits, "env", env_to_json(d)) &&
 		  (nodes = cJSON_AddArrayToObject(edits, "deviceNodes"));
 
 	for (size_t k = 0; ok && k < d->n_nodes; k++)
-		ok = push(nodes, node_to_json(&d->nodes[k]));
+		ok = hpn_json_push(nodes, node_to_json(&d->nodes[k]));
 	if (ok && d->hook.path[0])
 		ok = (hooks = cJSON_AddArrayToObject(edits, "hooks")) &&
-		     push(hooks, hook_to_json(d));
+		     hpn_json_push(hooks, hook_to_json(d));
 	if (!ok) {
 		cJSON_Delete(edits);
 		return NULL;
@@ -204,7 +188,7 @@ static cJSON *dev_to_json(const struct hpn_cdi_dev *d)
 	cJSON *dev = cJSON_CreateObject();
 
 	if (dev && cJSON_AddStringToObject(dev, "name", d->id) &&
-	    put(dev, "containerEdits", edits_to_json(d)))
+	    hpn_json_put(dev, "containerEdits", edits_to_json(d)))
 		return dev;
 	cJSON_Delete(dev);
 	return NULL;
@@ -218,7 +202,8 @@ char *hpn_cdi_render(const struct hpn_cdi_dev *d)
 
 	if (!root || !cJSON_AddStringToObject(root, "cdiVersion", HPN_CDI_VERSION) ||
 	    !cJSON_AddStringToObject(root, "kind", HPN_CDI_KIND) ||
-	    !(devs = cJSON_AddArrayToObject(root, "devices")) || !push(devs, dev_to_json(d))) {
+	    !(devs = cJSON_AddArrayToObject(root, "devices")) ||
+	    !hpn_json_push(devs, dev_to_json(d))) {
 		cJSON_Delete(root);
 		return NULL;
 	}

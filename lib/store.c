@@ -374,24 +374,9 @@ void hpn_journal_free(struct hpn_journal *j)
 
 /*
  * cJSON's builders return NULL (Add*, Create*) or false (AddItemTo*) without
- * memory: every one is checked, for a journal with a field missing is one DEL
- * cannot undo. put() and push() free item when it is not added (NULL too).
+ * memory: every one is checked (hpn_json_put, hpn_json_push), for a journal
+ * with a field missing is one DEL cannot undo.
  */
-static bool put(cJSON *o, const char *k, cJSON *item)
-{
-	if (item && cJSON_AddItemToObject(o, k, item))
-		return true;
-	cJSON_Delete(item);
-	return false;
-}
-
-static bool push(cJSON *a, cJSON *item)
-{
-	if (item && cJSON_AddItemToArray(a, item))
-		return true;
-	cJSON_Delete(item);
-	return false;
-}
 
 static bool put_mac(cJSON *o, const char *k, const uint8_t *mac)
 {
@@ -415,7 +400,7 @@ static cJSON *link_to_json(const struct hpn_link *l)
 		  (alt = cJSON_AddArrayToObject(o, "altnames"));
 
 	for (size_t i = 0; ok && i < l->n_altnames; i++)
-		ok = push(alt, cJSON_CreateString(l->altnames[i]));
+		ok = hpn_json_push(alt, cJSON_CreateString(l->altnames[i]));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -460,7 +445,7 @@ static cJSON *rdma_to_json(const struct hpn_journal_rdma *rd)
 		  (!rd->n_nodes || (a = cJSON_AddArrayToObject(r, "nodes")));
 
 	for (size_t k = 0; ok && a && k < rd->n_nodes; k++)
-		ok = push(a, node_to_json(&rd->nodes[k]));
+		ok = hpn_json_push(a, node_to_json(&rd->nodes[k]));
 	if (ok && rd->cdi_spec[0])
 		ok = cJSON_AddStringToObject(r, "cdiSpec", rd->cdi_spec);
 	if (!ok) {
@@ -487,14 +472,14 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 
 	if (o && cJSON_AddStringToObject(o, "kind", n->kind == HPN_NIC_CHILD ? "child" : "moved") &&
 	    cJSON_AddStringToObject(o, "podIfName", n->pod_ifname) &&
-	    put(o, "host", link_to_json(&n->host)) &&
+	    hpn_json_put(o, "host", link_to_json(&n->host)) &&
 	    (!n->pci[0] || cJSON_AddStringToObject(o, "pci", n->pci)) &&
 	    (!n->pod_ifindex || cJSON_AddNumberToObject(o, "podIfIndex", n->pod_ifindex)) &&
-	    (!n->gpu_id[0] || put(o, "gpu", gpu_to_json(n))) &&
+	    (!n->gpu_id[0] || hpn_json_put(o, "gpu", gpu_to_json(n))) &&
 	    (!n->child_kind[0] || cJSON_AddStringToObject(o, "childKind", n->child_kind)) &&
 	    (!n->has_child_mac || put_mac(o, "childMac", n->child_mac)) &&
-	    (!n->rdma.name[0] || put(o, "rdma", rdma_to_json(&n->rdma))) &&
-	    (!n->rail_table || put(o, "rail", rail_to_json(n))))
+	    (!n->rdma.name[0] || hpn_json_put(o, "rdma", rdma_to_json(&n->rdma))) &&
+	    (!n->rail_table || hpn_json_put(o, "rail", rail_to_json(n))))
 		return o;
 	cJSON_Delete(o);
 	return NULL;
@@ -544,14 +529,15 @@ static cJSON *journal_to_json(const struct hpn_journal *j)
 		     cJSON_AddNumberToObject(root, "ownerStart", (double)j->owner_start);
 	ok = ok && (nics = cJSON_AddArrayToObject(root, "nics"));
 	for (size_t i = 0; ok && i < j->n_nics && i < HPN_MAX_NICS; i++)
-		ok = push(nics, nic_to_json(&j->nics[i]));
-	ok = ok && (!j->hints_key[0] || !j->hints_dir || put(root, "hints", hints_to_json(j))) &&
+		ok = hpn_json_push(nics, nic_to_json(&j->nics[i]));
+	ok = ok &&
+	     (!j->hints_key[0] || !j->hints_dir || hpn_json_put(root, "hints", hints_to_json(j))) &&
 	     (!j->devices_dir || cJSON_AddStringToObject(root, "devicesDir", j->devices_dir)) &&
 	     (!j->cdi_dir || cJSON_AddStringToObject(root, "cdiDir", j->cdi_dir)) &&
-	     (!j->result || put(root, "result", cJSON_Parse(j->result))) &&
+	     (!j->result || hpn_json_put(root, "result", cJSON_Parse(j->result))) &&
 	     /* Optional: journals before it read as a pod with no names. */
 	     (!(j->pod.namespace[0] || j->pod.name[0] || j->pod.uid[0]) ||
-	      put(root, "pod", pod_to_json(&j->pod)));
+	      hpn_json_put(root, "pod", pod_to_json(&j->pod)));
 	if (!ok) {
 		cJSON_Delete(root);
 		return NULL;

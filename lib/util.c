@@ -642,6 +642,22 @@ void hpn_msgf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+bool hpn_json_put(cJSON *o, const char *k, cJSON *item)
+{
+	if (item && cJSON_AddItemToObject(o, k, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
+bool hpn_json_push(cJSON *a, cJSON *item)
+{
+	if (item && cJSON_AddItemToArray(a, item))
+		return true;
+	cJSON_Delete(item);
+	return false;
+}
+
 #ifdef HPN_TEST_HOOKS
 #define FD_CHECK_MAX 1024
 static struct {

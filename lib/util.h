@@ -73,6 +73,15 @@ void hpn_msgf(char *buf, size_t len, const char *fmt, ...) __attribute__((format
 /* strdup that returns NULL on NULL input. */
 char *hpn_strdup(const char *s);
 
+struct cJSON;
+/*
+ * item added to object o as k (array a): true; else false, item freed (NULL
+ * too: the result of a cJSON_Create* that found no memory), so a builder
+ * checks each step with one call.
+ */
+bool hpn_json_put(struct cJSON *o, const char *k, struct cJSON *item);
+bool hpn_json_push(struct cJSON *a, struct cJSON *item);
+
 /* cJSON tree (as void *) of exactly one JSON value in buf[0..len), blanks around
  * it allowed; NULL for bad JSON or trailing bytes. Free with cJSON_Delete(). */
 void *hpn_json_parse(const char *buf, size_t len);
