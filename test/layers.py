@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 SRC = re.compile(r"\.[ch]$")
-INCLUDE = re.compile(r'^#include "([a-z_]+)\.h"', re.M)
+INCLUDE = re.compile(r'^#include "([a-z_0-9]+)\.h"', re.M)
 
 
 class Check:
@@ -76,7 +76,7 @@ class Check:
                 continue
             self.may[f"{top}/{layer}"] = {layer} | {
                 a.strip() for a in allowed.split(",") if a.strip() not in ("", "-")}
-            for f in re.findall(r"`([a-z_]+)`", files):
+            for f in re.findall(r"`([a-z_0-9]+)`", files):
                 key = f"{top}/{f}"
                 if key in self.layer_of:
                     self.fail(f"{key} is in two layers ({self.layer_of[key]}, {layer})")
@@ -258,7 +258,7 @@ class Check:
             # A line may name a pair: lib/foo.c, .h, or lib/foo.[ch]
             if not re.search(rf"(^|[ `]){stem}\.(c|h|\[ch\])\b", text, re.M):
                 self.fail(f"doc/layout.md has no line for {rel}")
-        for rel in sorted(set(re.findall(r"\b(?:lib|plugin|agent)/[a-z_/]+\.(?:c|h|\[ch\])", text))):
+        for rel in sorted(set(re.findall(r"\b(?:lib|plugin|agent)/[a-z_0-9/]+\.(?:c|h|\[ch\])", text))):
             stem = rel.rsplit(".", 1)[0]
             exts = ("c", "h") if rel.endswith("[ch]") else (rel.rsplit(".", 1)[1],)
             if not any(os.path.exists(os.path.join(self.root, f"{stem}.{e}")) for e in exts):

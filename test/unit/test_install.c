@@ -23,9 +23,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "install.h"
+#include "installkit.h"
 #include "kubeconfig.h" /* the plugin's parser (lib/), which reads back what the agent writes */
 #include "sakubeconfig.h"
+#include "sha256.h"
 #include "tmpdir.h"
 #include "util.h"
 
