@@ -569,6 +569,16 @@ int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t
 	gpr_timespec deadline;
 	grpc_op ops[6];
 	char *addr = NULL;
+	/*
+	 * A subchannel pool of the channel's own: gRPC otherwise shares one
+	 * connection per address process-wide, and a call right after the peer
+	 * restarted on its path went out on the old server's dying connection
+	 * ("Broken pipe", unit.rpc's restart tests under load).
+	 */
+	grpc_arg own_pool = { .type = GRPC_ARG_INTEGER,
+			      .key = (char *)GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL,
+			      .value.integer = 1 };
+	grpc_channel_args ca = { .num_args = 1, .args = &own_pool };
 
 	if (!k || asprintf(&addr, "unix:%s", path) < 0) {
 		free(k);
@@ -579,7 +589,7 @@ int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t
 	k->ud = ud;
 	k->op.fn = on_client_done;
 	cred = grpc_insecure_credentials_create();
-	k->ch = grpc_channel_create(addr, cred, NULL);
+	k->ch = grpc_channel_create(addr, cred, &ca);
 	grpc_channel_credentials_release(cred);
 	free(addr);
 	deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
