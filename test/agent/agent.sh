@@ -28,9 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 t_init
-[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
-[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
-[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+agent_require
 
 ALL_IDS='["0000:af:00.0","0000:af:00.1","0000:af:00.2","pool3"]'
 

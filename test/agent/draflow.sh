@@ -19,9 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
 
 t_init
-[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
-[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
-[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+agent_require
 # kubectl must reach the stand-in, not a proxy; its cache stays in the scratch dir.
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
 

@@ -19,9 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 t_init
-[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
-[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
-[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+agent_require
 
 FIX=$HPN_SRC/test/fixtures/gpu-nodes
 # hgx-h100.tree's GPUs: 0 and 1 share switch 1 (ens1np0, ens2np0), 2 and 3

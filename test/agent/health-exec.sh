@@ -26,9 +26,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 t_init
-[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
-[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
-[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+agent_require
 command -v strace >/dev/null || skip "strace is not installed (Debian: strace)"
 command -v python3 >/dev/null || skip "python3 is not installed"
 

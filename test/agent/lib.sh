@@ -49,6 +49,14 @@ mk_node() {
 	fi
 }
 
+# agent_require: skips, saying why, unless the agent and the kubelet stand-in were built.
+agent_require() {
+	[[ -z ${HPN_AGENT_WHY:-} ]] || skip "$HPN_AGENT_WHY"
+	[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
+	[[ -x ${HPN_KUBELET:-} ]] ||
+		skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+}
+
 # The CNI config, and the agent's conflist around it.
 agent_net_conf() {
 	pool_conf '.sysfsRoot = $s | .agent = {socket: $a, timeoutMs: 2000, cdiDir: $c} | '"${1:-.}" \

@@ -22,9 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
 
 t_init
-[[ -n ${HPN_AGENT_WHY:-} ]] && skip "$HPN_AGENT_WHY"
-[[ -x ${HPN_AGENT:-} ]] || skip "hpn-rdma-agent was not built"
-[[ -x ${HPN_KUBELET:-} ]] || skip "${HPN_KUBELET_WHY:-the kubelet stand-in hpn-kubelet was not built}"
+agent_require
 command -v openssl >/dev/null || skip "openssl is not installed (scripts/install-deps.sh)"
 [[ -x $PY ]] || skip "$PY is not installed (scripts/install-deps.sh)"
 
