@@ -30,6 +30,7 @@
 #include "gc.h"
 #include "health.h"
 #include "install.h"
+#include "kubeloop.h"
 #include "log.h"
 #include "lookup.h"
 #include "loop.h"
@@ -164,6 +165,7 @@ struct agent {
 	struct metrics *metrics;
 	struct attachmetrics attach; /* what the attachments' families read */
 	struct kc_watch *kc;
+	struct kubeloop *kube; /* the API's calls on the loop, with --kubeconfig */
 	struct podwatch *pods; /* the node's pods, with --kubeconfig */
 	struct loop_src signals, kc_events, kc_timer;
 };
@@ -671,7 +673,12 @@ static int start(struct agent *a, struct opts *o)
 			return r;
 		}
 		/* The plugin's pod lookups answered from a watch of this node's pods. */
-		r = podwatch_start(o->kc.path, o->node_name, &a->pods);
+		r = kubeloop_new(a->loop, &a->kube, &err);
+		if (r < 0) {
+			hpn_error("Kubernetes API: %s", err.msg);
+			return r;
+		}
+		r = podwatch_start(a->loop, a->kube, o->kc.path, o->node_name, &a->pods);
 		if (r < 0)
 			hpn_warn("pod cache: not started (%s): the plugin asks the API itself",
 				 strerror(-r));
@@ -753,6 +760,7 @@ static void stop(struct agent *a)
 	loop_close(&a->kc_timer);
 	loop_close(&a->signals);
 	node_free(&a->node);
+	kubeloop_free(a->kube);
 	loop_free(a->loop);
 }
 

@@ -4,12 +4,10 @@
  * pods with spec.nodeName = this node, so that the CNI's pod lookup is
  * answered from memory (lookup.c) and not by a TLS request per ADD.
  *
- * A thread of its own: a watch is one HTTP request that lasts minutes, and
- * libcurl's easy interface blocks for it; on the loop's one worker it would
- * starve CHECK, GC and Prepare. The thread owns the list and watch; the
- * cache is the one thing it shares, behind a mutex the loop takes for one
- * lookup's copy of one entry. Nothing on the loop reacts to a pod change, so
- * no event is handed over: the loop only reads.
+ * On the loop, as every call to the API (agent/core/kubeloop.c): a watch is
+ * one HTTP request that lasts minutes, waited on by the loop's epoll with
+ * the other services' sockets, so no thread, no lock: the lookup reads the
+ * cache on the same thread that keeps it.
  *
  * As client-go's reflector: LIST (resourceVersion R), WATCH from R with
  * bookmarks, R following every event; the server ends a watch after
@@ -28,16 +26,15 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "exposition.h"
 #include "kube.h"
+#include "kubeloop.h"
 #include "log.h"
+#include "loop.h"
 #include "podask.h"
 #include "util.h"
 
@@ -56,20 +53,27 @@ struct pod_entry {
 	char *json;   /* the trimmed Pod */
 };
 
+/* The pods of one list, or the cache. */
+struct pods {
+	struct pod_entry *v;
+	size_t n;
+};
+
 struct podwatch {
 	char *kubeconfig, *node, *selector; /* selector: "spec.nodeName=NODE", escaped */
-	pthread_t thread;
-	bool started;
-	atomic_bool stop;
-	pthread_mutex_t mu; /* guards what follows, and wake */
-	pthread_cond_t wake;
-	struct pod_entry *pods;
-	size_t n;
+	struct kubeloop *kl;
+	struct kube_op *op;   /* the list page or the watch in flight */
+	struct loop_src wait; /* the backoff before the next list or watch */
+	struct pods cache;
+	struct pods fresh; /* a list's pages so far */
 	bool synced;
 	unsigned long events, lists, failures; /* failures: rounds that ended unsynced */
-	/* The thread's own. */
 	char rv[64];
-	bool gone; /* an ERROR event said 410: list again */
+	bool gone;	   /* an ERROR event said 410: list again */
+	bool need_list;	   /* what the wait leads to: a list, or a watch */
+	bool down;	   /* said once: the API failed, until a list succeeds */
+	long backoff;	   /* ms */
+	long long started; /* the watch's start (ms) */
 	char *line;
 	size_t len, cap;
 };
@@ -179,45 +183,54 @@ static int entry_of(const cJSON *pod, struct pod_entry *ret)
 	return 0;
 }
 
-static struct pod_entry *find(struct podwatch *pw, const char *ns, const char *name)
+static struct pod_entry *find(struct pods *p, const char *ns, const char *name)
 {
-	for (size_t i = 0; i < pw->n; i++)
-		if (!strcmp(pw->pods[i].ns, ns) && !strcmp(pw->pods[i].name, name))
-			return &pw->pods[i];
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i].ns, ns) && !strcmp(p->v[i].name, name))
+			return &p->v[i];
 	return NULL;
 }
 
-/* Under mu: e replaces the entry of its name, or is added. */
-static int put(struct podwatch *pw, struct pod_entry *e)
+/* e replaces the entry of its name, or is added. */
+static int put(struct pods *p, struct pod_entry *e)
 {
-	struct pod_entry *old = find(pw, e->ns, e->name);
+	struct pod_entry *old = find(p, e->ns, e->name);
 
 	if (old) {
 		entry_free(old);
 		*old = *e;
 		return 0;
 	}
-	if (pw->n == PODS_MAX)
+	if (p->n == PODS_MAX)
 		return -E2BIG;
-	if (pw->n % 64 == 0) {
-		struct pod_entry *np = realloc(pw->pods, (pw->n + 64) * sizeof(*np));
+	if (p->n % 64 == 0) {
+		struct pod_entry *np = realloc(p->v, (p->n + 64) * sizeof(*np));
 
 		if (!np)
 			return -ENOMEM;
-		pw->pods = np;
+		p->v = np;
 	}
-	pw->pods[pw->n++] = *e;
+	p->v[p->n++] = *e;
 	return 0;
 }
 
-static void drop(struct podwatch *pw, const char *ns, const char *name)
+static void drop(struct pods *p, const char *ns, const char *name)
 {
-	struct pod_entry *e = find(pw, ns, name);
+	struct pod_entry *e = find(p, ns, name);
 
 	if (!e)
 		return;
 	entry_free(e);
-	*e = pw->pods[--pw->n];
+	*e = p->v[--p->n];
+}
+
+static void pods_free(struct pods *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		entry_free(&p->v[i]);
+	free(p->v);
+	p->v = NULL;
+	p->n = 0;
 }
 
 static void set_rv(struct podwatch *pw, const cJSON *obj)
@@ -227,134 +240,6 @@ static void set_rv(struct podwatch *pw, const cJSON *obj)
 
 	if (rv && strlen(rv) < sizeof(pw->rv))
 		snprintf(pw->rv, sizeof(pw->rv), "%s", rv);
-}
-
-/* The thread's wait: ms, or until podwatch_free. */
-static void pause_ms(struct podwatch *pw, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&pw->mu);
-	if (!atomic_load(&pw->stop))
-		pthread_cond_timedwait(&pw->wake, &pw->mu, &ts);
-	pthread_mutex_unlock(&pw->mu);
-}
-
-static void unsynced(struct podwatch *pw)
-{
-	pthread_mutex_lock(&pw->mu);
-	pw->synced = false;
-	pw->failures++;
-	pthread_mutex_unlock(&pw->mu);
-}
-
-/* One page of a list into pods; *cont the next page's token (malloc'd) or NULL. */
-static int list_page(struct podwatch *pw, const struct hpn_kubeconfig *kc, const char *cont,
-		     struct podwatch *into, char **next, struct hpn_err *err)
-{
-	_cleanup_free_ char *path = NULL, *esc = NULL;
-	struct hpn_kube_call call = { .method = "GET",
-				      .what = "the node's pods",
-				      .resource = "pods",
-				      .verb = "list",
-				      .timeout_ms = LIST_TIMEOUT_MS,
-				      .retry = true };
-	struct hpn_kube_answer a = { 0 };
-	struct hpn_kube_warn warn = { 0 };
-	const cJSON *items, *item, *meta;
-	cJSON *o;
-	int r;
-
-	if (cont && hpn_kube_query_escape(cont, &esc) < 0)
-		return -ENOMEM;
-	if (asprintf(&path, "/api/v1/pods?fieldSelector=%s&limit=%d%s%s", pw->selector, LIST_LIMIT,
-		     esc ? "&continue=" : "", esc ? esc : "") < 0) {
-		path = NULL;
-		return -ENOMEM;
-	}
-	call.path = path;
-	r = hpn_kube_request(kc, &call, &a, &warn, err);
-	if (warn.msg[0])
-		hpn_warn("%s", warn.msg);
-	if (r < 0)
-		return r;
-	if (a.status != 200) {
-		r = hpn_kube_status_err(kc, &call, &a, err);
-		hpn_kube_answer_free(&a);
-		return r;
-	}
-	o = hpn_json_parse(a.body, a.len);
-	hpn_kube_answer_free(&a);
-	items = cJSON_GetObjectItemCaseSensitive(o, "items");
-	meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-	if (!cJSON_IsArray(items)) {
-		cJSON_Delete(o);
-		return hpn_err_set(err, HPN_E_KUBE, EPROTO,
-				   "Kubernetes API %s: the list of the node's pods has no items",
-				   kc->server);
-	}
-	cJSON_ArrayForEach (item, items) {
-		struct pod_entry e;
-
-		if (entry_of(item, &e) < 0)
-			continue; /* not a pod we could answer for: the plugin asks the API */
-		if (put(into, &e) < 0)
-			entry_free(&e);
-	}
-	set_rv(pw, o);
-	*next = NULL;
-	if (str_of(meta, "continue") && str_of(meta, "continue")[0])
-		*next = strdup(str_of(meta, "continue"));
-	cJSON_Delete(o);
-	return 0;
-}
-
-/* LIST: the cache replaced by what the API holds now, pw->rv its version. */
-static int list(struct podwatch *pw, struct hpn_err *err)
-{
-	struct hpn_kube_warn warn = { 0 };
-	struct podwatch fresh = { 0 };
-	struct hpn_kubeconfig kc;
-	char *cont = NULL;
-	int r;
-
-	r = hpn_kubeconfig_load(pw->kubeconfig, &kc, &warn, err);
-	if (r < 0)
-		return r;
-	do {
-		char *next = NULL;
-
-		r = list_page(pw, &kc, cont, &fresh, &next, err);
-		free(cont);
-		cont = next;
-	} while (r == 0 && cont);
-	free(cont);
-	hpn_kubeconfig_free(&kc);
-	if (r == 0) {
-		pthread_mutex_lock(&pw->mu);
-		for (size_t i = 0; i < pw->n; i++)
-			entry_free(&pw->pods[i]);
-		free(pw->pods);
-		pw->pods = fresh.pods;
-		pw->n = fresh.n;
-		pw->synced = true;
-		pw->lists++;
-		pthread_mutex_unlock(&pw->mu);
-		hpn_info("pod cache: %zu pods of node %s listed (resourceVersion %s)", fresh.n,
-			 pw->node, pw->rv);
-		return 0;
-	}
-	for (size_t i = 0; i < fresh.n; i++)
-		entry_free(&fresh.pods[i]);
-	free(fresh.pods);
-	return r;
 }
 
 /* One watch event (a line): the cache changed; < 0 ends the stream. */
@@ -384,18 +269,17 @@ static int event(struct podwatch *pw, const char *buf, size_t len)
 		struct pod_entry e;
 
 		set_rv(pw, obj);
-		pthread_mutex_lock(&pw->mu);
 		pw->events++;
 		if (!strcmp(type, "DELETED")) {
 			if (ns && name)
-				drop(pw, ns, name);
+				drop(&pw->cache, ns, name);
 		} else if (entry_of(obj, &e) == 0) {
-			if (put(pw, &e) < 0)
+			if (put(&pw->cache, &e) < 0)
 				entry_free(&e);
 		} else if (ns && name) {
-			drop(pw, ns, name); /* not one we can answer for: the API is asked */
+			drop(&pw->cache, ns,
+			     name); /* not one we can answer for: the API is asked */
 		}
-		pthread_mutex_unlock(&pw->mu);
 		hpn_debug("pod cache: %s %s/%s", type, ns ? ns : "?", name ? name : "?");
 	}
 	cJSON_Delete(o);
@@ -436,142 +320,220 @@ static int on_data(void *ud, const char *data, size_t len)
 	return 0;
 }
 
-static bool stopping(void *ud)
-{
-	struct podwatch *pw = ud;
+static void list_page(struct podwatch *pw, const char *cont);
+static void watch(struct podwatch *pw);
 
-	return atomic_load(&pw->stop);
+static long next_backoff(long b)
+{
+	return b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : b * 2;
 }
 
-/* WATCH from pw->rv until the server ends it: 1 to list again, 0 to watch again, < 0. */
-static int watch(struct podwatch *pw, struct hpn_err *err)
+/* The next list (or watch) after the backoff. */
+static void later(struct podwatch *pw, bool list)
+{
+	pw->need_list = list;
+	loop_timer_set(&pw->wait, (int)pw->backoff, 0);
+	pw->backoff = next_backoff(pw->backoff);
+}
+
+/* A list or watch failed: the cache is not in step; listed again after the backoff. */
+static void failed(struct podwatch *pw, const struct kube_result *res)
+{
+	const char *why = res->err.msg[0] ? res->err.msg : strerror(-res->r);
+
+	pods_free(&pw->fresh);
+	pw->synced = false;
+	pw->failures++;
+	/* Said once until a list succeeds again (an API down, RBAC refusing). */
+	if (!pw->down)
+		hpn_warn("pod cache of node %s: %s; not synced, listing again in %ld ms (said "
+			 "once until it lists)",
+			 pw->node, why, pw->backoff);
+	else
+		hpn_debug("pod cache of node %s: %s; listing again in %ld ms", pw->node, why,
+			  pw->backoff);
+	pw->down = true;
+	later(pw, true);
+}
+
+/* One page of a list into pw->fresh; the next page asked, or the list made the cache. */
+static void page_done(void *ud, struct kube_result *res)
+{
+	struct podwatch *pw = ud;
+	const cJSON *items, *item, *meta;
+	const char *cont;
+	cJSON *o;
+
+	pw->op = NULL;
+	if (res->r >= 0 && res->a.status != 200)
+		kube_result_status_err(
+			res, &(struct hpn_kube_call){ .method = "GET", .what = "the node's pods" });
+	if (res->r < 0) {
+		failed(pw, res);
+		return;
+	}
+	o = hpn_json_parse(res->a.body, res->a.len);
+	items = cJSON_GetObjectItemCaseSensitive(o, "items");
+	meta = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+	if (!cJSON_IsArray(items)) {
+		cJSON_Delete(o);
+		res->r = hpn_err_set(&res->err, HPN_E_KUBE, EPROTO,
+				     "Kubernetes API %s: the list of the node's pods has no items",
+				     res->server);
+		failed(pw, res);
+		return;
+	}
+	cJSON_ArrayForEach (item, items) {
+		struct pod_entry e;
+
+		if (entry_of(item, &e) < 0)
+			continue; /* not a pod we could answer for: the plugin asks the API */
+		if (put(&pw->fresh, &e) < 0)
+			entry_free(&e);
+	}
+	set_rv(pw, o);
+	cont = str_of(meta, "continue");
+	if (cont && cont[0]) {
+		list_page(pw, cont);
+		cJSON_Delete(o);
+		return;
+	}
+	cJSON_Delete(o);
+	pods_free(&pw->cache);
+	pw->cache = pw->fresh;
+	memset(&pw->fresh, 0, sizeof(pw->fresh));
+	pw->synced = true;
+	pw->down = false;
+	pw->lists++;
+	hpn_info("pod cache: %zu pods of node %s listed (resourceVersion %s)", pw->cache.n,
+		 pw->node, pw->rv);
+	watch(pw);
+}
+
+/* LIST, a page at a time (cont: the next page's token, NULL: the first). */
+static void list_page(struct podwatch *pw, const char *cont)
+{
+	_cleanup_free_ char *path = NULL, *esc = NULL;
+	struct hpn_kube_call call = { .method = "GET",
+				      .what = "the node's pods",
+				      .resource = "pods",
+				      .verb = "list",
+				      .timeout_ms = LIST_TIMEOUT_MS,
+				      .retry = true };
+	struct kube_result res = { .r = -ENOMEM };
+
+	if (!cont)
+		pods_free(&pw->fresh);
+	if ((cont && hpn_kube_query_escape(cont, &esc) < 0) ||
+	    asprintf(&path, "/api/v1/pods?fieldSelector=%s&limit=%d%s%s", pw->selector, LIST_LIMIT,
+		     esc ? "&continue=" : "", esc ? esc : "") < 0) {
+		path = NULL;
+		failed(pw, &res);
+		return;
+	}
+	call.path = path;
+	res.r = kube_call(pw->kl, pw->kubeconfig, &call, page_done, pw, &pw->op);
+	if (res.r < 0)
+		failed(pw, &res);
+}
+
+/* The watch ended: watched again, or listed again (410, a bad event), or it failed. */
+static void watch_done(void *ud, struct kube_result *res)
+{
+	struct podwatch *pw = ud;
+	bool relist;
+
+	pw->op = NULL;
+	if (res->r >= 0 && res->a.status != 200 && res->a.status != 410)
+		kube_result_status_err(
+			res, &(struct hpn_kube_call){ .method = "GET",
+						      .what = "the watch of the node's pods" });
+	/* 410, or the stream ended by a bad event: list again. */
+	relist = (res->r >= 0 && res->a.status == 410) || res->r == -ECANCELED;
+	if (res->r < 0 && !relist) {
+		failed(pw, res);
+		return;
+	}
+	if (relist)
+		hpn_info("pod cache: resourceVersion %s is gone (410) or the stream was bad; "
+			 "listing again",
+			 pw->rv);
+	/* A server that ends every watch at once is not asked again at once. */
+	if (hpn_mono_ms() - pw->started < 1000) {
+		later(pw, relist);
+		return;
+	}
+	pw->backoff = BACKOFF_MIN_MS;
+	if (relist)
+		list_page(pw, NULL);
+	else
+		watch(pw);
+}
+
+/* WATCH from pw->rv until the server ends it. */
+static void watch(struct podwatch *pw)
 {
 	_cleanup_free_ char *path = NULL, *rv = NULL;
-	struct hpn_kube_stream st = { .on_data = on_data, .stop = stopping, .ud = pw };
 	struct hpn_kube_call call = { .method = "GET",
 				      .what = "the watch of the node's pods",
 				      .resource = "pods",
 				      .verb = "watch",
 				      .timeout_ms = WATCH_TIMEOUT_MS };
-	struct hpn_kube_answer a = { 0 };
-	struct hpn_kube_warn warn = { 0 };
-	struct hpn_kubeconfig kc;
-	int r;
+	struct kube_result res = { .r = -ENOMEM };
 
-	if (hpn_kube_query_escape(pw->rv, &rv) < 0)
-		return -ENOMEM;
-	if (asprintf(&path,
+	if (hpn_kube_query_escape(pw->rv, &rv) < 0 ||
+	    asprintf(&path,
 		     "/api/v1/pods?fieldSelector=%s&watch=1&resourceVersion=%s"
 		     "&allowWatchBookmarks=true&timeoutSeconds=%d",
 		     pw->selector, rv, WATCH_SECONDS) < 0) {
 		path = NULL;
-		return -ENOMEM;
+		failed(pw, &res);
+		return;
 	}
 	call.path = path;
-	r = hpn_kubeconfig_load(pw->kubeconfig, &kc, &warn, err);
-	if (r < 0)
-		return r;
 	pw->len = 0;
 	pw->gone = false;
-	r = hpn_kube_stream(&kc, &call, &st, &a, &warn, err);
-	if (warn.msg[0])
-		hpn_warn("%s", warn.msg);
-	/* 410, or the stream ended by a bad event (not by a stop): list again. */
-	if (r >= 0 && a.status != 200 && a.status != 410)
-		r = hpn_kube_status_err(&kc, &call, &a, err);
-	else if ((r >= 0 && a.status == 410) ||
-		 (r == -ECANCELED && (pw->gone || !atomic_load(&pw->stop))))
-		r = 1;
-	if (r == 1)
-		hpn_info("pod cache: resourceVersion %s is gone (410) or the stream was bad; "
-			 "listing again",
-			 pw->rv);
-	hpn_kube_answer_free(&a);
-	hpn_kubeconfig_free(&kc);
-	return r;
+	pw->started = hpn_mono_ms();
+	res.r = kube_watch(pw->kl, pw->kubeconfig, &call, on_data, watch_done, pw, &pw->op);
+	if (res.r < 0)
+		failed(pw, &res);
 }
 
-static void *run(void *arg)
+static void on_wait(struct loop_src *s)
 {
-	struct podwatch *pw = arg;
-	long backoff = BACKOFF_MIN_MS;
-	bool need_list = true, down = false;
+	struct podwatch *pw = s->ud;
 
-	while (!atomic_load(&pw->stop)) {
-		struct hpn_err err = { 0 };
-		int r = need_list ? list(pw, &err) : 0;
-
-		if (r == 0) {
-			down = false;
-			long long start = hpn_mono_ms();
-
-			r = watch(pw, &err);
-			if (atomic_load(&pw->stop))
-				break;
-			if (r >= 0) {
-				need_list = r == 1;
-				/* A server that ends every watch at once is not asked again at once. */
-				if (hpn_mono_ms() - start < 1000) {
-					pause_ms(pw, backoff);
-					backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-									       : backoff * 2;
-				} else {
-					backoff = BACKOFF_MIN_MS;
-				}
-				continue;
-			}
-		}
-		if (atomic_load(&pw->stop))
-			break;
-		unsynced(pw);
-		/* Said once until a list succeeds again (an API down, RBAC refusing). */
-		if (!down)
-			hpn_warn("pod cache of node %s: %s; not synced, listing again in %ld ms "
-				 "(said once until it lists)",
-				 pw->node, err.msg[0] ? err.msg : strerror(-r), backoff);
-		else
-			hpn_debug("pod cache of node %s: %s; listing again in %ld ms", pw->node,
-				  err.msg[0] ? err.msg : strerror(-r), backoff);
-		down = true;
-		pause_ms(pw, backoff);
-		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-		need_list = true;
-	}
-	return NULL;
+	if (pw->need_list)
+		list_page(pw, NULL);
+	else
+		watch(pw);
 }
-
-int podwatch_start(const char *kubeconfig, const char *node, struct podwatch **ret)
+int podwatch_start(struct loop *l, struct kubeloop *kl, const char *kubeconfig, const char *node,
+		   struct podwatch **ret)
 {
 	struct podwatch *pw = calloc(1, sizeof(*pw));
 	_cleanup_free_ char *sel = NULL;
-	struct hpn_err err = { 0 };
 	int r;
 
 	if (!pw)
 		return -ENOMEM;
-	pthread_mutex_init(&pw->mu, NULL);
-	pthread_cond_init(&pw->wake, NULL);
-	atomic_init(&pw->stop, false);
+	pw->kl = kl;
+	pw->wait.fd = -1;
+	pw->backoff = BACKOFF_MIN_MS;
 	pw->kubeconfig = strdup(kubeconfig);
 	pw->node = strdup(node);
 	if (!pw->kubeconfig || !pw->node || asprintf(&sel, "spec.nodeName=%s", node) < 0 ||
 	    hpn_kube_query_escape(sel, &pw->selector) < 0) {
+		sel = NULL;
 		podwatch_free(pw);
 		return -ENOMEM;
 	}
-	/* libcurl initialised here, before another thread can make a request. */
-	r = hpn_kube_init(&err);
-	if (r < 0) {
-		hpn_error("pod cache: %s", err.msg);
-		podwatch_free(pw);
-		return r;
-	}
-	r = -pthread_create(&pw->thread, NULL, run, pw);
+	r = loop_timer(l, &pw->wait, LOOP_OFF, 0, on_wait, pw);
 	if (r < 0) {
 		podwatch_free(pw);
 		return r;
 	}
-	pw->started = true;
+	list_page(pw, NULL);
 	hpn_info("pod cache: watching the pods of node %s (kubeconfig %s)", node, kubeconfig);
 	*ret = pw;
 	return 0;
@@ -581,22 +543,14 @@ void podwatch_free(struct podwatch *pw)
 {
 	if (!pw)
 		return;
-	if (pw->started) {
-		pthread_mutex_lock(&pw->mu);
-		atomic_store(&pw->stop, true);
-		pthread_cond_signal(&pw->wake);
-		pthread_mutex_unlock(&pw->mu);
-		pthread_join(pw->thread, NULL);
-	}
-	for (size_t i = 0; i < pw->n; i++)
-		entry_free(&pw->pods[i]);
-	free(pw->pods);
+	kube_cancel(pw->op);
+	loop_close(&pw->wait);
+	pods_free(&pw->cache);
+	pods_free(&pw->fresh);
 	free(pw->line);
 	free(pw->kubeconfig);
 	free(pw->node);
 	free(pw->selector);
-	pthread_cond_destroy(&pw->wake);
-	pthread_mutex_destroy(&pw->mu);
 	free(pw);
 }
 
@@ -606,8 +560,7 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 	const struct pod_entry *e;
 	char *out;
 
-	pthread_mutex_lock(&pw->mu);
-	e = find(pw, req->namespace, req->name);
+	e = find(&pw->cache, req->namespace, req->name);
 	if (!pw->synced)
 		why = "the pod cache is not synced with the API";
 	else if (!e)
@@ -618,7 +571,6 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 	else
 		json = e->json;
 	out = hpn_podask_reply_render(json, why);
-	pthread_mutex_unlock(&pw->mu);
 	if (why)
 		hpn_info("pod lookup for %s/%s: unknown (%s)", req->namespace, req->name, why);
 	else
@@ -628,16 +580,9 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 
 void podwatch_metrics(struct sbuf *b, void *ud)
 {
-	struct podwatch *pw = ud;
-	unsigned long lists, events, failures;
-	bool synced;
-
-	pthread_mutex_lock(&pw->mu);
-	synced = pw->synced;
-	lists = pw->lists;
-	events = pw->events;
-	failures = pw->failures;
-	pthread_mutex_unlock(&pw->mu);
+	const struct podwatch *pw = ud;
+	unsigned long lists = pw->lists, events = pw->events, failures = pw->failures;
+	bool synced = pw->synced;
 	expo_gauge(b, "hpn_rdma_pod_cache_synced",
 		   "1 while the node's pod cache is in step with the API (listed, watching).",
 		   synced ? 1 : 0);

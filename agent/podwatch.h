@@ -13,10 +13,13 @@ struct podwatch;
 
 /*
  * Starts the watch of node's pods with the kubeconfig at path (read anew for
- * every list and watch: the token rotates) on a thread of its own.
+ * every list and watch: the token rotates), its calls on kl, on loop l.
  */
-int podwatch_start(const char *kubeconfig, const char *node, struct podwatch **ret);
-/* Stops the thread (within about a second) and frees all; NULL is fine. */
+struct loop;
+struct kubeloop;
+int podwatch_start(struct loop *l, struct kubeloop *kl, const char *kubeconfig, const char *node,
+		   struct podwatch **ret);
+/* Ends its call in flight and frees all; NULL is fine. */
 void podwatch_free(struct podwatch *pw);
 struct sbuf;
 /* Its families (doc/metrics.md): the cache's state and rounds; ud: the podwatch (metrics.h). */

@@ -105,6 +105,23 @@ int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_
 	return 0;
 }
 
+int loop_borrow(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s),
+		void *ud)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = s };
+
+	s->fd = fd;
+	s->fn = fn;
+	s->ud = ud;
+	s->timer = false;
+	s->loop = l;
+	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		s->fd = -1;
+		return -errno;
+	}
+	return 0;
+}
+
 int loop_watch(struct loop *l, struct loop_src *s, unsigned int events)
 {
 	struct epoll_event ev = { .data.ptr = s };

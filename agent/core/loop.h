@@ -41,6 +41,13 @@ void loop_free(struct loop *l);
 /* Watches fd for input; on error fd is closed and s->fd is -1. */
 int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud);
 /*
+ * Watches fd, which stays its owner's (libcurl's sockets): for nothing until
+ * loop_watch says what; on error nothing is closed. loop_mute ends it, never
+ * loop_close.
+ */
+int loop_borrow(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s),
+		void *ud);
+/*
  * Watches s (added, maybe muted since) for events instead: LOOP_IN, LOOP_OUT
  * or both; 0 is loop_mute. A socket waits for LOOP_OUT to write what did not
  * fit, never blocking the loop.

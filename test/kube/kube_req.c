@@ -15,6 +15,11 @@
  * for a status other than 2xx, a last line of JSON {"code", "msg", "details"}
  * from hpn_kube_status_err. A failed request prints only that line.
  * Warnings go to stderr. Exit 0 on a 2xx, 1 otherwise, 2 on bad usage.
+ * Built twice: kube_req makes the call with lib/kube.c's blocking transport
+ * (the plugin's), kube_req_loop with the agent's, libcurl's multi on the
+ * agent's loop (agent/core/kubeloop.c), so every scenario of slices.sh and
+ * claims.sh runs through both. kube_req_loop's -s makes the call a watch:
+ * its 200's bytes are printed as they come, then the status line.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,6 +30,10 @@
 
 #include "kube.h"
 #include "util.h"
+#ifdef HPN_KUBE_REQ_LOOP
+#include "kubeloop.h"
+#include "loop.h"
+#endif
 
 static void print_err(const struct hpn_err *err, int r)
 {
@@ -101,6 +110,66 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+#ifdef HPN_KUBE_REQ_LOOP
+static bool watch;
+
+struct outcome {
+	struct loop *loop;
+	struct kube_result res;
+	bool done;
+};
+
+static void done(void *ud, struct kube_result *res)
+{
+	struct outcome *o = ud;
+
+	o->res = *res;
+	memset(res, 0, sizeof(*res)); /* the answer is ours now */
+	o->done = true;
+	loop_exit(o->loop, 0, NULL, NULL);
+}
+
+static int on_data(void *ud, const char *data, size_t len)
+{
+	(void)ud;
+	fwrite(data, 1, len, stdout);
+	fflush(stdout);
+	return 0;
+}
+
+/* hpn_kube_request's contract, kept by the loop's transport. */
+static int request(const char *kubeconfig, const struct hpn_kube_call *call,
+		   struct hpn_kube_answer *ret, struct hpn_err *err)
+{
+	struct outcome o = { 0 };
+	struct kubeloop *kl = NULL;
+	int r;
+
+	r = loop_new(&o.loop);
+	if (r < 0)
+		return r;
+	r = kubeloop_new(o.loop, &kl, err);
+	if (r >= 0)
+		r = watch ? kube_watch(kl, kubeconfig, call, on_data, done, &o, NULL)
+			  : kube_call(kl, kubeconfig, call, done, &o, NULL);
+	if (r >= 0)
+		r = loop_run(o.loop);
+	if (r >= 0 && (!o.done || kubeloop_pending(kl)))
+		r = hpn_err_set(err, HPN_E_INTERNAL, EPROTO,
+				"the loop ended with the call pending");
+	kubeloop_free(kl);
+	loop_free(o.loop);
+	if (r < 0)
+		return r;
+	if (o.res.r < 0) {
+		*err = o.res.err;
+		return o.res.r;
+	}
+	*ret = o.res.a;
+	return 0;
+}
+#endif
+
 /* The request and its printing; see the header. */
 static int run(const char *kubeconfig, const struct hpn_kube_call *call)
 {
@@ -115,7 +184,11 @@ static int run(const char *kubeconfig, const struct hpn_kube_call *call)
 		print_err(&err, r);
 		return 1;
 	}
+#ifdef HPN_KUBE_REQ_LOOP
+	r = request(kubeconfig, call, &a, &err);
+#else
 	r = hpn_kube_request(&kc, call, &a, &warn, &err);
+#endif
 	if (warn.msg[0])
 		fprintf(stderr, "warning: %s\n", warn.msg);
 	if (r < 0) {
@@ -143,8 +216,13 @@ int main(int argc, char **argv)
 	size_t nq = 0;
 	int c, status;
 
-	while ((c = getopt(argc, argv, "+t:nw:r:v:N:q:")) != -1) {
+	while ((c = getopt(argc, argv, "+t:nw:r:v:N:q:s")) != -1) {
 		switch (c) {
+#ifdef HPN_KUBE_REQ_LOOP
+		case 's':
+			watch = true;
+			break;
+#endif
 		case 't':
 			call.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
 			break;
