@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The DRA driver's kubelet side (drakubelet.h; agent/dra/model/dra.h is the claim
- * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources. The ResourceClaim is read on the loop's worker
- * (lib/kube.c blocks), one claim per job; everything else runs on the loop.
+ * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources.
+ * Prepare's queue and order are agent/dra/model/draprepare.h's machine; this
+ * file gives it its ops: the ResourceClaim read on the loop's worker
+ * (lib/kube.c blocks), one claim per job, the records, a claim checked
+ * against the node and recorded, and the reply. Everything else runs on the loop.
  * The records in <state-dir>/dra are the driver's state: a claim prepared
  * is answered from its record, by this process or the next one.
  * It is also the driver's root: dra_start makes and dra_free ends its other
@@ -26,6 +29,7 @@
 #include "dra-v1.pb-c.h"
 #include "dra.h"
 #include "draclaims.h"
+#include "draprepare.h"
 #include "draregister.h"
 #include "draslice.h"
 #include "draslices.h"
@@ -57,34 +61,24 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 
 #define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
 #define BUSY_RETRY_MS 20 /* out of memory for a job: ask again this soon */
+#define FETCHES_MAX   1	 /* claims read from the API at once: one job on the worker */
 #define PTR_SIZE      sizeof(void *)
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 #define CLAIM_ERR_MAX 512
 #define STATUS_API_MS 3000 /* one claim's status write: the worker is Prepare's too */
 
-/* One claim of a Prepare call: answered from rec, or with err. */
-struct pclaim {
-	char ns[64], name[254], uid[DRA_CLAIM_UID_MAX + 1];
-	const struct dra_rec *rec; /* the answer; points into the driver's list */
-	char err[CLAIM_ERR_MAX];
-	bool done;
-	bool api; /* asked of the API, not answered from a record */
-};
+/* The UIDs claims_ok lets through are the ones the machine holds. */
+_Static_assert(DRA_CLAIM_UID_MAX == HPN_DRA_PREP_UID_MAX, "draprepare.h's UIDs are draclaims.h's");
 
-struct pcall {
-	struct dra *d;
-	struct rpc_call *c; /* NULL: the kubelet went away (or the server stopped) */
-	size_t n, next;	    /* next: the first claim not yet asked of the worker */
-	struct pcall *link;
-	struct pclaim v[];
-};
-
-/* The worker's job: GET one claim and parse it. Touches only itself. */
+/*
+ * The worker's job: GET one claim and parse it. Touches only itself; pc is
+ * the machine's call, handed back to it on the loop.
+ */
 struct claim_job {
 	struct loop_job job;
 	struct dra *d;
-	struct pcall *pc;
+	struct hpn_dra_prep_call *pc;
 	size_t i;
 	char *kubeconfig, *driver;
 	char ns[64], name[254], uid[DRA_CLAIM_UID_MAX + 1];
@@ -101,19 +95,19 @@ struct dra {
 	struct node *node;
 	struct rpc_server *srv;
 	struct drareg *reg; /* Registration for the kubelet's plugin watcher */
-	bool srv_stopping, quitting, job_out;
+	bool srv_stopping;
 	char plugin_dir[PATH_MAX], sock[PATH_MAX];
 	struct dra_claims claims;
 	/* What the driver took from the config at start (a reload frees the config's strings). */
 	char state_dir[PATH_MAX], network[256];
-	struct pcall *calls, **calls_tail;
+	struct hpn_dra_prep prep; /* NodePrepareResources' calls; its prepares[api][ok] */
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
 	struct loop_src retry;
-	struct drastatus *status;		  /* the claims' status.devices written back */
-	struct draslices *slices;		  /* the pool published as ResourceSlices */
-	bool registered;			  /* the kubelet's last NotifyRegistrationStatus */
-	unsigned long prepares[2][2], unprepares; /* [api][ok] */
+	struct drastatus *status; /* the claims' status.devices written back */
+	struct draslices *slices; /* the pool published as ResourceSlices */
+	bool registered;	  /* the kubelet's last NotifyRegistrationStatus */
+	unsigned long unprepares;
 };
 
 const struct dra_claims *dra_prepared(const struct dra *d)
@@ -142,7 +136,7 @@ void dra_metrics(struct sbuf *b, void *ud)
 			expo_sample_u64(
 				b, "hpn_rdma_dra_prepares_total",
 				(const char *[]){ "from", from[a], "result", result[ok], NULL },
-				d->prepares[a][ok]);
+				d->prep.prepares[a][ok]);
 	expo_counter(b, "hpn_rdma_dra_unprepares_total", "Claims NodeUnprepareResources answered.",
 		     d->unprepares);
 	drastatus_metrics(b, d->status);
@@ -222,9 +216,10 @@ static void holder(const struct hpn_conf *conf, const char *id, char out[HPN_POD
 
 /* ---- NodePrepareResources -------------------------------------------------------- */
 
-/* Every claim answered: the response, keyed by claim UID. */
-static void prepare_answer(struct pcall *pc)
+/* Every claim answered, the kubelet still waiting (ops.reply): the response, keyed by claim UID. */
+static void prepare_answer(void *ud, const struct hpn_dra_prep_call *pc)
 {
+	struct rpc_call *c = pc->owner;
 	size_t n = pc->n, nd = 0;
 	PrepareResp resp =
 		K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
@@ -237,19 +232,22 @@ static void prepare_answer(struct pcall *pc)
 	char **cdip = calloc(n ? n : 1, PTR_SIZE);
 	char **req = calloc(n * HPN_DRA_MAX_RESULTS + 1, PTR_SIZE);
 
+	(void)ud;
+	rpc_call_on_close(c, NULL, NULL);
 	if (!e || !ep || !one || !dv || !dvp || !cdi || !cdip || !req) {
-		rpc_fail(pc->c, RPC_INTERNAL, "out of memory");
+		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct pclaim *q = &pc->v[i];
+		const struct hpn_dra_prep_claim *q = &pc->v[i];
+		const struct dra_rec *rec = q->rec;
 
 		PB(node_prepare_resources_response__claims_entry__init)(&e[i]);
 		PB(node_prepare_resource_response__init)(&one[i]);
 		e[i].key = (char *)q->uid;
 		e[i].value = &one[i];
 		ep[i] = &e[i];
-		if (!q->rec) {
+		if (!rec) {
 			one[i].error = (char *)(q->err[0] ? q->err : "not prepared");
 			continue;
 		}
@@ -261,8 +259,8 @@ static void prepare_answer(struct pcall *pc)
 			cdip[i] = cdi[i];
 		}
 		one[i].devices = &dvp[nd];
-		for (size_t k = 0; k < q->rec->n; k++, nd++) {
-			const struct dra_rec_dev *v = &q->rec->devs[k];
+		for (size_t k = 0; k < rec->n; k++, nd++) {
+			const struct dra_rec_dev *v = &rec->devs[k];
 
 			PB(device__init)(&dv[nd]);
 			req[nd] = (char *)v->request;
@@ -278,7 +276,7 @@ static void prepare_answer(struct pcall *pc)
 	}
 	resp.n_claims = n;
 	resp.claims = ep;
-	rpc_reply_msg(pc->c, (const ProtobufCMessage *)&resp);
+	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
 out:
 	free(e);
 	free(ep);
@@ -290,46 +288,32 @@ out:
 	free(req);
 }
 
-static void pump(struct dra *d);
-
 /* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
 static void pcall_closed(struct rpc_call *c, void *ud)
 {
-	struct pcall *pc = ud;
-
-	(void)c;
-	pc->c = NULL; /* freed by rpc.c after this */
+	(void)c; /* freed by rpc.c after this */
+	hpn_dra_prep_gone(ud);
 }
 
-/* The call's claims are all answered (or the kubelet is gone): reply, drop it. */
-static void pcall_finish(struct dra *d, struct pcall *pc)
+/*
+ * ops.lookup: q answered from the record of its UID, if there is one.
+ * Idempotent: what was prepared is the answer, its spec written anew if it is gone.
+ */
+static bool from_record(void *ud, struct hpn_dra_prep_claim *q)
 {
-	struct pcall **p = &d->calls;
+	struct dra *d = ud;
+	const struct dra_rec *r = draclaims_find(&d->claims, q->uid);
+	char msg[448] = "";
 
-	while (*p && *p != pc)
-		p = &(*p)->link;
-	if (*p)
-		*p = pc->link;
-	if (!d->calls)
-		d->calls_tail = &d->calls;
-	else if (!pc->link)
-		for (d->calls_tail = &d->calls; *d->calls_tail;
-		     d->calls_tail = &(*d->calls_tail)->link)
-			;
-	if (pc->c) {
-		rpc_call_on_close(pc->c, NULL, NULL);
-		prepare_answer(pc);
-		for (size_t i = 0; i < pc->n; i++)
-			d->prepares[pc->v[i].api][pc->v[i].rec != NULL]++;
-	}
-	free(pc);
-}
-
-static bool pcall_done(const struct pcall *pc)
-{
-	for (size_t i = 0; i < pc->n; i++)
-		if (!pc->v[i].done)
-			return false;
+	if (!r)
+		return false;
+	if (strcmp(r->ns, q->ns) || strcmp(r->name, q->name))
+		hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: UID %s was prepared as claim %s/%s",
+			 q->ns, q->name, q->uid, r->ns, r->name);
+	else if (draclaims_respec(&d->claims, r, msg, sizeof(msg)) < 0)
+		hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: %s", q->ns, q->name, msg);
+	else
+		q->rec = r;
 	return true;
 }
 
@@ -343,12 +327,13 @@ static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
 }
 
 /*
- * The claim read from the API, checked against the node: every result of
- * ours a NIC of this node's pool that no other pod holds. The record made
- * (its spec and file written) and listed, or msg says why not.
+ * ops.prepare: the claim read from the API, checked against the node: every
+ * result of ours a NIC of this node's pool that no other pod holds. The
+ * record made (its spec and file written) and listed, or q->err says why not.
  */
-static void prepare_claim(struct dra *d, const struct hpn_dra_claim *cl, struct pclaim *q)
+static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct hpn_dra_claim *cl)
 {
+	struct dra *d = ud;
 	struct dra_rec *r = calloc(1, sizeof(*r));
 	char *msg = q->err;
 	size_t len = sizeof(q->err);
@@ -465,121 +450,73 @@ static void job_run(struct loop_job *lj)
 static void job_done(struct loop_job *lj)
 {
 	struct claim_job *j = (struct claim_job *)lj;
-	struct dra *d = j->d;
-	struct pclaim *q = &j->pc->v[j->i];
 
-	d->job_out = false;
-	if (j->r < 0) {
-		if (j->r == -ESTALE)
-			hpn_msgf(q->err, sizeof(q->err),
-				 "claim %s/%s (%s): the claim in the API is another one (recreated "
-				 "under its name, or gone): %s",
-				 q->ns, q->name, q->uid, j->err.msg);
-		else
-			hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: %s%s%s", q->ns, q->name,
-				 j->err.msg[0] ? j->err.msg : strerror(-j->r),
-				 j->err.details[0] ? ": " : "", j->err.details);
-		hpn_warn("DRA: %s", q->err);
-	} else if (d->quitting) {
-		hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: hpn-rdma-agent is stopping", q->ns,
-			 q->name);
-	} else if (draclaims_find(&d->claims, q->uid)) {
-		/* Prepared meanwhile, by another call of the kubelet's. */
-		q->rec = draclaims_find(&d->claims, q->uid);
-	} else {
-		prepare_claim(d, &j->claim, q);
-	}
-	q->done = true;
-	if (pcall_done(j->pc))
-		pcall_finish(d, j->pc);
+	hpn_dra_prep_fetched(&j->d->prep, j->pc, j->i, j->r, &j->claim, &j->err);
 	free(j->kubeconfig);
 	free(j->driver);
 	free(j);
-	pump(d);
 }
 
-/* A claim no job will ask for: answered with why, its call finished when it was the last. */
-static void give_up(struct dra *d, struct pcall *pc, size_t i, const char *why)
+/* ops.fetch: claim i of pc goes to the worker, ahead of every other job queued. */
+static int fetch_claim(void *ud, struct hpn_dra_prep_call *pc, size_t i)
 {
-	hpn_msgf(pc->v[i].err, sizeof(pc->v[i].err), "claim %s/%s: not prepared: %s", pc->v[i].ns,
-		 pc->v[i].name, why);
-	pc->v[i].done = true;
-	if (pcall_done(pc))
-		pcall_finish(d, pc);
+	struct dra *d = ud;
+	struct claim_job *j = calloc(1, sizeof(*j));
+	int r = -ENOMEM;
+
+	if (!j)
+		return r;
+	j->kubeconfig = strdup(d->o.kubeconfig);
+	j->driver = strdup(d->o.driver);
+	if (!j->kubeconfig || !j->driver)
+		goto fail;
+	j->job.run = job_run;
+	j->job.done = job_done;
+	j->d = d;
+	j->pc = pc;
+	j->i = i;
+	j->timeout_ms = d->o.api_timeout_ms;
+	snprintf(j->ns, sizeof(j->ns), "%s", pc->v[i].ns);
+	snprintf(j->name, sizeof(j->name), "%s", pc->v[i].name);
+	snprintf(j->uid, sizeof(j->uid), "%s", pc->v[i].uid);
+	/* The kubelet waits on Prepare: ahead of every other job queued. */
+	r = loop_work_post(d->loop, &j->job, LOOP_PRIO_PREPARE);
+	if (r == 0)
+		return 0;
+fail:
+	free(j->kubeconfig);
+	free(j->driver);
+	free(j);
+	return r;
 }
 
-/* The first call with a claim not yet asked of the worker, and that claim's index. */
-static struct pcall *next_claim(const struct dra *d, size_t *i)
+static void fetch_retry(void *ud)
 {
-	for (struct pcall *pc = d->calls; pc; pc = pc->link) {
-		while (pc->next < pc->n && pc->v[pc->next].done)
-			pc->next++;
-		if (pc->next < pc->n) {
-			*i = pc->next;
-			return pc;
-		}
-	}
-	return NULL;
+	struct dra *d = ud;
+
+	loop_timer_set(&d->retry, BUSY_RETRY_MS, 0);
 }
 
-/* The next claim waiting goes to the worker, if it is free. */
-static void pump(struct dra *d)
+static void fetch_failed(void *ud, const struct hpn_dra_prep_claim *q)
 {
-	struct pcall *pc;
-	size_t i = 0;
-
-	while (!d->job_out && (pc = next_claim(d, &i))) {
-		struct claim_job *j;
-		int r;
-
-		if (d->quitting || !pc->c) {
-			/* Nobody to answer, or no time: the rest need no API call. */
-			give_up(d, pc, i,
-				d->quitting ? "hpn-rdma-agent is stopping"
-					    : "the kubelet went away");
-			continue;
-		}
-		j = calloc(1, sizeof(*j));
-		if (j) {
-			j->kubeconfig = strdup(d->o.kubeconfig);
-			j->driver = strdup(d->o.driver);
-		}
-		if (!j || !j->kubeconfig || !j->driver) {
-			if (j) {
-				free(j->kubeconfig);
-				free(j->driver);
-			}
-			free(j);
-			loop_timer_set(&d->retry, BUSY_RETRY_MS, 0);
-			return;
-		}
-		j->job.run = job_run;
-		j->job.done = job_done;
-		j->d = d;
-		j->pc = pc;
-		j->i = i;
-		j->timeout_ms = d->o.api_timeout_ms;
-		snprintf(j->ns, sizeof(j->ns), "%s", pc->v[i].ns);
-		snprintf(j->name, sizeof(j->name), "%s", pc->v[i].name);
-		snprintf(j->uid, sizeof(j->uid), "%s", pc->v[i].uid);
-		/* The kubelet waits on Prepare: ahead of every other job queued. */
-		r = loop_work_post(d->loop, &j->job, LOOP_PRIO_PREPARE);
-		if (r == 0) {
-			d->job_out = true;
-			pc->v[i].api = true;
-			pc->next = i + 1;
-			return;
-		}
-		free(j->kubeconfig);
-		free(j->driver);
-		free(j);
-		give_up(d, pc, i, strerror(-r));
-	}
+	(void)ud;
+	hpn_warn("DRA: %s", q->err);
 }
+
+static const struct hpn_dra_prep_ops prep_ops = {
+	.fetch = fetch_claim,
+	.lookup = from_record,
+	.prepare = prepare_claim,
+	.reply = prepare_answer,
+	.retry = fetch_retry,
+	.fetch_failed = fetch_failed,
+};
 
 static void on_retry(struct loop_src *s)
 {
-	pump(s->ud);
+	struct dra *d = s->ud;
+
+	hpn_dra_prep_pump(&d->prep);
 }
 
 /* The kubelet's claims, checked as any input is; INVALID_ARGUMENT names the first bad one. */
@@ -617,7 +554,7 @@ static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud
 {
 	struct dra *d = ud;
 	PrepareReq *req = PB(node_prepare_resources_request__unpack)(NULL, len, buf);
-	struct pcall *pc;
+	struct hpn_dra_prep_call *pc;
 	size_t n;
 
 	if (!req) {
@@ -628,49 +565,23 @@ static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud
 	n = req->n_claims;
 	if (!claims_ok(c, req->claims, n))
 		goto out;
-	pc = calloc(1, sizeof(*pc) + n * sizeof(pc->v[0]));
+	pc = hpn_dra_prep_call_new(n);
 	if (!pc) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		goto out;
 	}
-	pc->d = d;
-	pc->c = c;
-	pc->n = n;
+	pc->owner = c;
 	for (size_t i = 0; i < n; i++) {
-		struct pclaim *q = &pc->v[i];
-		const struct dra_rec *r = draclaims_find(&d->claims, req->claims[i]->uid);
+		struct hpn_dra_prep_claim *q = &pc->v[i];
 
 		snprintf(q->ns, sizeof(q->ns), "%s", req->claims[i]->namespace_);
 		snprintf(q->name, sizeof(q->name), "%s", req->claims[i]->name);
 		snprintf(q->uid, sizeof(q->uid), "%s", req->claims[i]->uid);
-		if (!r)
-			continue;
-		q->done = true;
-		/* Idempotent: what was prepared is the answer, with no API call. */
-		if (!strcmp(r->ns, q->ns) && !strcmp(r->name, q->name)) {
-			char msg[448] = "";
-
-			if (draclaims_respec(&d->claims, r, msg, sizeof(msg)) < 0)
-				hpn_msgf(q->err, sizeof(q->err), "claim %s/%s: %s", q->ns, q->name,
-					 msg);
-			else
-				q->rec = r;
-		} else
-			hpn_msgf(q->err, sizeof(q->err),
-				 "claim %s/%s: UID %s was prepared as claim %s/%s", q->ns, q->name,
-				 q->uid, r->ns, r->name);
 	}
-	hpn_info("DRA: NodePrepareResources for %zu claims", n);
-	/* Queued even when all are answered: pcall_finish takes it off the list. */
-	pc->link = NULL;
-	*d->calls_tail = pc;
-	d->calls_tail = &pc->link;
-	if (pcall_done(pc)) {
-		pcall_finish(d, pc);
-		goto out;
-	}
+	/* Before the machine has it: a reply made at once clears it again (prepare_answer). */
 	rpc_call_on_close(c, pcall_closed, pc);
-	pump(d);
+	hpn_dra_prep_submit(&d->prep, pc);
+	hpn_info("DRA: NodePrepareResources for %zu claims", n);
 out:
 	PB(node_prepare_resources_request__free_unpacked)(req, NULL);
 }
@@ -725,10 +636,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 		d->unprepares++;
 		if (gone) {
 			/* A Prepare still waiting answers from its own copy, not this one. */
-			for (struct pcall *pc = d->calls; pc; pc = pc->link)
-				for (size_t k = 0; k < pc->n; k++)
-					if (pc->v[k].rec == gone)
-						pc->v[k].rec = NULL;
+			hpn_dra_prep_forget(&d->prep, gone);
 			free(gone);
 			hpn_info("DRA: unprepared claim %s/%s (%s)", q->namespace_, q->name,
 				 q->uid);
@@ -766,7 +674,6 @@ void dra_stop(struct dra *d)
 {
 	if (!d)
 		return;
-	d->quitting = true;
 	draslices_stop(d->slices);
 	drareg_stop(d->reg);
 	loop_timer_set(&d->retry, LOOP_OFF, 0);
@@ -775,7 +682,7 @@ void dra_stop(struct dra *d)
 		rpc_server_stop(d->srv, srv_stopped, d);
 	}
 	/* Calls waiting for the worker: their claims answer that we stop (or nobody). */
-	pump(d);
+	hpn_dra_prep_stop(&d->prep);
 }
 
 bool dra_serving(const struct dra *d)
@@ -807,7 +714,7 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	*d = (struct dra){ .o = *o, .loop = l, .rpc = rpc, .node = node };
 	d->retry.fd = -1;
-	d->calls_tail = &d->calls;
+	hpn_dra_prep_init(&d->prep, &prep_ops, d, FETCHES_MAX);
 	r = paths(d, err);
 	if (r < 0)
 		goto fail;
@@ -895,12 +802,7 @@ void dra_free(struct dra *d)
 		return;
 	if (d->srv)
 		unlink(d->sock);
-	while (d->calls) {
-		struct pcall *pc = d->calls;
-
-		d->calls = pc->link;
-		free(pc);
-	}
+	hpn_dra_prep_free(&d->prep);
 	drastatus_free(d->status);
 	draclaims_free(&d->claims);
 	draslices_free(d->slices);
