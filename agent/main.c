@@ -560,6 +560,8 @@ static int register_metrics(struct agent *a)
 	r = metrics_register(a->metrics, deviceplugin_metrics, a->dp);
 	if (r >= 0)
 		r = metrics_register(a->metrics, node_metrics, &a->node);
+	if (r >= 0 && a->kube)
+		r = metrics_register(a->metrics, kubeloop_metrics, a->kube);
 	if (r >= 0 && a->pods)
 		r = metrics_register(a->metrics, podwatch_metrics, a->pods);
 	if (r >= 0)

@@ -12,10 +12,12 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exposition.h"
 #include "kubeconfig.h"
 #include "kubecurl.h"
 #include "log.h"
@@ -29,6 +31,8 @@ struct kubeloop {
 	struct loop_src timer; /* libcurl's one timeout */
 	struct kube_op *ops;   /* every call not yet done */
 	unsigned n;
+	/* For metrics: calls ended [0] with an error, [1] with an answer; attempts made. */
+	uint64_t calls[2], attempts;
 };
 
 /* A socket libcurl asked us to watch: its fd stays libcurl's. */
@@ -93,6 +97,7 @@ static void finish(struct kube_op *op, struct kube_result *res)
 
 	if (op->kc_loaded)
 		snprintf(out.server, sizeof(out.server), "%s", op->kc.server);
+	op->kl->calls[out.r >= 0]++;
 	memset(res, 0, sizeof(*res));
 	op_unlink_free(op);
 	done(ud, &out);
@@ -124,6 +129,7 @@ static void start_attempt(struct kube_op *op)
 		return;
 	}
 	op->state = OP_RUNNING;
+	kl->attempts++;
 }
 
 static void on_retry(struct loop_src *s)
@@ -411,4 +417,19 @@ void kube_cancel(struct kube_op *op)
 {
 	if (op)
 		op_unlink_free(op);
+}
+
+void kubeloop_metrics(struct sbuf *b, void *ud)
+{
+	static const char *const result[] = { "error", "answer" };
+	const struct kubeloop *kl = ud;
+
+	expo_family(b, "hpn_rdma_kube_calls_total", "counter",
+		    "Kubernetes API calls the agent made, by how they ended: an answer (any "
+		    "status the caller reads) or an error (after their retries).");
+	expo_by_result(b, "hpn_rdma_kube_calls_total", result, kl->calls, 2);
+	expo_counter(b, "hpn_rdma_kube_attempts_total",
+		     "HTTP requests those calls made, retries included.", kl->attempts);
+	expo_gauge(b, "hpn_rdma_kube_calls_in_flight",
+		   "Kubernetes API calls and watches under way (or waiting to retry).", kl->n);
 }

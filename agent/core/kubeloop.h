@@ -60,5 +60,8 @@ int kube_watch(struct kubeloop *kl, const char *kubeconfig, const struct hpn_kub
 void kube_cancel(struct kube_op *op);
 /* Calls in flight (for the owner's idle check at exit and for tests). */
 unsigned kubeloop_pending(const struct kubeloop *kl);
+struct sbuf;
+/* Its families (doc/metrics.md): calls by result, attempts, in flight; ud: the kubeloop. */
+void kubeloop_metrics(struct sbuf *b, void *ud);
 
 #endif

@@ -288,12 +288,18 @@ watch_lost() {
 	mk_pod ns1 trainer "$UID1" rdma
 	wait_label ns1 trainer "$UID1" rdma
 	add_from_cache trainer "$UID1" "ADD after the watch was cut and compacted"
+	# Its calls on the loop: the watch the one under way, the lists answered.
+	[[ $(metric_value hpn_rdma_kube_calls_in_flight) == 1 ]] ||
+		fail "hpn_rdma_kube_calls_in_flight is not 1 (the watch): $(metric_value hpn_rdma_kube_calls_in_flight)"
+	(($(metric_value 'hpn_rdma_kube_calls_total{result="answer"}') >= 3)) ||
+		fail "fewer than three lists answered: $(scrape | grep hpn_rdma_kube_)"
 	# The API down: not synced, so "unknown", and the plugin's own lookup.
 	kube_stop
 	touch "$KUBE_WORK/pods/.drop-watches"
 	wait_log "not synced, listing again" "the API gone" 2
 	# Said once while it stays down, though listed again meanwhile (0.2 s, doubling).
 	wait_more hpn_rdma_pod_cache_failures_total 2 "two more failed lists with the API down"
+	wait_more 'hpn_rdma_kube_calls_total{result="error"}' 1 "a list that ended in an error"
 	[[ $(metric_value hpn_rdma_pod_cache_synced) == 0 ]] ||
 		fail "hpn_rdma_pod_cache_synced is not 0 with the API down"
 	(($(grep -c "not synced, listing again" "$T/agent.log") == 2)) ||
