@@ -725,7 +725,8 @@ static int start(struct agent *a, struct opts *o)
 						  .kubeconfig = o->kc.path,
 						  .cdi_dir = a->cdi_dir,
 						  .dev_root = o->dp.dev_root,
-						  .api_timeout_ms = DRA_API_MS },
+						  .api_timeout_ms = DRA_API_MS,
+						  .kube = a->kube },
 			      &a->dra, &err);
 		if (r < 0)
 			goto fail;

@@ -26,6 +26,7 @@ struct sbuf;
  * NodeUnprepareResources removes both. dra_start also starts the driver's
  * other parts, draregister.h, draslices.h and drastatus.h, which it owns.
  */
+struct kubeloop;
 struct dra_opts {
 	const char *kubelet_dir;
 	const char *driver;	/* a DNS subdomain of at most 63 */
@@ -34,6 +35,7 @@ struct dra_opts {
 	const char *cdi_dir;	/* where the claims' specs go */
 	const char *dev_root;	/* the host side of their device nodes */
 	int api_timeout_ms;	/* one claim's GET, retries included */
+	struct kubeloop *kube;	/* the API's calls, on the loop */
 };
 
 struct dra;
