@@ -3,9 +3,9 @@
  * The DRA driver's kubelet side (drakubelet.h; agent/dra/model/dra.h is the claim
  * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources.
  * Prepare's queue and order are agent/dra/model/draprepare.h's machine; this
- * file gives it its ops: the ResourceClaim read on the loop's worker
- * (lib/kube.c blocks), one claim per job, the records, a claim checked
- * against the node and recorded, and the reply. Everything else runs on the loop.
+ * file gives it its ops: the ResourceClaim read from the API on the loop
+ * (agent/core/kubeloop.c, FETCHES_MAX at once), the records, a claim checked
+ * against the node and recorded, and the reply. All of it runs on the loop.
  * The records in <state-dir>/dra are the driver's state: a claim prepared
  * is answered from its record, by this process or the next one.
  * It is also the driver's root: dra_start makes and dra_free ends its other
@@ -35,8 +35,7 @@
 #include "draslices.h"
 #include "drastatus.h"
 #include "exposition.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "kubeloop.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -61,7 +60,7 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 
 #define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
 #define BUSY_RETRY_MS 20 /* out of memory for a job: ask again this soon */
-#define FETCHES_MAX   1	 /* claims read from the API at once: one job on the worker */
+#define FETCHES_MAX   4	 /* claims read from the API at once */
 #define PTR_SIZE      sizeof(void *)
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
@@ -71,27 +70,20 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 /* The UIDs claims_ok lets through are the ones the machine holds. */
 _Static_assert(DRA_CLAIM_UID_MAX == HPN_DRA_PREP_UID_MAX, "draprepare.h's UIDs are draclaims.h's");
 
-/*
- * The worker's job: GET one claim and parse it. Touches only itself; pc is
- * the machine's call, handed back to it on the loop.
- */
-struct claim_job {
-	struct loop_job job;
+/* A claim being read from the API for the machine (pc is the machine's call). */
+struct fetch {
 	struct dra *d;
 	struct hpn_dra_prep_call *pc;
 	size_t i;
-	char *kubeconfig, *driver;
-	char ns[64], name[254], uid[DRA_CLAIM_UID_MAX + 1];
-	int timeout_ms;
-	int r;
-	struct hpn_dra_claim claim;
-	struct hpn_err err;
+	struct kube_op *op;
+	struct fetch *next, **prev;
 };
 
 struct dra {
 	struct dra_opts o;
 	struct loop *loop;
 	struct rpc *rpc;
+	struct fetch *fetches; /* the claims being read from the API */
 	struct node *node;
 	struct rpc_server *srv;
 	struct drareg *reg; /* Registration for the kubelet's plugin watcher */
@@ -412,82 +404,65 @@ fail:
 	free(r);
 }
 
-static void job_run(struct loop_job *lj)
+/* ops.fetch's end: the claim parsed, or why not, to the machine. */
+static void fetched(void *ud, struct kube_result *res)
 {
-	struct claim_job *j = (struct claim_job *)lj;
-	struct hpn_kubeconfig kc = { 0 };
-	struct hpn_kube_warn warn = { 0 };
-	struct hpn_kube_answer a = { 0 };
-	char path[512];
-	struct hpn_kube_call call = {
-		.method = "GET",
-		.path = path,
-		.what = NULL,
-		.resource = "resourceclaims",
-		.ns = j->ns,
-		.timeout_ms = (unsigned)j->timeout_ms,
-		.retry = true,
-	};
+	struct fetch *f = ud;
+	struct dra *d = f->d;
+	const struct hpn_dra_prep_claim *q = &f->pc->v[f->i];
+	struct hpn_dra_claim claim = { 0 };
 	char what[384];
 
-	snprintf(what, sizeof(what), "ResourceClaim %s/%s", j->ns, j->name);
-	call.what = what;
-	snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
-		 j->ns, j->name);
-	j->r = hpn_kubeconfig_load(j->kubeconfig, &kc, &warn, &j->err);
-	if (j->r < 0)
-		return;
-	j->r = hpn_kube_request(&kc, &call, &a, &warn, &j->err);
-	if (j->r >= 0 && (a.status < 200 || a.status > 299))
-		j->r = hpn_kube_status_err(&kc, &call, &a, &j->err);
-	if (j->r >= 0)
-		j->r = hpn_dra_claim_parse(a.body, a.len, j->ns, j->name, j->uid, j->driver,
-					   &j->claim, &j->err);
-	hpn_kube_answer_free(&a);
-	hpn_kubeconfig_free(&kc);
+	*f->prev = f->next;
+	if (f->next)
+		f->next->prev = f->prev;
+	snprintf(what, sizeof(what), "ResourceClaim %s/%s", q->ns, q->name);
+	if (res->r >= 0 && (res->a.status < 200 || res->a.status > 299))
+		kube_result_status_err(res,
+				       &(struct hpn_kube_call){ .method = "GET", .what = what });
+	if (res->r >= 0)
+		res->r = hpn_dra_claim_parse(res->a.body, res->a.len, q->ns, q->name, q->uid,
+					     d->o.driver, &claim, &res->err);
+	hpn_dra_prep_fetched(&d->prep, f->pc, f->i, res->r, &claim, &res->err);
+	free(f);
 }
 
-static void job_done(struct loop_job *lj)
-{
-	struct claim_job *j = (struct claim_job *)lj;
-
-	hpn_dra_prep_fetched(&j->d->prep, j->pc, j->i, j->r, &j->claim, &j->err);
-	free(j->kubeconfig);
-	free(j->driver);
-	free(j);
-}
-
-/* ops.fetch: claim i of pc goes to the worker, ahead of every other job queued. */
+/* ops.fetch: claim i of pc read from the API, on the loop, beside other claims' reads. */
 static int fetch_claim(void *ud, struct hpn_dra_prep_call *pc, size_t i)
 {
 	struct dra *d = ud;
-	struct claim_job *j = calloc(1, sizeof(*j));
-	int r = -ENOMEM;
+	const struct hpn_dra_prep_claim *q = &pc->v[i];
+	struct fetch *f = calloc(1, sizeof(*f));
+	char path[512], what[384];
+	int r;
 
-	if (!j)
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	f->pc = pc;
+	f->i = i;
+	snprintf(what, sizeof(what), "ResourceClaim %s/%s", q->ns, q->name);
+	snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s",
+		 q->ns, q->name);
+	r = kube_call(d->o.kube, d->o.kubeconfig,
+		      &(struct hpn_kube_call){ .method = "GET",
+					       .path = path,
+					       .what = what,
+					       .resource = "resourceclaims",
+					       .ns = q->ns,
+					       .timeout_ms = (unsigned)d->o.api_timeout_ms,
+					       .retry = true },
+		      fetched, f, &f->op);
+	if (r < 0) {
+		free(f);
 		return r;
-	j->kubeconfig = strdup(d->o.kubeconfig);
-	j->driver = strdup(d->o.driver);
-	if (!j->kubeconfig || !j->driver)
-		goto fail;
-	j->job.run = job_run;
-	j->job.done = job_done;
-	j->d = d;
-	j->pc = pc;
-	j->i = i;
-	j->timeout_ms = d->o.api_timeout_ms;
-	snprintf(j->ns, sizeof(j->ns), "%s", pc->v[i].ns);
-	snprintf(j->name, sizeof(j->name), "%s", pc->v[i].name);
-	snprintf(j->uid, sizeof(j->uid), "%s", pc->v[i].uid);
-	/* The kubelet waits on Prepare: ahead of every other job queued. */
-	r = loop_work_post(d->loop, &j->job, LOOP_PRIO_PREPARE);
-	if (r == 0)
-		return 0;
-fail:
-	free(j->kubeconfig);
-	free(j->driver);
-	free(j);
-	return r;
+	}
+	f->next = d->fetches;
+	if (f->next)
+		f->next->prev = &f->next;
+	f->prev = &d->fetches;
+	d->fetches = f;
+	return 0;
 }
 
 static void fetch_retry(void *ud)
@@ -681,8 +656,17 @@ void dra_stop(struct dra *d)
 		d->srv_stopping = true;
 		rpc_server_stop(d->srv, srv_stopped, d);
 	}
-	/* Calls waiting for the worker: their claims answer that we stop (or nobody). */
+	/* Calls waiting: their claims answer that we stop (or nobody), reads under way too. */
 	hpn_dra_prep_stop(&d->prep);
+	while (d->fetches) {
+		struct fetch *f = d->fetches;
+		struct kube_result res = { 0 };
+
+		kube_cancel(f->op);
+		res.r = hpn_err_set(&res.err, HPN_E_TRY_AGAIN, ECANCELED,
+				    "hpn-rdma-agent is stopping");
+		fetched(f, &res);
+	}
 }
 
 bool dra_serving(const struct dra *d)
@@ -802,6 +786,13 @@ void dra_free(struct dra *d)
 		return;
 	if (d->srv)
 		unlink(d->sock);
+	while (d->fetches) {
+		struct fetch *f = d->fetches;
+
+		kube_cancel(f->op);
+		d->fetches = f->next;
+		free(f);
+	}
 	hpn_dra_prep_free(&d->prep);
 	drastatus_free(d->status);
 	draclaims_free(&d->claims);
