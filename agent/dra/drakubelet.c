@@ -730,6 +730,7 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	if (o->kubeconfig) {
 		struct draslices_opts so = { .driver = o->driver,
 					     .node_name = o->node_name,
+					     .kube = o->kube,
 					     .kubeconfig = o->kubeconfig,
 					     .api_timeout_ms = o->api_timeout_ms };
 

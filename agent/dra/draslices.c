@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The DRA driver's ResourceSlices (draslices.h): the pool rendered on the
- * loop, published on the loop's worker (lib/kube.c blocks), one round of
- * requests per job.
+ * The DRA driver's ResourceSlices (draslices.h): the pool rendered and
+ * published on the loop. A round is a chain of API calls (kubeloop.h), one
+ * in flight at a time, each started from the last one's done: the list, each
+ * slice's write (a conflict read again in between), the deletes.
  */
 #include "draslices.h"
 
@@ -16,8 +17,7 @@
 
 #include "draslice.h"
 #include "exposition.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "kubeloop.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
@@ -31,22 +31,33 @@
 #define CONFLICT_TRIES	4     /* PUTs of one slice answered 409, read again in between */
 #define MAX_SLICES_LIST 64    /* slices of our node and driver read, at most */
 
-/* One round on the worker: touches only itself. */
-struct pub_job {
-	struct loop_job job;
+/*
+ * One round of requests: what it publishes (copied at its start), where its
+ * chain is, and how it went. The publisher owns it while it runs.
+ */
+struct round {
 	struct draslices *s;
-	char *kubeconfig, *driver, *node, *key;
-	int timeout_ms;
+	struct kube_op *op; /* the call in flight (NULL between two) */
+	char *key;	    /* the pool rendered at generation 0, as the round started */
 	struct hpn_dra_nic *nics;
 	size_t n;
 	long floor; /* the generation we last published: a new one goes above */
-	int r;
+	double t0;  /* the list's start */
 	struct hpn_err err;
 	long gen;   /* the generation in the API after the round */
 	bool wrote; /* the round wrote (or deleted) a slice */
 	size_t slices;
 	unsigned long writes; /* slices PUT or POSTed */
-	double took_s;	      /* the round's time on the worker */
+	cJSON *list;	      /* the list's answer... */
+	const cJSON *items;   /* ...its items */
+	cJSON **v;	      /* our slices rendered at gen, count of them */
+	size_t count;
+	size_t at;	    /* the slice being written */
+	int tries;	    /* its PUTs and POSTs so far */
+	char rv[64];	    /* its resourceVersion in the API ("": none there, POSTed) */
+	const cJSON *del;   /* the listed slice to delete next, if not ours */
+	const char *method; /* the call in flight's, for its errors */
+	char path[1024], what[384];
 };
 
 /* A NIC as sysfs last showed it: what it keeps in the slices while a pod holds it. */
@@ -73,9 +84,10 @@ struct draslices {
 	struct loop_src timer;
 	struct hpn_dra_nic *want; /* the pool's NICs as last scanned */
 	size_t n_want;
-	char *want_key; /* want rendered at generation 0 */
-	char *done_key; /* what the last good round published */
-	bool job_out, stopping, down;
+	char *want_key;	     /* want rendered at generation 0 */
+	char *done_key;	     /* what the last good round published */
+	struct round *round; /* the round under way, NULL: none */
+	bool stopping, down;
 	bool dirty;	    /* scanned since the last rendering */
 	long long dirty_at; /* CLOCK_MONOTONIC ms: the first scan since */
 	long long due;	    /* CLOCK_MONOTONIC ms: the next round, change or not */
@@ -85,39 +97,7 @@ struct draslices {
 	struct draslices_stats st;
 };
 
-/* ---- the worker's side ------------------------------------------------------------ */
-
-/* One request; 0 with the answer, whatever its status, or the error of a call that failed. */
-static int req(const struct hpn_kubeconfig *kc, struct pub_job *j, const char *method,
-	       const char *path, const char *body, const char *what, const char *verb, bool retry,
-	       struct hpn_kube_answer *a)
-{
-	struct hpn_kube_warn warn = { 0 };
-	struct hpn_kube_call call = {
-		.method = method,
-		.path = path,
-		.body = body,
-		.body_len = body ? strlen(body) : 0,
-		.what = what,
-		.resource = "resourceslices",
-		.verb = verb,
-		.timeout_ms = (unsigned)j->timeout_ms,
-		.retry = retry,
-	};
-
-	return hpn_kube_request(kc, &call, a, &warn, &j->err);
-}
-
-/* The error of an answer that is not a 2xx. */
-static int status_err(const struct hpn_kubeconfig *kc, struct pub_job *j, const char *method,
-		      const char *path, const char *what, const struct hpn_kube_answer *a)
-{
-	struct hpn_kube_call call = {
-		.method = method, .path = path, .what = what, .resource = "resourceslices"
-	};
-
-	return hpn_kube_status_err(kc, &call, a, &j->err);
-}
+/* ---- the slices as JSON --------------------------------------------------------- */
 
 static const char *rv_of(const cJSON *obj)
 {
@@ -144,97 +124,25 @@ static long gen_of(const cJSON *obj)
 		       : 0;
 }
 
-/*
- * Writes obj (the slice rendered, named name) over the one in the API with
- * resourceVersion rv (NULL: none there, POSTed). A 409 on PUT reads the
- * slice again for its resourceVersion, CONFLICT_TRIES times at most; a PUT
- * answered 404 (deleted meanwhile) POSTs, a POST answered 409 (made
- * meanwhile) PUTs.
- */
-static int write_slice(const struct hpn_kubeconfig *kc, struct pub_job *j, cJSON *obj,
-		       const char *name, const char *rv)
+/* The slices of rd's pool at generation gen, parsed; NULL with rd->err set. */
+static cJSON **render_all(struct round *rd, long gen, size_t count)
 {
-	char path[512], what[320], rvbuf[64];
-	int r = 0;
-
-	snprintf(what, sizeof(what), "ResourceSlice %s", name);
-	snprintf(rvbuf, sizeof(rvbuf), "%s", rv ? rv : "");
-	for (int i = 0; i < CONFLICT_TRIES; i++) {
-		struct hpn_kube_answer a = { 0 };
-		cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-		bool put = rvbuf[0] != '\0';
-		char *body;
-		long st;
-
-		cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
-		if (put && !cJSON_AddStringToObject(meta, "resourceVersion", rvbuf))
-			return hpn_err_set(&j->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-		body = cJSON_PrintUnformatted(obj);
-		if (!body)
-			return hpn_err_set(&j->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-		if (put)
-			snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s",
-				 name);
-		else
-			snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices");
-		r = req(kc, j, put ? "PUT" : "POST", path, body, what, NULL, put, &a);
-		free(body);
-		if (r < 0)
-			return r;
-		st = a.status;
-		if (st >= 200 && st <= 299) {
-			hpn_kube_answer_free(&a);
-			return 0;
-		}
-		if (st == 404 && put) {
-			rvbuf[0] = '\0';
-		} else if (st == 409) {
-			struct hpn_kube_answer g = { 0 };
-			cJSON *cur;
-
-			/* Changed (or made) by someone else since we read it: read it again. */
-			snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s",
-				 name);
-			hpn_kube_answer_free(&a);
-			r = req(kc, j, "GET", path, NULL, what, NULL, true, &g);
-			if (r < 0)
-				return r;
-			cur = g.status == 200 ? cJSON_ParseWithLength(g.body, g.len) : NULL;
-			snprintf(rvbuf, sizeof(rvbuf), "%s", rv_of(cur) ? rv_of(cur) : "");
-			cJSON_Delete(cur);
-			hpn_kube_answer_free(&g);
-			r = hpn_err_set(&j->err, HPN_E_KUBE, EBUSY,
-					"%s: still changed by someone else after %d writes", what,
-					CONFLICT_TRIES);
-			continue;
-		} else {
-			r = status_err(kc, j, put ? "PUT" : "POST", path, what, &a);
-			hpn_kube_answer_free(&a);
-			return r;
-		}
-		hpn_kube_answer_free(&a);
-	}
-	return r < 0 ? r : hpn_err_set(&j->err, HPN_E_KUBE, EBUSY, "%s: not written", what);
-}
-
-/* The slices of j's pool at generation gen, parsed; NULL with j->err set. */
-static cJSON **render_all(struct pub_job *j, long gen, size_t count)
-{
+	const struct draslices_opts *o = &rd->s->o;
 	cJSON **v = calloc(count, sizeof(void *)); /* cJSON pointers */
 
 	if (!v) {
-		hpn_err_set(&j->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		hpn_err_set(&rd->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 		return NULL;
 	}
 	for (size_t i = 0; i < count; i++) {
-		char *text = hpn_dra_slice_render(j->driver, j->node, j->node, gen, j->nics, j->n,
-						  i, count, &j->err);
+		char *text = hpn_dra_slice_render(o->driver, o->node_name, o->node_name, gen,
+						  rd->nics, rd->n, i, count, &rd->err);
 
 		v[i] = text ? cJSON_Parse(text) : NULL;
 		free(text);
 		if (!v[i] || !name_of(v[i])) {
 			if (text)
-				hpn_err_set(&j->err, HPN_E_INTERNAL, EINVAL,
+				hpn_err_set(&rd->err, HPN_E_INTERNAL, EINVAL,
 					    "a ResourceSlice rendered is not JSON");
 			for (size_t k = 0; k <= i; k++)
 				cJSON_Delete(v[k]);
@@ -277,174 +185,67 @@ static bool up_to_date(const cJSON *items, cJSON *const *v, size_t count)
 	return true;
 }
 
-static int publish(const struct hpn_kubeconfig *kc, struct pub_job *j)
+/* ---- a round: its requests, one after another ------------------------------------ */
+
+static void round_free(struct round *rd)
 {
-	char fs[512], path[1024], what[384];
-	struct hpn_kube_answer a = { 0 };
-	size_t count = hpn_dra_slice_split(j->n);
-	cJSON *list = NULL, **v = NULL;
-	const cJSON *items, *it;
-	char *esc = NULL;
-	long api_gen = 0;
-	int r;
-
-	snprintf(fs, sizeof(fs), "spec.nodeName=%s,spec.driver=%s", j->node, j->driver);
-	if (hpn_kube_query_escape(fs, &esc) < 0)
-		return hpn_err_set(&j->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-	snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=%s",
-		 esc);
-	free(esc);
-	snprintf(what, sizeof(what), "the ResourceSlices of node %s and driver %s", j->node,
-		 j->driver);
-	r = req(kc, j, "GET", path, NULL, what, "list", true, &a);
-	if (r < 0)
-		return r;
-	if (a.status != 200) {
-		r = status_err(kc, j, "GET", path, what, &a);
-		goto out;
-	}
-	list = cJSON_ParseWithLength(a.body, a.len);
-	items = cJSON_GetObjectItemCaseSensitive(list, "items");
-	if (!cJSON_IsArray(items) || cJSON_GetArraySize(items) > MAX_SLICES_LIST) {
-		r = hpn_err_set(&j->err, HPN_E_KUBE, EPROTO, "%s: not a list of at most %d", what,
-				MAX_SLICES_LIST);
-		goto out;
-	}
-	cJSON_ArrayForEach (it, items)
-		if (gen_of(it) > api_gen)
-			api_gen = gen_of(it);
-	/* What is there already, at its own generation: nothing to write. */
-	if (api_gen > 0 && api_gen >= j->floor) {
-		v = render_all(j, api_gen, count);
-		if (!v) {
-			r = -EINVAL;
-			goto out;
-		}
-		if (up_to_date(items, v, count)) {
-			j->gen = api_gen;
-			j->slices = count;
-			goto out;
-		}
-		free_all(v, count);
-	}
-	/* Above every generation there, so the scheduler takes ours as the newest. */
-	j->gen = (api_gen > j->floor ? api_gen : j->floor) + 1;
-	v = render_all(j, j->gen, count);
-	if (!v) {
-		r = -EINVAL;
-		goto out;
-	}
-	j->wrote = true;
-	for (size_t i = 0; i < count && r >= 0; i++) {
-		const cJSON *cur = item_named(items, name_of(v[i]));
-
-		r = write_slice(kc, j, v[i], name_of(v[i]), cur ? rv_of(cur) : NULL);
-		j->writes += r >= 0;
-	}
-	/* Ours no more (a smaller pool, another pool name): removed. */
-	cJSON_ArrayForEach (it, items) {
-		struct hpn_kube_answer d = { 0 };
-		const char *name = name_of(it);
-		bool ours = false;
-
-		if (r < 0 || !name)
-			break;
-		for (size_t i = 0; i < count; i++)
-			ours = ours || !strcmp(name, name_of(v[i]));
-		if (ours)
-			continue;
-		snprintf(path, sizeof(path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
-		snprintf(what, sizeof(what), "ResourceSlice %s", name);
-		r = req(kc, j, "DELETE", path, NULL, what, NULL, true, &d);
-		if (r >= 0 && d.status != 404 && (d.status < 200 || d.status > 299))
-			r = status_err(kc, j, "DELETE", path, what, &d);
-		hpn_kube_answer_free(&d);
-	}
-	j->slices = count;
-out:
-	free_all(v, count);
-	cJSON_Delete(list);
-	hpn_kube_answer_free(&a);
-	return r < 0 ? r : 0;
-}
-
-static void pub_run(struct loop_job *lj)
-{
-	struct pub_job *j = (struct pub_job *)lj;
-	struct hpn_kubeconfig kc = { 0 };
-	struct hpn_kube_warn warn = { 0 };
-	double t0 = hpn_mono_s();
-
-	j->r = hpn_kubeconfig_load(j->kubeconfig, &kc, &warn, &j->err);
-	if (j->r < 0)
+	if (!rd)
 		return;
-	j->r = publish(&kc, j);
-	hpn_kubeconfig_free(&kc);
-	j->took_s = hpn_mono_s() - t0;
+	kube_cancel(rd->op);
+	free_all(rd->v, rd->count);
+	cJSON_Delete(rd->list);
+	free(rd->key);
+	free(rd->nics);
+	free(rd);
 }
 
-/* ---- the loop's side --------------------------------------------------------------- */
-
-static void job_free(struct pub_job *j)
+/*
+ * The round over (r < 0: failed, rd->err says why): counted, said, the next
+ * one timed, rd freed.
+ */
+static void round_end(struct round *rd, int r)
 {
-	if (!j)
-		return;
-	free(j->kubeconfig);
-	free(j->driver);
-	free(j->node);
-	free(j->key);
-	free(j->nics);
-	free(j);
-}
-
-static void pub_done(struct loop_job *lj)
-{
-	struct pub_job *j = (struct pub_job *)lj;
-	struct draslices *s = j->s;
+	struct draslices *s = rd->s;
+	double took_s = hpn_mono_s() - rd->t0;
 	int next;
 
-	s->job_out = false;
-	if (s->stopping || lj->cancelled) {
-		job_free(j);
-		return;
-	}
-	s->st.writes += j->writes;
-	if (j->r < 0) {
+	s->round = NULL;
+	s->st.writes += rd->writes;
+	if (r < 0) {
 		s->st.failures++;
 		if (!s->down)
 			hpn_warn("DRA: cannot publish the ResourceSlices of pool %s: %s%s%s; "
 				 "retrying (said once until they are published)",
-				 s->o.node_name, j->err.msg[0] ? j->err.msg : strerror(-j->r),
-				 j->err.details[0] ? ": " : "", j->err.details);
+				 s->o.node_name, rd->err.msg[0] ? rd->err.msg : strerror(-r),
+				 rd->err.details[0] ? ": " : "", rd->err.details);
 		else
-			hpn_debug("DRA: ResourceSlices still not published: %s", j->err.msg);
+			hpn_debug("DRA: ResourceSlices still not published: %s", rd->err.msg);
 		s->down = true;
 		next = s->backoff_ms;
 		s->due = hpn_mono_ms() + next;
 		s->backoff_ms =
 			s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
 	} else {
-		if (j->wrote) {
+		if (rd->wrote) {
 			s->st.publishes++;
-			s->st.write_s += j->took_s;
+			s->st.write_s += took_s;
 			hpn_info("DRA: published %zu ResourceSlice(s) of pool %s, generation %ld, "
 				 "%zu device(s)",
-				 j->slices, s->o.node_name, j->gen, j->n);
+				 rd->slices, s->o.node_name, rd->gen, rd->n);
 		} else {
 			s->st.unchanged++;
 		}
-		if (!j->wrote && s->down) {
+		if (!rd->wrote && s->down) {
 			hpn_info(
 				"DRA: the ResourceSlices of pool %s are published (generation %ld)",
-				s->o.node_name, j->gen);
+				s->o.node_name, rd->gen);
 		}
 		s->down = false;
 		s->backoff_ms = BACKOFF_MIN_MS;
-		s->st.generation = j->gen;
-		s->st.slices = j->slices;
+		s->st.generation = rd->gen;
+		s->st.slices = rd->slices;
 		free(s->done_key);
-		s->done_key = j->key;
-		j->key = NULL;
+		s->done_key = TAKE_PTR(rd->key);
 		/* Rendered anew while the round ran: another one soon. */
 		next = strcmp(s->done_key, s->want_key ? s->want_key : "") ? DEBOUNCE_MS
 									   : s->resync_ms;
@@ -452,45 +253,325 @@ static void pub_done(struct loop_job *lj)
 	}
 	/* Scanned while the round ran: rendered (and maybe published) soon. */
 	loop_timer_set(&s->timer, s->dirty && next > DEBOUNCE_MS ? DEBOUNCE_MS : next, 0);
-	job_free(j);
+	round_free(rd);
 }
+
+/*
+ * The request rd->method rd->path (about rd->what) sent, done called with
+ * its end. < 0 (rd->err set) when it could not be: the caller ends the round.
+ */
+static int call_api(struct round *rd, const char *method, const char *body, const char *verb,
+		    bool retry, kube_done_fn *done)
+{
+	struct hpn_kube_call call = {
+		.method = method,
+		.path = rd->path,
+		.body = body,
+		.body_len = body ? strlen(body) : 0,
+		.what = rd->what,
+		.resource = "resourceslices",
+		.verb = verb,
+		.timeout_ms = (unsigned)rd->s->o.api_timeout_ms,
+		.retry = retry,
+	};
+	int r;
+
+	rd->method = method;
+	r = kube_call(rd->s->o.kube, rd->s->o.kubeconfig, &call, done, rd, &rd->op);
+	return r < 0 ? hpn_err_set(&rd->err, HPN_E_INTERNAL, -r, "out of memory") : 0;
+}
+
+/* A call's end taken: < 0 when it failed (rd->err says why). */
+static int ended(struct round *rd, const struct kube_result *res)
+{
+	rd->op = NULL;
+	if (res->r < 0)
+		rd->err = res->err;
+	return res->r;
+}
+
+/* The error of an answer that is not a 2xx, into rd->err. */
+static int status_err(struct round *rd, struct kube_result *res)
+{
+	struct hpn_kube_call call = { .method = rd->method,
+				      .path = rd->path,
+				      .what = rd->what,
+				      .resource = "resourceslices" };
+
+	kube_result_status_err(res, &call);
+	rd->err = res->err;
+	return res->r;
+}
+
+static void write_next(struct round *rd);
+static void write_send(struct round *rd);
+static void delete_next(struct round *rd);
+
+/* A slice's DELETE ended: a 404 (gone already) is as good as a 2xx. */
+static void delete_done(void *ud, struct kube_result *res)
+{
+	struct round *rd = ud;
+
+	if (ended(rd, res) < 0) {
+		round_end(rd, res->r);
+		return;
+	}
+	if (res->a.status != 404 && (res->a.status < 200 || res->a.status > 299)) {
+		round_end(rd, status_err(rd, res));
+		return;
+	}
+	rd->del = rd->del->next;
+	delete_next(rd);
+}
+
+/*
+ * Ours no more (a smaller pool, another pool name): each listed slice that is
+ * not one of ours deleted, in the list's order; then the round is over.
+ */
+static void delete_next(struct round *rd)
+{
+	for (; rd->del; rd->del = rd->del->next) {
+		const char *name = name_of(rd->del);
+		bool ours = false;
+		int r;
+
+		if (!name)
+			break;
+		for (size_t i = 0; i < rd->count; i++)
+			ours = ours || !strcmp(name, name_of(rd->v[i]));
+		if (ours)
+			continue;
+		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s",
+			 name);
+		snprintf(rd->what, sizeof(rd->what), "ResourceSlice %s", name);
+		r = call_api(rd, "DELETE", NULL, NULL, true, delete_done);
+		if (r < 0)
+			round_end(rd, r);
+		return;
+	}
+	rd->slices = rd->count;
+	round_end(rd, 0);
+}
+
+/* The slice's next PUT or POST, CONFLICT_TRIES in all; r: how the last one ended. */
+static void write_again(struct round *rd, int r)
+{
+	if (++rd->tries < CONFLICT_TRIES) {
+		write_send(rd);
+		return;
+	}
+	round_end(rd,
+		  r < 0 ? r
+			: hpn_err_set(&rd->err, HPN_E_KUBE, EBUSY, "%s: not written", rd->what));
+}
+
+/* The slice read again after a 409: its resourceVersion now ("" when it is not there). */
+static void reread_done(void *ud, struct kube_result *res)
+{
+	struct round *rd = ud;
+	cJSON *cur;
+
+	if (ended(rd, res) < 0) {
+		round_end(rd, res->r);
+		return;
+	}
+	cur = res->a.status == 200 ? cJSON_ParseWithLength(res->a.body, res->a.len) : NULL;
+	snprintf(rd->rv, sizeof(rd->rv), "%s", rv_of(cur) ? rv_of(cur) : "");
+	cJSON_Delete(cur);
+	write_again(rd, hpn_err_set(&rd->err, HPN_E_KUBE, EBUSY,
+				    "%s: still changed by someone else after %d writes", rd->what,
+				    CONFLICT_TRIES));
+}
+
+/*
+ * A slice's PUT or POST ended. A 409 reads the slice again for its
+ * resourceVersion (changed, or made, by someone else since the list); a PUT
+ * answered 404 (deleted meanwhile) POSTs; a POST answered 409 (made
+ * meanwhile) PUTs once read.
+ */
+static void write_done(void *ud, struct kube_result *res)
+{
+	struct round *rd = ud;
+	long st;
+	int r;
+
+	if (ended(rd, res) < 0) {
+		round_end(rd, res->r);
+		return;
+	}
+	st = res->a.status;
+	if (st >= 200 && st <= 299) {
+		rd->writes++;
+		rd->at++;
+		write_next(rd);
+	} else if (st == 404 && rd->rv[0]) {
+		rd->rv[0] = '\0';
+		write_again(rd, 0);
+	} else if (st == 409) {
+		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s",
+			 name_of(rd->v[rd->at]));
+		r = call_api(rd, "GET", NULL, NULL, true, reread_done);
+		if (r < 0)
+			round_end(rd, r);
+	} else {
+		round_end(rd, status_err(rd, res));
+	}
+}
+
+/* Slice rd->at written over the one in the API with resourceVersion rd->rv ("": POSTed). */
+static void write_send(struct round *rd)
+{
+	cJSON *obj = rd->v[rd->at];
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	const char *name = name_of(obj);
+	bool put = rd->rv[0] != '\0';
+	char *body;
+	int r;
+
+	snprintf(rd->what, sizeof(rd->what), "ResourceSlice %s", name);
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "resourceVersion");
+	if (put && !cJSON_AddStringToObject(meta, "resourceVersion", rd->rv)) {
+		round_end(rd, hpn_err_set(&rd->err, HPN_E_INTERNAL, ENOMEM, "out of memory"));
+		return;
+	}
+	body = cJSON_PrintUnformatted(obj);
+	if (!body) {
+		round_end(rd, hpn_err_set(&rd->err, HPN_E_INTERNAL, ENOMEM, "out of memory"));
+		return;
+	}
+	if (put)
+		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s",
+			 name);
+	else
+		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices");
+	r = call_api(rd, put ? "PUT" : "POST", body, NULL, put, write_done);
+	free(body);
+	if (r < 0)
+		round_end(rd, r);
+}
+
+/* Our slices written in order, each with the resourceVersion listed; then the deletes. */
+static void write_next(struct round *rd)
+{
+	const cJSON *cur;
+
+	if (rd->at == rd->count) {
+		rd->del = rd->items->child;
+		delete_next(rd);
+		return;
+	}
+	cur = item_named(rd->items, name_of(rd->v[rd->at]));
+	snprintf(rd->rv, sizeof(rd->rv), "%s", cur && rv_of(cur) ? rv_of(cur) : "");
+	rd->tries = 0;
+	write_send(rd);
+}
+
+/*
+ * The list ended: nothing to write when the API holds our slices at its own
+ * generation; else the pool at a generation above every one there and ours.
+ */
+static void list_done(void *ud, struct kube_result *res)
+{
+	struct round *rd = ud;
+	const cJSON *it;
+	long api_gen = 0;
+
+	if (ended(rd, res) < 0) {
+		round_end(rd, res->r);
+		return;
+	}
+	if (res->a.status != 200) {
+		round_end(rd, status_err(rd, res));
+		return;
+	}
+	rd->list = cJSON_ParseWithLength(res->a.body, res->a.len);
+	rd->items = cJSON_GetObjectItemCaseSensitive(rd->list, "items");
+	if (!cJSON_IsArray(rd->items) || cJSON_GetArraySize(rd->items) > MAX_SLICES_LIST) {
+		round_end(rd,
+			  hpn_err_set(&rd->err, HPN_E_KUBE, EPROTO, "%s: not a list of at most %d",
+				      rd->what, MAX_SLICES_LIST));
+		return;
+	}
+	cJSON_ArrayForEach (it, rd->items)
+		if (gen_of(it) > api_gen)
+			api_gen = gen_of(it);
+	rd->count = hpn_dra_slice_split(rd->n);
+	/* What is there already, at its own generation: nothing to write. */
+	if (api_gen > 0 && api_gen >= rd->floor) {
+		rd->v = render_all(rd, api_gen, rd->count);
+		if (!rd->v) {
+			round_end(rd, -EINVAL);
+			return;
+		}
+		if (up_to_date(rd->items, rd->v, rd->count)) {
+			rd->gen = api_gen;
+			rd->slices = rd->count;
+			round_end(rd, 0);
+			return;
+		}
+		free_all(rd->v, rd->count);
+		rd->v = NULL;
+	}
+	/* Above every generation there, so the scheduler takes ours as the newest. */
+	rd->gen = (api_gen > rd->floor ? api_gen : rd->floor) + 1;
+	rd->v = render_all(rd, rd->gen, rd->count);
+	if (!rd->v) {
+		round_end(rd, -EINVAL);
+		return;
+	}
+	rd->wrote = true;
+	rd->at = 0;
+	write_next(rd);
+}
+
+/* The slices of our node and driver listed: the round's first request. */
+static void list_start(struct round *rd)
+{
+	const struct draslices_opts *o = &rd->s->o;
+	char fs[512];
+	char *esc = NULL;
+	int r;
+
+	rd->t0 = hpn_mono_s();
+	snprintf(fs, sizeof(fs), "spec.nodeName=%s,spec.driver=%s", o->node_name, o->driver);
+	if (hpn_kube_query_escape(fs, &esc) < 0) {
+		round_end(rd, hpn_err_set(&rd->err, HPN_E_INTERNAL, ENOMEM, "out of memory"));
+		return;
+	}
+	snprintf(rd->path, sizeof(rd->path),
+		 "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=%s", esc);
+	free(esc);
+	snprintf(rd->what, sizeof(rd->what), "the ResourceSlices of node %s and driver %s",
+		 o->node_name, o->driver);
+	r = call_api(rd, "GET", NULL, "list", true, list_done);
+	if (r < 0)
+		round_end(rd, r);
+}
+
+/* ---- the publisher: what to publish, when ------------------------------------------ */
 
 static void round_start(struct draslices *s)
 {
-	struct pub_job *j;
-	int r;
+	struct round *rd;
 
-	if (s->stopping || s->job_out || !s->want_key)
+	if (s->stopping || s->round || !s->want_key)
 		return;
-	j = calloc(1, sizeof(*j));
-	if (j) {
-		j->kubeconfig = strdup(s->o.kubeconfig);
-		j->driver = strdup(s->o.driver);
-		j->node = strdup(s->o.node_name);
-		j->key = strdup(s->want_key);
-		j->nics = calloc(s->n_want ? s->n_want : 1, sizeof(*j->nics));
+	rd = calloc(1, sizeof(*rd));
+	if (rd) {
+		rd->key = strdup(s->want_key);
+		rd->nics = calloc(s->n_want ? s->n_want : 1, sizeof(*rd->nics));
 	}
-	if (!j || !j->kubeconfig || !j->driver || !j->node || !j->key || !j->nics) {
-		job_free(j);
+	if (!rd || !rd->key || !rd->nics) {
+		round_free(rd);
 		loop_timer_set(&s->timer, BACKOFF_MIN_MS, 0);
 		return;
 	}
-	memcpy(j->nics, s->want, s->n_want * sizeof(*j->nics));
-	j->n = s->n_want;
-	j->floor = s->st.generation;
-	j->timeout_ms = s->o.api_timeout_ms;
-	j->s = s;
-	j->job.run = pub_run;
-	j->job.done = pub_done;
-	/* The API's view: after the kubelet's Prepare, before the node's upkeep. */
-	r = loop_work_post(s->loop, &j->job, LOOP_PRIO_API);
-	if (r == 0) {
-		s->job_out = true;
-		return;
-	}
-	job_free(j);
-	/* The worker not running: try again later. */
-	loop_timer_set(&s->timer, s->backoff_ms, 0);
+	memcpy(rd->nics, s->want, s->n_want * sizeof(*rd->nics));
+	rd->n = s->n_want;
+	rd->floor = s->st.generation;
+	rd->s = s;
+	s->round = rd;
+	list_start(rd);
 }
 
 /* Renders the pool's devices the scheduler may allocate: the healthy ones, and
@@ -589,7 +670,7 @@ static void on_timer(struct loop_src *src)
 	long long now = hpn_mono_ms();
 
 	/* A round running: its end arms the timer again. */
-	if (s->job_out)
+	if (s->round)
 		return;
 	if (s->dirty) {
 		s->dirty = false;
@@ -619,7 +700,7 @@ void draslices_scanned(struct draslices *s)
 		s->dirty_at = now;
 	}
 	left = s->dirty_at + DEBOUNCE_MAX_MS - now;
-	if (!s->job_out)
+	if (!s->round)
 		loop_timer_set(&s->timer,
 			       left < DEBOUNCE_MS ? (left > 0 ? (int)left : 1) : DEBOUNCE_MS, 0);
 }
@@ -656,6 +737,11 @@ int draslices_start(struct loop *l, struct node *node, const struct draslices_op
 
 	if (!s)
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	if (!o->kube) {
+		free(s);
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "DRA: the ResourceSlices need the Kubernetes API's loop");
+	}
 	*s = (struct draslices){ .o = *o, .loop = l, .node = node };
 	s->timer.fd = -1;
 	s->backoff_ms = BACKOFF_MIN_MS;
@@ -677,12 +763,15 @@ void draslices_stop(struct draslices *s)
 		return;
 	s->stopping = true;
 	loop_timer_set(&s->timer, LOOP_OFF, 0);
+	round_free(s->round);
+	s->round = NULL;
 }
 
 void draslices_free(struct draslices *s)
 {
 	if (!s)
 		return;
+	round_free(s->round);
 	loop_close(&s->timer);
 	free(s->want);
 	free(s->want_key);
