@@ -27,6 +27,9 @@ CASES = [
      ["loop.h"]),
     ("hpn-agent-dra", "agent/dra/drakubelet.c",
      ["deviceplugin.h", "lookup.h", "metrics.h", "install.h"], ["node.h", "dra.h", "rpc.h"]),
+    ("hpn-agent-nri-wire", "agent/nri/mux.c",
+     ["loop.h", "node.h", "deviceplugin.h", "dra.h", "install.h"],
+     ["err.h", "ttrpc.h", "nri.pb-c.h"]),
     ("hpn-agent-services", "agent/lookup.c",
      ["drakubelet.h", "draclaims.h", "dra.h", "install.h"], ["node.h", "podwatch.h"]),
 ]
