@@ -721,6 +721,7 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	r = drastatus_start(l, &d->claims,
 			    &(struct drastatus_opts){ .state_dir = d->state_dir,
 						      .network = d->network,
+						      .kube = o->kube,
 						      .kubeconfig = o->kubeconfig,
 						      .driver = o->driver,
 						      .api_timeout_ms = STATUS_API_MS },

@@ -1,5 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The DRA claims' status.devices[] (networkData, Ready) written back by server-side apply. */
+/*
+ * The DRA claims' status.devices[] (networkData, Ready) written back by
+ * server-side apply (drastatus.h): a pass reads the journals and renders each
+ * claim's body on the worker, then its applies go out from the loop
+ * (kubeloop.h), one claim after another, and the pass is accounted when the
+ * last one ended.
+ */
 #include "drastatus.h"
 
 #include <cjson/cJSON.h>
@@ -16,8 +22,7 @@
 #include "alloc.h"
 #include "draclaims.h"
 #include "exposition.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "kubeloop.h"
 #include "log.h"
 #include "loop.h"
 #include "result.h"
@@ -48,36 +53,45 @@ struct drastatus_stats {
 
 struct drastatus {
 	struct loop *loop;
+	struct kubeloop *kube;
 	const struct dra_claims *cl;
 	char *state_dir, *network, *kubeconfig, *driver;
 	int api_timeout_ms;
 	struct loop_src inotify, timer;
 	struct applied *mem;
-	bool job_out, again;
+	bool job_out; /* a pass is on the worker or sending its applies */
+	bool again;
+	struct job *sending; /* the pass sending its applies, NULL: none... */
+	struct kube_op *op;  /* ...and its apply in flight */
 	int backoff_ms;
 	struct drastatus_stats st;
 };
 
-/* One claim in a job: a copy of its record, what was applied, and the outcome. */
+/* One claim in a pass: a copy of its record, what was applied, and the outcome. */
 struct item {
 	struct dra_rec rec;
 	char *last; /* in: the applied sig */
 	char *sig;  /* out: this pass's sig */
+	bool due;   /* the worker's: sig is not last, an apply is due... */
+	char *body; /* ...with this body (NULL: no memory) */
 	int r;	    /* out: 0 written or unchanged, -ENOENT a 404, else failed */
 	bool sent;
 	char msg[512];
 };
 
+/* A pass: its job on the worker, then its applies on the loop, item at after item. */
 struct job {
 	struct loop_job job;
 	struct drastatus *s;
-	char *state_dir, *network, *kubeconfig, *driver;
-	int timeout_ms;
+	char *state_dir, *network, *driver; /* the worker's copies */
 	struct item *v;
 	size_t n;
+	size_t at;		   /* the item being applied */
+	bool down;		   /* an apply failed: the rest wait for the next pass */
+	char path[768], what[384]; /* the apply in flight's */
 };
 
-/* ---- the worker: journals read, bodies rendered, writes made ------------------ */
+/* ---- the worker: journals read, bodies rendered --------------------------------- */
 
 /* A journal of an attachment ADD completed and no DEL is undoing, with its result. */
 struct att {
@@ -249,49 +263,6 @@ fail:
 	return NULL;
 }
 
-/* Server-side apply of body to claim r's status: 0, -ENOENT (404, 409), or -errno with msg. */
-static int apply(const struct job *jb, const struct hpn_kubeconfig *kc, const struct dra_rec *r,
-		 const char *body, char *msg, size_t len)
-{
-	struct hpn_kube_warn warn = { 0 };
-	struct hpn_kube_answer a = { 0 };
-	struct hpn_err err = { 0 };
-	_cleanup_free_ char *mgr = NULL;
-	char path[768], what[384];
-	struct hpn_kube_call call = {
-		.method = "PATCH",
-		.path = path,
-		.body = body,
-		.body_len = strlen(body),
-		.content_type = "application/apply-patch+yaml",
-		.what = what,
-		.resource = "resourceclaims/status",
-		.ns = r->ns,
-		.timeout_ms = (unsigned)jb->timeout_ms,
-		.retry = true, /* an apply of the same body is idempotent */
-	};
-	int rc;
-
-	if (hpn_kube_query_escape(jb->driver, &mgr) < 0)
-		return -ENOMEM;
-	snprintf(what, sizeof(what), "ResourceClaim %s/%s status", r->ns, r->name);
-	snprintf(path, sizeof(path),
-		 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status"
-		 "?fieldManager=%s&force=true",
-		 r->ns, r->name, mgr);
-	rc = hpn_kube_request(kc, &call, &a, &warn, &err);
-	/* 409 with force=true: only the UID precondition, a claim recreated under the name. */
-	if (rc >= 0 && (a.status == 404 || a.status == 409))
-		rc = -ENOENT;
-	else if (rc >= 0 && (a.status < 200 || a.status > 299))
-		rc = hpn_kube_status_err(kc, &call, &a, &err);
-	if (rc < 0 && rc != -ENOENT)
-		hpn_msgf(msg, len, "%s%s%s", err.msg[0] ? err.msg : strerror(-rc),
-			 err.details[0] ? ": " : "", err.details);
-	hpn_kube_answer_free(&a);
-	return rc < 0 ? rc : 0;
-}
-
 static void now_rfc3339(char out[32])
 {
 	time_t t = time(NULL);
@@ -304,10 +275,6 @@ static void now_rfc3339(char out[32])
 static void job_run(struct loop_job *lj)
 {
 	struct job *jb = (struct job *)lj;
-	struct hpn_kubeconfig kc = { 0 };
-	struct hpn_kube_warn warn = { 0 };
-	struct hpn_err err = { 0 };
-	bool kc_read = false, kc_bad = false, down = false;
 	size_t n_atts = 0;
 	char when[32], why[256] = "";
 	struct att *atts = atts_read(jb, &n_atts, why, sizeof(why));
@@ -319,7 +286,6 @@ static void job_run(struct loop_job *lj)
 	}
 	for (size_t i = 0; atts && i < jb->n; i++) {
 		struct item *it = &jb->v[i];
-		_cleanup_free_ char *body = NULL;
 
 		it->sig = render(jb, &it->rec, atts, n_atts, "");
 		if (!it->sig) {
@@ -329,28 +295,9 @@ static void job_run(struct loop_job *lj)
 		}
 		if (it->last && !strcmp(it->last, it->sig))
 			continue; /* applied already */
-		if (!kc_read) {
-			kc_read = true;
-			kc_bad = hpn_kubeconfig_load(jb->kubeconfig, &kc, &warn, &err) < 0;
-		}
-		if (down) {
-			/* The worker is Prepare's too: after one failure the rest wait. */
-			it->r = -EAGAIN;
-			snprintf(it->msg, sizeof(it->msg), "not tried: an earlier write failed");
-			continue;
-		}
-		if (kc_bad) {
-			it->r = -EIO;
-			hpn_msgf(it->msg, sizeof(it->msg), "%s", err.msg);
-			continue;
-		}
-		body = render(jb, &it->rec, atts, n_atts, when);
-		it->sent = true;
-		it->r = body ? apply(jb, &kc, &it->rec, body, it->msg, sizeof(it->msg)) : -ENOMEM;
-		down = it->r < 0 && it->r != -ENOENT;
+		it->due = true;
+		it->body = render(jb, &it->rec, atts, n_atts, when);
 	}
-	if (kc_read)
-		hpn_kubeconfig_free(&kc);
 	atts_free(atts, n_atts);
 }
 
@@ -412,26 +359,23 @@ static void job_free(struct job *jb)
 	for (size_t i = 0; i < jb->n; i++) {
 		free(jb->v[i].last);
 		free(jb->v[i].sig);
+		free(jb->v[i].body);
 	}
 	free(jb->v);
 	free(jb->state_dir);
 	free(jb->network);
-	free(jb->kubeconfig);
 	free(jb->driver);
 	free(jb);
 }
 
-static void job_done(struct loop_job *lj)
+/* The pass over, every apply ended: what was applied remembered, failures retried. */
+static void pass_done(struct job *jb)
 {
-	struct job *jb = (struct job *)lj;
 	struct drastatus *s = jb->s;
 	bool failed = false;
 
 	s->job_out = false;
-	if (lj->cancelled) { /* the agent stops: the next start writes what is due */
-		job_free(jb);
-		return;
-	}
+	s->sending = NULL;
 	for (size_t i = 0; i < jb->n; i++) {
 		struct item *it = &jb->v[i];
 		struct applied *m = remembered(s, it->rec.uid, true);
@@ -479,6 +423,138 @@ static void job_done(struct loop_job *lj)
 	s->again = false;
 }
 
+/* The pass dropped, its applies not (all) made: the agent stops, the next start writes what is due. */
+static void pass_drop(struct job *jb)
+{
+	struct drastatus *s = jb->s;
+
+	s->job_out = false;
+	s->sending = NULL;
+	job_free(jb);
+}
+
+/* The apply of item it's body, as a call naming claim it's status (path and what are jb's). */
+static struct hpn_kube_call apply_call(const struct job *jb, const struct item *it)
+{
+	return (struct hpn_kube_call){
+		.method = "PATCH",
+		.path = jb->path,
+		.body = it->body,
+		.body_len = it->body ? strlen(it->body) : 0,
+		.content_type = "application/apply-patch+yaml",
+		.what = jb->what,
+		.resource = "resourceclaims/status",
+		.ns = it->rec.ns,
+		.timeout_ms = (unsigned)jb->s->api_timeout_ms,
+		.retry = true, /* an apply of the same body is idempotent */
+	};
+}
+
+static void apply_next(struct job *jb);
+
+/* An apply ended: 0, -ENOENT (404, 409), or -errno with the item's msg; then the next one. */
+static void apply_done(void *ud, struct kube_result *res)
+{
+	struct job *jb = ud;
+	struct item *it = &jb->v[jb->at];
+	struct hpn_kube_call call = apply_call(jb, it);
+	long st = res->a.status;
+
+	jb->s->op = NULL;
+	/* 409 with force=true: only the UID precondition, a claim recreated under the name. */
+	if (res->r >= 0 && (st == 404 || st == 409))
+		it->r = -ENOENT;
+	else if (res->r >= 0 && (st < 200 || st > 299))
+		it->r = kube_result_status_err(res, &call);
+	else
+		it->r = res->r < 0 ? res->r : 0;
+	if (it->r < 0 && it->r != -ENOENT) {
+		hpn_msgf(it->msg, sizeof(it->msg), "%s%s%s",
+			 res->err.msg[0] ? res->err.msg : strerror(-it->r),
+			 res->err.details[0] ? ": " : "", res->err.details);
+		jb->down = true;
+	}
+	jb->at++;
+	if (loop_exiting(jb->s->loop)) {
+		pass_drop(jb);
+		return;
+	}
+	apply_next(jb);
+}
+
+/* Item it's apply sent (apply_done follows); < 0 with its r and msg when it could not be. */
+static int apply_send(struct job *jb, struct item *it)
+{
+	struct drastatus *s = jb->s;
+	_cleanup_free_ char *mgr = NULL;
+	struct hpn_kube_call call;
+	int r;
+
+	if (hpn_kube_query_escape(s->driver, &mgr) < 0) {
+		snprintf(it->msg, sizeof(it->msg), "out of memory");
+		return it->r = -ENOMEM;
+	}
+	snprintf(jb->what, sizeof(jb->what), "ResourceClaim %s/%s status", it->rec.ns,
+		 it->rec.name);
+	snprintf(jb->path, sizeof(jb->path),
+		 "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s/status"
+		 "?fieldManager=%s&force=true",
+		 it->rec.ns, it->rec.name, mgr);
+	call = apply_call(jb, it);
+	r = kube_call(s->kube, s->kubeconfig, &call, apply_done, jb, &s->op);
+	if (r < 0) {
+		snprintf(it->msg, sizeof(it->msg), "out of memory");
+		return it->r = r;
+	}
+	return 0;
+}
+
+/*
+ * The pass's applies, one claim after another in its order, each started
+ * from the last one's done; after one failure the rest are not tried (the
+ * API is likely to refuse them too, each after its whole timeout): the next
+ * pass, after the backoff, tries them. After the last, the pass is done.
+ */
+static void apply_next(struct job *jb)
+{
+	for (; jb->at < jb->n; jb->at++) {
+		struct item *it = &jb->v[jb->at];
+
+		if (!it->due)
+			continue;
+		if (jb->down) {
+			it->r = -EAGAIN;
+			snprintf(it->msg, sizeof(it->msg), "not tried: an earlier write failed");
+			continue;
+		}
+		it->sent = true;
+		if (!it->body) {
+			it->r = -ENOMEM;
+			snprintf(it->msg, sizeof(it->msg), "out of memory");
+		} else if (apply_send(jb, it) == 0) {
+			return;
+		}
+		jb->down = true;
+	}
+	pass_done(jb);
+}
+
+/* The worker read and rendered: the applies go out from the loop. */
+static void job_done(struct loop_job *lj)
+{
+	struct job *jb = (struct job *)lj;
+	struct drastatus *s = jb->s;
+
+	/* The worker stopped first, or the agent stops: the next start writes what is due. */
+	if (lj->cancelled || loop_exiting(s->loop)) {
+		pass_drop(jb);
+		return;
+	}
+	s->sending = jb;
+	jb->at = 0;
+	apply_next(jb);
+}
+
 static struct job *job_new(struct drastatus *s)
 {
 	struct job *jb = calloc(1, sizeof(*jb));
@@ -493,9 +569,8 @@ static struct job *job_new(struct drastatus *s)
 	jb->v = calloc(n ? n : 1, sizeof(*jb->v));
 	jb->state_dir = strdup(s->state_dir);
 	jb->network = strdup(s->network);
-	jb->kubeconfig = strdup(s->kubeconfig);
 	jb->driver = strdup(s->driver);
-	if (!jb->v || !jb->state_dir || !jb->network || !jb->kubeconfig || !jb->driver) {
+	if (!jb->v || !jb->state_dir || !jb->network || !jb->driver) {
 		job_free(jb);
 		return NULL;
 	}
@@ -534,7 +609,6 @@ static struct job *job_new(struct drastatus *s)
 	jb->job.run = job_run;
 	jb->job.done = job_done;
 	jb->s = s;
-	jb->timeout_ms = s->api_timeout_ms;
 	return jb;
 }
 
@@ -596,6 +670,7 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 	if (!s)
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	s->loop = l;
+	s->kube = o->kube;
 	s->cl = cl;
 	s->api_timeout_ms = o->api_timeout_ms;
 	s->inotify.fd = s->timer.fd = -1;
@@ -605,6 +680,11 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 	s->driver = strdup(o->driver);
 	if (!s->state_dir || !s->network || !s->kubeconfig || !s->driver) {
 		r = hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!s->kube) {
+		r = hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				"DRA status: the claims' writes need the Kubernetes API's loop");
 		goto fail;
 	}
 	/* The journals' directory, made as the plugin makes it, so it can be watched before any ADD. */
@@ -654,6 +734,10 @@ void drastatus_free(struct drastatus *s)
 {
 	if (!s)
 		return;
+	if (s->sending) {
+		kube_cancel(s->op);
+		job_free(s->sending);
+	}
 	while (s->mem) {
 		struct applied *m = s->mem;
 

@@ -5,6 +5,7 @@
 #include "err.h"
 
 struct dra_claims;
+struct kubeloop;
 struct loop;
 struct sbuf;
 
@@ -14,15 +15,18 @@ struct sbuf;
  * networkData (the pod-side name, its addresses, its MAC) and a Ready
  * condition naming the RDMA device and GID the ADD proved; none once the
  * attachment is gone. By server-side apply with the driver as field manager,
- * on the loop's worker, when the plugin's journals change (inotify,
- * debounced). A failed write is retried (1 s doubling to 60 s); a claim the
- * API no longer has (404) is said once and left; what was applied is
- * remembered per claim, so an unchanged state is not sent again.
+ * when the plugin's journals change (inotify, debounced): the journals read
+ * and each claim's body rendered on the loop's worker (they touch the store),
+ * the applies sent from the loop (kubeloop.h), one claim after another. A
+ * failed write is retried (1 s doubling to 60 s); a claim the API no longer
+ * has (404) is said once and left; what was applied is remembered per claim,
+ * so an unchanged state is not sent again.
  */
 struct drastatus_opts {
 	const char *state_dir;	/* the plugin's stateDir... */
 	const char *network;	/* ...and network: its journals are in state_dir/network */
-	const char *kubeconfig; /* read for every write */
+	struct kubeloop *kube;	/* the API's calls; borrowed, outlives the writer */
+	const char *kubeconfig; /* read for every write (kube_call) */
 	const char *driver;	/* the field manager, and the devices' driver */
 	int api_timeout_ms;	/* one claim's write, retries included */
 };
@@ -34,7 +38,10 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 		    struct drastatus **ret, struct hpn_err *err);
 /* The hpn_rdma_dra_status_writes_total family into b (exposition.h), for dra_metrics. */
 void drastatus_metrics(struct sbuf *b, const struct drastatus *s);
-/* After the loop (and the worker); NULL is fine. */
+/*
+ * After the loop (and the worker), before its kubeloop: a write under way is
+ * cancelled (the next start writes what is due); NULL is fine.
+ */
 void drastatus_free(struct drastatus *s);
 
 #endif
