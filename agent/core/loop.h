@@ -90,7 +90,8 @@ bool loop_exiting(const struct loop *l);
 /*
  * The worker thread, for lib/ code written for a process of its own that
  * may block (CHECK, GC: the store lock, IPAM plugins, the RDMA proof; the
- * API calls of the DRA driver). Jobs queue by priority, each priority in the
+ * journals the DRA status writer reads). Network calls never come here: the
+ * Kubernetes API's are on the loop (kubeloop.h). Jobs queue by priority, each priority in the
  * order posted; the worker runs one at a time, the highest priority first:
  * run(j) on the worker touches only the job; then done(j) on the loop, which
  * owns everything else. done is called once for every job posted, also for
@@ -100,9 +101,8 @@ bool loop_exiting(const struct loop *l);
  * running" mark, so it never has the same work queued twice.
  */
 enum loop_prio {
-	LOOP_PRIO_PREPARE, /* the kubelet waits: DRA Prepare and Unprepare */
-	LOOP_PRIO_API,	   /* the API's view: ResourceSlices, claims' status */
-	LOOP_PRIO_HOST,	   /* the node's upkeep: health's CHECKs, GC */
+	LOOP_PRIO_API,	/* the API's view waits on it: the journals behind the claims' status */
+	LOOP_PRIO_HOST, /* the node's upkeep: health's CHECKs, GC */
 	LOOP_PRIOS
 };
 struct loop_job {

@@ -165,7 +165,7 @@ struct tjob {
 	char name;
 	bool first, gate;
 	int sleep_ms;
-	struct tjob *then; /* posted from done, at LOOP_PRIO_PREPARE */
+	struct tjob *then; /* posted from done, at LOOP_PRIO_API */
 };
 
 static void tjob_run(struct loop_job *lj)
@@ -192,7 +192,7 @@ static void tjob_done(struct loop_job *lj)
 	log->off_loop += !pthread_equal(pthread_self(), log->loop_thread);
 	log->n_cancelled += lj->cancelled;
 	log->done[log->n_done++] = j->name;
-	if (j->then && loop_work_post(log->l, &j->then->job, LOOP_PRIO_PREPARE) < 0)
+	if (j->then && loop_work_post(log->l, &j->then->job, LOOP_PRIO_API) < 0)
 		free(j->then);
 	free(j);
 	if (log->n_done == log->want)
@@ -242,9 +242,9 @@ static void log_fini(struct log *log)
 }
 
 /*
- * Posted while the gate job runs: Prepare first, then the API's, then the
- * host's, each in the order posted; a job posted from a done (on the loop)
- * while the worker runs another goes in after it.
+ * Posted while the gate job runs: the API's first, then the host's, each in
+ * the order posted; a job posted from a done (on the loop) while the worker
+ * runs another goes in after it, ahead of the host's still queued.
  */
 static void test_queue_order(void)
 {
@@ -255,9 +255,8 @@ static void test_queue_order(void)
 		char name;
 		enum loop_prio prio;
 	} posts[] = {
-		{ 'h', LOOP_PRIO_HOST }, { 'a', LOOP_PRIO_API },     { 'P', LOOP_PRIO_PREPARE },
-		{ 'b', LOOP_PRIO_API },	 { 'i', LOOP_PRIO_HOST },    { 'Q', LOOP_PRIO_PREPARE },
-		{ 'c', LOOP_PRIO_API },	 { 'R', LOOP_PRIO_PREPARE },
+		{ 'h', LOOP_PRIO_HOST }, { 'a', LOOP_PRIO_API }, { 'b', LOOP_PRIO_API },
+		{ 'i', LOOP_PRIO_HOST }, { 'c', LOOP_PRIO_API }, { 'j', LOOP_PRIO_HOST },
 	};
 
 	CHECK_INT_EQ(loop_new(&l), 0);
@@ -270,9 +269,11 @@ static void test_queue_order(void)
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(posts); i++) {
 		struct tjob *j = tjob(&log, posts[i].name);
 
-		/* h's done posts Z: the worker is at i by then, already queued. */
+		/* h's done posts Z: the worker is at i by then (i lasts), Z goes before j. */
 		if (j->name == 'h')
 			j->then = tjob(&log, 'Z');
+		if (j->name == 'i')
+			j->sleep_ms = 200;
 		CHECK_INT_EQ(loop_work_post(l, &j->job, posts[i].prio), 0);
 	}
 	x = tjob(&log, 'x');
@@ -281,8 +282,8 @@ static void test_queue_order(void)
 	if (write(log.gate[1], "x", 1) != 1)
 		abort();
 	CHECK_INT_EQ(loop_run(l), 0);
-	CHECK_STR_EQ(log.ran, "GPQRabchiZ");
-	CHECK_STR_EQ(log.done, "GPQRabchiZ");
+	CHECK_STR_EQ(log.ran, "GabchiZj");
+	CHECK_STR_EQ(log.done, "GabchiZj");
 	CHECK_INT_EQ(log.off_loop, 0);
 	CHECK_INT_EQ(log.n_cancelled, 0);
 	loop_work_stop(l, 1000);
@@ -314,10 +315,10 @@ static void test_queue_stop(void)
 	log_wait_started(&log);
 	CHECK_INT_EQ(loop_work_post(l, &tjob(&log, 'h')->job, LOOP_PRIO_HOST), 0);
 	CHECK_INT_EQ(loop_work_post(l, &tjob(&log, 'a')->job, LOOP_PRIO_API), 0);
-	CHECK_INT_EQ(loop_work_post(l, &tjob(&log, 'P')->job, LOOP_PRIO_PREPARE), 0);
+	CHECK_INT_EQ(loop_work_post(l, &tjob(&log, 'b')->job, LOOP_PRIO_API), 0);
 	loop_work_stop(l, 5000);
 	CHECK_STR_EQ(log.ran, "G");
-	CHECK_STR_EQ(log.done, "GPah");
+	CHECK_STR_EQ(log.done, "Gabh");
 	CHECK_INT_EQ(log.n_cancelled, 3);
 	CHECK_INT_EQ(log.off_loop, 0);
 	loop_free(l);
