@@ -65,7 +65,7 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define PATH_V1	      "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 #define PATH_V1BETA1  "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/"
 #define CLAIM_ERR_MAX 512
-#define STATUS_API_MS 3000 /* one claim's status write: the worker is Prepare's too */
+#define STATUS_API_MS 3000 /* one claim's status write, retries included */
 
 /* The UIDs claims_ok lets through are the ones the machine holds. */
 _Static_assert(DRA_CLAIM_UID_MAX == HPN_DRA_PREP_UID_MAX, "draprepare.h's UIDs are draclaims.h's");
@@ -650,6 +650,7 @@ void dra_stop(struct dra *d)
 	if (!d)
 		return;
 	draslices_stop(d->slices);
+	drastatus_stop(d->status);
 	drareg_stop(d->reg);
 	loop_timer_set(&d->retry, LOOP_OFF, 0);
 	if (d->srv && !d->srv_stopping) {

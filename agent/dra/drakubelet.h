@@ -18,7 +18,7 @@ struct sbuf;
  * the DRAPlugin service (v1 and v1beta1) on
  * <kubelet-dir>/plugins/<driver>/dra.sock, registered with the kubelet's
  * plugin watcher by draregister.h. NodePrepareResources
- * reads each claim from the API (on the loop's worker), checks that its
+ * reads each claim from the API (on the loop), checks that its
  * devices of our driver are NICs of this node's pool that no other pod's
  * journal holds, writes a CDI spec of the claim's RDMA character devices and
  * a record of the claim in <state-dir>/dra/<claim UID>.json (read back at

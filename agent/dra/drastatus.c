@@ -730,6 +730,17 @@ void drastatus_metrics(struct sbuf *b, const struct drastatus *s)
 		       (uint64_t[]){ ss->applied, ss->gone, ss->failed }, 3);
 }
 
+void drastatus_stop(struct drastatus *s)
+{
+	if (!s)
+		return;
+	loop_timer_set(&s->timer, LOOP_OFF, 0);
+	if (s->sending) {
+		kube_cancel(s->op);
+		pass_drop(s->sending);
+	}
+}
+
 void drastatus_free(struct drastatus *s)
 {
 	if (!s)

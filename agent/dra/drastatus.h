@@ -38,6 +38,8 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 		    struct drastatus **ret, struct hpn_err *err);
 /* The hpn_rdma_dra_status_writes_total family into b (exposition.h), for dra_metrics. */
 void drastatus_metrics(struct sbuf *b, const struct drastatus *s);
+/* At SIGTERM: a write under way is cancelled and no other starts (the next start writes). */
+void drastatus_stop(struct drastatus *s);
 /*
  * After the loop (and the worker), before its kubeloop: a write under way is
  * cancelled (the next start writes what is due); NULL is fine.

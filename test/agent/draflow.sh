@@ -274,7 +274,7 @@ api_down() {
 	res=$OUT
 	[[ $(mac_of "$POD_NS" hpn1) == "$mac0" ]] || fail "hpn1 is not pool0, the claim's second NIC"
 	has_link "$HOST_NS" pool1 || fail "pool1, not in the claim, left the host"
-	# The worker is shared (the slices' rounds fail too, each up to 1.5 s): within 10 s.
+	# The slices' rounds fail too (each up to 1.5 s), on the same API: within 10 s.
 	for ((i = 0; i < 100; i++)); do
 		grep -q 'DRA status: claim ml/c1: not written, retried' "$T/agent.log" && break
 		sleep 0.1
@@ -356,5 +356,38 @@ no_claim() {
 	flow_down
 }
 run "DRA: a pod without a claim takes the device plugin's allocation, else the pool" no_claim
+
+# A status apply refused (422: said, retried, applied), then one that never
+# gets an answer: Unprepare is answered meanwhile (the call waits on the loop,
+# not in front of it), and SIGTERM cancels it (exit 0 at once; ASan: no leak).
+status_faults() {
+	local conf n i
+	flow_up
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
+	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare failed"
+	# The slices written first: the write fault is the status apply's.
+	wait_log "published 1 ResourceSlice" "the slices published"
+	echo "422 1" >"$KUBE_WORK/mode.write"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD"
+	wait_status ml c1 '(.status.devices | length) == 2' "applied after a 422" 15
+	grep -q 'claim ml/c1: not written, retried: .*422' "$T/agent.log" ||
+		fail "the 422 not said: $(grep 'DRA status' "$T/agent.log")"
+	echo "stall" >"$KUBE_WORK/mode"
+	n=$(metric_value hpn_rdma_kube_attempts_total)
+	run_plugin DEL "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_ok "DEL"
+	for ((i = 0; i < 100; i++)); do
+		(($(metric_value hpn_rdma_kube_attempts_total) > n)) && break
+		sleep 0.1
+	done
+	(($(metric_value hpn_rdma_kube_attempts_total) > n)) || fail "no apply after DEL"
+	unprepare_c1
+	stop_agent
+	: >"$KUBE_WORK/mode"
+	flow_down
+}
+run "DRA: a status apply refused, then one unanswered at Unprepare and SIGTERM" status_faults
 
 t_done

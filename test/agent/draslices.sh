@@ -313,4 +313,47 @@ api_down() {
 }
 run "API failing: logged once, the agent serves on, published once it is back" api_down
 
+# The publisher's own conflict handling (the stand-in fails writes alone):
+# two 409s then written; four, said and written by the next round; a PUT
+# answered 404 POSTs; a 422 said and retried; then a round stalled in its
+# list at SIGTERM is cancelled and the agent exits cleanly (ASan: no leak).
+conflicts() {
+	local g n i
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	g=$(gen)
+	echo "409 2" >"$KUBE_WORK/mode.write"
+	ip -n "$HOST_NS" link del pool1
+	wait_slices '.[0].spec.pool.generation == $g + 1' "written after two conflicts" 10 \
+		--argjson g "$g"
+	echo "409 4" >"$KUBE_WORK/mode.write"
+	mk_nic "$HOST_NS" pool1 peer1
+	wait_slices '.[0].spec.pool.generation == $g + 2' "written after a round of four conflicts" 20 \
+		--argjson g "$g"
+	grep -q 'still changed by someone else after 4 writes' "$T/agent.log" ||
+		fail "four conflicts not said: $(tail "$T/agent.log")"
+	echo "404 1" >"$KUBE_WORK/mode.write"
+	ip -n "$HOST_NS" link del pool2
+	wait_slices '.[0].spec.pool.generation == $g + 3' "written after a 404" 10 --argjson g "$g"
+	echo "422 1" >"$KUBE_WORK/mode.write"
+	mk_nic "$HOST_NS" pool2 peer2
+	wait_slices '.[0].spec.pool.generation == $g + 4' "written after a 422" 20 --argjson g "$g"
+	grep -q '422' "$T/agent.log" || fail "the 422 not said: $(tail "$T/agent.log")"
+	echo "stall" >"$KUBE_WORK/mode"
+	n=$(metric_value hpn_rdma_kube_attempts_total)
+	ip -n "$HOST_NS" link del pool0
+	# The round's list sent (and never answered): in flight at SIGTERM.
+	for ((i = 0; i < 100; i++)); do
+		(($(metric_value hpn_rdma_kube_attempts_total) > n)) && break
+		sleep 0.1
+	done
+	(($(metric_value hpn_rdma_kube_attempts_total) > n)) || fail "no round after pool0 left"
+	stop_agent
+	: >"$KUBE_WORK/mode"
+	node_down
+	kube_stop
+}
+run "conflicts, a 404 and a 422 on write; a round cancelled at SIGTERM" conflicts
+
 t_done

@@ -217,6 +217,16 @@ metric_value() {
 	scrape 2>/dev/null | awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
 }
 
+# wait_log TEXT WHAT [N]: the agent's log holds TEXT N times (default 1) within 10 s.
+wait_log() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		(($(grep -cF "$1" "$T/agent.log") >= ${3:-1})) && return 0
+		sleep 0.1
+	done
+	fail "$2: the agent's log does not say \"$1\"${3:+ $3 times}: $(tail -n 15 "$T/agent.log")"
+}
+
 # wait_more SAMPLE N WHAT [SECONDS]: until the counter SAMPLE has grown by N
 # from now: a wait on what the agent did, not on the clock.
 wait_more() {

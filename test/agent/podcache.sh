@@ -80,16 +80,6 @@ cache_down() {
 	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
 }
 
-# wait_log TEXT WHAT [N]: the agent's log holds TEXT N times (default 1) within 10 s.
-wait_log() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		(($(grep -cF "$1" "$T/agent.log") >= ${3:-1})) && return 0
-		sleep 0.1
-	done
-	fail "$2: the agent's log does not say \"$1\"${3:+ $3 times}: $(tail -n 15 "$T/agent.log")"
-}
-
 # pod_gets NS/NAME: the stand-in's GETs of that pod.
 pod_gets() {
 	grep -c " /api/v1/namespaces/${1%/*}/pods/${1#*/} " "$KUBE_WORK/requests.log" || true

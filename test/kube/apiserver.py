@@ -105,9 +105,13 @@ with the count left, so tests see how many were used):
   compact         the pod events kept are dropped and the resourceVersion
                   moves on (a watch from before now gets 410), then the
                   request is served
+A second file, the --mode file's name with ".write" after it, fails writes
+alone (PUT, POST, PATCH, DELETE; checked before the --mode file): one line
+"CODE COUNT", COUNT writes answered CODE (409 Conflict, 404, 422...) with a
+Status object, the count rewritten as above.
 
 Every request is logged to --log as one line: LISTENER PATH USER STATUS TIME
-(CLOCK_MONOTONIC seconds); a failed TLS handshake as LISTENER - - tls:ERROR.
+(CLOCK_MONOTONIC seconds) METHOD; a failed TLS handshake as LISTENER - - tls:ERROR.
 The server exits by itself after --lifetime seconds (default 600).
 """
 import argparse
@@ -709,7 +713,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with cfg.log_lock:
             with open(cfg.log, "a") as f:
                 f.write(f"{self.server.name} {self.path} {user or '-'} {code} "
-                        f"{time.monotonic():.3f}\n")
+                        f"{time.monotonic():.3f} {self.command}\n")
 
     def user(self):
         auth = self.headers.get("Authorization", "")
@@ -812,9 +816,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if method not in allowed:
             raise ApiError(405, "the server does not allow this method on the requested resource")
 
+    def write_fault(self, user):
+        """The --mode file's .write fault, for a write: True when it answered."""
+        if self.command not in ("PUT", "POST", "PATCH", "DELETE"):
+            return False
+        path = self.server.cfg.mode.path + ".write"
+        with Mode.lock:
+            try:
+                with open(path) as f:
+                    words = f.read().split()
+            except FileNotFoundError:
+                return False
+            if len(words) != 2 or int(words[1]) <= 0:
+                return False
+            with open(path, "w") as f:
+                f.write(f"{words[0]} {int(words[1]) - 1}\n")
+        code = int(words[0])
+        self.fail(code, f"stand-in write fault: {code}", user)
+        return True
+
     def fault(self, user):
         """The --mode fault: None when it answered, else what to do to the
         answer (ok, type, badjson, stallbody)."""
+        if self.write_fault(user):
+            return None
         mode = self.server.cfg.mode.take()
         what = mode[0]
         if what == "status":
