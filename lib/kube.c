@@ -54,12 +54,12 @@ int hpn_curl_get(const struct hpn_curl **ret, struct hpn_err *err)
 		{ "curl_multi_cleanup", (void **)&k.multi_cleanup },
 		{ "curl_multi_strerror", (void **)&k.multi_strerror },
 	};
-	const curl_version_info_data *v;
-	int r;
 
 	if (!loaded) {
-		r = hpn_dl_load("libcurl.so.4", "libcurl4", syms, HPN_ARRAY_SIZE(syms), HPN_E_KUBE,
-				err);
+		const curl_version_info_data *v;
+		int r = hpn_dl_load("libcurl.so.4", "libcurl4", syms, HPN_ARRAY_SIZE(syms),
+				    HPN_E_KUBE, err);
+
 		if (r < 0)
 			return r;
 		v = k.version_info(CURLVERSION_NOW);

@@ -301,8 +301,10 @@ void kubeloop_free(struct kubeloop *kl)
 {
 	if (!kl)
 		return;
-	while (kl->ops)
-		op_unlink_free(kl->ops);
+	for (struct kube_op *op = kl->ops, *next; op; op = next) {
+		next = op->next;
+		op_unlink_free(op);
+	}
 	/* Its connections closed: on_socket forgets each socket. */
 	kl->c->multi_cleanup(kl->m);
 	loop_close(&kl->timer);
@@ -341,10 +343,13 @@ static int copy_call(struct kube_op *op, const struct hpn_kube_call *call)
 	op->call = *call;
 	at = 0;
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(src); i++) {
+		size_t n;
+
 		if (!src[i])
 			continue;
-		*dst[i] = strcpy(op->strs + at, src[i]);
-		at += strlen(src[i]) + 1;
+		n = strlen(src[i]) + 1;
+		*dst[i] = memcpy(op->strs + at, src[i], n);
+		at += n;
 	}
 	if (call->body) {
 		memcpy(op->strs + at, call->body, call->body_len);

@@ -659,10 +659,10 @@ void dra_stop(struct dra *d)
 	}
 	/* Calls waiting: their claims answer that we stop (or nobody), reads under way too. */
 	hpn_dra_prep_stop(&d->prep);
-	while (d->fetches) {
-		struct fetch *f = d->fetches;
+	for (struct fetch *f = d->fetches, *next; f; f = next) {
 		struct kube_result res = { 0 };
 
+		next = f->next; /* fetched frees f; the machine stops, so it starts no other */
 		kube_cancel(f->op);
 		res.r = hpn_err_set(&res.err, HPN_E_TRY_AGAIN, ECANCELED,
 				    "hpn-rdma-agent is stopping");
