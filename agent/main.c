@@ -674,18 +674,20 @@ static int start(struct agent *a, struct opts *o)
 			hpn_error("kubeconfig %s: %s", o->kc.path, err.msg);
 			return r;
 		}
-		/* The plugin's pod lookups answered from a watch of this node's pods. */
+		/*
+		 * The plugin's pod lookups answered from a watch of this node's pods.
+		 * Without libcurl no API call at all: the pod cache off (the plugin
+		 * asks the API itself), --dra refused below.
+		 */
 		r = kubeloop_new(a->loop, &a->kube, &err);
-		if (r < 0) {
-			hpn_error("Kubernetes API: %s", err.msg);
-			return r;
-		}
-		r = podwatch_start(a->loop, a->kube, o->kc.path, o->node_name, &a->pods);
+		if (r >= 0)
+			r = podwatch_start(a->loop, a->kube, o->kc.path, o->node_name, &a->pods);
 		if (r < 0)
 			hpn_warn("pod cache: not started (%s): the plugin asks the API itself",
-				 strerror(-r));
+				 err.msg[0] ? err.msg : strerror(-r));
 		else
 			lookup_set_pods(a->lookup, a->pods);
+		memset(&err, 0, sizeof(err));
 	}
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,
 		 a->node.conf.name, a->node.devs.n, o->dp.resource);
@@ -712,6 +714,13 @@ static int start(struct agent *a, struct opts *o)
 	if (r < 0)
 		goto fail;
 	if (o->dra) {
+		if (!a->kube) {
+			hpn_err_set(&err, HPN_E_KUBE, ENOTSUP,
+				    "--dra reads claims from the API: no client (see the warning "
+				    "above)");
+			r = -ENOTSUP;
+			goto fail;
+		}
 		if (!a->cdi_dir[0]) {
 			hpn_err_set(&err, HPN_E_INVALID_CONFIG, EINVAL,
 				    "--dra needs CDI: --cdi-dir and agent.cdiDir are empty");

@@ -8,7 +8,9 @@
 #
 #   /usr/sbin/hpn-rdma-agent      the entrypoint: the agent, and its install
 #                                 and uninstall subcommands (hpn-rdma-agent(8))
-#   /usr/lib/<triplet>/...        the agent's libraries, as ldd resolves them
+#   /usr/lib/<triplet>/...        the agent's libraries, as ldd resolves them,
+#                                 and those it dlopen()s (libcurl, libyaml,
+#                                 libibverbs and its providers) with theirs
 #   /usr/lib/hpn-rdma/hpn-rdma    the CNI plugin: the payload the installer puts
 #                                 in the host's CNI bin dir
 #   /usr/lib/hpn-rdma/<id>/lib/   the plugin's bundle, which the installer puts
@@ -105,19 +107,8 @@ libs() {
 	done | LC_ALL=C sort -u
 }
 
-# The agent and its libraries, where the build machine has them.
-install -D -m 0755 "$agent" "$root/usr/sbin/hpn-rdma-agent"
-strip --strip-unneeded "$root/usr/sbin/hpn-rdma-agent"
-for l in $(libs "$agent"); do
-	put "$l" "$root$(dirname "$(readlink -f "$l")")"
-	# The path the agent's PT_INTERP (or a DT_NEEDED) names, if another one.
-	if [[ ! -e $root$l ]]; then
-		mkdir -p "$root$(dirname "$l")"
-		ln -s "$(readlink -f "$l")" "$root$l"
-	fi
-done
-
-# The plugin's bundle: its libraries, the dlopen()ed ones with theirs, the providers.
+# What lib/ opens with dlopen() (found by the sonames lib/*.c names), and the
+# rdma-core providers libibverbs loads by name: the agent's and the plugin's.
 dl_sonames=$(grep -ho '"lib[a-z0-9_.+-]*\.so\.[0-9]*"' "$src"/lib/*.c | tr -d '"' | LC_ALL=C sort -u)
 [[ -n $dl_sonames ]] || { echo "image.sh: found no dlopen()ed soname in lib/*.c" >&2; exit 1; }
 dl_paths=()
@@ -136,6 +127,23 @@ prov_pkg=$(dpkg-query -S "$prov_dir" | awk -F: 'NR == 1 { print $1 }')
 mapfile -t providers < <(dpkg-query -L "$prov_pkg" | grep -E "^$prov_dir/lib[^/]*-rdmav[0-9]+\.so$" | LC_ALL=C sort)
 ((${#providers[@]})) || { echo "image.sh: $prov_pkg ships no provider under $prov_dir" >&2; exit 1; }
 
+# The agent and its libraries, where the build machine has them: those ldd
+# finds, and the ones it opens with dlopen() as the plugin does (libcurl for
+# the pod cache and the DRA driver's API calls, libyaml for the kubeconfig,
+# libibverbs and its providers for health's RDMA proofs), with theirs. Without
+# them the agent in this image could make no API call at all.
+install -D -m 0755 "$agent" "$root/usr/sbin/hpn-rdma-agent"
+strip --strip-unneeded "$root/usr/sbin/hpn-rdma-agent"
+for l in $(libs "$agent" "${dl_paths[@]}" "${providers[@]}") "${dl_paths[@]}" "${providers[@]}"; do
+	put "$l" "$root$(dirname "$(readlink -f "$l")")"
+	# The path the agent's PT_INTERP (or a DT_NEEDED) names, if another one.
+	if [[ ! -e $root$l ]]; then
+		mkdir -p "$root$(dirname "$l")"
+		ln -s "$(readlink -f "$l")" "$root$l"
+	fi
+done
+
+# The plugin's bundle: its libraries, the dlopen()ed ones with theirs, the providers.
 bundle=$work/bundle
 mkdir -p "$bundle/lib"
 for l in $(libs "$plugin" "${dl_paths[@]}" "${providers[@]}") "${dl_paths[@]}" "${providers[@]}"; do

@@ -297,6 +297,9 @@ $(grep '"event":"list"' "$T/kubelet.events" | tail -n 1); agent: $(ctr_log agent
 		fail "the agent did not exit 0 on SIGTERM: $(ctr_log agent-1 agent | tail -n 3)"
 	grep -q 'kubeconfig .* rewritten' <<<"$(ctr_log agent-1 agent)" ||
 		fail "the agent's log does not say it rewrote the kubeconfig"
+	# The image holds what the agent dlopen()s too: its API calls have their libcurl.
+	grep -q 'pod cache: watching the pods of node' <<<"$(ctr_log agent-1 agent)" ||
+		fail "the agent in the image has no pod cache: $(ctr_log agent-1 agent | grep -i 'curl\|pod cache')"
 	cri rm "$id" >/dev/null
 	stop_remove "$pod"
 	kill "$KUBELET_PID" 2>/dev/null
