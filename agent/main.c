@@ -16,6 +16,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #include "loop.h"
 #include "metrics.h"
 #include "node.h"
+#include "nri.h"
 #include "pod.h"
 #include "podresources.h"
 #include "podwatch.h"
@@ -100,6 +102,15 @@ static const char usage[] =
 	"  --node-name NAME     this node, the pool's name in claims (default\n"
 	"                       $NODE_NAME, else the host name)\n"
 	"\n"
+	"NRI, the runtime's plugin interface (doc/agent.md, \"NRI\"):\n"
+	"  --nri[=SOCKET]       connect to the runtime's NRI socket (default\n"
+	"                       " NRI_DEFAULT_SOCKET ") and give the containers of\n"
+	"                       attached pods their RDMA devices, NCCL hints and\n"
+	"                       RLIMIT_MEMLOCK, with no change to the pod\n"
+	"  --nri-name NAME      the plugin's name (default " NRI_DEFAULT_NAME ")\n"
+	"  --nri-index NN       its place among the runtime's plugins, 00-99\n"
+	"                       (default " NRI_DEFAULT_INDEX ")\n"
+	"\n"
 	"Metrics, health and GC (doc/metrics.md):\n"
 	"  --metrics-address ADDR:PORT  Prometheus metrics at http://ADDR:PORT/metrics\n"
 	"                       (default 127.0.0.1:9467: loopback only; none: off)\n"
@@ -140,6 +151,7 @@ struct opts {
 	const char *gpu_resources, *gpu_driver;
 	bool dra;
 	const char *dra_driver, *node_name;
+	const char *nri_socket, *nri_name, *nri_index; /* nri_socket NULL: no NRI */
 	int poll_s;
 	struct dp_opts dp;
 	struct health_opts health;
@@ -167,6 +179,7 @@ struct agent {
 	struct kc_watch *kc;
 	struct kubeloop *kube; /* the API's calls on the loop, with --kubeconfig */
 	struct podwatch *pods; /* the node's pods, with --kubeconfig */
+	struct nri *nri;       /* the runtime's NRI, with --nri */
 	struct loop_src signals, kc_events, kc_timer;
 };
 
@@ -283,6 +296,27 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'n':
 		o->node_name = v;
 		return true;
+	case 'i':
+		o->nri_socket = v[0] ? v : NRI_DEFAULT_SOCKET;
+		if (o->nri_socket[0] == '/' &&
+		    strlen(o->nri_socket) < sizeof(((struct sockaddr_un *)0)->sun_path))
+			return true;
+		fprintf(stderr, "hpn-rdma-agent: --nri must name an absolute socket path of at "
+				"most 107 bytes\n");
+		return false;
+	case 'Y':
+		o->nri_name = v;
+		if (v[0] && strlen(v) <= 63 &&
+		    strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(v))
+			return true;
+		fprintf(stderr, "hpn-rdma-agent: --nri-name is 1-63 of [a-z0-9-]\n");
+		return false;
+	case 'X':
+		o->nri_index = v;
+		if (strlen(v) == 2 && strspn(v, "0123456789") == 2)
+			return true;
+		fprintf(stderr, "hpn-rdma-agent: --nri-index is two digits, 00-99\n");
+		return false;
 	}
 	return false;
 }
@@ -421,6 +455,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "dra", no_argument, NULL, 'R' },
 		{ "dra-driver", required_argument, NULL, 'N' },
 		{ "node-name", required_argument, NULL, 'n' },
+		{ "nri", optional_argument, NULL, 'i' },
+		{ "nri-name", required_argument, NULL, 'Y' },
+		{ "nri-index", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
@@ -564,6 +601,8 @@ static int register_metrics(struct agent *a)
 		r = metrics_register(a->metrics, kubeloop_metrics, a->kube);
 	if (r >= 0 && a->pods)
 		r = metrics_register(a->metrics, podwatch_metrics, a->pods);
+	if (r >= 0 && a->nri)
+		r = metrics_register(a->metrics, nri_metrics, a->nri);
 	if (r >= 0)
 		r = metrics_register(a->metrics, attachmetrics_render, &a->attach);
 	if (r >= 0 && a->cnilog)
@@ -742,6 +781,20 @@ static int start(struct agent *a, struct opts *o)
 		a->dra_driver = o->dra_driver;
 		lookup_dra(a->lookup, dra_pod_nics, a);
 	}
+	if (o->nri_socket) {
+		r = nri_start(a->loop, &a->node,
+			      &(struct nri_opts){
+				      .socket = o->nri_socket,
+				      .name = o->nri_name ? o->nri_name : NRI_DEFAULT_NAME,
+				      .index = o->nri_index ? o->nri_index : NRI_DEFAULT_INDEX,
+				      .dev_root = o->dp.dev_root,
+				      .memlock = NRI_MEMLOCK_UNLIMITED },
+			      &a->nri);
+		if (r < 0) {
+			hpn_err_set(&err, HPN_E_INTERNAL, -r, "NRI: %s", strerror(-r));
+			goto fail;
+		}
+	}
 	return start_watchers(a, o);
 fail:
 	hpn_error("%s", err.msg);
@@ -760,6 +813,7 @@ static void stop(struct agent *a)
 	gc_free(a->gc);
 	cnilog_free(a->cnilog);
 	lookup_free(a->lookup);
+	nri_free(a->nri);
 	podwatch_free(a->pods);
 	if (a->rpc && !deviceplugin_serving(a->dp) && !dra_serving(a->dra) && rpc_busy(a->rpc) == 0)
 		rpc_close(a->rpc);
