@@ -250,11 +250,12 @@ prometheus_scrapes() {
 	# (no runtime in this scenario), the DRA driver's (no --dra here:
 	# draflow.sh and draslices.sh check those families), the pod cache's and
 	# the API calls' (no --kubeconfig here: podcache.sh waits on their
-	# counters) and the failed commands' (none failed).
+	# counters), NRI's (no --nri here: the runtime tier's nri.sh reads them)
+	# and the failed commands' (none failed).
 	local e n=0
 	while IFS= read -r e; do
 		n=$((n + 1))
-		if [[ $e =~ hpn_rdma_(gc|runtime|dra|pod_cache|kube)_|code!=\"0\" ]]; then
+		if [[ $e =~ hpn_rdma_(gc|runtime|dra|pod_cache|kube|nri)_|code!=\"0\" ]]; then
 			promq "$e" | jq -e '.status == "success"' >/dev/null ||
 				fail "Prometheus refuses the dashboard's $e: $(promq "$e" 2>&1)"
 		else
