@@ -13,7 +13,8 @@
 # another. Each run starts the agent afresh and runs hpn-kubelet dra-bench
 # (QUEUE_ROUNDS rounds of Prepare from the API, Prepare from the record,
 # Unprepare of one claim); the figure is "prepare-api", the Prepare that
-# posts the claim's GET to the worker. Two conditions:
+# reads its claim from the API (a job on the worker up to ab59024, on the
+# loop since: doc/performance.md has both). Two conditions:
 #   idle  health and GC off, the pool still: the floor;
 #   load  --health-interval 1 --health-batch QUEUE_PODS over QUEUE_PODS real
 #         attachments (veths moved into pod netns by hpn-rdma's ADD, so each
