@@ -517,6 +517,50 @@ static int parse_gpus(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	return r;
 }
 
+/*
+ * "nri": whether ADD needs the agent's NRI link (required), and the locked
+ * memory its containers get (memlock: "unlimited", or bytes, 0 to leave it).
+ */
+static int parse_nri(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "nri"), *m;
+	int r;
+
+	conf->nri.memlock = HPN_MEMLOCK_UNLIMITED;
+	if (o && !cJSON_IsNull(o) && !cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "nri must be an object");
+	if (!cJSON_IsObject(o))
+		return 0;
+	r = hpn_json_bool(o, "required", "nri.", HPN_E_INVALID_CONFIG, &conf->nri.required, err);
+	if (r < 0)
+		return r;
+	m = cJSON_GetObjectItemCaseSensitive(o, "memlock");
+	if (!m || cJSON_IsNull(m))
+		return 0;
+	if (cJSON_IsString(m)) {
+		if (!strcmp(m->valuestring, "unlimited"))
+			return 0;
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "nri.memlock \"%.32s\" is not \"unlimited\": give \"unlimited\" "
+				   "or an integer of bytes",
+				   m->valuestring);
+	}
+	/* Range first: converting an out-of-range double is undefined. */
+	if (!cJSON_IsNumber(m) || !(m->valuedouble >= 0 && m->valuedouble <= HPN_MEMLOCK_MAX) ||
+	    m->valuedouble != (double)(long long)m->valuedouble) {
+		if (cJSON_IsNumber(m))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "nri.memlock %g is not an integer of bytes from 0 to "
+					   "%llu (0: the container's limit left as it is), nor "
+					   "\"unlimited\"",
+					   m->valuedouble, HPN_MEMLOCK_MAX);
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "nri.memlock must be \"unlimited\" or an integer of bytes");
+	}
+	conf->nri.memlock = (uint64_t)m->valuedouble;
+	return 0;
+}
+
 static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err *err)
 {
 	const cJSON *rc = cJSON_GetObjectItemCaseSensitive(root, "runtimeConfig");
@@ -601,6 +645,8 @@ static int parse_common(struct hpn_conf *conf, const cJSON *root, struct hpn_err
 		r = parse_agent(conf, root, err);
 	if (r >= 0)
 		r = parse_gpus(conf, root, err);
+	if (r >= 0)
+		r = parse_nri(conf, root, err);
 	if (r >= 0) {
 		struct hpn_err derr = { 0 };
 

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cni.h"
 #include "err.h"
@@ -24,6 +25,10 @@
  */
 #define HPN_DEFAULT_AGENT_DEVICE_DIR "/run/hpn-rdma/dev"
 #define HPN_AGENT_DEVICE_DIR_MAX     200
+/* nri.memlock "unlimited": RLIM_INFINITY, as the OCI spec carries RLIMIT_MEMLOCK. */
+#define HPN_MEMLOCK_UNLIMITED UINT64_MAX
+/* nri.memlock in bytes: at most 2^53, the largest integer a JSON number holds exactly. */
+#define HPN_MEMLOCK_MAX 9007199254740992ull
 
 /* How the host device is chosen: exactly one selector. */
 enum hpn_selector {
@@ -164,6 +169,21 @@ struct hpn_conf {
 		enum hpn_gpu_dist near; /* "near": the farthest class counted near (default PXB) */
 		char *proc_root;	/* "procRoot" (default /proc): the host's, for its GPUs */
 	} gpus;
+	/*
+	 * "nri": hpn-rdma-agent's NRI plugin, which gives an attached pod's
+	 * containers their RDMA devices at CreateContainer (doc/agent.md). A
+	 * runtime whose link to it is down starts them without: with required,
+	 * ADD first asks the agent whether its link is registered.
+	 */
+	struct hpn_nri_conf {
+		bool required; /* "required" (default false): a link not registered fails ADD */
+		/*
+		 * "memlock": the containers' RLIMIT_MEMLOCK at least this many
+		 * bytes; HPN_MEMLOCK_UNLIMITED ("unlimited", the default); 0:
+		 * their own limit left as it is. The agent reads it per call.
+		 */
+		uint64_t memlock;
+	} nri;
 
 	/* Verbatim stdin, handed unchanged to the IPAM plugin (spec: same config). */
 	const char *raw;

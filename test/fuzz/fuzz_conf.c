@@ -219,6 +219,8 @@ static void check_conf(const struct hpn_conf *c, enum hpn_cmd cmd)
 		FUZZ_ASSERT(c->valid[i].container_id && c->valid[i].ifname);
 	FUZZ_ASSERT(c->dns.n_nameservers <= HPN_MAX_DNS && c->dns.n_search <= HPN_MAX_DNS &&
 		    c->dns.n_options <= HPN_MAX_DNS);
+	/* nri.memlock: "unlimited", or bytes a JSON number holds exactly. */
+	FUZZ_ASSERT(c->nri.memlock == HPN_MEMLOCK_UNLIMITED || c->nri.memlock <= HPN_MEMLOCK_MAX);
 	check_nccl(c);
 }
 

@@ -907,6 +907,73 @@ static void parse_ok(const char *json, struct hpn_conf *c, int line)
 	CHECK_INT_EQ(err.code, 0);
 }
 
+/* "nri": required and memlock, their defaults, every bad value named (code 7). */
+static void test_nri(void)
+{
+	static const struct {
+		const char *nri; /* the member, or NULL: absent */
+		bool required;
+		uint64_t memlock;
+	} ok[] = {
+		{ NULL, false, HPN_MEMLOCK_UNLIMITED },
+		{ "null", false, HPN_MEMLOCK_UNLIMITED },
+		{ "{}", false, HPN_MEMLOCK_UNLIMITED },
+		{ "{\"required\":true}", true, HPN_MEMLOCK_UNLIMITED },
+		{ "{\"required\":false,\"memlock\":\"unlimited\"}", false, HPN_MEMLOCK_UNLIMITED },
+		{ "{\"required\":null,\"memlock\":null}", false, HPN_MEMLOCK_UNLIMITED },
+		{ "{\"memlock\":0}", false, 0 },
+		{ "{\"memlock\":-0}", false, 0 },
+		{ "{\"memlock\":8388608}", false, 8388608 },
+		{ "{\"memlock\":6.8719476736e10}", false, 68719476736ull },
+		{ "{\"memlock\":9007199254740992,\"required\":true}", true, HPN_MEMLOCK_MAX },
+	};
+	static const struct {
+		const char *nri;
+		const char *msg;
+	} bad[] = {
+		{ "[]", "nri must be an object" },
+		{ "\"required\"", "nri must be an object" },
+		{ "true", "nri must be an object" },
+		{ "{\"required\":1}", "nri.required must be true or false" },
+		{ "{\"required\":\"true\"}", "nri.required must be true or false" },
+		{ "{\"memlock\":-1}", "nri.memlock -1 is not an integer of bytes from 0 to "
+				      "9007199254740992" },
+		{ "{\"memlock\":1.5}", "nri.memlock 1.5 is not an integer of bytes" },
+		{ "{\"memlock\":1e16}", "nri.memlock 1e+16 is not an integer" },
+		{ "{\"memlock\":1e999}", "nri.memlock" },
+		{ "{\"memlock\":\"8M\"}", "nri.memlock \"8M\" is not \"unlimited\"" },
+		{ "{\"memlock\":\"8388608\"}", "nri.memlock \"8388608\" is not \"unlimited\"" },
+		{ "{\"memlock\":\"Unlimited\"}", "nri.memlock \"Unlimited\"" },
+		{ "{\"memlock\":\"\"}", "nri.memlock \"\" is not" },
+		{ "{\"memlock\":\"infinity\"}", "nri.memlock \"infinity\"" },
+		{ "{\"memlock\":true}",
+		  "nri.memlock must be \"unlimited\" or an integer of bytes" },
+		{ "{\"memlock\":[0]}", "nri.memlock must be" },
+		{ "{\"memlock\":{}}", "nri.memlock must be" },
+	};
+	char json[512];
+
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(ok); i++) {
+		struct hpn_conf c;
+
+		snprintf(json, sizeof(json), "{" BASE "," DEV "%s%s}", ok[i].nri ? ",\"nri\":" : "",
+			 ok[i].nri ? ok[i].nri : "");
+		parse_ok(json, &c, __LINE__);
+		if (c.nri.required != ok[i].required || c.nri.memlock != ok[i].memlock)
+			fprintf(stderr, "\t%s: required %d, memlock %llu\n", json, c.nri.required,
+				(unsigned long long)c.nri.memlock);
+		CHECK(c.nri.required == ok[i].required);
+		CHECK(c.nri.memlock == ok[i].memlock);
+		hpn_conf_free(&c);
+	}
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(bad); i++) {
+		snprintf(json, sizeof(json), "{" BASE "," DEV ",\"nri\":%s}", bad[i].nri);
+		check_bad(json, HPN_E_INVALID_CONFIG, bad[i].msg, __LINE__);
+		/* Every command reads the same config: DEL refuses it alike. */
+		check_bad_cmd(json, HPN_CMD_DEL, HPN_E_INVALID_CONFIG, bad[i].msg, __LINE__);
+	}
+}
+
 /* ADD reads the pod (why names it) or does not (why NULL). */
 static void check_lookup(const char *json, bool selected, const char *why, int line)
 {
@@ -1225,6 +1292,7 @@ int main(void)
 	test_gc();
 	test_pools_and_modes();
 	test_gpus();
+	test_nri();
 	test_kubernetes();
 	test_apply_pod();
 	test_apply_pod_inline();
