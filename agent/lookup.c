@@ -285,7 +285,7 @@ static void on_io(struct loop_src *s)
 		refuse(c, err.msg);
 		return;
 	}
-	if (c->req.query_pod) {
+	if (c->req.query == HPN_ALLOC_QUERY_POD) {
 		char *json = c->lk->pw ? podwatch_answer(c->lk->pw, &c->req)
 				       : hpn_podask_reply_render(NULL, "no pod cache: the agent "
 								       "runs without --kubeconfig");

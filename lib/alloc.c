@@ -91,17 +91,26 @@ int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *nam
 	return 0;
 }
 
+/* The "query" words, by enum hpn_alloc_query (the devices: no word, "query" absent). */
+static const char *const query_words[] = {
+	[HPN_ALLOC_QUERY_POD] = "pod",
+	[HPN_ALLOC_QUERY_NRI] = "nri",
+};
+
 char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
 {
 	cJSON *o = cJSON_CreateObject();
+	/* The NRI question is the node's: the pod goes only when there is one. */
+	bool pod = req->query != HPN_ALLOC_QUERY_NRI || req->namespace[0];
 	char *s, *line;
 	size_t n;
 
 	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION) ||
-	    !cJSON_AddStringToObject(o, "namespace", req->namespace) ||
-	    !cJSON_AddStringToObject(o, "name", req->name) ||
-	    !cJSON_AddStringToObject(o, "uid", req->uid) ||
-	    (req->query_pod && !cJSON_AddStringToObject(o, "query", "pod"))) {
+	    (pod && (!cJSON_AddStringToObject(o, "namespace", req->namespace) ||
+		     !cJSON_AddStringToObject(o, "name", req->name) ||
+		     !cJSON_AddStringToObject(o, "uid", req->uid))) ||
+	    (req->query != HPN_ALLOC_QUERY_DEVICES &&
+	     !cJSON_AddStringToObject(o, "query", query_words[req->query]))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -139,6 +148,7 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 {
 	_cleanup_cjson_ cJSON *o = NULL;
 	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL, *query = NULL;
+	enum hpn_alloc_query q = HPN_ALLOC_QUERY_DEVICES;
 	int r;
 
 	if (len > HPN_ALLOC_REQ_MAX)
@@ -156,17 +166,26 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 		r = hpn_json_str(o, "uid", "", HPN_E_INVALID_CONFIG, 64, &uid, err);
 	if (r >= 0)
 		r = hpn_json_str(o, "query", "", HPN_E_INVALID_CONFIG, 16, &query, err);
-	if (r >= 0 && query && strcmp(query, "pod") != 0)
-		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-				"query \"%s\" is not \"pod\" (or absent: the devices)", query);
-	if (r >= 0)
+	if (r >= 0 && query) {
+		if (!strcmp(query, "pod"))
+			q = HPN_ALLOC_QUERY_POD;
+		else if (!strcmp(query, "nri"))
+			q = HPN_ALLOC_QUERY_NRI;
+		else
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					"query \"%s\" is not \"pod\" or \"nri\" (or absent: the "
+					"devices)",
+					query);
+	}
+	/* The NRI question may name no pod; any pod named is checked alike. */
+	if (r >= 0 && (q != HPN_ALLOC_QUERY_NRI || ns || name || uid))
 		r = check_pod(ns, name, uid, HPN_E_INVALID_CONFIG, err);
 	if (r < 0)
 		return r;
 	memset(req, 0, sizeof(*req));
-	req->query_pod = query != NULL;
-	snprintf(req->namespace, sizeof(req->namespace), "%s", ns);
-	snprintf(req->name, sizeof(req->name), "%s", name);
+	req->query = q;
+	snprintf(req->namespace, sizeof(req->namespace), "%s", ns ? ns : "");
+	snprintf(req->name, sizeof(req->name), "%s", name ? name : "");
 	snprintf(req->uid, sizeof(req->uid), "%s", uid ? uid : "");
 	return 0;
 }
@@ -317,6 +336,117 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 	return r < 0 ? r : 0;
 }
 
+/* ---- the NRI question ---------------------------------------------------------- */
+
+/* A copy of s into buf (size bytes) of printable ASCII: any other byte becomes '?'. */
+static const char *printable(const char *s, char *buf, size_t size)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < size; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* n[key] = v, as printable ASCII, when v says anything. */
+static bool add_text(cJSON *n, const char *key, const char *v)
+{
+	char buf[HPN_NRI_WHY_MAX];
+
+	return !v[0] || cJSON_AddStringToObject(n, key, printable(v, buf, sizeof(buf)));
+}
+
+char *hpn_nri_reply_render(const struct hpn_nri_state *s, const char *error)
+{
+	cJSON *o = cJSON_CreateObject(), *n;
+
+	if (!o || !cJSON_AddNumberToObject(o, "version", HPN_ALLOC_PROTO_VERSION))
+		goto fail;
+	if (error) {
+		if (!cJSON_AddStringToObject(o, "error", error))
+			goto fail;
+		return hpn_json_print(o);
+	}
+	n = cJSON_AddObjectToObject(o, "nri");
+	if (!n || !cJSON_AddBoolToObject(n, "registered", s->registered) ||
+	    !add_text(n, "socket", s->socket) || !add_text(n, "runtime", s->runtime) ||
+	    !add_text(n, "runtimeVersion", s->version) || !add_text(n, "why", s->why))
+		goto fail;
+	return hpn_json_print(o);
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+/* n[key], optional: a string of printable ASCII shorter than size, into v ("" when absent). */
+static int get_text(const cJSON *n, const char *key, char *v, size_t size, struct hpn_err *err)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(n, key);
+	size_t len;
+
+	v[0] = '\0';
+	if (!s || cJSON_IsNull(s))
+		return 0;
+	if (!cJSON_IsString(s))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's NRI reply: nri.%s is not a string", key);
+	len = strlen(s->valuestring);
+	if (len >= size)
+		return hpn_err_set(err, HPN_E_DECODE, E2BIG,
+				   "hpn-rdma-agent's NRI reply: nri.%s is over %zu bytes", key,
+				   size - 1);
+	for (size_t i = 0; i < len; i++)
+		if (s->valuestring[i] < 0x20 || s->valuestring[i] >= 0x7f)
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "hpn-rdma-agent's NRI reply: nri.%s is not printable "
+					   "ASCII",
+					   key);
+	memcpy(v, s->valuestring, len + 1);
+	return 0;
+}
+
+int hpn_nri_reply_parse(const char *buf, size_t len, struct hpn_nri_state *ret, struct hpn_err *err)
+{
+	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
+	_cleanup_free_ char *error = NULL;
+	struct hpn_nri_state s = { 0 };
+	const cJSON *n, *reg;
+	int r;
+
+	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's NRI reply is not a JSON object");
+	r = check_version(o, "hpn-rdma-agent's NRI reply", err);
+	if (r >= 0)
+		r = hpn_json_str(o, "error", "", HPN_E_DECODE, 1024, &error, err);
+	if (r < 0)
+		return r;
+	/* An agent older than the question refuses it: query "nri" is not "pod". */
+	if (error)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
+	n = cJSON_GetObjectItemCaseSensitive(o, "nri");
+	reg = cJSON_GetObjectItemCaseSensitive(n, "registered");
+	if (!cJSON_IsObject(n) || !cJSON_IsBool(reg))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's NRI reply has no \"nri\" object with "
+				   "\"registered\" true or false");
+	s.registered = cJSON_IsTrue(reg);
+	r = get_text(n, "socket", s.socket, sizeof(s.socket), err);
+	if (r >= 0)
+		r = get_text(n, "runtime", s.runtime, sizeof(s.runtime), err);
+	if (r >= 0)
+		r = get_text(n, "runtimeVersion", s.version, sizeof(s.version), err);
+	if (r >= 0)
+		r = get_text(n, "why", s.why, sizeof(s.why), err);
+	if (r < 0)
+		return r;
+	*ret = s;
+	return 0;
+}
+
+/* ---- the transport ------------------------------------------------------------- */
+
 /* Waits for events on fd until the deadline; -ETIMEDOUT after it. */
 static int wait_fd(int fd, short events, long long deadline)
 {
@@ -425,5 +555,28 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 		return r;
 	}
 	return hpn_alloc_reply_parse(buf, got, ret, err);
+}
+
+int hpn_nri_ask(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		struct hpn_nri_state *ret, struct hpn_err *err)
+{
+	struct hpn_alloc_req q = { .query = HPN_ALLOC_QUERY_NRI };
+	_cleanup_free_ char *line = NULL, *buf = NULL;
+	size_t got = 0;
+	int r;
+
+	if (req)
+		q = *req;
+	q.query = HPN_ALLOC_QUERY_NRI;
+	line = hpn_alloc_req_render(&q);
+	if (!line)
+		return -ENOMEM;
+	r = hpn_agent_ask(socket_path, timeout_ms, line, HPN_NRI_REPLY_MAX, &buf, &got, err);
+	if (r < 0) {
+		if (r == -ETIMEDOUT)
+			hpn_err_details(err, "agent.timeoutMs %d", timeout_ms);
+		return r;
+	}
+	return hpn_nri_reply_parse(buf, got, ret, err);
 }
 /* NOLINTEND(clang-analyzer-unix.Malloc) */

@@ -36,13 +36,23 @@ void hpn_alloc_journal_id(const struct hpn_journal_nic *n, char id[HPN_ALLOC_ID_
 /* A device ID the protocol accepts: 1-63 bytes of [A-Za-z0-9_.:@-]. */
 bool hpn_alloc_id_valid(const char *id);
 
-/* Which pod asks: CNI_ARGS K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID (may be empty). */
+/* "query": what a request asks. */
+enum hpn_alloc_query {
+	HPN_ALLOC_QUERY_DEVICES, /* absent: the pod's devices (struct hpn_alloc) */
+	HPN_ALLOC_QUERY_POD,	 /* "pod": the pod (lib/podask.h) */
+	HPN_ALLOC_QUERY_NRI,	 /* "nri": the agent's NRI link (struct hpn_nri_state) */
+};
+
+/*
+ * Which pod asks: CNI_ARGS K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID (may
+ * be empty). The NRI question is the node's: its pod is optional, for the
+ * agent's log (namespace and name both empty: none).
+ */
 struct hpn_alloc_req {
 	char namespace[64];
 	char name[254];
 	char uid[65];
-	/* "query": absent, the devices; "pod" (HPN_ALLOC_QUERY_POD), the pod (lib/podask.h). */
-	bool query_pod;
+	enum hpn_alloc_query query;
 };
 
 /* What the agent answers: the pod's devices of the resource, in PodResources' order. */
@@ -81,6 +91,34 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error);
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err);
 
 /*
+ * The NRI question's answer ("query": "nri"): is the agent registered with
+ * the runtime's NRI now, so that the containers ADD's pod is about to get are
+ * given their RDMA devices at CreateContainer (doc/agent.md, "The NRI
+ * question")? Strings are printable ASCII, "" when not said.
+ */
+#define HPN_NRI_NAME_MAX   64  /* runtime and runtimeVersion, NUL included */
+#define HPN_NRI_SOCKET_MAX 108 /* sun_path */
+#define HPN_NRI_WHY_MAX	   256
+#define HPN_NRI_REPLY_MAX  4096u
+struct hpn_nri_state {
+	bool registered;
+	char runtime[HPN_NRI_NAME_MAX];	 /* the runtime's name ("containerd"), as it told */
+	char version[HPN_NRI_NAME_MAX];	 /* and its version ("v2.1.9") */
+	char socket[HPN_NRI_SOCKET_MAX]; /* the runtime's NRI socket the agent dials */
+	char why[HPN_NRI_WHY_MAX];	 /* not registered: why, in the agent's words */
+};
+
+/* The NRI reply, or error (not NULL) as the agent's refusal. malloc'd. */
+char *hpn_nri_reply_render(const struct hpn_nri_state *s, const char *error);
+/*
+ * Parses an NRI reply (the CNI's side): 0 with *ret; an "error" reply (an
+ * agent that does not know the question) code 11, -EAGAIN; a malformed one
+ * code 6. *ret written only on success.
+ */
+int hpn_nri_reply_parse(const char *buf, size_t len, struct hpn_nri_state *ret,
+			struct hpn_err *err);
+
+/*
  * The protocol's transport, for every question: connects to socket_path,
  * writes line, reads the reply to EOF, at most max bytes, all within
  * timeout_ms. 0 with *ret (malloc'd, NUL-terminated) and *ret_len;
@@ -98,5 +136,14 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
  */
 int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
 		     struct hpn_alloc *ret, struct hpn_err *err);
+
+/*
+ * Asks the agent at socket_path about its NRI link, within timeout_ms; req
+ * (NULL: none) names the pod ADD is for, its query ignored. 0 with *ret
+ * (registered or not); the errors of hpn_agent_ask (no agent: -ENOENT or
+ * -ECONNREFUSED; -ETIMEDOUT) and hpn_nri_reply_parse.
+ */
+int hpn_nri_ask(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		struct hpn_nri_state *ret, struct hpn_err *err);
 
 #endif

@@ -91,7 +91,7 @@ int hpn_podask(const char *socket_path, int timeout_ms, const struct hpn_alloc_r
 	size_t len = 0;
 	int r;
 
-	q.query_pod = true;
+	q.query = HPN_ALLOC_QUERY_POD;
 	line = hpn_alloc_req_render(&q);
 	if (!line)
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");

@@ -2,8 +2,8 @@
 /*
  * Unit tests for lib/alloc.c: device IDs, the agent lookup protocol (request
  * and reply, their validation) and its client against small servers in a
- * forked child (an answer, a refusal, silence, no socket); the config's
- * "agent" section (lib/conf.c).
+ * forked child (an answer, a refusal, silence, no socket); the NRI question
+ * (its request, reply and client); the config's "agent" section (lib/conf.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -271,6 +271,203 @@ static void test_lookup(void)
 	unlink(path);
 }
 
+/* The NRI question: the request with and without its pod, both sides. */
+static void test_nri_request(void)
+{
+	struct hpn_alloc_req req = { .query = HPN_ALLOC_QUERY_NRI }, back;
+	struct hpn_err err = { 0 };
+	char *line;
+
+	/* No pod: the node's question, no pod fields at all. */
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_EQ(line, "{\"version\":1,\"query\":\"nri\"}\n");
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK_INT_EQ(back.query, HPN_ALLOC_QUERY_NRI);
+	CHECK_STR_EQ(back.namespace, "");
+	CHECK_STR_EQ(back.name, "");
+	CHECK_STR_EQ(back.uid, "");
+	free(line);
+
+	/* With the pod ADD is for: carried for the agent's log. */
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "team-a", "trainer-0", "6f1c-2d", &err), 0);
+	req.query = HPN_ALLOC_QUERY_NRI;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_EQ(line, "{\"version\":1,\"namespace\":\"team-a\",\"name\":\"trainer-0\","
+			   "\"uid\":\"6f1c-2d\",\"query\":\"nri\"}\n");
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK_INT_EQ(back.query, HPN_ALLOC_QUERY_NRI);
+	CHECK_STR_EQ(back.namespace, "team-a");
+	CHECK_STR_EQ(back.name, "trainer-0");
+	CHECK_STR_EQ(back.uid, "6f1c-2d");
+	free(line);
+
+	/* The devices' question still needs its pod; a pod named is checked alike. */
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ "{\"version\":1}", "pod namespace" },
+		{ "{\"version\":1,\"query\":\"pod\"}", "pod namespace" },
+		{ "{\"version\":1,\"query\":\"nri\",\"namespace\":\"a\"}", "pod name" },
+		{ "{\"version\":1,\"query\":\"nri\",\"name\":\"b\"}", "pod namespace" },
+		{ "{\"version\":1,\"query\":\"nri\",\"uid\":\"ab\"}", "pod namespace" },
+		{ "{\"version\":1,\"query\":\"nri\",\"namespace\":\"../x\",\"name\":\"b\"}",
+		  "pod namespace" },
+		{ "{\"version\":1,\"query\":\"NRI\"}", "query \"NRI\" is not \"pod\" or \"nri\"" },
+		{ "{\"version\":1,\"query\":\"nri\",\"namespace\":7}", "namespace" },
+		{ "{\"version\":2,\"query\":\"nri\"}", "version 2" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (hpn_alloc_req_parse(bad[i].json, strlen(bad[i].json), &back, &err) >= 0 ||
+		    !strstr(err.msg, bad[i].msg))
+			fprintf(stderr, "\t%s: %s\n", bad[i].json, err.msg);
+		CHECK(err.code == HPN_E_INVALID_CONFIG || err.code == HPN_E_DECODE);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+}
+
+/* The NRI reply: rendered, parsed back, every bad one refused with words. */
+static void test_nri_reply(void)
+{
+	struct hpn_nri_state st = { .registered = true }, back;
+	struct hpn_err err = { 0 };
+	char *json;
+
+	snprintf(st.runtime, sizeof(st.runtime), "containerd");
+	snprintf(st.version, sizeof(st.version), "v2.1.9");
+	snprintf(st.socket, sizeof(st.socket), "/var/run/nri/nri.sock");
+	json = hpn_nri_reply_render(&st, NULL);
+	CHECK_STR_EQ(json, "{\"version\":1,\"nri\":{\"registered\":true,\"socket\":\"/var/run/nri/"
+			   "nri.sock\",\"runtime\":\"containerd\",\"runtimeVersion\":\"v2.1.9\"}}");
+	CHECK_INT_EQ(hpn_nri_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK(back.registered);
+	CHECK_STR_EQ(back.runtime, "containerd");
+	CHECK_STR_EQ(back.version, "v2.1.9");
+	CHECK_STR_EQ(back.socket, "/var/run/nri/nri.sock");
+	CHECK_STR_EQ(back.why, "");
+	free(json);
+
+	/* Not registered: why, and nothing of a runtime. */
+	memset(&st, 0, sizeof(st));
+	snprintf(st.socket, sizeof(st.socket), "/x/nri.sock");
+	snprintf(st.why, sizeof(st.why), "not registered with the runtime's NRI at /x/nri.sock");
+	json = hpn_nri_reply_render(&st, NULL);
+	CHECK_STR_EQ(json, "{\"version\":1,\"nri\":{\"registered\":false,\"socket\":\"/x/"
+			   "nri.sock\",\"why\":\"not registered with the runtime's NRI at "
+			   "/x/nri.sock\"}}");
+	CHECK_INT_EQ(hpn_nri_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK(!back.registered);
+	CHECK_STR_EQ(back.why, st.why);
+	CHECK_STR_EQ(back.runtime, "");
+	free(json);
+
+	/* What a runtime named is sent as printable ASCII: the CNI's words stay clean. */
+	memset(&st, 0, sizeof(st));
+	st.registered = true;
+	snprintf(st.runtime, sizeof(st.runtime), "cri\x01o\xc3\xa9");
+	json = hpn_nri_reply_render(&st, NULL);
+	CHECK_STR_EQ(json, "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":\"cri?o??\"}}");
+	CHECK_INT_EQ(hpn_nri_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_STR_EQ(back.runtime, "cri?o??");
+	free(json);
+
+	/* A refusal (an agent older than the question) is code 11 with its words. */
+	json = hpn_nri_reply_render(NULL, "query \"nri\" is not \"pod\" (or absent: the devices)");
+	CHECK_STR_EQ(json, "{\"version\":1,\"error\":\"query \\\"nri\\\" is not \\\"pod\\\" (or "
+			   "absent: the devices)\"}");
+	memset(&err, 0, sizeof(err));
+	back.registered = true;
+	CHECK_INT_EQ(hpn_nri_reply_parse(json, strlen(json), &back, &err), -EAGAIN);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK_STR_HAS(err.msg, "hpn-rdma-agent: query \"nri\" is not \"pod\"");
+	CHECK(back.registered); /* untouched */
+	free(json);
+
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ "", "not a JSON object" },
+		{ "[]", "not a JSON object" },
+		{ "{\"nri\":{\"registered\":true}}", "version 0" },
+		{ "{\"version\":2,\"nri\":{\"registered\":true}}", "version 2" },
+		{ "{\"version\":1}", "no \"nri\" object" },
+		{ "{\"version\":1,\"nri\":true}", "no \"nri\" object" },
+		{ "{\"version\":1,\"nri\":{}}", "\"registered\" true or false" },
+		{ "{\"version\":1,\"nri\":{\"registered\":\"yes\"}}", "\"registered\"" },
+		{ "{\"version\":1,\"nri\":{\"registered\":1}}", "\"registered\"" },
+		{ "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":7}}",
+		  "nri.runtime is not a string" },
+		{ "{\"version\":1,\"nri\":{\"registered\":true,\"runtimeVersion\":\"a\\nb\"}}",
+		  "nri.runtimeVersion is not printable ASCII" },
+		{ "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":\"\u00e9\"}}",
+		  "nri.runtime is not printable ASCII" },
+		{ "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":\"a\\u0000b\"}}",
+		  "not a JSON object" },
+		{ "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":\"0123456789012345678901"
+		  "234567890123456789012345678901234567890123\"}}",
+		  "nri.runtime is over 63 bytes" },
+		{ "{\"version\":1,\"nri\":{\"registered\":false,\"why\":[]}}",
+		  "nri.why is not a string" },
+		{ "{\"version\":1,\"error\":7}", "error must be a string" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (hpn_nri_reply_parse(bad[i].json, strlen(bad[i].json), &back, &err) >= 0 ||
+		    !strstr(err.msg, bad[i].msg))
+			fprintf(stderr, "\t%s: %s\n", bad[i].json, err.msg);
+		CHECK_INT_EQ(err.code, HPN_E_DECODE);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+}
+
+/* hpn_nri_ask against small servers: an answer, a refusal, no agent, a dead one. */
+static void test_nri_ask(void)
+{
+	char path[128];
+	struct hpn_alloc_req req;
+	struct hpn_nri_state st;
+	struct hpn_err err = { 0 };
+	int status = 0;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/agent-nri.sock", tmp);
+	CHECK_INT_EQ(hpn_nri_ask(path, 500, NULL, &st, &err), -ENOENT);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	CHECK_STR_HAS(err.msg, path);
+
+	pid = serve_once(path, "{\"version\":1,\"nri\":{\"registered\":true,\"runtime\":"
+			       "\"containerd\",\"runtimeVersion\":\"v2.1.9\"}}");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns", "pod", "", &err), 0);
+	CHECK_INT_EQ(hpn_nri_ask(path, 500, &req, &st, &err), 0);
+	CHECK(st.registered);
+	CHECK_STR_EQ(st.runtime, "containerd");
+	CHECK_INT_EQ(waitpid(pid, &status, 0), pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	pid = serve_once(path, "{\"version\":1,\"nri\":{\"registered\":false,\"why\":\"no\"}}");
+	CHECK_INT_EQ(hpn_nri_ask(path, 500, NULL, &st, &err), 0);
+	CHECK(!st.registered);
+	CHECK_STR_EQ(st.why, "no");
+	waitpid(pid, NULL, 0);
+
+	/* An agent older than the question refuses it. */
+	pid = serve_once(path,
+			 "{\"version\":1,\"error\":\"query \\\"nri\\\" is not \\\"pod\\\"\"}");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_nri_ask(path, 500, NULL, &st, &err), -EAGAIN);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	waitpid(pid, NULL, 0);
+
+	/* The socket file of a killed agent: nobody listens. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_nri_ask(path, 500, NULL, &st, &err), -ECONNREFUSED);
+	CHECK_INT_EQ(err.code, HPN_E_TRY_AGAIN);
+	unlink(path);
+}
+
 static void test_conf(void)
 {
 	static const char base[] = "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"hpn-rdma\","
@@ -342,6 +539,9 @@ int main(void)
 	test_request();
 	test_reply();
 	test_lookup();
+	test_nri_request();
+	test_nri_reply();
+	test_nri_ask();
 	test_conf();
 	tmpdir_rm(tmp);
 	return check_done();

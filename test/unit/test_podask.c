@@ -26,13 +26,13 @@ static void test_request(void)
 	char *line;
 
 	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns1", "trainer", "ab-12", &err), 0);
-	CHECK(!req.query_pod);
-	req.query_pod = true;
+	CHECK_INT_EQ(req.query, HPN_ALLOC_QUERY_DEVICES);
+	req.query = HPN_ALLOC_QUERY_POD;
 	line = hpn_alloc_req_render(&req);
 	CHECK_STR_EQ(line, "{\"version\":1,\"namespace\":\"ns1\",\"name\":\"trainer\","
 			   "\"uid\":\"ab-12\",\"query\":\"pod\"}\n");
 	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
-	CHECK(back.query_pod);
+	CHECK_INT_EQ(back.query, HPN_ALLOC_QUERY_POD);
 	CHECK_STR_EQ(back.uid, "ab-12");
 	free(line);
 
