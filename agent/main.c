@@ -787,8 +787,7 @@ static int start(struct agent *a, struct opts *o)
 				      .socket = o->nri_socket,
 				      .name = o->nri_name ? o->nri_name : NRI_DEFAULT_NAME,
 				      .index = o->nri_index ? o->nri_index : NRI_DEFAULT_INDEX,
-				      .dev_root = o->dp.dev_root,
-				      .memlock = NRI_MEMLOCK_UNLIMITED },
+				      .dev_root = o->dp.dev_root },
 			      &a->nri);
 		if (r < 0) {
 			hpn_err_set(&err, HPN_E_INTERNAL, -r, "NRI: %s", strerror(-r));

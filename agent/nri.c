@@ -45,7 +45,6 @@ typedef Nri__Pkg__Api__V1alpha1__Container Container;
 
 struct nri {
 	char *socket, *name, *index, *dev_root;
-	uint64_t memlock;
 	struct loop *loop;
 	struct node *node;
 	struct loop_src conn, timer;
@@ -247,7 +246,7 @@ static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[
 		for (size_t d = 0; d < cd.n_nodes; d++)
 			add_dev(w, &cd.nodes[d]);
 	}
-	w->memlock = attached ? n->memlock : 0;
+	w->memlock = attached ? conf->nri.memlock : 0;
 	hpn_strv_free(keys);
 	hpn_store_close(&st);
 	return attached;
@@ -559,7 +558,6 @@ int nri_start(struct loop *l, struct node *node, const struct nri_opts *o, struc
 	n->loop = l;
 	n->node = node;
 	n->conn.fd = n->timer.fd = -1;
-	n->memlock = o->memlock;
 	n->backoff_ms = BACKOFF_MIN_MS;
 	n->socket = strdup(o->socket);
 	n->name = strdup(o->name);

@@ -19,8 +19,6 @@
 #define NRI_DEFAULT_SOCKET "/var/run/nri/nri.sock"
 #define NRI_DEFAULT_NAME   "hpn-rdma"
 #define NRI_DEFAULT_INDEX  "50"
-/* RLIMIT_MEMLOCK unlimited: RLIM_INFINITY, as the OCI spec carries it. */
-#define NRI_MEMLOCK_UNLIMITED UINT64_MAX
 
 struct loop;
 struct node;
@@ -31,10 +29,12 @@ struct nri_opts {
 	const char *name;     /* the plugin's name, as the runtime logs it */
 	const char *index;    /* two digits: the order among the runtime's plugins */
 	const char *dev_root; /* where the host's device nodes are (--dev-root) */
-	uint64_t memlock;     /* RLIMIT_MEMLOCK for the containers (0: left alone) */
 };
 
-/* Strings copied; node is borrowed (its config and devices, read per call). */
+/*
+ * Strings copied; node is borrowed (its config and devices, read per call:
+ * RLIMIT_MEMLOCK is its nri.memlock, so a reloaded config applies).
+ */
 int nri_start(struct loop *l, struct node *node, const struct nri_opts *o, struct nri **ret);
 /* Closes the link (the runtime sees the plugin go); NULL is fine. */
 void nri_free(struct nri *n);
