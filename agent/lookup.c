@@ -9,8 +9,11 @@
  * (by its UID) that prepared DRA claims of our driver reserve is answered
  * their NICs ("source": "dra"); else the answer comes from the kubelet's
  * PodResources List, asked per request: the kubelet's word, never a cache of
- * it. The GPUs come from PodResources either way. Root only: the socket is 0600 and the
- * peer's credentials are checked.
+ * it. The GPUs come from PodResources either way. Two more questions: the
+ * pod ("query": "pod", from the pod cache) and the NRI link ("query": "nri",
+ * from what main.c gives: whether the agent is registered with the runtime
+ * now), both answered at once from memory. Root only: the socket is 0600 and
+ * the peer's credentials are checked.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +59,9 @@ struct lookup {
 	struct hpn_alloc *(*pod_nics)(void *ud, const char *uid);
 	void *pod_nics_ud;
 	struct podwatch *pw; /* the pod question's cache, or NULL */
+	/* The NRI link's state now (NULL: the agent runs without --nri). */
+	void (*nri_state)(void *ud, struct hpn_nri_state *ret);
+	void *nri_state_ud;
 	char *path;
 	struct loop_src listen, sweep;
 	struct lookup_conn *conns[MAX_CONNS];
@@ -205,6 +211,28 @@ static void answered(void *ud, const struct hpn_alloc *al, const char *error)
 	reply(c, json);
 }
 
+/* The NRI question: the link's state as main.c's nri_state says it now. */
+static void answer_nri(struct lookup_conn *c)
+{
+	const struct lookup *lk = c->lk;
+	struct hpn_nri_state st = { 0 };
+	char pod[sizeof(c->req.namespace) + sizeof(c->req.name) + 16] = "";
+
+	if (lk->nri_state)
+		lk->nri_state(lk->nri_state_ud, &st);
+	else
+		snprintf(st.why, sizeof(st.why), "no NRI link: the agent runs without --nri");
+	if (c->req.namespace[0])
+		snprintf(pod, sizeof(pod), " (pod %s/%s)", c->req.namespace, c->req.name);
+	if (st.registered)
+		hpn_info("CNI NRI question%s: registered with %s %s", pod,
+			 st.runtime[0] ? st.runtime : "the runtime", st.version);
+	else
+		hpn_warn("CNI NRI question%s: not registered (%s): an ADD with nri.required fails",
+			 pod, st.why);
+	reply(c, hpn_nri_reply_render(&st, NULL));
+}
+
 static void on_io(struct loop_src *s);
 
 static void on_accept(struct loop_src *s)
@@ -283,6 +311,10 @@ static void on_io(struct loop_src *s)
 		*nl = '\0';
 	if (hpn_alloc_req_parse(c->buf, strlen(c->buf), &c->req, &err) < 0) {
 		refuse(c, err.msg);
+		return;
+	}
+	if (c->req.query == HPN_ALLOC_QUERY_NRI) {
+		answer_nri(c);
 		return;
 	}
 	if (c->req.query == HPN_ALLOC_QUERY_POD) {
@@ -367,6 +399,12 @@ void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw)
 {
 	lk->pw = pw;
+}
+
+void lookup_nri(struct lookup *lk, void (*nri_state)(void *ud, struct hpn_nri_state *ret), void *ud)
+{
+	lk->nri_state = nri_state;
+	lk->nri_state_ud = ud;
 }
 
 void lookup_stop(struct lookup *lk)

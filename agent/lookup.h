@@ -3,6 +3,7 @@
 #define HPN_AGENT_LOOKUP_H
 
 struct hpn_alloc;
+struct hpn_nri_state;
 struct loop;
 struct podres;
 struct podwatch;
@@ -25,6 +26,13 @@ void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const
 		void *ud);
 /* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
+/*
+ * The NRI question ("query": "nri") answered by nri_state(ud, ret), which
+ * fills ret with the link's state now; without it (the default) the answer is
+ * "not registered: the agent runs without --nri". ud outlives lk.
+ */
+void lookup_nri(struct lookup *lk, void (*nri_state)(void *ud, struct hpn_nri_state *ret),
+		void *ud);
 /*
  * At SIGTERM: the socket closed and removed, connections not yet asking
  * closed (replies being written go on until lookup_free).

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "attachmetrics.h"
 #include "cdi.h"
 #include "cdispecs.h"
@@ -177,9 +178,10 @@ struct agent {
 	struct metrics *metrics;
 	struct attachmetrics attach; /* what the attachments' families read */
 	struct kc_watch *kc;
-	struct kubeloop *kube; /* the API's calls on the loop, with --kubeconfig */
-	struct podwatch *pods; /* the node's pods, with --kubeconfig */
-	struct nri *nri;       /* the runtime's NRI, with --nri */
+	struct kubeloop *kube;	/* the API's calls on the loop, with --kubeconfig */
+	struct podwatch *pods;	/* the node's pods, with --kubeconfig */
+	struct nri *nri;	/* the runtime's NRI, with --nri */
+	const char *nri_socket; /* its socket (argv's) */
 	struct loop_src signals, kc_events, kc_timer;
 };
 
@@ -535,6 +537,27 @@ static struct hpn_alloc *dra_pod_nics(void *ud, const char *uid)
 	return draclaims_pod_nics(dra_prepared(a->dra), a->dra_driver, uid);
 }
 
+/* The lookup's NRI answer: registered with the runtime now, and which one. */
+static void nri_state(void *ud, struct hpn_nri_state *ret)
+{
+	const struct agent *a = ud;
+	const char *name, *version;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->registered = nri_registered(a->nri);
+	snprintf(ret->socket, sizeof(ret->socket), "%s", a->nri_socket);
+	nri_runtime(a->nri, &name, &version);
+	if (ret->registered) {
+		snprintf(ret->runtime, sizeof(ret->runtime), "%s", name);
+		snprintf(ret->version, sizeof(ret->version), "%s", version);
+	} else {
+		snprintf(ret->why, sizeof(ret->why),
+			 "not registered with the runtime's NRI at %s: no runtime there, its NRI "
+			 "off, or still connecting; the agent's log says which",
+			 a->nri_socket);
+	}
+}
+
 /* Every scan: the CDI specs in step with what it found. */
 static void scanned(void *ud)
 {
@@ -793,6 +816,8 @@ static int start(struct agent *a, struct opts *o)
 			hpn_err_set(&err, HPN_E_INTERNAL, -r, "NRI: %s", strerror(-r));
 			goto fail;
 		}
+		a->nri_socket = o->nri_socket;
+		lookup_nri(a->lookup, nri_state, a);
 	}
 	return start_watchers(a, o);
 fail:

@@ -597,6 +597,12 @@ bool nri_registered(const struct nri *n)
 	return n && n->registered;
 }
 
+void nri_runtime(const struct nri *n, const char **ret_name, const char **ret_version)
+{
+	*ret_name = n ? n->runtime : "";
+	*ret_version = n ? n->version : "";
+}
+
 void nri_metrics(struct sbuf *b, void *ud)
 {
 	const struct nri *n = ud;

@@ -40,6 +40,8 @@ int nri_start(struct loop *l, struct node *node, const struct nri_opts *o, struc
 void nri_free(struct nri *n);
 /* Registered with a runtime now. */
 bool nri_registered(const struct nri *n);
+/* The runtime's name and version as its last Configure said them ("" before one). */
+void nri_runtime(const struct nri *n, const char **ret_name, const char **ret_version);
 struct sbuf;
 /* Its families (doc/metrics.md, hpn_rdma_nri_*); ud: the nri. */
 void nri_metrics(struct sbuf *b, void *ud);

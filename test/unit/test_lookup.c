@@ -7,6 +7,8 @@
  * each, the old code's timeout) for every stuck reader; another client's
  * lookup must be answered within 1 s meanwhile (30 stuck readers: 6 s the
  * old way), and the stuck ones are closed by the sweep at their deadline.
+ * And the NRI question, answered from what main.c gives (lookup_nri), or
+ * "without --nri" when it gives nothing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "check.h"
 #include "lookup.h"
 #include "loop.h"
@@ -156,9 +159,108 @@ static void test_stuck_readers(void)
 	loop_free(l);
 }
 
+/* ---- the NRI question ("query": "nri") ---------------------------------------- */
+
+struct nri_client {
+	int done_fd;
+	const char *line;
+	char reply[4096];
+};
+
+static void *nri_client_run(void *arg)
+{
+	struct nri_client *nc = arg;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	size_t got = 0;
+	ssize_t n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    write(fd, nc->line, strlen(nc->line)) != (ssize_t)strlen(nc->line))
+		abort();
+	while ((n = read(fd, nc->reply + got, sizeof(nc->reply) - 1 - got)) > 0)
+		got += (size_t)n;
+	nc->reply[got] = '\0';
+	close(fd);
+	if (write(nc->done_fd, "x", 1) != 1)
+		abort();
+	return NULL;
+}
+
+/* What main.c's nri_state says of a registered link. */
+static void registered(void *ud, struct hpn_nri_state *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->registered = true;
+	snprintf(ret->runtime, sizeof(ret->runtime), "containerd");
+	snprintf(ret->version, sizeof(ret->version), "v2.1.9");
+	snprintf(ret->socket, sizeof(ret->socket), "%s", (const char *)ud);
+}
+
+/* line asked of a lookup (with state as its NRI answer, or none); the reply into reply. */
+static void ask_nri(const char *line, void (*state)(void *, struct hpn_nri_state *),
+		    char reply[4096])
+{
+	struct loop *l = NULL;
+	struct lookup *lk = NULL;
+	struct loop_src done = { .fd = -1 };
+	struct nri_client nc = { .line = line };
+	pthread_t t;
+	int fds[2];
+
+	CHECK_INT_EQ(loop_new(&l), 0);
+	snprintf(sock_path, sizeof(sock_path), "%s/nri.sock", tmp);
+	CHECK_INT_EQ(lookup_start(l, (struct podres *)tmp, sock_path, &lk), 0);
+	if (state)
+		lookup_nri(lk, state, "/run/nri/nri.sock");
+	if (pipe(fds) < 0 || loop_add(l, &done, fds[0], on_done, l) < 0)
+		abort();
+	nc.done_fd = fds[1];
+	CHECK_INT_EQ(pthread_create(&t, NULL, nri_client_run, &nc), 0);
+	CHECK_INT_EQ(loop_run(l), 0);
+	pthread_join(t, NULL);
+	memcpy(reply, nc.reply, sizeof(nc.reply));
+	lookup_free(lk);
+	loop_close(&done);
+	close(fds[1]);
+	loop_free(l);
+}
+
+static void test_nri_question(void)
+{
+	struct hpn_nri_state st;
+	struct hpn_err err = { 0 };
+	char reply[4096];
+
+	/* Without --nri: not registered, and why. */
+	ask_nri("{\"version\":1,\"query\":\"nri\"}\n", NULL, reply);
+	CHECK_STR_EQ(reply, "{\"version\":1,\"nri\":{\"registered\":false,\"why\":\"no NRI "
+			    "link: the agent runs without --nri\"}}");
+	CHECK_INT_EQ(hpn_nri_reply_parse(reply, strlen(reply), &st, &err), 0);
+	CHECK(!st.registered);
+
+	/* With it: main.c's answer, as it is now; the pod is for the log only. */
+	ask_nri("{\"version\":1,\"namespace\":\"ns\",\"name\":\"p\",\"query\":\"nri\"}\n",
+		registered, reply);
+	CHECK_STR_EQ(reply,
+		     "{\"version\":1,\"nri\":{\"registered\":true,\"socket\":\"/run/nri/"
+		     "nri.sock\",\"runtime\":\"containerd\",\"runtimeVersion\":\"v2.1.9\"}}");
+	CHECK_INT_EQ(hpn_nri_reply_parse(reply, strlen(reply), &st, &err), 0);
+	CHECK(st.registered);
+	CHECK_STR_EQ(st.runtime, "containerd");
+
+	/* A bad pod in the question is refused like any request. */
+	ask_nri("{\"version\":1,\"namespace\":\"ns\",\"query\":\"nri\"}\n", registered, reply);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_nri_reply_parse(reply, strlen(reply), &st, &err), -EAGAIN);
+	CHECK_STR_HAS(err.msg, "pod name");
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "lookup");
+	test_nri_question();
 	test_stuck_readers();
 	tmpdir_rm(tmp);
 	return check_done();
