@@ -421,6 +421,57 @@ apply:
 	return r;
 }
 
+/*
+ * nri.required: the containers of the pod get their RDMA devices only from
+ * hpn-rdma-agent's NRI plugin at CreateContainer, and a runtime whose link
+ * to it is down starts them without (containerd 2.1 skips a plugin whose
+ * connection died). So ADD asks the agent first, before anything on the
+ * node changes: no agent, or a link not registered, is code 11, and the
+ * kubelet tries the sandbox again. The pod named in the question (when
+ * CNI_ARGS has a valid one) is for the agent's log only.
+ */
+static int nri_ready(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err)
+{
+	const char *sock = conf->agent.socket ? conf->agent.socket : HPN_DEFAULT_AGENT_SOCKET;
+	struct hpn_err lerr = { 0 }, ignored = { 0 };
+	struct hpn_alloc_req req;
+	struct hpn_nri_state st;
+	bool pod;
+	int r;
+
+	pod = hpn_alloc_req_set(&req, hpn_env_arg(env, "K8S_POD_NAMESPACE"),
+				hpn_env_arg(env, "K8S_POD_NAME"), hpn_env_arg(env, "K8S_POD_UID"),
+				&ignored) == 0;
+	r = hpn_nri_ask(sock, conf->agent.timeout_ms, pod ? &req : NULL, &st, &lerr);
+	if (r == -ENOENT || r == -ECONNREFUSED)
+		return hpn_err_set(
+			err, HPN_E_TRY_AGAIN, -r,
+			"nri.required is true, but no hpn-rdma-agent answers at %s (%s): "
+			"its NRI link is down, and containers of this pod would start "
+			"without their RDMA devices",
+			sock, strerror(-r));
+	if (r < 0) {
+		hpn_err_set(err, lerr.code ? lerr.code : HPN_E_TRY_AGAIN, -r,
+			    "nri.required is true, but hpn-rdma-agent at %s cannot say whether "
+			    "its NRI link is up (%s): containers of this pod could start without "
+			    "their RDMA devices",
+			    sock, lerr.msg[0] ? lerr.msg : strerror(-r));
+		if (lerr.details[0])
+			hpn_err_details(err, "%s", lerr.details);
+		return r;
+	}
+	if (!st.registered)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN,
+				   "nri.required is true, but hpn-rdma-agent's NRI link is down, "
+				   "and containers of this pod would start without their RDMA "
+				   "devices: %s (the agent at %s)",
+				   st.why[0] ? st.why : "not registered with the runtime", sock);
+	hpn_info("hpn-rdma-agent's NRI link is registered%s%s%s%s: the pod's containers get "
+		 "their RDMA devices",
+		 st.runtime[0] ? " with " : "", st.runtime, st.version[0] ? " " : "", st.version);
+	return 0;
+}
+
 /* A pod podSelector does not pick: prevResult goes through unchanged. */
 static int pass_through(const struct hpn_conf *conf, struct hpn_result **ret)
 {
@@ -783,6 +834,12 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 	/* Before the store: a missing netns is bad input, and bad input creates nothing. */
 	if (r >= 0)
 		r = open_pod_netns(env, &pod_fd, err);
+	/* The agent's NRI link, asked before anything changes: a refusal leaves nothing. */
+	if (r >= 0 && conf->nri.required) {
+		r = nri_ready(env, conf, err);
+		if (r < 0)
+			close(pod_fd);
+	}
 	/* The kubelet's choice, asked of the agent without the store lock held. */
 	if (r >= 0 && conf->selector == HPN_SEL_MATCH) {
 		r = hpn_claim_allocation(env, conf, &al, err);
