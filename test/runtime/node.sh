@@ -302,8 +302,13 @@ rtn_ctrd_pid() {
 
 # rtn_containerd_start: start containerd on the node; wait until it serves CRI.
 rtn_containerd_start() {
-	local i pid
-	rtn_ctrd containerd --config "$RTN_DIR/config.toml" >>"$RTN_DIR/containerd.log" 2>&1 &
+	local i pid run=(containerd)
+	[[ -z $RTN_BIN ]] || run=(env "PATH=$RTN_BIN:$PATH" "$RTN_BIN/containerd")
+	# A simple command, not rtn_ctrd: a function run with & is a subshell
+	# whose pid is not containerd's (SIGTERM to it left containerd running);
+	# nsenter and env exec, so $! is containerd itself.
+	nsenter -t "$RTN_NODE_PID" -m -n -- "${run[@]}" --config "$RTN_DIR/config.toml" \
+		>>"$RTN_DIR/containerd.log" 2>&1 &
 	pid=$!
 	disown "$pid"
 	echo "$pid" >"$RTN_DIR/containerd.pid"
