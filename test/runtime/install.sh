@@ -81,12 +81,12 @@ CM=$T/configmap
 # (The agent's /var/run/netns: an empty scratch dir; containerd's pods' netns
 # are under its state dir here, and the agent's scenario needs none.)
 mkdir -p "$BUNDLE" "$KL/device-plugins" "$KL/pod-resources" "$RUNDIR" "$SA" "$CM" "$T/logs/ds" \
-	"$T/netns"
+	"$T/netns" "$T/nri"
 MAP=(--map "/opt/cni/bin=$CNIBIN" --map "/etc/cni/net.d=$CNICONF" --map "/var/lib/kubelet=$KL"
 	--map "/run/hpn-rdma=$RUNDIR" --map "/var/lib/cni/hpn-rdma=$STATE"
 	--map "/var/lib/cni/networks=$IPAM" --map "/opt/hpn-rdma=$BUNDLE" --keep /opt/hpn-rdma
 	--map "/run/containerd/containerd.sock=$RTN_SOCK" --map "/var/run/netns=$T/netns"
-	--map "/var/run/cdi=$RTN_CDI_DIR")
+	--map "/var/run/cdi=$RTN_CDI_DIR" --map "/var/run/nri=$T/nri")
 KUBECONFIG_HOST=$CNICONF/hpn-rdma.d/hpn-rdma.kubeconfig
 
 # The plugin's loader is /opt/hpn-rdma/<id>/lib/ld-linux*: the node sees the
