@@ -37,7 +37,8 @@
 #define BACKOFF_MIN_MS	500
 #define BACKOFF_MAX_MS	10000
 #define READ_CHUNK	65536
-#define REGISTER_STREAM 1 /* our one call at connect, on connection 2 */
+#define REGISTER_STREAM 1   /* our one call at connect, on connection 2 */
+#define NRI_BARE_MAX	256 /* RDMA device names without a verbs node, for one warning */
 
 typedef Nri__Pkg__Api__V1alpha1__Container Container;
 #define PB(x)	nri__pkg__api__v1alpha1__##x
@@ -183,13 +184,23 @@ static void add_dev(struct nri_want *w, const struct hpn_cdi_node *nd)
 	w->n_devs++;
 }
 
+/* Names in bare, comma-separated, as far as they fit. */
+static void bare_add(char bare[NRI_BARE_MAX], const char *name)
+{
+	size_t l = strlen(bare);
+
+	snprintf(bare + l, NRI_BARE_MAX - l, "%s%s", l ? ", " : "", name);
+}
+
 /*
  * What the containers of sandbox id get: 1 when hpn-rdma attached it (a
  * journal of this network holds the sandbox, attached), 0 when not, -errno
- * when the journals cannot be read (err says why).
+ * when the journals cannot be read (err says why). bare gets the RDMA
+ * devices the journals name whose verbs node the host does not show (so the
+ * containers get none of theirs), for the caller to say.
  */
 static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[320],
-		    struct hpn_err *err)
+		    char bare[NRI_BARE_MAX], struct hpn_err *err)
 {
 	const struct hpn_conf *conf = &n->node->conf;
 	struct hpn_store st = HPN_STORE_INIT;
@@ -199,6 +210,7 @@ static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[
 
 	memset(w, 0, sizeof(*w));
 	pod[0] = '\0';
+	bare[0] = '\0';
 	r = hpn_store_open_here(conf->state_dir, conf->name, &st, err);
 	if (r >= 0)
 		r = hpn_store_keys(&st, &keys, err);
@@ -225,8 +237,11 @@ static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[
 
 			if (!j.nics[i].rdma.name[0])
 				continue;
-			uverbs |= cdispecs_nic_nodes(conf->sysfs_root, n->dev_root,
-						     j.nics[i].rdma.name, &cd);
+			if (cdispecs_nic_nodes(conf->sysfs_root, n->dev_root, j.nics[i].rdma.name,
+					       &cd))
+				uverbs = true;
+			else
+				bare_add(bare, j.nics[i].rdma.name);
 			for (size_t d = 0; d < cd.n_nodes; d++)
 				add_dev(w, &cd.nodes[d]);
 		}
@@ -291,10 +306,11 @@ static void synchronize(struct nri *n, const struct hpn_ttrpc_call *c)
 		const Container *ct = q->containers[i];
 		struct hpn_err err = { 0 };
 		struct nri_want w;
-		char pod[320];
+		char pod[320], bare[NRI_BARE_MAX];
 		size_t missing = 0;
 
-		if (!ct->pod_sandbox_id || want_for(n, ct->pod_sandbox_id, &w, pod, &err) <= 0)
+		if (!ct->pod_sandbox_id ||
+		    want_for(n, ct->pod_sandbox_id, &w, pod, bare, &err) <= 0)
 			continue;
 		for (size_t d = 0; d < w.n_devs; d++)
 			missing += !nri_has_device(ct, w.devs[d].path);
@@ -320,7 +336,7 @@ static void create_container(struct nri *n, const struct hpn_ttrpc_call *c)
 	struct nri_want w;
 	uint8_t *buf;
 	size_t len;
-	char pod[320];
+	char pod[320], bare[NRI_BARE_MAX];
 	int r;
 
 	q = PB(create_container_request__unpack)(NULL, c->payload_len, c->payload);
@@ -332,7 +348,7 @@ static void create_container(struct nri *n, const struct hpn_ttrpc_call *c)
 		      NULL);
 		return;
 	}
-	r = want_for(n, q->pod->id, &w, pod, &err);
+	r = want_for(n, q->pod->id, &w, pod, bare, &err);
 	if (r < 0) {
 		/* A pod we cannot tell: refused, never started without its devices unnoticed. */
 		n->st.errors++;
@@ -355,6 +371,14 @@ static void create_container(struct nri *n, const struct hpn_ttrpc_call *c)
 	}
 	if (r > 0) {
 		n->st.adjusted++;
+		/* Not a silent "0 added": the pod was attached with these devices. */
+		if (bare[0])
+			hpn_warn("NRI: container %s of pod %s gets no character device of RDMA "
+				 "device %s: the host shows no verbs node of it under "
+				 "%s/class/infiniband_verbs (exclusive RDMA netns mode keeps it in "
+				 "the pod's netns; or ib_uverbs is not loaded)",
+				 q->container->name, pod[0] ? pod : q->pod->name, bare,
+				 n->node->conf.sysfs_root);
 		hpn_info("NRI: container %s of pod %s: %zu device nodes added (%zu there "
 			 "already), hints %s, RLIMIT_MEMLOCK %s",
 			 q->container->name, pod[0] ? pod : q->pod->name, g.devs, g.devs_had,
