@@ -31,6 +31,11 @@
 # 1.7 and 2.1 come unpacked from HPN_RUNTIME_CACHE (test/runtime/fetch.sh,
 # ctest's runtime.fetch). Every version runs Debian 12's runc. RTN_CDI_DIR is
 # the node's one CDI spec directory (1.7 and 2.1 read it; 1.6 has no CDI).
+#
+# NRI: off on every version unless the caller sets RTN_NRI=1 before
+# rtn_setup (1.7 and 2.x only: 1.6 has none); then containerd serves it at
+# RTN_NRI_SOCK in the scratch dir, with no plugin directory of the machine's
+# (/opt/nri/plugins, /etc/nri/conf.d).
 
 RTN_PREFIX=${RTN_PREFIX:-hpnr-$$-}
 RTN_NS=${RTN_PREFIX}node
@@ -40,6 +45,12 @@ RTN_CTRD=		# the version (rtn_use)
 RTN_BIN=		# containerd, its shims and ctr (empty: from PATH)
 RTN_CNI_BIN=
 RTN_CDI_DIR=
+RTN_NRI=${RTN_NRI:-}	# 1: containerd serves NRI at RTN_NRI_SOCK (rtn_setup)
+RTN_NRI_SOCK=
+# A function rtn_setup calls with a path in the scratch dir, where it must
+# write an executable the runc shim then runs instead of runc (its
+# BinaryName option); empty: runc from PATH.
+RTN_RUNC_WRAP=${RTN_RUNC_WRAP:-}
 
 # rtn_use VERSION: the containerd (and CNI plugins) the next node runs.
 rtn_use() {
@@ -201,10 +212,28 @@ rtn_setup() {
 	# containerd 1.x config (version 2). The CRI settings this machine needs
 	# (DESIGN.md "What the runtime does"); other snapshotters off so nothing
 	# probes the host's disks; the opt plugin's directory kept in the scratch
-	# dir; NRI off (2.x turns it on; it would serve a socket on the host).
-	local cdi=
+	# dir; NRI off (2.x turns it on; it would serve a socket on the host)
+	# unless RTN_NRI asks for it, and then in the scratch dir.
+	local cdi='' nri=', "io.containerd.nri.v1.nri"' nri_conf='' runc=''
 	[[ $RTN_CTRD == 1.6 ]] || cdi="enable_cdi = true
 		  cdi_spec_dirs = [\"$RTN_CDI_DIR\"]"
+	if [[ $RTN_NRI == 1 ]]; then
+		[[ $RTN_CTRD != 1.6 ]] || fail "containerd 1.6 has no NRI (RTN_NRI=1)"
+		RTN_NRI_SOCK=$RTN_DIR/nri/nri.sock
+		mkdir -p "$RTN_DIR"/nri/{plugins,conf.d}
+		nri=
+		nri_conf="[plugins.\"io.containerd.nri.v1.nri\"]
+		  disable = false
+		  socket_path = \"$RTN_NRI_SOCK\"
+		  plugin_path = \"$RTN_DIR/nri/plugins\"
+		  plugin_config_path = \"$RTN_DIR/nri/conf.d\""
+	fi
+	if [[ -n $RTN_RUNC_WRAP ]]; then
+		"$RTN_RUNC_WRAP" "$RTN_DIR/runc"
+		[[ -x $RTN_DIR/runc ]] || fail "$RTN_RUNC_WRAP wrote no executable $RTN_DIR/runc"
+		runc="[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]
+		        BinaryName = \"$RTN_DIR/runc\""
+	fi
 	cat >"$RTN_DIR/config.toml" <<-EOF
 		version = 2
 		root = "$RTN_DIR/root"
@@ -212,7 +241,7 @@ rtn_setup() {
 		disabled_plugins = ["io.containerd.snapshotter.v1.btrfs",
 		  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
 		  "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
-		  "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
+		  "io.containerd.tracing.processor.v1.otlp"${nri}]
 		[grpc]
 		  address = "$RTN_SOCK"
 		[plugins."io.containerd.internal.v1.opt"]
@@ -233,6 +262,8 @@ rtn_setup() {
 		    default_runtime_name = "runc"
 		    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
 		      runtime_type = "io.containerd.runc.v2"
+		      ${runc}
+		${nri_conf}
 	EOF
 	# 2.x reads version 3: its own migration of the same settings.
 	if [[ $RTN_CTRD == 2.*  ]]; then
@@ -241,6 +272,10 @@ rtn_setup() {
 			>"$RTN_DIR/config.toml" 2>"$RTN_DIR/migrate.log" ||
 			fail "containerd $RTN_CTRD config migrate failed: $(tail -n 3 "$RTN_DIR/migrate.log")"
 	fi
+	[[ -z $RTN_NRI_SOCK ]] || grep -qF "$RTN_NRI_SOCK" "$RTN_DIR/config.toml" ||
+		fail "containerd $RTN_CTRD's config lost NRI's socket_path"
+	[[ -z $runc ]] || grep -qF "$RTN_DIR/runc" "$RTN_DIR/config.toml" ||
+		fail "containerd $RTN_CTRD's config lost the runc shim's BinaryName"
 }
 
 # rtn_ctrd CMD ARGS...: containerd's own CMD (containerd, ctr) of this node's version.
