@@ -762,4 +762,8 @@ scenario "6: NRI down: the container starts bare; Synchronize reports it once co
 scenario "7: nri.required, NRI down: the sandbox refused (11), nothing left; attached once it is up" \
 	nri_required
 agent_stop TERM
+# Every agent of the run wrote here, each stopped by SIGTERM or SIGKILL: in
+# a sanitizer build a finding (LeakSanitizer at a clean exit) is a failure.
+! grep -E -m 3 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$T/agent.log" ||
+	fail "the agent's log has sanitizer findings"
 rt_done
