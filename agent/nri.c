@@ -285,6 +285,7 @@ static void configure(struct nri *n, const struct hpn_ttrpc_call *c)
 		 (long long)q->request_timeout);
 	PB(configure_request__free_unpacked)(q, NULL);
 	/* CreateContainer alone: Synchronize comes anyway, nothing else is ours. */
+	/* cppcheck-suppress unreadVariable ; packed by reply, through &r.base */
 	r.events = EV(CREATE_CONTAINER);
 	reply(n, c->stream, HPN_TTRPC_OK, NULL, &r.base);
 }
@@ -323,6 +324,7 @@ static void synchronize(struct nri *n, const struct hpn_ttrpc_call *c)
 			 missing, w.n_devs);
 	}
 	n->sync_more = q->more;
+	/* cppcheck-suppress unreadVariable ; packed by reply, through &r.base */
 	r.more = q->more;
 	PB(synchronize_request__free_unpacked)(q, NULL);
 	reply(n, c->stream, HPN_TTRPC_OK, NULL, &r.base);
@@ -431,13 +433,14 @@ static void registered(struct nri *n, const struct hpn_ttrpc_msg *m)
 {
 	struct hpn_err err = { 0 };
 	struct hpn_ttrpc_reply rep;
-	char why[HPN_ERR_MSG + 64];
 
 	if (hpn_ttrpc_reply_unpack(m, &rep, &err) < 0) {
 		drop(n, err.msg);
 		return;
 	}
 	if (rep.stream != REGISTER_STREAM || rep.code != HPN_TTRPC_OK) {
+		char why[HPN_ERR_MSG + 64];
+
 		hpn_msgf(why, sizeof(why), "RegisterPlugin refused (code %d): %s", rep.code,
 			 rep.message);
 		hpn_ttrpc_reply_free(&rep);

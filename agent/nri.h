@@ -3,7 +3,6 @@
 #define HPN_AGENT_NRI_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 /*
  * hpn-rdma-agent as an NRI plugin (doc/agent.md, "NRI"): connected to the

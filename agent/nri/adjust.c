@@ -41,6 +41,24 @@ static uint64_t memlock_of(const Container *c)
 	return 0;
 }
 
+/* The pod's hints file, read-only at its path in the container. */
+static void hints_mount(Mount *m, const struct nri_want *w)
+{
+	static char *opts[] = { "bind", "ro" };
+
+	m->destination = (char *)w->hints_at;
+	m->type = "bind";
+	m->source = (char *)w->hints;
+	m->n_options = 2;
+	m->options = opts;
+}
+
+static void memlock_rlimit(Rlimit *rl, uint64_t bytes)
+{
+	rl->type = "RLIMIT_MEMLOCK";
+	rl->hard = rl->soft = bytes;
+}
+
 int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size_t *ret_len,
 	       struct nri_given *given)
 {
@@ -54,7 +72,6 @@ int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size
 	Rule rules[NRI_DEVS_MAX], *rulep[NRI_DEVS_MAX];
 	Mount mount = INIT(MOUNT), *mountp = &mount;
 	Rlimit rl = INIT(POSIXRLIMIT), *rlp = &rl;
-	char *opts[] = { "bind", "ro" };
 	struct nri_given g = { 0 };
 	size_t n = 0, len;
 	uint8_t *buf;
@@ -99,11 +116,7 @@ int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size
 		if (has_mount(c, w->hints_at)) {
 			g.hints_had = true; /* the pod's own choice wins */
 		} else {
-			mount.destination = (char *)w->hints_at;
-			mount.type = "bind";
-			mount.source = (char *)w->hints;
-			mount.n_options = 2;
-			mount.options = opts;
+			hints_mount(&mount, w);
 			adj.n_mounts = 1;
 			adj.mounts = &mountp;
 			g.hints = true;
@@ -113,8 +126,7 @@ int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size
 		if (memlock_of(c) >= w->memlock) {
 			g.memlock_had = true;
 		} else {
-			rl.type = "RLIMIT_MEMLOCK";
-			rl.hard = rl.soft = w->memlock;
+			memlock_rlimit(&rl, w->memlock);
 			adj.n_rlimits = 1;
 			adj.rlimits = &rlp;
 			g.memlock = true;
