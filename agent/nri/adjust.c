@@ -89,7 +89,10 @@ int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size
 		devs[n].minor = w->devs[i].minor;
 		devs[n].file_mode = &mode;
 		devp[n] = &devs[n];
-		/* The rule the device needs: a runtime that adds it too adds it once more. */
+		/*
+		 * The rule the device needs. containerd (1.7.24, 2.1.9) drops it and
+		 * writes its own from the device's mode; another runtime may not.
+		 */
 		PB(linux_device_cgroup__init)(&rules[n]);
 		PB(optional_int64__init)(&majors[n]);
 		PB(optional_int64__init)(&minors[n]);
