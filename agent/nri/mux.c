@@ -33,19 +33,6 @@
 
 #define FRAME_PAYLOAD (HPN_MUX_FRAME_MAX - HPN_MUX_HDR_LEN)
 
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
 void hpn_mux_dec_init(struct hpn_mux_dec *d)
 {
 	memset(d, 0, sizeof(*d));
@@ -71,8 +58,8 @@ int hpn_mux_dec_feed(struct hpn_mux_dec *d, const uint8_t **data, size_t *len,
 			*len -= n;
 			if (d->hdr_have < HPN_MUX_HDR_LEN)
 				return 0;
-			d->conn = get_be32(d->hdr);
-			d->len = d->left = get_be32(d->hdr + 4);
+			d->conn = hpn_be32_get(d->hdr);
+			d->len = d->left = hpn_be32_get(d->hdr + 4);
 			if (d->len > HPN_MUX_PAYLOAD_MAX) {
 				d->error = -EMSGSIZE;
 				return hpn_err_set(
@@ -148,8 +135,8 @@ int hpn_mux_frames(uint32_t conn, const uint8_t *msg, size_t len, uint8_t **ret,
 	while (off < len) {
 		size_t n = len - off < FRAME_PAYLOAD ? len - off : FRAME_PAYLOAD;
 
-		put_be32(w, conn);
-		put_be32(w + 4, (uint32_t)n);
+		hpn_be32_put(w, conn);
+		hpn_be32_put(w + 4, (uint32_t)n);
 		memcpy(w + HPN_MUX_HDR_LEN, msg + off, n);
 		w += HPN_MUX_HDR_LEN + n;
 		off += n;

@@ -33,23 +33,10 @@ static const char *type_name(uint8_t type, char buf[16])
 	return buf;
 }
 
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
 void hpn_ttrpc_hdr_put(uint8_t out[HPN_TTRPC_HDR_LEN], const struct hpn_ttrpc_hdr *h)
 {
-	put_be32(out, h->len);
-	put_be32(out + 4, h->stream);
+	hpn_be32_put(out, h->len);
+	hpn_be32_put(out + 4, h->stream);
 	out[8] = h->type;
 	out[9] = h->flags;
 }
@@ -58,8 +45,8 @@ int hpn_ttrpc_hdr_get(const uint8_t in[HPN_TTRPC_HDR_LEN], struct hpn_ttrpc_hdr 
 		      struct hpn_err *err)
 {
 	struct hpn_ttrpc_hdr h = {
-		.len = get_be32(in),
-		.stream = get_be32(in + 4),
+		.len = hpn_be32_get(in),
+		.stream = hpn_be32_get(in + 4),
 		.type = in[8],
 		.flags = in[9],
 	};

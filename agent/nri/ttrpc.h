@@ -22,6 +22,20 @@
  * -ENOMEM. Nothing here does I/O.
  */
 
+/* Big-endian u32s, as ttrpc's and the multiplexer's headers carry them. */
+static inline uint32_t hpn_be32_get(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void hpn_be32_put(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
 #define HPN_TTRPC_HDR_LEN 10
 #define HPN_TTRPC_MSG_MAX (4u << 20)
 
