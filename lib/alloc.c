@@ -144,6 +144,31 @@ static int check_version(const cJSON *o, const char *what, struct hpn_err *err)
 	return 0;
 }
 
+/*
+ * An agent's reply, opened: a JSON object with no NUL inside, of this
+ * protocol's version, and no "error" (a refusal: code 11 with its words).
+ * *ret is the object (cJSON_Delete) on success.
+ */
+static int reply_open(const char *buf, size_t len, const char *what, cJSON **ret,
+		      struct hpn_err *err)
+{
+	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
+	_cleanup_free_ char *error = NULL;
+	int r;
+
+	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%s is not a JSON object", what);
+	r = check_version(o, what, err);
+	if (r >= 0)
+		r = hpn_json_str(o, "error", "", HPN_E_DECODE, 1024, &error, err);
+	if (r < 0)
+		return r;
+	if (error)
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
+	*ret = TAKE_PTR(o);
+	return 0;
+}
+
 int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
@@ -287,21 +312,14 @@ static int get_strings(const cJSON *o, const char *key, const char *what,
 
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
 {
-	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
-	_cleanup_free_ char *error = NULL, *resource = NULL, *source = NULL;
+	_cleanup_cjson_ cJSON *o = NULL;
+	_cleanup_free_ char *resource = NULL, *source = NULL;
 	struct hpn_alloc *a;
 	int r;
 
-	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "hpn-rdma-agent's reply is not a JSON object");
-	r = check_version(o, "hpn-rdma-agent's reply", err);
-	if (r >= 0)
-		r = hpn_json_str(o, "error", "", HPN_E_DECODE, 1024, &error, err);
+	r = reply_open(buf, len, "hpn-rdma-agent's reply", &o, err);
 	if (r < 0)
 		return r;
-	if (error)
-		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
 	/* Filled aside: ret is left as it was on any error. */
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -408,23 +426,15 @@ static int get_text(const cJSON *n, const char *key, char *v, size_t size, struc
 
 int hpn_nri_reply_parse(const char *buf, size_t len, struct hpn_nri_state *ret, struct hpn_err *err)
 {
-	_cleanup_cjson_ cJSON *o = hpn_json_parse(buf, len);
-	_cleanup_free_ char *error = NULL;
+	_cleanup_cjson_ cJSON *o = NULL;
 	struct hpn_nri_state s = { 0 };
 	const cJSON *n, *reg;
 	int r;
 
-	if (!cJSON_IsObject(o) || hpn_json_has_nul(buf, len))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
-				   "hpn-rdma-agent's NRI reply is not a JSON object");
-	r = check_version(o, "hpn-rdma-agent's NRI reply", err);
-	if (r >= 0)
-		r = hpn_json_str(o, "error", "", HPN_E_DECODE, 1024, &error, err);
+	/* An agent older than the question refuses it ("error": query "nri" is not "pod"). */
+	r = reply_open(buf, len, "hpn-rdma-agent's NRI reply", &o, err);
 	if (r < 0)
 		return r;
-	/* An agent older than the question refuses it: query "nri" is not "pod". */
-	if (error)
-		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %s", error);
 	n = cJSON_GetObjectItemCaseSensitive(o, "nri");
 	reg = cJSON_GetObjectItemCaseSensitive(n, "registered");
 	if (!cJSON_IsObject(n) || !cJSON_IsBool(reg))
