@@ -87,28 +87,11 @@ int loop_new(struct loop **ret)
 	return 0;
 }
 
-int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud)
+/* s watching fd for events (0: nothing until loop_watch); -errno, s->fd -1, fd left open. */
+static int add(struct loop *l, struct loop_src *s, int fd, uint32_t events,
+	       void (*fn)(struct loop_src *s), void *ud)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
-
-	s->fd = fd;
-	s->fn = fn;
-	s->ud = ud;
-	s->timer = false;
-	s->loop = l;
-	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int e = errno;
-
-		loop_close(s);
-		return -e;
-	}
-	return 0;
-}
-
-int loop_borrow(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s),
-		void *ud)
-{
-	struct epoll_event ev = { .events = 0, .data.ptr = s };
+	struct epoll_event ev = { .events = events, .data.ptr = s };
 
 	s->fd = fd;
 	s->fn = fn;
@@ -120,6 +103,21 @@ int loop_borrow(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct lo
 		return -errno;
 	}
 	return 0;
+}
+
+int loop_add(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s), void *ud)
+{
+	int r = add(l, s, fd, EPOLLIN, fn, ud);
+
+	if (r < 0)
+		close(fd);
+	return r;
+}
+
+int loop_borrow(struct loop *l, struct loop_src *s, int fd, void (*fn)(struct loop_src *s),
+		void *ud)
+{
+	return add(l, s, fd, 0, fn, ud);
 }
 
 int loop_watch(struct loop *l, struct loop_src *s, unsigned int events)
