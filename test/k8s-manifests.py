@@ -12,15 +12,24 @@ so:
     level these manifests use (a field the API does not have is refused, as
     `kubectl --validate=strict` would; the field lists below are written from
     the API reference, for these kinds only);
-  - the Deployment is the seed's shape for conf/20-hpn-rdma-gpu.conflist: its
-    pod template has the label podSelector.label names, with
-    podSelector.value, and the GPU model label, and no annotation repeating
-    them; its selector's labels are in the template; a container asks for
-    the conflist's GPU resource as an integer; it mounts its own hints file
-    (hostPath = nccl.dir, subPathExpr $(POD_UID)/nccl.conf at /etc/nccl.conf,
-    POD_UID from metadata.uid); its variant dep-demo-hpn-gpu-conffile.yaml
-    (nccl.confFile) is the same but for the mount, at the path its container's
-    NCCL_CONF_FILE names, another than /etc/nccl.conf;
+  - the Deployment is the managed service's own, exactly, for
+    conf/20-hpn-rdma-gpu.conflist: its pod template has the label
+    podSelector.label names, with podSelector.value, and the GPU model label,
+    and no annotation repeating them; its selector's labels are in the
+    template; a container asks for the conflist's GPU resource as an integer
+    limit, and no container for any other resource (limits, requests, claims);
+    nothing of hpn-rdma's is in it, since the agent's NRI plugin gives each
+    container its hints, devices and memlock: no volume, no volumeMount, no
+    POD_UID (no env from metadata.uid), no privileged container or added
+    capability, no NCCL_IB_* variable (it would win over the hints); and
+    hpn-rdma.yaml's agent runs --nri with the socket's directory mounted. Its
+    variant dep-demo-hpn-gpu-conffile.yaml (nccl.confFile) is the same, its
+    container's NCCL_CONF_FILE a usable nccl.confFile other than
+    /etc/nccl.conf, which nothing in the pod mounts (NRI mounts it there).
+    Broken copies of both (a volume, a volumeMount, POD_UID, a capability, a
+    privileged container, a CPU limit, a memory request, a claim, an
+    NCCL_IB_* variable, no GPU; the variant's file mounted by the pod, no
+    NCCL_CONF_FILE) must each fail the check that names what broke;
   - the RBAC gives the plugin's ServiceAccount get, list and watch on pods
     (the plugin's lookup, the agent's cache of its node's pods) and nothing else,
     bound cluster-wide to a ServiceAccount defined in the same file;
@@ -201,6 +210,7 @@ LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 passed = failed = 0
 quiet = False  # refused(): a broken copy is checked without printing
+quiet_fails = []  # what failed while quiet
 
 
 def check(ok, what):
@@ -213,6 +223,8 @@ def check(ok, what):
         failed += 1
         if not quiet:
             print(f"FAIL: {what}")
+        else:
+            quiet_fails.append(what)
     return ok
 
 
@@ -302,9 +314,9 @@ def pod_template(doc, where):
 
 
 def seed_deployment(doc, where, plugin, at="/etc/nccl.conf"):
-    """The seed's pod template, as conf/20-hpn-rdma-gpu.conflist selects and hints it; the
-    hints mounted at `at`, which a container's NCCL_CONF_FILE names when it is not NCCL's
-    default."""
+    """The managed service's pod template, as conf/20-hpn-rdma-gpu.conflist selects and hints
+    it, with nothing of hpn-rdma's in it: the agent's NRI plugin mounts the hints at `at` (the
+    conflist's nccl.confFile), adds the devices and raises RLIMIT_MEMLOCK."""
     meta, pod = pod_template(doc, where)
     sel = plugin.get("podSelector", {})
     key, value = sel.get("label"), sel.get("value", "rdma")
@@ -315,28 +327,54 @@ def seed_deployment(doc, where, plugin, at="/etc/nccl.conf"):
     check(labels.get(model), f"{where}: the template names the GPU model with the label {model}")
     check(key not in annos and model not in annos,
           f"{where}: no annotation repeats the labels (the seed's own shape)")
-    gpus = [c.get("resources", {}).get("limits", {}).get(resource) for c in pod.get("containers", [])]
-    check(any(isinstance(g, int) and g > 0 for g in gpus),
+    ctrs = pod.get("containers", []) + pod.get("initContainers", [])
+    gpus = [c.get("resources", {}).get("limits", {}).get(resource) for c in ctrs]
+    check(any(isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in gpus),
           f"{where}: a container asks for {resource} (limits, an integer)")
-    hints = plugin.get("nccl", {}).get("dir", "/run/hpn-rdma/pods")
-    vols = {v["name"]: v for v in pod.get("volumes", [])}
-    mounts = [(c, m) for c in pod.get("containers", []) for m in c.get("volumeMounts", [])
-              if m.get("mountPath") == at]
-    check(mounts and all(vols.get(m["name"], {}).get("hostPath", {}).get("path") == hints and
-                         m.get("subPathExpr") == "$(POD_UID)/nccl.conf" and
-                         any(e.get("name") == "POD_UID" and
-                             e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") ==
-                             "metadata.uid" for e in c.get("env", [])) and
-                         (at == "/etc/nccl.conf" or
-                          any(e.get("name") == "NCCL_CONF_FILE" and e.get("value") == at
-                              for e in c.get("env", [])))
-                         for c, m in mounts),
-          f"{where}: mounts {hints}/$(POD_UID)/nccl.conf at {at}" +
-          ("" if at == "/etc/nccl.conf" else ", which its NCCL_CONF_FILE names"))
+    other = sorted({f"{c.get('name')}: {kind} {r}" for c in ctrs
+                    for kind in ("limits", "requests")
+                    for r in c.get("resources", {}).get(kind, {}) if r != resource} |
+                   {f"{c.get('name')}: claims" for c in ctrs
+                    if c.get("resources", {}).get("claims")} |
+                   ({"the pod: resourceClaims"} if pod.get("resourceClaims") else set()))
+    check(not other, f"{where}: no container asks for any resource but {resource}" +
+          (f" (asked: {', '.join(other)})" if other else ""))
+    # NRI gives the containers what the old hostPath + subPathExpr mount did.
+    vols = [v.get("name") for v in pod.get("volumes", [])]
+    check(not vols, f"{where}: no volume (NRI mounts the hints)" +
+          (f" (has: {', '.join(map(str, vols))})" if vols else ""))
+    mounts = [f"{c.get('name')}: {m.get('mountPath')}" for c in ctrs
+              for m in c.get("volumeMounts", [])]
+    check(not mounts, f"{where}: no volumeMount (NRI mounts the hints)" +
+          (f" (has: {', '.join(mounts)})" if mounts else ""))
+    uid = [f"{c.get('name')}: {e.get('name')}" for c in ctrs for e in c.get("env", [])
+           if e.get("name") == "POD_UID" or
+           e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.uid"]
+    check(not uid, f"{where}: no POD_UID, no env from metadata.uid (no subPathExpr to feed)" +
+          (f" (has: {', '.join(uid)})" if uid else ""))
+    priv = [f"{c.get('name')}: " + ("privileged" if sc.get("privileged") else
+                                   f"adds {sc['capabilities']['add']}")
+            for c in ctrs for sc in [c.get("securityContext") or {}]
+            if sc.get("privileged") or (sc.get("capabilities") or {}).get("add")]
+    check(not priv, f"{where}: no privileged container, no added capability (NRI adds the "
+          "devices)" + (f" (has: {', '.join(priv)})" if priv else ""))
+    ib = [f"{c.get('name')}: {e.get('name')}" for c in ctrs for e in c.get("env", [])
+          if str(e.get("name", "")).startswith("NCCL_IB_")]
+    check(not ib, f"{where}: no NCCL_IB_* variable (the environment wins over the hints)" +
+          (f" (has: {', '.join(ib)})" if ib else ""))
+    if at != "/etc/nccl.conf":
+        names = [c.get("name") for c in ctrs
+                 if any(e.get("name") == "NCCL_CONF_FILE" and e.get("value") == at
+                        for e in c.get("env", []))]
+        check(names, f"{where}: a container's NCCL_CONF_FILE names {at}")
+        mine = [c.get("name") for c in ctrs for m in c.get("volumeMounts", [])
+                if m.get("mountPath") == at]
+        check(not mine, f"{where}: nothing in the pod mounts {at} (NRI mounts the hints "
+              "there)" + (f" (mounted by: {', '.join(map(str, mine))})" if mine else ""))
 
 
 def conffile_deployment(doc, where, plugin):
-    """The seed's Deployment with the hints at the path NCCL_CONF_FILE names (nccl.confFile)."""
+    """The seed's Deployment with NCCL_CONF_FILE naming the nccl.confFile NRI mounts at."""
     pod = doc.get("spec", {}).get("template", {}).get("spec", {})
     paths = [e.get("value") for c in pod.get("containers", []) for e in c.get("env", [])
              if e.get("name") == "NCCL_CONF_FILE"]
@@ -346,6 +384,85 @@ def conffile_deployment(doc, where, plugin):
              f"{where}: a container's NCCL_CONF_FILE is a usable nccl.confFile, "
              "not /etc/nccl.conf"):
         seed_deployment(doc, where, plugin, at)
+
+
+def seed_refused(doc, where, plugin, variant, what, edit, says):
+    """A broken copy of the seed's Deployment must fail the check that names what broke it
+    (`says` in the failing check's words): the checks can fail, each for its own reason."""
+    global passed, failed, quiet
+    doc = copy.deepcopy(doc)
+    edit(doc["spec"]["template"]["spec"])
+    saved, quiet = (passed, failed), True
+    del quiet_fails[:]
+    try:
+        (conffile_deployment if variant else seed_deployment)(doc, where, plugin)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError) as e:
+        quiet_fails.append(f"{type(e).__name__}: {e}")
+    named = [f.removeprefix(where + ": ") for f in quiet_fails if says in f]
+    (passed, failed), quiet = saved, False
+    check(named, f"{where}: a broken copy ({what}) is refused: " +
+          ("; ".join(named) if named else
+           f"no failing check says {says!r} (failed: {quiet_fails or 'none'})"))
+
+
+def seed_broken_copies(doc, where, plugin, variant):
+    def ctr(pod):
+        return pod["containers"][0]
+
+    def volume(pod):
+        pod["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+
+    def mount(pod):
+        ctr(pod)["volumeMounts"] = [{"name": "x", "mountPath": "/data"}]
+
+    def pod_uid(pod):
+        ctr(pod).setdefault("env", []).append(
+            {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}})
+
+    def cap(pod):
+        ctr(pod)["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+
+    def privileged(pod):
+        ctr(pod)["securityContext"] = {"privileged": True}
+
+    def cpu(pod):
+        ctr(pod)["resources"]["limits"]["cpu"] = "8"
+
+    def memory(pod):
+        ctr(pod)["resources"]["requests"] = {"memory": "64Gi"}
+
+    def claim(pod):
+        ctr(pod)["resources"]["claims"] = [{"name": "gpus"}]
+
+    def ib(pod):
+        ctr(pod).setdefault("env", []).append({"name": "NCCL_IB_HCA", "value": "mlx5_0"})
+
+    resource = plugin.get("kubernetes", {}).get("gpuResource", "nvidia.com/gpu")
+
+    def no_gpu(pod):
+        del ctr(pod)["resources"]["limits"][resource]
+
+    edits = [("a volume", volume, "has: dshm"), ("a volumeMount", mount, "has: trainer: /data"),
+             ("POD_UID", pod_uid, "has: trainer: POD_UID"),
+             ("an added capability", cap, "adds ['IPC_LOCK']"),
+             ("a privileged container", privileged, "has: trainer: privileged"),
+             ("a cpu limit", cpu, "limits cpu"), ("a memory request", memory, "requests memory"),
+             ("a resource claim", claim, "trainer: claims"),
+             ("NCCL_IB_HCA set", ib, "has: trainer: NCCL_IB_HCA"),
+             (f"no {resource}", no_gpu, f"a container asks for {resource}")]
+    if variant:
+        def conf_mount(pod):
+            at = next(e["value"] for e in ctr(pod)["env"] if e["name"] == "NCCL_CONF_FILE")
+            ctr(pod)["volumeMounts"] = [{"name": "hints", "mountPath": at,
+                                         "subPathExpr": "$(POD_UID)/nccl.conf"}]
+
+        def no_conf(pod):
+            ctr(pod)["env"] = [e for e in ctr(pod)["env"] if e["name"] != "NCCL_CONF_FILE"]
+
+        edits += [("the confFile mounted by the pod", conf_mount, "mounted by: trainer"),
+                  ("no NCCL_CONF_FILE", no_conf, "NCCL_CONF_FILE is a usable")]
+    for what, edit, says in edits:
+        seed_refused(doc, where, plugin, variant, what, edit, says)
 
 
 def conflist(conf, name):
@@ -487,6 +604,14 @@ def cluster(docs, where, conf, src):
     cdi = a.get("--cdi-dir", entry.get("agent", {}).get("cdiDir", "/var/run/cdi"))
     if cdi:
         at_host_path(agent, vols, cdi, dw, "the CDI spec directory", True)
+    # The seed's Deployment has nothing of hpn-rdma's: its hints, devices and memlock come
+    # through the runtime's NRI (agent/nri.c), whose socket is made anew at each restart.
+    nri = a.get("--nri")
+    check(nri is not None, f"{dw}: the agent runs --nri (the seed's pods get their hints, "
+          "devices and memlock from it)")
+    if nri is not None:
+        nri = "/var/run/nri/nri.sock" if nri is True else nri
+        at_host_path(agent, vols, os.path.dirname(nri), dw, "the NRI socket's directory", False)
     state = entry.get("stateDir", STATE_DIR)
     at_host_path(agent, vols, state, dw, "the journals' stateDir", True)
     if "stateDir" not in entry:
@@ -990,8 +1115,10 @@ def main():
                       f"{dw}: ConfigMap data values are strings")
             if d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu.yaml":
                 seed_deployment(d, dw, plugin)
+                seed_broken_copies(d, dw, plugin, False)
             elif d["kind"] == "Deployment" and name == "dep-demo-hpn-gpu-conffile.yaml":
                 conffile_deployment(d, dw, plugin)
+                seed_broken_copies(d, dw, plugin, True)
             elif d["kind"] in ("Deployment", "DaemonSet"):
                 pod_template(d, dw)
         files[name] = good
