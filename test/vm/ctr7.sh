@@ -99,8 +99,10 @@ vctr_conflist() {
 }
 
 # vctr_up: the node with the guest's NICs as its pool, containerd serving
-# CRI with the pause image and the network loaded. Timed (info lines).
-# The caller's EXIT trap must call vctr_down.
+# CRI with the pause image and the network loaded (VCTR_CONFLIST names the
+# function that writes it, given the NICs' PCI addresses: vctr_conflist by
+# default). Timed (info lines). The caller's EXIT trap must call vctr_down.
+VCTR_CONFLIST=vctr_conflist
 vctr_up() {
 	local nic
 	vctr_cgroup
@@ -117,7 +119,7 @@ vctr_up() {
 	for nic in "${VM_NICS[@]}"; do
 		ip link set "$nic" netns "$RTN_NS"
 	done
-	rtn_conflist "$(vctr_conflist "${VM_PCIS[@]}")"
+	rtn_conflist "$("$VCTR_CONFLIST" "${VM_PCIS[@]}")"
 	vctr_ms
 	info "node netns and holder: $MS ms"
 	rtn_containerd_start
@@ -163,11 +165,12 @@ vctr_down() {
 }
 
 # vctr_pod NAME ANNOTATIONS_JSON: RunPodSandbox of pod NAME (namespace hpnv,
-# the node's cgroup parent); VCTR_POD[NAME] is its sandbox ID. Timed.
+# the node's cgroup parent, UID VCTR_UID or a new one); VCTR_POD[NAME] is its
+# sandbox ID. Timed.
 vctr_pod() {
-	local name=$1 uid f=$VCTR_DIR/n/pods
+	local name=$1 uid=${VCTR_UID:-} f=$VCTR_DIR/n/pods
 	mkdir -p "$f"
-	uid=$(</proc/sys/kernel/random/uuid)
+	[[ -n $uid ]] || uid=$(</proc/sys/kernel/random/uuid)
 	jq -n --arg name "$name" --arg uid "$uid" --argjson ann "$2" \
 		--arg logs "$VCTR_DIR/n/logs/$uid" --arg cg "$RTN_CGROUP" '{
 		metadata: {name: $name, uid: $uid, namespace: "hpnv", attempt: 0},
@@ -276,13 +279,15 @@ vctr_allocate() {
 # vctr_ctr POD DEVICES_JSON [CDI_JSON]: container "main" in pod POD, not
 # privileged, the pause image as its root with the guest's /usr, /bin, /lib,
 # /lib64 and /etc/libibverbs.d (libibverbs' provider list) read-only over it,
+# and the directories of VCTR_TOOLS (none by default) at their own paths,
 # PATH through them (the image sets none), plus the CRI devices and CDI
 # devices (ContainerConfig.CDI_devices, [{name}]: what a kubelet passes of
 # Allocate's cdi_devices); created and started. VCTR_CTR is its ID. Timed.
 VCTR_CTR=
+VCTR_TOOLS=()
 vctr_ctr() {
 	local pod=$1 f=$VCTR_DIR/n/pods/$1 mounts='[]' d cdi=${3:-[]}
-	for d in /usr /bin /lib /lib64 /etc/libibverbs.d; do
+	for d in /usr /bin /lib /lib64 /etc/libibverbs.d ${VCTR_TOOLS[@]+"${VCTR_TOOLS[@]}"}; do
 		[[ -e $d ]] && mounts=$(jq -c --arg d "$d" '. + [{containerPath: $d, hostPath: $d, readonly: true}]' <<<"$mounts")
 	done
 	jq -n --argjson m "$mounts" --argjson devs "$2" --argjson cdi "$cdi" --arg img "$RTN_IMAGE" '{

@@ -39,7 +39,22 @@
 #            a) and never runs; DEL removes the spec.
 # The node's CDI directory is containerd's cdi_spec_dirs (node.sh) and the
 # network's agent.cdiDir.
-# Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices|cdi21]
+#  nri21     the managed service's pods as its users write them, through
+#            containerd 2.1's NRI (the node's socket) and hpn-rdma-agent
+#            --nri: conf/20's label-selected network (softRoce, nri.required)
+#            reading the labels from the API stand-in (test/kube), two pods
+#            of the seed's Pod (model gpu-hpn, whose profile admits
+#            Soft-RoCE) and one not selected, their CRI configs bare (no
+#            device, mount, env or annotation; the guest's tool directories
+#            stand for an image). The agent adjusts a's and c's containers:
+#            the runtime spec has exactly the pod's uverbsN and rdma_cm with
+#            their rw rules, its hints read-only at /etc/nccl.conf,
+#            RLIMIT_MEMLOCK unlimited (the guest's root may raise it, so runc
+#            does); inside, /dev/infiniband holds those two, ibv_devinfo opens
+#            the pod's device and not the other pod's, ib_write_bw runs c to
+#            a, and a real NCCL (the runtime cache's) takes its bootstrap
+#            settings from the mounted file. b's container has none of it.
+# Run: test/vm/run.sh test/vm/vm7-hpn-containers.sh [devices|cdi21|nri21]
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -47,6 +62,10 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/floor.sh"	# tcp_listening, rdma_none, FLOOR_PORT
 # shellcheck source=ctr7.sh
 source "$(dirname "$0")/ctr7.sh"
+# shellcheck source=../kube/lib.sh
+source "$(dirname "$0")/../kube/lib.sh"
+# shellcheck source=../runtime/ncclprobe.sh
+source "$(dirname "$0")/../runtime/ncclprobe.sh"
 
 vm7_require shared
 
@@ -106,8 +125,32 @@ node_of() {
 	[[ $got == "$want" ]] || fail "$T/devdir/$1/$2 is $got, not $want ($3)"
 }
 
+# write_bw CLIENT_CTR CLIENT_DEV SERVER_CTR SERVER_DEV SERVER_POD: ib_write_bw
+# from one container to the other over their pods' own devices (the server's
+# hpn0 address); the bandwidth said.
+write_bw() {
+	local ip pid srv got l
+	ip=$(hpn0_addr "$5")
+	pid=$(vctr_pod_pid "$5")
+	cri exec -t 120 "$3" ib_write_bw -d "$4" -i 1 -x 1 -F -n "$ITERS" >"$T/srv.out" 2>&1 &
+	srv=$!
+	wait_for 60 tcp_listening "$pid" "$FLOOR_PORT" ||
+		fail "ib_write_bw did not listen in pod $5's container: $(<"$T/srv.out")"
+	vctr_ms
+	vctr_exec "$1" ib_write_bw -d "$2" -i 1 -x 1 -F -n "$ITERS" "$ip"
+	wait "$srv" || fail "ib_write_bw server in pod $5's container: exit $?: $(<"$T/srv.out")"
+	((RC == 0)) || fail "ib_write_bw client ($2): exit $RC: $OUT"
+	got=
+	while read -r l; do
+		[[ $l =~ ^65536[[:space:]]+${ITERS}[[:space:]]+[0-9.]+[[:space:]]+([0-9.]+) ]] && got=${BASH_REMATCH[1]}
+	done <<<"$OUT"
+	[[ -n $got ]] || fail "ib_write_bw: no result line in: $OUT"
+	vctr_ms
+	echo "  # ib_write_bw $2 -> pod $5's container ($4): $got MB/s ($MS ms)"
+}
+
 scen_devices() {
-	local deva uva mma devc uvc ctra ctrb ctrc spec got ip pid srv l ctr p alla allc
+	local deva uva mma devc uvc ctra ctrb ctrc spec ctr p alla allc
 	trap vctr_down EXIT
 	vctr_up
 	# The kubelet's side: pod a holds the first NIC, pod c the second.
@@ -185,24 +228,7 @@ scen_devices() {
 	vctr_exec "$ctrb" ibv_devinfo -d "$deva"
 	((RC != 0)) || fail "ibv_devinfo -d $deva worked in container b: $OUT"
 
-	# ib_write_bw from container c to container a, over the pods' own devices.
-	ip=$(hpn0_addr a)
-	pid=$(vctr_pod_pid a)
-	cri exec -t 120 "$ctra" ib_write_bw -d "$deva" -i 1 -x 1 -F -n "$ITERS" >"$T/srv.out" 2>&1 &
-	srv=$!
-	wait_for 60 tcp_listening "$pid" "$FLOOR_PORT" || fail "ib_write_bw did not listen in container a: $(<"$T/srv.out")"
-	vctr_ms
-	vctr_exec "$ctrc" ib_write_bw -d "$devc" -i 1 -x 1 -F -n "$ITERS" "$ip"
-	wait "$srv" || fail "ib_write_bw server in container a: exit $?: $(<"$T/srv.out")"
-	((RC == 0)) || fail "ib_write_bw client in container c: exit $RC: $OUT"
-	got=
-	while read -r l; do
-		[[ $l =~ ^65536[[:space:]]+${ITERS}[[:space:]]+[0-9.]+[[:space:]]+([0-9.]+) ]] && got=${BASH_REMATCH[1]}
-	done <<<"$OUT"
-	[[ -n $got ]] || fail "ib_write_bw: no result line in: $OUT"
-	vctr_ms
-	echo "  # ib_write_bw container c ($devc) -> container a ($deva): $got MB/s ($MS ms)"
-
+	write_bw "$ctrc" "$devc" "$ctra" "$deva" a
 	for ctr in "$ctrb" "$ctrc" "$ctra"; do
 		cri stop "$ctr" && cri rm "$ctr" || fail "StopContainer/RemoveContainer $ctr failed"
 	done
@@ -328,4 +354,201 @@ scen_cdi21() {
 	[[ -z $(ls -A "$RTN_CDI_DIR") ]] || fail "DEL left CDI specs: $(ls -la "$RTN_CDI_DIR")"
 }
 
-run_scenarios devices cdi21
+# ---- nri21: the managed service's pods, through containerd 2.1's NRI --------------
+
+SEED_FIXTURE=$HPN_SRC/test/fixtures/pods/default/seed-gu8tf-7d9c5b8f4-x2kqp.json
+KUBE_WORK=
+
+# nri_conflist PCI...: the label-selected node's network
+# (conf/20-hpn-rdma-gpu.conflist) on this node: its bridge's addresses and
+# directories, softRoce over the NICs at PCI..., the API stand-in's
+# kubeconfig, the agent's socket (no kubelet: no lookup) and nri.required.
+# Its MTU is left out (virtio's default).
+nri_conflist() {
+	jq -c --arg n "$VCTR_NET" --arg t "$T" --arg kc "$KUBE_WORK/kubeconfig" \
+		--argjson p "$(printf '%s\n' "$@" | jq -Rsc 'split("\n") | map(select(. != ""))')" '
+		.name = $n |
+		.plugins |= map(
+			if .type == "bridge" then
+				.bridge = "hpnvbr0" | .ipMasq = false |
+				.ipam.ranges = [[{subnet: "10.250.0.0/24"}]] | .ipam.dataDir = ($t + "/ipam")
+			elif .type == "hpn-rdma" then
+				del(.mtu) | .match = {pciAddresses: $p} | .softRoce = true | .logLevel = "debug" |
+				.stateDir = ($t + "/state") | .logFile = ($t + "/plugin.log") |
+				.nccl.dir = ($t + "/hints") | .kubernetes.kubeconfig = $kc |
+				.agent = {socket: ($t + "/agent.sock"), lookup: false} | .nri = {required: true} |
+				.ipam.ranges = [[{subnet: "10.251.0.0/24"}]] | .ipam.dataDir = ($t + "/ipam")
+			else . end)' "$HPN_SRC/conf/20-hpn-rdma-gpu.conflist"
+}
+
+# seed_pod NAME LABELS: the seed's Pod (8 nvidia.com/gpu) in the API stand-in
+# as hpnv/NAME with LABELS, and its sandbox, made as the kubelet makes it:
+# no annotation.
+seed_pod() {
+	local uid
+	uid=$(</proc/sys/kernel/random/uuid)
+	jq --arg name "$1" --arg uid "$uid" --argjson l "$2" '.metadata.namespace = "hpnv" |
+		.metadata.name = $name | .metadata.uid = $uid | .metadata.labels = $l' \
+		"$SEED_FIXTURE" >"$KUBE_WORK/pods/hpnv/$1.json"
+	VCTR_UID=$uid vctr_pod "$1" '{}'
+	HINTS_OF[$1]=$T/hints/$uid/nccl.conf
+}
+declare -A HINTS_OF=()
+
+# nodes_of DEV: DEV's character devices as [[path, major, minor]]: its uverbsN
+# and umadN (the kernel's class directories), then rdma_cm.
+nodes_of() {
+	local d ib mm out='[]'
+	for d in /sys/class/infiniband_verbs/uverbs* /sys/class/infiniband_mad/umad*; do
+		[[ -e $d/ibdev ]] || continue
+		read -r ib <"$d/ibdev"
+		[[ $ib == "$1" ]] || continue
+		read -r mm <"$d/dev"
+		out=$(jq -c --arg p "/dev/infiniband/${d##*/}" --arg mm "$mm" \
+			'. + [[$p] + ($mm | split(":") | map(tonumber))]' <<<"$out")
+	done
+	read -r mm </sys/class/misc/rdma_cm/dev
+	jq -c --arg mm "$mm" '. + [["/dev/infiniband/rdma_cm"] + ($mm | split(":") | map(tonumber))]' <<<"$out"
+}
+
+# nri_spec CTR DEV_JSON HINTS WHAT: the spec containerd 2.1 gave runc for
+# container CTR holds exactly the devices DEV_JSON ([[path, major, minor]]),
+# each with one rw allow rule and no allow-all, HINTS read-only at
+# /etc/nccl.conf, RLIMIT_MEMLOCK unlimited; not privileged.
+nri_spec() {
+	local spec
+	spec=$(<"$RTN_DIR/state/io.containerd.runtime.v2.task/k8s.io/$1/config.json")
+	jq_ok '.linux as $l |
+		([$l.devices[]? | [.path, .major, .minor]] | sort) == ($d | sort) and
+		all($l.devices[]?; .type == "c") and
+		([$l.resources.devices[] | select(.allow and .type == "c") | [.major, .minor, .access]] | sort) ==
+			([$d[] | [.[1], .[2], "rw"]] | sort) and
+		([$l.resources.devices[] | select(.allow and (.type // "a") == "a")] | length) == 0 and
+		([.mounts[] | select(.destination == "/etc/nccl.conf")] |
+			length == 1 and (.[0] | .source == $h and (.options | index("ro")))) and
+		([.process.rlimits[]? | select(.type == "RLIMIT_MEMLOCK") | [.soft, .hard]] ==
+			[[18446744073709551615, 18446744073709551615]]) and
+		(.process.capabilities.effective | index("CAP_SYS_ADMIN") | not)' \
+		"$4: the runtime spec" "$spec" --argjson d "$2" --arg h "$3"
+}
+
+# nri_bare CTR WHAT: nothing of the agent's in container CTR's spec.
+nri_bare() {
+	jq_ok '([.linux.devices[]?] | length) == 0 and
+		([.mounts[] | select(.destination == "/etc/nccl.conf")] | length) == 0 and
+		([.process.rlimits[]? | select(.type == "RLIMIT_MEMLOCK")] | length) == 0' \
+		"$2: the runtime spec" "$(<"$RTN_DIR/state/io.containerd.runtime.v2.task/k8s.io/$1/config.json")"
+}
+
+scen_nri21() {
+	local why deva devc nodea nodec ctra ctrc ctrb p line eth0 m
+	why=$(ncclprobe_why_not)
+	[[ -z $why ]] || skip "$why"
+	for p in openssl python3; do
+		command -v $p >/dev/null || skip "$p is not installed (scripts/install-deps.sh)"
+	done
+	rtn_use 2.1
+	# shellcheck disable=SC2034 # node.sh and ctr7.sh read them
+	RTN_NRI=1 VCTR_CONFLIST=nri_conflist KUBE_WORK=$T/kube
+	trap 'kube_stop; vctr_down; rtn_use 1.6' EXIT
+	mkdir -p "$KUBE_WORK/pods/hpnv"
+	vctr_up
+	# The API stand-in on the node's loopback, where the plugin runs.
+	kube_pki
+	# shellcheck disable=SC2034 # kube_start reads them
+	KUBE_PY_WRAP=(ip netns exec "$RTN_NS") KUBE_LIFETIME=1200
+	kube_start "$KUBE_WORK/pods" || fail "the API stand-in did not start"
+	echo "hpnv-token-$$" >"$KUBE_WORK/tokens"
+	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
+	kubeconfig "$KUBE_WORK/kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file "token: hpnv-token-$$"
+	vctr_ms
+	info "the API stand-in: $MS ms"
+	# The agent as the DaemonSet runs it, with containerd's NRI socket.
+	rtn_in "$HPN_AGENT" --config "$RTN_DIR/cni/net.d/10-node.conflist" --kubelet-dir "$T/kl" \
+		--lookup-socket "$T/agent.sock" --cdi-dir "$RTN_CDI_DIR" --cri-socket none \
+		--health-interval 0 --nri="$RTN_NRI_SOCK" 2>"$T/agent.log" &
+	# shellcheck disable=SC2034 # vctr_down stops it
+	VCTR_AGENT_PID=$!
+	wait_for 60 grep -q 'NRI: registered as hpn-rdma' "$T/agent.log" ||
+		fail "the agent did not register with containerd's NRI: $(tail -n 5 "$T/agent.log")"
+	vctr_ms
+	info "the agent registered with NRI: $MS ms"
+
+	# Two pods of the seed's shape (the model gpu-hpn: its profile admits
+	# Soft-RoCE, GU8TF's requires mlx5), one not selected.
+	local labels
+	labels=$(jq -c '.metadata.labels | .["alibabacloud.com/gpu-model-series"] = "gpu-hpn"' "$SEED_FIXTURE")
+	seed_pod a "$labels"
+	vctr_rxe a
+	deva=$DEV
+	nodea=$(nodes_of "$deva")
+	seed_pod c "$labels"
+	vctr_rxe c
+	devc=$DEV
+	nodec=$(nodes_of "$devc")
+	[[ $devc != "$deva" ]] || fail "pods a and c share $deva"
+	seed_pod b '{"app": "plain"}'
+	[[ -s ${HINTS_OF[a]} && -s ${HINTS_OF[c]} && ! -e ${HINTS_OF[b]} ]] ||
+		fail "hints: a ${HINTS_OF[a]}, c ${HINTS_OF[c]}, none for b: $(ls -R "$T/hints")"
+
+	# The containers as the seed's: no device, no mount, no env of the
+	# pod's (the tools' directories stand for its image), not privileged.
+	m=$(wc -l <"$T/agent.log")
+	VCTR_TOOLS=("$NCCL_ROOT" "${NCCL_PROBE%/*}")
+	vctr_ctr a '[]'
+	ctra=$VCTR_CTR
+	# shellcheck disable=SC2034 # vctr_ctr reads it
+	VCTR_TOOLS=()
+	vctr_ctr c '[]'
+	ctrc=$VCTR_CTR
+	vctr_ctr b '[]'
+	ctrb=$VCTR_CTR
+	line=$(tail -n "+$((m + 1))" "$T/agent.log" | grep 'NRI: container main of pod hpnv/a:') ||
+		fail "the agent did not account for pod a's container: $(tail -n 5 "$T/agent.log")"
+	[[ $line == *": $(jq length <<<"$nodea") device nodes added (0 there already), hints /etc/nccl.conf, RLIMIT_MEMLOCK raised" ]] ||
+		fail "the agent's account of a's adjustment (nodes $nodea): $line"
+	nri_spec "$ctra" "$nodea" "${HINTS_OF[a]}" "pod a's container"
+	nri_spec "$ctrc" "$nodec" "${HINTS_OF[c]}" "pod c's container"
+	echo "  # pod a's container: $(jq -r 'map("\(.[0]) \(.[1]):\(.[2])") | join(", ")' <<<"$nodea")"
+	nri_bare "$ctrb" "pod b's container (not selected)"
+
+	# Inside: the pod's device and no other, its hints, the limit.
+	p=$(rtn_ctrd ctr -a "$RTN_SOCK" -n k8s.io tasks ls | awk -v c="$ctra" '$1 == c { print $2 }')
+	[[ $(grep '^Max locked memory' "/proc/$p/limits") == *" unlimited "*" unlimited "* ]] ||
+		fail "container a's process: $(grep '^Max locked memory' "/proc/$p/limits")"
+	vctr_exec "$ctra" bash -c "ls /dev/infiniband; cat /etc/nccl.conf; grep '^Max locked memory' /proc/self/limits"
+	((RC == 0)) || fail "container a: exit $RC: $OUT"
+	[[ $OUT == "$(jq -r 'map(.[0] | ltrimstr("/dev/infiniband/")) | sort | .[]' <<<"$nodea")"$'\n'"$(<"${HINTS_OF[a]}")"$'\n'"Max locked memory"*unlimited*unlimited*bytes* ]] ||
+		fail "container a: /dev/infiniband, /etc/nccl.conf, RLIMIT_MEMLOCK: $OUT"
+	vctr_exec "$ctra" ibv_devinfo -d "$deva"
+	((RC == 0)) && [[ $OUT == *"PORT_ACTIVE"* ]] ||
+		fail "ibv_devinfo -d $deva in container a: exit $RC: $OUT"
+	vctr_exec "$ctra" ibv_devinfo -d "$devc"
+	((RC != 0)) || fail "container a opened pod c's device $devc: $OUT"
+	echo "  # container a: its nodes alone in /dev/infiniband, its hints at /etc/nccl.conf, RLIMIT_MEMLOCK unlimited; ibv_devinfo -d $deva: PORT_ACTIVE; $devc: not openable"
+	vctr_exec "$ctrb" bash -c "test ! -e /dev/infiniband && test ! -e /etc/nccl.conf && grep '^Max locked memory' /proc/self/limits"
+	((RC == 0)) && [[ $OUT != *unlimited* ]] || fail "container b (not selected): $OUT"
+	write_bw "$ctrc" "$devc" "$ctra" "$deva" a
+
+	# A real NCCL in container a, reading the hints NRI mounted.
+	eth0=$(nsenter -t "$(vctr_pod_pid a)" -n ip -4 -o addr show dev eth0)
+	[[ $eth0 =~ inet\ ([0-9.]+)/ ]] || fail "no IPv4 address on eth0 in pod a: $eth0"
+	eth0=${BASH_REMATCH[1]}
+	vctr_exec "$ctra" env -i NCCL_DEBUG=INFO "$NCCL_LOADER" --library-path "$NCCL_LIBDIR" "$NCCL_PROBE"
+	sed 's/^/  | /' <<<"$OUT"
+	nccl_took "$OUT" "$(<"${HINTS_OF[a]}")" "$eth0" ||
+		fail "NCCL in container a did not take its bootstrap settings from /etc/nccl.conf: $NCCL_WHY"
+	echo "  # NCCL $NCCL_VERSION in container a took from /etc/nccl.conf: $(printf '%s; ' "${NCCL_WANT[@]}")$NCCL_BOOT"
+
+	for p in "$ctra" "$ctrb" "$ctrc"; do
+		cri stop "$p" && cri rm "$p" || fail "StopContainer/RemoveContainer $p failed"
+	done
+	for p in a b c; do
+		cri stopp "${VCTR_POD[$p]}" && cri rmp "${VCTR_POD[$p]}" || fail "stop/remove of pod $p failed"
+	done
+	wait_for 10 rdma_none || fail "rdma links left: $(rdma link show)"
+	[[ -z $(compgen -G "$T/state/$VCTR_NET/*") ]] || fail "journals left: $(ls "$T/state/$VCTR_NET")"
+	[[ -z $(compgen -G "$T/hints/*") ]] || fail "hints left: $(ls -R "$T/hints")"
+}
+
+run_scenarios devices cdi21 nri21
