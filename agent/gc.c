@@ -7,8 +7,12 @@
  * (NICs back, IPAM released, hints and journal removed); a live pod's never,
  * nor one whose ADD or DEL is running, nor a journal younger than
  * --gc-grace (an ADD that has just finished: containerd lists the sandbox
- * only once RunPodSandbox returns). When the runtime cannot be asked (no
- * socket, an error, a timeout), the round does nothing and says so.
+ * only once RunPodSandbox returns), nor one the runtime did not make (no pod
+ * UID: cnitool's, a script's). When the runtime cannot be asked (no socket,
+ * an error, a timeout), the round does nothing and says so; when it lists
+ * no sandbox while this boot's journals hold pods a CRI runtime attached
+ * (another runtime's socket), the round is "untrusted": nothing undone,
+ * said so.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -32,6 +36,7 @@
 
 struct gc_stats {
 	uint64_t runs_ok, runs_failed, runs_skipped;
+	uint64_t runs_untrusted; /* an empty list while this boot's pods are journalled */
 	uint64_t undone, failed;
 	double last_run; /* unix seconds of the last round that asked the runtime */
 	bool runtime_up; /* the last ListPodSandbox answered */
@@ -103,7 +108,13 @@ static void done(struct loop_job *lj)
 	}
 	g->st.undone += j->counts.undone;
 	g->st.failed += j->counts.failed;
-	if (j->rc < 0) {
+	if (j->rc == -ECANCELED) {
+		/* lib/gc.c did not trust the list: nothing undone. */
+		g->st.runs_untrusted++;
+		snprintf(g->st.last_error, sizeof(g->st.last_error), "%s", j->err.msg);
+		hpn_warn("gc: skipped: %s (is %s the runtime of this node's pods? --cri-socket)",
+			 j->err.msg, g->o.cri_socket);
+	} else if (j->rc < 0) {
 		g->st.runs_failed++;
 		snprintf(g->st.last_error, sizeof(g->st.last_error), "%s", j->err.msg);
 		hpn_warn("gc: %zu attachments undone, %zu failed: %s", j->counts.undone,
@@ -226,9 +237,13 @@ void gc_metrics(struct sbuf *b, void *ud)
 	expo_family(
 		b, "hpn_rdma_gc_runs_total", "counter",
 		"GC rounds against the runtime's sandboxes: ok, failed (an undo failed), skipped "
-		"(the runtime could not be asked, or the last round was still on the worker).");
-	expo_by_result(b, "hpn_rdma_gc_runs_total", (const char *[]){ "ok", "failed", "skipped" },
-		       (uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped }, 3);
+		"(the runtime could not be asked, or the last round was still on the worker), "
+		"untrusted (the runtime listed no sandbox while pods of this boot are journalled: "
+		"nothing undone).");
+	expo_by_result(
+		b, "hpn_rdma_gc_runs_total",
+		(const char *[]){ "ok", "failed", "skipped", "untrusted" },
+		(uint64_t[]){ g->runs_ok, g->runs_failed, g->runs_skipped, g->runs_untrusted }, 4);
 	expo_counter(b, "hpn_rdma_gc_undone_total",
 		     "Attachments of pods the runtime no longer has that GC undid.", g->undone);
 	expo_counter(

@@ -481,6 +481,35 @@ static int no_agent(int r, const char *path, struct hpn_err *err)
 			   path, strerror(-r));
 }
 
+/*
+ * The peer of a connected fd is the agent only if it runs as root (or as we
+ * do: a process of our own uid could act as us anyway; unprivileged tests).
+ * Asked before anything is sent, so that a process that bound agent.socket
+ * in a directory others may write (a socket path pointed into /tmp, a
+ * directory left 0777) neither learns which pod asks nor decides its NICs.
+ * SO_PEERCRED is the listener's credentials as of its listen(2). -EPERM
+ * (code 11: the agent, once it runs, binds the path again) names the
+ * socket and the uid.
+ */
+static int peer_trusted(int fd, const char *path, struct hpn_err *err)
+{
+	struct sockaddr_un peer;
+	socklen_t plen = sizeof(peer);
+	struct ucred uc = { 0 };
+	socklen_t len = sizeof(uc);
+
+	/* Not connected (a full backlog): nobody to ask, as the send would find. */
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+		return no_agent(-errno, path, err);
+	if (uc.uid == 0 || uc.uid == geteuid())
+		return 0;
+	return hpn_err_set(err, HPN_E_TRY_AGAIN, EPERM,
+			   "refusing the hpn-rdma-agent at %s: the process listening there runs "
+			   "as uid %u, not root (SO_PEERCRED); nothing was sent to it",
+			   path, (unsigned int)uc.uid);
+}
+
 /* NOLINTBEGIN(clang-analyzer-unix.Malloc): line and buf are _cleanup_free_, unseen by it */
 int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, size_t max, char **ret,
 		  size_t *ret_len, struct hpn_err *err)
@@ -505,6 +534,9 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
 		if (r < 0)
 			return no_agent(r, socket_path, err);
 	}
+	r = peer_trusted(fd, socket_path, err);
+	if (r < 0)
+		return r;
 	len = strlen(line);
 	while (off < len) {
 		ssize_t n = send(fd, line + off, len - off, MSG_NOSIGNAL);

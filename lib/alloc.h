@@ -120,10 +120,13 @@ int hpn_nri_reply_parse(const char *buf, size_t len, struct hpn_nri_state *ret,
 
 /*
  * The protocol's transport, for every question: connects to socket_path,
+ * checks that the listener runs as root (SO_PEERCRED; or as our own uid),
  * writes line, reads the reply to EOF, at most max bytes, all within
  * timeout_ms. 0 with *ret (malloc'd, NUL-terminated) and *ret_len;
  * -ENOENT or -ECONNREFUSED (err set, code 11) when no agent listens there;
- * -ETIMEDOUT (code 11); -EMSGSIZE (code 6) over max; other -errno.
+ * -EPERM (code 11, naming the socket and the uid) when a listener of
+ * another uid does, which is sent nothing; -ETIMEDOUT (code 11); -EMSGSIZE
+ * (code 6) over max; other -errno.
  */
 int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, size_t max, char **ret,
 		  size_t *ret_len, struct hpn_err *err);
@@ -132,6 +135,7 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
  * Asks the agent at socket_path which devices the pod holds, within
  * timeout_ms for all of connect, write and read. 0 with *ret filled;
  * -ENOENT or -ECONNREFUSED (err set, code 11) when no agent listens there;
+ * -EPERM (code 11) when what listens there is not root (hpn_agent_ask);
  * -ETIMEDOUT (code 11); other -errno.
  */
 int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
@@ -141,7 +145,7 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
  * Asks the agent at socket_path about its NRI link, within timeout_ms; req
  * (NULL: none) names the pod ADD is for, its query ignored. 0 with *ret
  * (registered or not); the errors of hpn_agent_ask (no agent: -ENOENT or
- * -ECONNREFUSED; -ETIMEDOUT) and hpn_nri_reply_parse.
+ * -ECONNREFUSED; not root: -EPERM; -ETIMEDOUT) and hpn_nri_reply_parse.
  */
 int hpn_nri_ask(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
 		struct hpn_nri_state *ret, struct hpn_err *err);

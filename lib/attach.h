@@ -61,7 +61,10 @@ int hpn_gc(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_er
  * working on it or its journal was written less than min_age_s ago (an ADD
  * that has just completed: the runtime lists its sandbox only once
  * RunPodSandbox returns). IPAM DEL runs from cni_path. The counts say what
- * this round did; returns as hpn_gc.
+ * this round did; returns as hpn_gc. Journals without a pod UID (not made by
+ * a CRI runtime's ADD) are kept unless of an earlier boot. An empty
+ * sandboxes list while journals of this boot with a pod UID exist undoes
+ * nothing: -ECANCELED (code 11), err naming the first such pod.
  */
 struct hpn_gc_live {
 	const char *const *sandboxes;

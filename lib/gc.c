@@ -20,14 +20,28 @@
  * attachments of every sandbox the runtime still lists, and journals written
  * less than min_age_s ago (an ADD that has just finished, whose sandbox the
  * runtime lists only once RunPodSandbox returns).
+ *
+ * The runtime's list speaks only for the runtime's own attachments: those
+ * whose ADD a CRI runtime ran, which journal the pod's UID (K8S_POD_UID).
+ * Another caller's (cnitool, a script: a live netns the runtime never had)
+ * is left to that caller's DEL or to the CNI's GC, unless it is of an
+ * earlier boot: its netns and NICs went with that boot, so nothing that
+ * lives can lose anything.
  */
 struct gc_keep {
 	const struct hpn_conf *valid; /* by container ID and CNI_IFNAME, or NULL */
 	const char *const *live;      /* by container ID */
 	size_t n_live;
+	bool runtime; /* live is a CRI runtime's list: it decides only for its own */
 	int min_age_s;
 	struct hpn_gc_live *counts; /* or NULL */
 };
+
+/* Made by a CRI runtime's ADD (CNI_ARGS K8S_POD_UID): what its sandbox list speaks for. */
+static bool runtime_made(const struct hpn_journal *j)
+{
+	return j->pod.uid[0] != '\0';
+}
 
 static bool kept(const struct gc_keep *k, const struct hpn_journal *j, time_t mtime)
 {
@@ -38,6 +52,12 @@ static bool kept(const struct gc_keep *k, const struct hpn_journal *j, time_t mt
 	for (size_t i = 0; i < k->n_live; i++)
 		if (!strcmp(k->live[i], j->container_id))
 			return true;
+	if (k->runtime && !runtime_made(j) && !j->stale) {
+		hpn_debug("gc: %s.%s was not made by a CRI runtime (no pod UID): not the "
+			  "runtime's to undo",
+			  j->container_id, j->cni_ifname);
+		return true;
+	}
 	if (k->min_age_s > 0 && time(NULL) - mtime < k->min_age_s) {
 		if (k->counts)
 			k->counts->young++;
@@ -78,6 +98,48 @@ static bool tmp_in_use(const char *name)
 	return pid > 0 && pid != getpid() && !*end && hpn_proc_alive((int)pid, 0);
 }
 
+/*
+ * Whether the runtime's list may be acted on at all. An empty list while
+ * this boot's journals hold attachments a CRI runtime made does not say
+ * that all their pods are gone: on a node that runs pods the list is never
+ * empty (the agent's own pod is one of its sandboxes), so it says that
+ * --cri-socket names another runtime, or one that has not yet read back its
+ * state. -ECANCELED (code 11) naming the first such pod: nothing is undone.
+ */
+static int list_trusted(struct hpn_store *st, const struct gc_keep *k, struct hpn_err *err)
+{
+	struct hpn_journal_pod first = { 0 };
+	char **keys = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!k->runtime || k->n_live > 0)
+		return 0;
+	r = hpn_store_keys(st, &keys, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; keys[i]; i++) {
+		struct hpn_journal j; /* hpn_journal_read inits it */
+		struct hpn_err ignored = { 0 };
+
+		if (hpn_journal_read(st, keys[i], &j, &ignored) < 0)
+			continue;
+		if (runtime_made(&j) && !j.stale && !n++)
+			first = j.pod;
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	if (!n)
+		return 0;
+	return hpn_err_set(
+		err, HPN_E_TRY_AGAIN, ECANCELED,
+		"the runtime lists no pod sandbox while %zu attachment%s of this boot "
+		"made by a CRI runtime %s journalled (pod %s/%s%s): not trusted, nothing "
+		"undone",
+		n, n == 1 ? "" : "s", n == 1 ? "is" : "are", first.namespace, first.name,
+		n == 1 ? "" : ", ...");
+}
+
 static int gc_run(const struct hpn_env *env, const struct hpn_conf *conf, const struct gc_keep *k,
 		  struct hpn_err *err)
 {
@@ -88,6 +150,8 @@ static int gc_run(const struct hpn_env *env, const struct hpn_conf *conf, const 
 	int r, failed = 0, dfd;
 
 	r = hpn_session_open(&st, &ns, conf, err);
+	if (r >= 0)
+		r = list_trusted(&st, k, err);
 	if (r < 0)
 		goto out;
 	dfd = fcntl(st.net_fd, F_DUPFD_CLOEXEC, 0);
@@ -180,6 +244,7 @@ int hpn_gc_sandboxes(const struct hpn_conf *conf, struct hpn_gc_live *live, stru
 {
 	const struct gc_keep k = { .live = live->sandboxes,
 				   .n_live = live->n_sandboxes,
+				   .runtime = true,
 				   .min_age_s = live->min_age_s,
 				   .counts = live };
 	const struct hpn_env env = { .cmd = HPN_CMD_GC, .command = "GC", .path = live->cni_path };

@@ -187,6 +187,38 @@ char *hpn_strdup(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/*
+ * Is the existing directory at path ours to tighten? Only by its own name
+ * (the directories the project names all begin with "hpn-rdma":
+ * /run/hpn-rdma, /etc/cni/net.d/hpn-rdma.d, /var/lib/cni/hpn-rdma,
+ * /opt/hpn-rdma), as a directory itself (a symlink of that name is not
+ * followed), owned by our effective uid, and without the sticky bit (a
+ * shared directory). A path a user pointed elsewhere (/tmp, /run, a socket
+ * directory of their own) is never ours: we would take it from whoever
+ * shares it. Then its mode loses the bits mode lacks and gains none.
+ */
+static int tighten_ours(const char *path, mode_t mode)
+{
+	_cleanup_close_ int fd = -1;
+	size_t n = strlen(path);
+	const char *base;
+	struct stat st;
+
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	for (base = path + n; base > path && base[-1] != '/'; base--)
+		;
+	if ((size_t)(path + n - base) < strlen("hpn-rdma") || strncmp(base, "hpn-rdma", 8))
+		return 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* A symlink (ELOOP), not a directory, or one we cannot open: not ours. */
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return 0;
+	if (st.st_uid != geteuid() || (st.st_mode & S_ISVTX) || !(st.st_mode & 07777 & ~mode))
+		return 0;
+	return fchmod(fd, st.st_mode & 07777 & mode) < 0 ? -errno : 0;
+}
+
 int hpn_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
@@ -198,7 +230,7 @@ int hpn_mkdir_p(const char *path, mode_t mode)
 	if (mkdir(buf, mode) == 0)
 		return chmod(buf, mode) < 0 ? -errno : 0;
 	if (errno != ENOENT)
-		return errno == EEXIST ? 0 : -errno;
+		return errno == EEXIST ? tighten_ours(buf, mode) : -errno;
 	for (char *p = buf + 1;; p++) {
 		bool last = !*p;
 		mode_t m = last ? mode : 0755;
@@ -211,6 +243,8 @@ int hpn_mkdir_p(const char *path, mode_t mode)
 				return -errno;
 		} else if (errno != EEXIST) {
 			return -errno;
+		} else if (last) {
+			return tighten_ours(buf, mode);
 		}
 		if (last)
 			return 0;

@@ -115,7 +115,11 @@ int hpn_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
 int hpn_read_file(const char *path, size_t max, char **ret, size_t *ret_len, struct hpn_err *err);
 /*
  * mkdir -p of an absolute path. What it creates gets exactly 0755 (parents)
- * and mode (path itself), whatever the umask; what exists is left as it is.
+ * and mode (path itself), whatever the umask. What exists is left as it is,
+ * but for path itself when it is ours: named "hpn-rdma..." (a real
+ * directory, not a symlink), owned by our effective uid, not sticky; that
+ * one loses the permission bits mode lacks (an older or a hostPath 0755
+ * /run/hpn-rdma becomes 0700), and gains none. Returns -errno on failure.
  */
 int hpn_mkdir_p(const char *path, mode_t mode);
 /* All of data to fd, through short writes and EINTR: 0 or -errno. */

@@ -534,9 +534,23 @@ def cluster(docs, where, conf, src):
         except ValueError as e:
             check(False, f"{where}: ConfigMap key {key} is JSON: {e}")
             continue
+        # The DaemonSet always runs the agent, so its conflist requires it (issue 40: a pool
+        # pick never replaces the kubelet's NICs while the agent is down): agent.required
+        # true in every hpn-rdma entry, and nothing else that differs from conf/<key>.
+        bare = copy.deepcopy(got)
+        for p in bare.get("plugins", [bare]) if isinstance(bare, dict) else []:
+            if isinstance(p, dict) and p.get("type") == "hpn-rdma":
+                agent = p.get("agent") if isinstance(p.get("agent"), dict) else {}
+                check(agent.get("required") is True,
+                      f"{where}: ConfigMap key {key}: agent.required is true (the DaemonSet "
+                      "runs the agent)")
+                agent.pop("required", None)
+                if not agent:
+                    p.pop("agent", None)
         path = os.path.join(conf, key)
-        same = os.path.isfile(path) and got == json.load(open(path))
-        check(same, f"{where}: ConfigMap key {key} is conf/{key} itself (one source of truth)")
+        same = os.path.isfile(path) and bare == json.load(open(path))
+        check(same, f"{where}: ConfigMap key {key} is conf/{key} but for agent.required "
+              "(one source of truth)")
     ds = by_kind["DaemonSet"][0]
     dw = f"{where}: DaemonSet {ds['metadata']['name']}"
     pod = ds["spec"]["template"]["spec"]

@@ -106,8 +106,11 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
 	fail "no ConfigMap key $KEY in $MANIFEST"
 # shellcheck disable=SC2034 # rt_conflist (lib.sh) reads it
 EXAMPLE=$T/cm.conflist
+# agent.required off: scenarios 3 and 6 attach pods with no agent running (the
+# shipped conflist requires it: netns.agent-trust runs that).
 rt_conflist | jq --arg kc "$KUBECONFIG_HOST" --arg sock "$RUNDIR/agent.sock" '.plugins |= map(
-	if .type == "hpn-rdma" then .kubernetes.kubeconfig = $kc | .agent.socket = $sock else . end)' \
+	if .type == "hpn-rdma" then .kubernetes.kubeconfig = $kc | .agent.socket = $sock |
+		.agent.required = false else . end)' \
 	>"$CM/$KEY"
 
 # The service account's projected volume, as the kubelet writes it.
