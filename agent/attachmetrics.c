@@ -477,7 +477,7 @@ static void attachments(struct sbuf *b, const struct node *node, const struct he
 					    h->v[k].state);
 	expo_family(b, "hpn_rdma_attachment_broken", "gauge",
 		    "1 for a broken attachment, with what broke: netns, interface, rdma, hints, "
-		    "state.");
+		    "state (CHECK's), container (a container NRI found without its devices).");
 	for (size_t i = 0; h && i < n; i++)
 		for (size_t k = 0; k < h->n; k++) {
 			const char *lab[15];

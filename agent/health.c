@@ -7,8 +7,11 @@
  * period that finds the worker busy is skipped. A broken attachment makes its
  * NICs' devices Unhealthy to the kubelet (a new ListAndWatch list), is
  * exported (hpn_rdma_attachment_healthy) and logged with what broke; a whole
- * one again makes them Healthy. An attachment with a far NIC (a NIC left free
- * was nearer to its GPU) is logged once, and stays Healthy.
+ * one again makes them Healthy. Beside CHECK, one source main.c wires (NRI's
+ * bare containers) may find an attachment broken: its verdict is combined
+ * with CHECK's in settle(), at each CHECK result and whenever the source
+ * says it changed, and applied the same way. An attachment with a far NIC
+ * (a NIC left free was nearer to its GPU) is logged once, and stays Healthy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +38,11 @@ struct health {
 	char last[256]; /* the last key checked: the next period goes on after it */
 	bool quitting;
 	bool job_out; /* a batch queued or running on the worker */
+	struct {
+		const char *reason;
+		bool (*broken)(void *ud, const char *sandbox, char *msg, size_t len);
+		void *ud;
+	} src; /* health_source's: broken NULL when none */
 };
 
 static double now_s(void)
@@ -87,7 +95,7 @@ static struct health_entry *entry(struct health *h, const char *key, bool add)
 	}
 	memset(&h->st.v[h->st.n], 0, sizeof(h->st.v[0]));
 	snprintf(h->st.v[h->st.n].key, sizeof(h->st.v[0].key), "%s", key);
-	h->st.v[h->st.n].state = -1;
+	h->st.v[h->st.n].state = h->st.v[h->st.n].check_state = -1;
 	return &h->st.v[h->st.n++];
 }
 
@@ -148,6 +156,9 @@ static char **list(struct health *h)
 		e->seen = true;
 		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
 			continue;
+		if (hpn_snprintf(e->sandbox, sizeof(e->sandbox), "%s",
+				 j.container_id ? j.container_id : "") < 0)
+			e->sandbox[0] = '\0';
 		e->n_ids = 0;
 		for (size_t i = 0; i < j.n_nics && i < HPN_MAX_NICS; i++)
 			hpn_alloc_journal_id(&j.nics[i], e->ids[e->n_ids++]);
@@ -189,6 +200,48 @@ static void apply(struct health *h)
 	}
 	if (changed)
 		node_devices_changed(h->node);
+}
+
+/*
+ * The attachment's verdict from CHECK's last and the source's now: CHECK's
+ * broken first, then the source's, else CHECK's (healthy, or not checked).
+ * Logged when it breaks, changes why, or is whole again. True when it changed.
+ */
+static bool settle(struct health *h, struct health_entry *e)
+{
+	char msg[HEALTH_MSG] = "";
+	const char *reason = e->check_reason;
+	int state = e->check_state;
+	bool changed;
+
+	if (state == 0)
+		snprintf(msg, sizeof(msg), "%s", e->check_msg);
+	else if (h->src.broken && e->sandbox[0] &&
+		 h->src.broken(h->src.ud, e->sandbox, msg, sizeof(msg))) {
+		state = 0;
+		reason = h->src.reason;
+	} else {
+		msg[0] = '\0';
+	}
+	changed = state != e->state || strcmp(msg, e->msg) != 0;
+	if (state == 1 && e->state == 0)
+		hpn_info("health: attachment %s%s is whole again", e->key, e->pod);
+	if (state == 0 && changed)
+		hpn_warn("health: attachment %s%s is broken (%s): %s", e->key, e->pod,
+			 reason ? reason : "check", msg);
+	e->state = state;
+	e->reason = state == 0 ? (reason ? reason : "check") : NULL;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg);
+	return changed;
+}
+
+/* Every verdict again (the source changed, or new entries were listed), applied. */
+static void settle_all(struct health *h)
+{
+	for (size_t i = 0; i < h->st.n; i++)
+		if (settle(h, &h->st.v[i]) && h->st.v[i].state >= 0)
+			h->st.v[i].checked_at = now_s();
+	apply(h);
 }
 
 static void job_free(struct health_job *j)
@@ -238,31 +291,20 @@ static void done(struct loop_job *lj)
 	for (size_t i = 0; i < j->n_keys; i++) {
 		const struct health_result *r = &j->results[i];
 		struct health_entry *e = entry(h, r->key, false);
-		const char *pod = e ? e->pod : "";
 
-		if (r->rc == 1) {
+		if (r->rc == 1)
 			h->st.checks_skipped++;
-			if (e) {
-				e->state = -1;
-				e->reason = NULL;
-			}
-			continue;
-		}
-		if (r->rc == 0)
+		else if (r->rc == 0)
 			h->st.checks_healthy++;
 		else
 			h->st.checks_broken++;
 		if (!e)
 			continue; /* gone since the job was posted */
-		if (r->rc == 0 && e->state == 0)
-			hpn_info("health: attachment %s%s is whole again", r->key, pod);
-		if (r->rc < 0 && (e->state != 0 || strcmp(e->msg, r->msg)))
-			hpn_warn("health: attachment %s%s is broken (%s): %s", r->key, pod,
-				 r->reason ? r->reason : "check", r->msg);
-		e->state = r->rc == 0 ? 1 : 0;
-		e->reason = r->rc == 0 ? NULL : r->reason ? r->reason : "check";
-		snprintf(e->msg, sizeof(e->msg), "%s", r->rc == 0 ? "" : r->msg);
-		e->checked_at = now_s();
+		e->check_state = r->rc == 1 ? -1 : r->rc == 0 ? 1 : 0;
+		e->check_reason = r->rc < 0 ? (r->reason ? r->reason : "check") : NULL;
+		snprintf(e->check_msg, sizeof(e->check_msg), "%s", r->rc < 0 ? r->msg : "");
+		if (settle(h, e) || r->rc != 1)
+			e->checked_at = now_s();
 	}
 	hpn_debug("health: %zu attachments checked in %.3f s", j->n_keys, j->job.seconds);
 	job_free(j);
@@ -289,8 +331,11 @@ static void tick(struct loop_src *s)
 		return;
 	while (keys[total])
 		total++;
-	/* Health of NICs whose attachment went away is theirs again. */
-	apply(h);
+	/*
+	 * Health of NICs whose attachment went away is theirs again; a new
+	 * attachment gets the source's verdict before CHECK reaches it.
+	 */
+	settle_all(h);
 	if (!total) {
 		hpn_strv_free(keys);
 		return;
@@ -370,4 +415,20 @@ void health_free(struct health *h)
 	loop_close(&h->timer);
 	free(h->st.v);
 	free(h);
+}
+
+void health_source(struct health *h, const char *reason,
+		   bool (*broken)(void *ud, const char *sandbox, char *msg, size_t len), void *ud)
+{
+	if (!h)
+		return;
+	h->src.reason = reason;
+	h->src.broken = broken;
+	h->src.ud = ud;
+}
+
+void health_refresh(struct health *h)
+{
+	if (h && !h->quitting)
+		settle_all(h);
 }

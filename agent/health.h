@@ -14,8 +14,9 @@ struct node;
 
 /*
  * The health loop (doc/metrics.md): CHECK's logic over every journal of the
- * network, a batch per period on the loop's worker; a broken attachment
- * makes its NICs' devices Unhealthy (node_devices_changed).
+ * network, a batch per period on the loop's worker, with a second source
+ * of verdicts (health_source); a broken attachment makes its NICs' devices
+ * Unhealthy (node_devices_changed).
  */
 struct health_opts {
 	int period_s; /* --health-interval */
@@ -24,15 +25,22 @@ struct health_opts {
 
 #define HEALTH_MSG 512
 
-/* One attachment's latest verdict, for the metrics. */
+/*
+ * One attachment's latest verdict, for the metrics: CHECK's, or broken for
+ * the source health_source gave (its reason) when CHECK finds nothing.
+ */
 struct health_entry {
 	char key[256];
 	int state; /* 1 healthy, 0 broken, -1 never checked */
 	const char *reason;
 	char msg[HEALTH_MSG];
-	double checked_at;			  /* unix seconds */
-	bool seen;				  /* its journal was there at the last listing */
-	char pod[340];				  /* " (pod ns/name)" for the log, or empty */
+	int check_state; /* CHECK's own: 1, 0, -1 as state */
+	const char *check_reason;
+	char check_msg[HEALTH_MSG];
+	char sandbox[256]; /* its journal's container ID: the pod sandbox ("": none) */
+	double checked_at; /* unix seconds */
+	bool seen;	   /* its journal was there at the last listing */
+	char pod[340];	   /* " (pod ns/name)" for the log, or empty */
 	char ids[HPN_MAX_NICS][HPN_ALLOC_ID_MAX]; /* its NICs, as devices.c names them */
 	size_t n_ids;
 	bool gpus_seen; /* its NICs' GPUs were looked at (far ones warned about, once) */
@@ -54,5 +62,16 @@ void health_stop(struct health *h);
 void health_free(struct health *h);
 /* NULL for NULL (the loop is off). */
 const struct health_stats *health_stats(const struct health *h);
+/*
+ * A second source of verdicts beside CHECK (main.c wires NRI's bare
+ * containers): broken(ud, sandbox, msg, len) says whether the attachment of
+ * pod sandbox sandbox is broken for it, with msg saying why; reason is a
+ * static word for hpn_rdma_attachment_broken. Asked at every verdict; ud
+ * outlives h.
+ */
+void health_source(struct health *h, const char *reason,
+		   bool (*broken)(void *ud, const char *sandbox, char *msg, size_t len), void *ud);
+/* The source changed: every verdict again now (CHECK's as last found), applied. */
+void health_refresh(struct health *h);
 
 #endif

@@ -558,6 +558,21 @@ static void nri_state(void *ud, struct hpn_nri_state *ret)
 	}
 }
 
+/* The health loop's second source: a container of the sandbox NRI found bare. */
+static bool nri_bare_broken(void *ud, const char *sandbox, char *msg, size_t len)
+{
+	const struct agent *a = ud;
+
+	return nri_bare_of(a->nri, sandbox, msg, len) > 0;
+}
+
+static void nri_bare_changed(void *ud)
+{
+	const struct agent *a = ud;
+
+	health_refresh(a->health);
+}
+
 /* Every scan: the CDI specs in step with what it found. */
 static void scanned(void *ud)
 {
@@ -657,6 +672,10 @@ static int start_watchers(struct agent *a, const struct opts *o)
 		if (r < 0) {
 			hpn_error("health loop: %s", strerror(-r));
 			return r;
+		}
+		if (a->nri) {
+			health_source(a->health, "container", nri_bare_broken, a);
+			nri_watch_bare(a->nri, nri_bare_changed, a);
 		}
 	}
 	if (o->gc.period_s > 0 && !off(o->gc.cri_socket)) {

@@ -4,10 +4,13 @@
  * ttrpc connections multiplexed on it (agent/nri/mux.h): the runtime calls
  * our Plugin service on connection 1, we call its Runtime service on 2.
  * Registered with RegisterPlugin at connect; Configure subscribes to
- * CreateContainer alone; Synchronize reports the containers of attached pods
- * that started without their devices (the link was down); CreateContainer
- * gets agent/nri/adjust.c's answer. All on the loop: every call is answered
- * in the round its last byte arrives, far inside the runtime's 2 s.
+ * CreateContainer and RemoveContainer; CreateContainer gets
+ * agent/nri/adjust.c's answer. Synchronize finds the containers of attached
+ * pods that started without their devices (the link was down): the bare
+ * set, kept until each is removed (RemoveContainer comes as a StateChange)
+ * or its pod's journal is gone, told to whoever watches it (the health
+ * loop, through main.c). All on the loop: every call is answered in the
+ * round its last byte arrives, far inside the runtime's 2 s.
  */
 #include "nri.h"
 
@@ -39,10 +42,26 @@
 #define READ_CHUNK	65536
 #define REGISTER_STREAM 1   /* our one call at connect, on connection 2 */
 #define NRI_BARE_MAX	256 /* RDMA device names without a verbs node, for one warning */
+#define BARE_KEPT	256 /* bare containers kept (more are logged, not kept) */
+#define BARE_ID_MAX	129 /* a container or sandbox ID (containerd's: 64 hex digits) */
 
 typedef Nri__Pkg__Api__V1alpha1__Container Container;
 #define PB(x)	nri__pkg__api__v1alpha1__##x
 #define INIT(X) NRI__PKG__API__V1ALPHA1__##X##__INIT
+
+/* A container of an attached pod that runs without its RDMA device nodes. */
+struct bare {
+	char id[BARE_ID_MAX], sandbox[BARE_ID_MAX];
+	char pod[320]; /* "ns/name" as the journal has it, or "" */
+	char name[128];
+};
+
+/* Bare containers, at most BARE_KEPT; full: one more was found and not kept (said once). */
+struct bare_set {
+	struct bare *v;
+	size_t n, cap;
+	bool full;
+};
 
 struct nri {
 	char *socket, *name, *index, *dev_root;
@@ -54,11 +73,18 @@ struct nri {
 	size_t out_len, out_off;
 	bool connected, registered, down; /* down: said once until connected */
 	int backoff_ms;
-	bool sync_more; /* a Synchronize said more: its count goes on */
+	bool sync_more; /* a Synchronize said more: its next part goes on */
 	char runtime[64], version[64];
+	/*
+	 * bare: the last whole Synchronize's bare containers, less those
+	 * removed since; sync: what a split Synchronize found so far, bare
+	 * once its last part came (a reader never sees half of one).
+	 */
+	struct bare_set bare, sync;
+	void (*bare_changed)(void *ud);
+	void *bare_ud;
 	struct {
 		unsigned long connects, adjusted, untouched, errors, calls;
-		unsigned long unadjusted; /* containers of attached pods Synchronize found bare */
 	} st;
 };
 
@@ -167,6 +193,114 @@ static void reply_packed(struct nri *n, uint32_t stream, uint8_t *payload, size_
 		return;
 	}
 	send_msg(n, HPN_MUX_CONN_PLUGIN, msg, mlen);
+}
+
+/* ---- the bare containers ----------------------------------------------------------- */
+
+static void bare_clear(struct bare_set *s)
+{
+	free(s->v);
+	*s = (struct bare_set){ 0 };
+}
+
+/* 1 when container id was in s (now gone from it), else 0. */
+static int bare_drop(struct bare_set *s, const char *id)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].id, id)) {
+			s->v[i] = s->v[--s->n];
+			return 1;
+		}
+	return 0;
+}
+
+/* Container ct of the pod named pod ("ns/name" or ""), kept: 0, or -ENOSPC when s is full. */
+static int bare_keep(struct bare_set *s, const Container *ct, const char *pod)
+{
+	struct bare *b;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct bare *v;
+
+		if (s->cap == BARE_KEPT)
+			return -ENOSPC;
+		cap = cap > BARE_KEPT ? BARE_KEPT : cap;
+		v = realloc(s->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->v = v;
+		s->cap = cap;
+	}
+	b = &s->v[s->n++];
+	/* As the runtime names them (the caller checked their length): RemoveContainer matches. */
+	snprintf(b->id, sizeof(b->id), "%s", ct->id);
+	snprintf(b->sandbox, sizeof(b->sandbox), "%s", ct->pod_sandbox_id);
+	snprintf(b->pod, sizeof(b->pod), "%s", pod);
+	hpn_utf8_sanitize(b->name, ct->name ? ct->name : "?", sizeof(b->name));
+	return 0;
+}
+
+static void bare_tell(struct nri *n)
+{
+	if (n->bare_changed)
+		n->bare_changed(n->bare_ud);
+}
+
+/*
+ * The bare containers whose pod has no attached journal now (DEL, GC, a
+ * RemovePodSandbox that removed them unseen) are dropped: the set names
+ * only pods hpn-rdma holds NICs for. Journals that cannot be read drop
+ * nothing. 1 when some went.
+ */
+static int bare_prune(struct nri *n)
+{
+	const struct hpn_conf *conf = &n->node->conf;
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	char **keys = NULL;
+	bool *held;
+	size_t before = n->bare.n;
+	int r;
+
+	if (!n->bare.n)
+		return 0;
+	held = calloc(n->bare.n, sizeof(*held));
+	if (!held)
+		return 0;
+	r = hpn_store_open_here(conf->state_dir, conf->name, &st, &err);
+	if (r >= 0)
+		r = hpn_store_keys(&st, &keys, &err);
+	if (r < 0 && r != -ENOENT) {
+		hpn_store_close(&st);
+		free(held);
+		return 0;
+	}
+	for (size_t k = 0; keys && keys[k]; k++) {
+		struct hpn_journal j = { 0 };
+		struct hpn_err jerr = { 0 };
+
+		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
+			continue;
+		for (size_t i = 0; i < n->bare.n; i++)
+			held[i] |= j.container_id &&
+				   !strcmp(j.container_id, n->bare.v[i].sandbox) && !j.stale &&
+				   !j.releasing && j.phase == HPN_PHASE_ATTACHED;
+		hpn_journal_free(&j);
+	}
+	hpn_strv_free(keys);
+	hpn_store_close(&st);
+	/* From the end: the last entry moves into the place one frees. */
+	for (size_t i = n->bare.n; i-- > 0;)
+		if (!held[i]) {
+			hpn_info("NRI: container %s (%.12s) of pod %s is no longer counted bare: "
+				 "its pod's attachment is gone",
+				 n->bare.v[i].name, n->bare.v[i].id,
+				 n->bare.v[i].pod[0] ? n->bare.v[i].pod : "?");
+			n->bare.v[i] = n->bare.v[--n->bare.n];
+		}
+	free(held);
+	return n->bare.n != before;
 }
 
 /* ---- what an attached pod's containers get ------------------------------------- */
@@ -284,13 +418,20 @@ static void configure(struct nri *n, const struct hpn_ttrpc_call *c)
 	hpn_info("NRI: configured by %s %s (request timeout %lld ms)", n->runtime, n->version,
 		 (long long)q->request_timeout);
 	PB(configure_request__free_unpacked)(q, NULL);
-	/* CreateContainer alone: Synchronize comes anyway, nothing else is ours. */
+	/*
+	 * CreateContainer, and RemoveContainer (a StateChange) for the bare set:
+	 * Synchronize comes anyway, nothing else is ours.
+	 */
 	/* cppcheck-suppress unreadVariable ; packed by reply, through &r.base */
-	r.events = EV(CREATE_CONTAINER);
+	r.events = EV(CREATE_CONTAINER) | EV(REMOVE_CONTAINER);
 	reply(n, c->stream, HPN_TTRPC_OK, NULL, &r.base);
 }
 
-/* The containers already there: those of attached pods without their devices, told. */
+/*
+ * The containers already there: those of attached pods without their
+ * devices, told and kept in the bare set, which the last part of the
+ * request replaces. A stopped container is not bare: nothing of it runs.
+ */
 static void synchronize(struct nri *n, const struct hpn_ttrpc_call *c)
 {
 	Nri__Pkg__Api__V1alpha1__SynchronizeRequest *q;
@@ -302,7 +443,7 @@ static void synchronize(struct nri *n, const struct hpn_ttrpc_call *c)
 		return;
 	}
 	if (!n->sync_more)
-		n->st.unadjusted = 0;
+		bare_clear(&n->sync);
 	for (size_t i = 0; i < q->n_containers; i++) {
 		const Container *ct = q->containers[i];
 		struct hpn_err err = { 0 };
@@ -310,20 +451,34 @@ static void synchronize(struct nri *n, const struct hpn_ttrpc_call *c)
 		char pod[320], bare[NRI_BARE_MAX];
 		size_t missing = 0;
 
-		if (!ct->pod_sandbox_id ||
+		if (!ct->pod_sandbox_id || !ct->id ||
+		    ct->state == NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_STOPPED ||
 		    want_for(n, ct->pod_sandbox_id, &w, pod, bare, &err) <= 0)
 			continue;
 		for (size_t d = 0; d < w.n_devs; d++)
 			missing += !nri_has_device(ct, w.devs[d].path);
 		if (!missing)
 			continue;
-		n->st.unadjusted++;
 		hpn_warn("NRI: container %s (%.12s) of attached pod %s runs without %zu of its %zu "
 			 "RDMA device nodes: it started while the NRI link was down; restart it",
-			 ct->name ? ct->name : "?", ct->id ? ct->id : "?", pod[0] ? pod : "?",
-			 missing, w.n_devs);
+			 ct->name ? ct->name : "?", ct->id, pod[0] ? pod : "?", missing, w.n_devs);
+		if (strlen(ct->id) < BARE_ID_MAX && strlen(ct->pod_sandbox_id) < BARE_ID_MAX &&
+		    bare_keep(&n->sync, ct, pod) == 0)
+			continue;
+		if (!n->sync.full)
+			hpn_warn("NRI: container %.12s, and any more bare ones like it, is logged "
+				 "but not counted (at most %d are kept, with IDs under %d bytes)",
+				 ct->id, BARE_KEPT, BARE_ID_MAX);
+		n->sync.full = true;
 	}
 	n->sync_more = q->more;
+	if (!q->more) {
+		/* The whole of the runtime's state came: its bare containers are the set. */
+		bare_clear(&n->bare);
+		n->bare = n->sync;
+		n->sync = (struct bare_set){ 0 };
+		bare_tell(n);
+	}
 	/* cppcheck-suppress unreadVariable ; packed by reply, through &r.base */
 	r.more = q->more;
 	PB(synchronize_request__free_unpacked)(q, NULL);
@@ -396,6 +551,40 @@ static void create_container(struct nri *n, const struct hpn_ttrpc_call *c)
 	PB(create_container_request__free_unpacked)(q, NULL);
 }
 
+/*
+ * A pod or container event without an answer of its own: Empty at once (the
+ * runtime waits for it), whatever the event. RemoveContainer takes the
+ * container out of the bare set.
+ */
+static void state_change(struct nri *n, const struct hpn_ttrpc_call *c)
+{
+	Nri__Pkg__Api__V1alpha1__StateChangeEvent *q;
+	Nri__Pkg__Api__V1alpha1__Empty empty = INIT(EMPTY);
+	const Container *ct;
+
+	q = PB(state_change_event__unpack)(NULL, c->payload_len, c->payload);
+	if (!q) {
+		n->st.errors++;
+		reply(n, c->stream, HPN_TTRPC_INVALID_ARGUMENT, "not a StateChangeEvent", NULL);
+		return;
+	}
+	reply(n, c->stream, HPN_TTRPC_OK, NULL, &empty.base);
+	ct = q->container;
+	if (q->event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER && ct && ct->id) {
+		char name[128];
+
+		hpn_utf8_sanitize(name, ct->name ? ct->name : "?", sizeof(name));
+		bare_drop(&n->sync, ct->id);
+		if (bare_drop(&n->bare, ct->id)) {
+			hpn_info("NRI: container %s (%.12s), which ran without its RDMA device "
+				 "nodes, is removed",
+				 name, ct->id);
+			bare_tell(n);
+		}
+	}
+	PB(state_change_event__free_unpacked)(q, NULL);
+}
+
 static void serve(struct nri *n, const struct hpn_ttrpc_msg *m)
 {
 	Nri__Pkg__Api__V1alpha1__Empty empty = INIT(EMPTY);
@@ -418,7 +607,7 @@ static void serve(struct nri *n, const struct hpn_ttrpc_msg *m)
 	} else if (!strcmp(c.method, "CreateContainer")) {
 		create_container(n, &c);
 	} else if (!strcmp(c.method, "StateChange")) {
-		reply(n, c.stream, HPN_TTRPC_OK, NULL, &empty.base);
+		state_change(n, &c);
 	} else if (!strcmp(c.method, "Shutdown")) {
 		reply(n, c.stream, HPN_TTRPC_OK, NULL, &empty.base);
 		hpn_info("NRI: %s shuts down", n->runtime[0] ? n->runtime : "the runtime");
@@ -467,6 +656,8 @@ static void drop(struct nri *n, const char *why)
 	n->out = NULL;
 	n->out_len = n->out_off = 0;
 	n->connected = n->registered = n->sync_more = false;
+	/* Half a Synchronize: the next link's comes whole; the bare set stays as it was. */
+	bare_clear(&n->sync);
 	schedule(n);
 }
 
@@ -612,6 +803,8 @@ void nri_free(struct nri *n)
 	if (n->connected)
 		hpn_mux_rx_free(&n->rx);
 	free(n->out);
+	bare_clear(&n->bare);
+	bare_clear(&n->sync);
 	free(n->socket);
 	free(n->name);
 	free(n->index);
@@ -632,7 +825,10 @@ void nri_runtime(const struct nri *n, const char **ret_name, const char **ret_ve
 
 void nri_metrics(struct sbuf *b, void *ud)
 {
-	const struct nri *n = ud;
+	struct nri *n = ud;
+
+	if (bare_prune(n))
+		bare_tell(n);
 
 	expo_gauge(b, "hpn_rdma_nri_registered",
 		   "1 while the agent is registered with the runtime's NRI.", n->registered);
@@ -649,7 +845,36 @@ void nri_metrics(struct sbuf *b, void *ud)
 	expo_counter(b, "hpn_rdma_nri_errors_total",
 		     "NRI calls refused or failed, and links dropped for bad bytes.", n->st.errors);
 	expo_gauge(b, "hpn_rdma_nri_unadjusted_containers",
-		   "Containers of attached pods the last Synchronize found without their RDMA "
-		   "devices (started while the link was down).",
-		   (double)n->st.unadjusted);
+		   "Containers of attached pods Synchronize found running without their RDMA "
+		   "device nodes (started while the link was down), until each is removed.",
+		   (double)n->bare.n);
+}
+
+int nri_bare_of(const struct nri *n, const char *sandbox, char *msg, size_t len)
+{
+	const struct bare *first = NULL;
+	int count = 0;
+
+	for (size_t i = 0; n && i < n->bare.n; i++)
+		if (!strcmp(n->bare.v[i].sandbox, sandbox) && !count++)
+			first = &n->bare.v[i];
+	if (!first)
+		return 0;
+	if (count == 1)
+		hpn_msgf(msg, len,
+			 "container %s (%.12s) started without its RDMA device nodes while the NRI "
+			 "link was down: restart it",
+			 first->name, first->id);
+	else
+		hpn_msgf(msg, len,
+			 "container %s (%.12s) and %d more started without their RDMA device nodes "
+			 "while the NRI link was down: restart them",
+			 first->name, first->id, count - 1);
+	return count;
+}
+
+void nri_watch_bare(struct nri *n, void (*changed)(void *ud), void *ud)
+{
+	n->bare_changed = changed;
+	n->bare_ud = ud;
 }

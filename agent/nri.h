@@ -3,6 +3,7 @@
 #define HPN_AGENT_NRI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /*
  * hpn-rdma-agent as an NRI plugin (doc/agent.md, "NRI"): connected to the
@@ -10,9 +11,10 @@
  * containers of pods hpn-rdma attached (their journals, keyed by the
  * sandbox ID, decide) with their RDMA character devices and cgroup rules,
  * their NCCL hints file read-only at nccl.confFile, and RLIMIT_MEMLOCK
- * raised; every other container is left as it is. On the loop, with
- * reconnects after a backoff when the runtime goes away or its socket is
- * not there yet.
+ * raised; every other container is left as it is. Containers of such pods
+ * that started while the link was down are found at Synchronize and kept
+ * (the bare set) until removed. On the loop, with reconnects after a
+ * backoff when the runtime goes away or its socket is not there yet.
  */
 
 #define NRI_DEFAULT_SOCKET "/var/run/nri/nri.sock"
@@ -41,8 +43,23 @@ void nri_free(struct nri *n);
 bool nri_registered(const struct nri *n);
 /* The runtime's name and version as its last Configure said them ("" before one). */
 void nri_runtime(const struct nri *n, const char **ret_name, const char **ret_version);
+/*
+ * The bare containers of pod sandbox id: those Synchronize found running
+ * without their RDMA device nodes (they started while the link was down),
+ * not removed since. Their number (0 for a NULL n); when some, msg (len
+ * bytes) names the first: "container NAME (ID12) started without ...".
+ */
+int nri_bare_of(const struct nri *n, const char *sandbox, char *msg, size_t len);
+/*
+ * changed(ud) on the loop whenever the bare set changes (a Synchronize's
+ * last part, a container removed, a pod's attachment gone); ud outlives n.
+ */
+void nri_watch_bare(struct nri *n, void (*changed)(void *ud), void *ud);
 struct sbuf;
-/* Its families (doc/metrics.md, hpn_rdma_nri_*); ud: the nri. */
+/*
+ * Its families (doc/metrics.md, hpn_rdma_nri_*); ud: the nri. Drops first
+ * the bare containers whose pod's attachment is gone (telling changed).
+ */
 void nri_metrics(struct sbuf *b, void *ud);
 
 #endif

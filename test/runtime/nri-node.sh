@@ -140,13 +140,15 @@ conflist_loaded() {
 }
 
 # agent_start: the agent on the node (its netns: the metrics' loopback), its
-# pid in a file (a scenario, a subshell, restarts it). No kubelet, no GC.
+# pid in a file (a scenario, a subshell, restarts it). No kubelet, no GC; no
+# health loop unless AGENT_HEALTH_S says its period.
 agent_start() {
 	# nsenter itself, not rtn_in: a function run with & is a subshell, and its pid not the agent's.
 	nsenter -t "$RTN_NODE_PID" -m -n -- "$HPN_AGENT" --config "$T/agent.conflist" \
 		--kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" --dev-root "$T/dev" \
-		--cdi-dir "$RTN_CDI_DIR" --cdi-hook "" --cri-socket none --health-interval 0 \
-		--metrics-address "127.0.0.1:$MPORT" --nri="$RTN_NRI_SOCK" 2>>"$T/agent.log" &
+		--cdi-dir "$RTN_CDI_DIR" --cdi-hook "" --cri-socket none \
+		--health-interval "${AGENT_HEALTH_S:-0}" --metrics-address "127.0.0.1:$MPORT" \
+		--nri="$RTN_NRI_SOCK" 2>>"$T/agent.log" &
 	echo $! >"$T/agent.pid"
 }
 
@@ -198,6 +200,28 @@ wait_metric() {
 		sleep 0.05
 	done
 	fail "$3: $1 is ${v:-(no answer)}, not $2: $(scrape 2>/dev/null | grep '^hpn_rdma_nri_')"
+}
+
+# sample NAME MATCH: the value of NAME's one sample whose labels hold MATCH
+# (e.g. 'pod="seed-a"'); empty when none (or the agent does not answer), "2+"
+# when more than one.
+sample() {
+	local out
+	out=$(scrape 2>/dev/null) || return 0
+	awk -v n="$1" -v m="$2" 'index($1, n "{") == 1 && index($1, m) { v = $2; c++ }
+		END { if (c == 1) print v + 0; else if (c > 1) print "2+" }' <<<"$out"
+}
+
+# wait_sample NAME MATCH VALUE WHAT: until sample NAME MATCH is VALUE ("" for
+# none) (10 s).
+wait_sample() {
+	local i v=
+	for ((i = 0; i < 200; i++)); do
+		v=$(sample "$1" "$2")
+		[[ $v == "$3" ]] && return 0
+		sleep 0.05
+	done
+	fail "$4: $1{$2} is ${v:-(none)}, not ${3:-(none)}: $(scrape 2>/dev/null | grep -E '^hpn_rdma_(nri_|attachment_(healthy|broken)|health_checks)')"
 }
 
 # log_mark: the agent log's length now; wait_log MARK REGEX WHAT: a line after

@@ -33,8 +33,13 @@
 #  5. containerd restarted: the agent connects and registers again (metrics),
 #     the next container is adjusted, an earlier one is not called bare;
 #  6. NRI down (no agent): the container starts unadjusted (the runtime's
-#     behaviour); the agent, once connected, reports it from Synchronize
-#     (a warning naming it, hpn_rdma_nri_unadjusted_containers 1);
+#     behaviour); the agent, once connected, reports it from Synchronize: a
+#     warning naming it, hpn_rdma_nri_unadjusted_containers 1, and (its
+#     health loop on) the pod's attachment broken for it (verdict 0, reason
+#     container, naming it) while CHECK finds the attachment whole; once
+#     the runtime removes the container (RemoveContainer), the gauge is 0
+#     and the verdict 1 at once, before the health loop's next period (the
+#     NIC Unhealthy to the kubelet meanwhile, Healthy again);
 #  7. NRI down with nri.required: ADD refuses the sandbox (11) and nothing is
 #     left on the node; with the agent registered it attaches. (NRI turned
 #     off in containerd 1.7's config is the same to ADD: a link not
@@ -280,25 +285,57 @@ containerd_restarted() {
 }
 
 # 6. No agent: the runtime starts the container as it is; the agent, once
-# connected, finds it in Synchronize and says so.
+# connected, finds it in Synchronize and says so: log, gauge, and the
+# attachment's verdict. Its health loop's period is longer than the
+# scenario: the first look (1 s after start) is its one CHECK, so the
+# verdict's return to 1 can only come from RemoveContainer.
 nri_down() {
-	local m line
+	local m line key id12 c0 pod='pod="seed-a"'
 	agent_up
 	agent_stop TERM
 	seed_pod seed-a
+	key=$POD.eth0
 	ctr main "$POD" seed-a
+	id12=${CTR:0:12}
 	untouched "$CTR" "seed-a/main started with NRI down"
 	[[ -z $(ls "/proc/$PID/root/dev/infiniband" 2>/dev/null) ]] ||
 		fail "the container started with NRI down has /dev/infiniband"
 	m=$(log_mark)
-	agent_up
+	AGENT_HEALTH_S=120 agent_up
 	line=$(wait_log "$m" 'NRI: container main \([0-9a-f]{12}\) of attached pod hpnr/seed-a runs without' \
 		"Synchronize's report")
 	[[ $line == *"without 2 of its 2 RDMA device nodes: it started while the NRI link was down; restart it" &&
-		$line == *"(${CTR:0:12})"* ]] || fail "Synchronize's report: $line"
+		$line == *"($id12)"* ]] || fail "Synchronize's report: $line"
 	wait_metric hpn_rdma_nri_unadjusted_containers 1 "the bare container counted"
 	info "Synchronize: ${line#*warn: }"
+	# The verdict: broken for the container, while CHECK itself finds it whole.
+	wait_metric hpn_rdma_health_checks_total 1 "the health loop's first CHECK"
+	[[ $(sample hpn_rdma_health_checks_total 'result="healthy"') == 1 ]] ||
+		fail "CHECK did not find seed-a's attachment whole: $(scrape | grep '^hpn_rdma_health_checks_total')"
+	wait_sample hpn_rdma_attachment_healthy "$pod" 0 "seed-a's attachment, with a bare container"
+	wait_sample hpn_rdma_attachment_broken "$pod" 1 "seed-a's attachment broken"
+	[[ $(sample hpn_rdma_attachment_broken 'reason="container"') == 1 ]] ||
+		fail "seed-a's attachment is broken for another reason: $(scrape | grep '^hpn_rdma_attachment_broken')"
+	line=$(wait_log "$m" "health: attachment $key \\(pod hpnr/seed-a\\) is broken" "the health loop's report")
+	[[ $line == *" is broken (container): container main ($id12) started without its RDMA device nodes while the NRI link was down: restart it" ]] ||
+		fail "the health loop's report: $line"
+	info "health: ${line#*health: }"
+	# Its NIC, as the device plugin shows it to the kubelet.
+	wait_sample hpn_rdma_device_healthy "nic=\"rnic$K\"" 0 "rnic$K of the broken attachment"
+	# The container removed: the gauge and the verdict follow at once.
+	c0=$(sample hpn_rdma_health_checks_total 'result="healthy"')
+	m=$(log_mark)
 	gone "$CTR"
+	line=$(wait_log "$m" "NRI: container main \\($id12\\), which ran without its RDMA device nodes, is removed" \
+		"RemoveContainer's StateChange")
+	wait_metric hpn_rdma_nri_unadjusted_containers 0 "the bare container removed"
+	wait_sample hpn_rdma_attachment_healthy "$pod" 1 "seed-a's attachment, its bare container removed"
+	wait_sample hpn_rdma_attachment_broken "$pod" "" "seed-a's attachment no longer broken"
+	wait_sample hpn_rdma_device_healthy "nic=\"rnic$K\"" 1 "rnic$K, its attachment whole again"
+	wait_log "$m" "health: attachment $key \\(pod hpnr/seed-a\\) is whole again" "the health loop's account" >/dev/null
+	[[ $(sample hpn_rdma_health_checks_total 'result="healthy"') == "$c0" ]] ||
+		fail "the health loop checked again (the verdict must come from RemoveContainer)"
+	info "RemoveContainer: ${line#*info: }; unadjusted 0, seed-a's verdict 1, rnic$K Healthy, CHECKs still $c0"
 	stop_remove "$POD"
 }
 
@@ -343,7 +380,7 @@ scenario "3: its own /etc/nccl.conf kept; CDI's and the device plugin's devices 
 scenario "4: the agent restarted between the sandbox and its container" agent_restarted
 scenario "5: containerd restarted: the agent registers again, the next container is adjusted" \
 	containerd_restarted
-scenario "6: NRI down: the container starts bare; Synchronize reports it once connected" nri_down
+scenario "6: NRI down: the container starts bare; reported (log, gauge, verdict) until removed" nri_down
 scenario "7: nri.required, NRI down: the sandbox refused (11), nothing left; attached once it is up" \
 	nri_required
 agent_stop TERM
