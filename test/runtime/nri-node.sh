@@ -259,3 +259,20 @@ agent_fresh() {
 	agent_stop TERM
 	agent_up
 }
+
+# nri_switch on|off: containerd's NRI turned on or off in its config (the
+# `disable` key of its io.containerd.nri.v1.nri section, 1.7's default off),
+# containerd restarted on it: the node's pods and containers live on.
+nri_switch() {
+	local want=false
+	[[ $1 == on ]] || want=true
+	rtn_containerd_stop TERM
+	awk -v want="$want" '/io\.containerd\.nri\.v1\.nri/ { sec = 1 }
+		sec && $1 == "disable" { sub(/= *(true|false)/, "= " want); sec = 0 }
+		{ print }' "$RTN_DIR/config.toml" >"$RTN_DIR/config.new"
+	grep -qE "^[[:space:]]*disable = $want\$" "$RTN_DIR/config.new" ||
+		fail "no disable key in containerd's NRI section: $(grep -A3 nri.v1.nri "$RTN_DIR/config.toml")"
+	mv "$RTN_DIR/config.new" "$RTN_DIR/config.toml"
+	rtn_containerd_start
+	rtn_wait_network "$NET"
+}

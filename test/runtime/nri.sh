@@ -41,9 +41,10 @@
 #     and the verdict 1 at once, before the health loop's next period (the
 #     NIC Unhealthy to the kubelet meanwhile, Healthy again);
 #  7. NRI down with nri.required: ADD refuses the sandbox (11) and nothing is
-#     left on the node; with the agent registered it attaches. (NRI turned
-#     off in containerd 1.7's config is the same to ADD: a link not
-#     registered; not run, it would cost a containerd restart.)
+#     left on the node; with the agent registered it attaches;
+#  8. NRI turned off in containerd's config (1.7's default; containerd
+#     restarted on it): the agent cannot connect and says so, nri.required
+#     refuses the sandbox (11), nothing left; NRI on again, it attaches.
 #
 # What stands in for what:
 #  - RDMA: the node has none. The agent reads a fake sysfs tree (mlx5_K
@@ -373,6 +374,46 @@ nri_required() {
 	stop_remove "$POD"
 }
 
+# 8. NRI turned off in containerd's config (1.7's default): the agent
+# cannot connect and says so; with nri.required ADD refuses the seed pod
+# (11) and nothing is left; NRI on again, a new agent registers and the pod
+# attaches with its container adjusted. (Without nri.required the container
+# would start bare, as in scenario 6, and no agent could ever report it.)
+nri_disabled() {
+	local m add
+	trap 'rtn_conflist "$(<"$T/net.conflist")"' EXIT
+	agent_up
+	m=$(log_mark)
+	nri_switch off
+	wait_log "$m" 'NRI: link to .* closed' "the agent seeing containerd go" >/dev/null
+	wait_log "$m" 'NRI: cannot connect' "the agent saying it cannot connect" >/dev/null
+	wait_metric hpn_rdma_nri_registered 0 "the link down with NRI off"
+	[[ ! -S $RTN_NRI_SOCK ]] || ! rtn_in python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$RTN_NRI_SOCK" 2>/dev/null ||
+		fail "containerd with NRI off still serves $RTN_NRI_SOCK"
+	jq -c '.plugins |= map(if .type == "hpn-rdma" then .nri = {required: true} else . end)' \
+		"$T/net.conflist" >"$T/required.conflist"
+	rtn_conflist "$(<"$T/required.conflist")"
+	conflist_loaded '"nri":{"required":true}'
+	api_pod seed-a "$SEED_LABELS"
+	try_runp seed-a
+	((RC != 0)) || fail "RunPodSandbox of seed-a succeeded with nri.required and NRI off"
+	add=$(rt_calls "" | jq -c '[.[] | select(.cmd == "ADD")]')
+	jq_ok 'length == 1 and (.[0] | .rc == 1 and .out.code == 11 and
+		(.out.msg | test("NRI link")))' "ADD refused with 11, saying the NRI link is down" "$add"
+	info "NRI off: $(jq -r '.[0].out.msg' <<<"$add")"
+	node_as_before "after the sandbox refused with NRI off"
+	nri_switch on
+	agent_fresh
+	POD=$(runp seed-a)
+	K=$(bind_rdma "$POD")
+	HINTS_FILE=$(hints_of seed-a)
+	ctr main "$POD" seed-a
+	adjusted "$CTR" "$K" "seed-a/main with NRI on again"
+	gone "$CTR"
+	stop_remove "$POD"
+}
+
 scenario "1: the seed's pod, attached: its container's devices, rules, hints and memlock" seed_adjusted
 scenario "2: two attached pods each get their own devices; a pod not selected is untouched" \
 	two_pods_and_plain
@@ -383,6 +424,8 @@ scenario "5: containerd restarted: the agent registers again, the next container
 scenario "6: NRI down: the container starts bare; reported (log, gauge, verdict) until removed" nri_down
 scenario "7: nri.required, NRI down: the sandbox refused (11), nothing left; attached once it is up" \
 	nri_required
+scenario "8: NRI off in containerd's config: nri.required refuses the sandbox (11); on again, adjusted" \
+	nri_disabled
 agent_stop TERM
 # Every agent of the run wrote here, each stopped by SIGTERM or SIGKILL: in
 # a sanitizer build a finding (LeakSanitizer at a clean exit) is a failure.
