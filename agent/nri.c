@@ -339,6 +339,7 @@ static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[
 	const struct hpn_conf *conf = &n->node->conf;
 	struct hpn_store st = HPN_STORE_INIT;
 	char **keys = NULL;
+	size_t idlen = strlen(id);
 	bool attached = false, uverbs = false;
 	int r;
 
@@ -356,7 +357,9 @@ static int want_for(struct nri *n, const char *id, struct nri_want *w, char pod[
 		struct hpn_journal j = { 0 };
 		struct hpn_err jerr = { 0 };
 
-		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
+		/* A key begins with its container ID (hpn_store_key: the first 150 bytes). */
+		if (strncmp(keys[k], id, idlen < 150 ? idlen : 150) ||
+		    hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
 			continue;
 		if (!j.container_id || strcmp(j.container_id, id) || j.stale || j.releasing ||
 		    j.phase != HPN_PHASE_ATTACHED) {
