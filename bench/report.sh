@@ -41,7 +41,7 @@ report_json() {
 		--slurpfile p "$W/par.json" --argjson disc "$disc" --argjson kern "$kern" --argjson vm "$vm" \
 		--argjson floortrue "$floortrue" --argjson pairs "$pairs" \
 		--argjson rt "$rt" --argjson rtfloor "$rtfloor" --argjson kube "$kube" \
-		--argjson aglat "$agent_lat" --argjson gpu "$gpu" --argjson dra "$dra" \
+		--argjson aglat "$agent_lat" --argjson gpu "$gpu" --argjson dra "$dra" --argjson nri "$nri" \
 		--arg quick "$QUICK" --argjson iter "$ITER" --argjson rounds "$ROUNDS" \
 		--arg par "$PAR" --argjson preps "$PAR_REPS" --arg mtu "$MTU" '
 		($s[0] | map({(.row): .}) | add) as $r |
@@ -134,6 +134,7 @@ report_json() {
 		  runtime: (if $rt.rows then $rt + {added_ms: $added, passthrough_added_ms: $chain,
 			floor_ms: $rtfloor, floor_cycles: "move.none.iproute2, one after each pair of pods",
 			vs_floor: ratio($added; $rtfloor)} else $rt end),
+		  nri: $nri,
 		  targets: ((if $cpufloor == null then [] else [
 			# CPU and VERSION against what no plugin can beat here (the floor line below).
 			t("cpu per ADD+DEL vs the CPU floor (no IPAM)";
@@ -164,7 +165,11 @@ report_json() {
 			t("ADD of 8 NICs with proofs vs 1 with its proof + 7 NICs without (VM, softRoce)";
 			  $vm.hpn.pool8.add8_vs_base; 1.5; "le")] else [] end) + (if $added == null then [] else [
 			t("time hpn-rdma adds to a pod through containerd vs iproute2 floor (move, no IPAM)";
-			  ratio($added; $rtfloor); 1.1; "le")] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
+			  ratio($added; $rtfloor); 1.1; "le")] end) +
+		  # Milliseconds, not a ratio: what the NRI plugin of the agent adds to a container.
+		  (if ($nri.added_on.total_ms | type) == "number" then [
+			t("time hpn-rdma-agent\u0027s NRI plugin adds to CreateContainer+StartContainer (median)";
+			  $nri.added_on.total_ms; 2; "le") + {unit: "ms"}] else [] end) + [ $p[0][] | select(.row | test("^move\\..*\\.hpn-rdma$")) | select(.pods > 1) |
 			t("parallel throughput vs serial, \(.row | split(".")[1]) IPAM, N=\(.pods)"; .vs_serial; 1.0; "ge") ])
 		}' >"$W/bench.json"
 }
@@ -274,6 +279,30 @@ report_table() {
 		  " the iproute2 floor between them: \(f(.floor_ms)) ms (\(r3(.vs_floor)))" +
 		  (if .added_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end) else empty end),
 		 "" end),
+		(if .nri.skipped then "NRI rows skipped: " + .nri.skipped, "" elif .nri.rows then
+		 "A container through containerd \(.nri.containerd)\u0027s NRI (\(.nri.rounds) per row, rows alternating by round;" +
+		 " each call as containerd logged it; the client\u0027s wall, hpn-cri\u0027s start included, apart;" +
+		 " nri.memlock \(.nri.memlock))",
+		 ("row (medians, ms)" | pad(28)) + ("Create" | lpad(8)) + ("Start" | lpad(8)) + ("both" | lpad(8)) +
+		 ("both p99" | lpad(10)) + ("client" | lpad(8)),
+		 ((.nri.rows + [.nri.first_after_register | .row = "(first after registering)"])[] |
+		  (.row | pad(28)) + (f(.create_ms.median) | lpad(8)) + (f(.start_ms.median) | lpad(8)) +
+		  (f(.total_ms.median) | lpad(8)) + (f(.total_ms.p99) | lpad(10)) + (f(.client_ms.total) | lpad(8))),
+		 (.nri.added_on // empty | "hpn-rdma-agent\u0027s NRI plugin adds \(f(.total_ms)) ms to a container of an attached pod" +
+		  " (CreateContainer \(f(.create_ms)), StartContainer \(f(.start_ms)); median of the rounds\u0027 pairs" +
+		  " \(f(.paired_total_ms)); the client\u0027s \(f(.client_total_ms))): its devices, /etc/nccl.conf, RLIMIT_MEMLOCK" +
+		  (if .total_ms <= 0 then "; not a figure: below this run\u0027s noise" else "" end)),
+		 (.nri.added_other // empty | "  and \(f(.total_ms)) ms to a container of another pod (CreateContainer \(f(.create_ms))," +
+		  " StartContainer \(f(.start_ms)); pairs \(f(.paired_total_ms))): one call, nothing adjusted"),
+		 (.nri.first_after_register.added // empty | "  the first container after the agent registers: \(f(.total_ms)) ms" +
+		  " (CreateContainer \(f(.create_ms)))"),
+		 (.nri.agent | "The agent\u0027s CPU per container it answered (its threads\u0027 run time; utime+stime, counted" +
+		  " in whole clock ticks, in brackets): adjusted \(f(.cpu_ms_per_adjusted.schedstat)) ms" +
+		  " (\(f(.cpu_ms_per_adjusted.ticks))), another pod\u0027s \(f(.cpu_ms_per_untouched.schedstat)) ms" +
+		  " (\(f(.cpu_ms_per_untouched.ticks))), the first after registering \(f(.cpu_ms_first_adjusted.schedstat))" +
+		  " ms (\(f(.cpu_ms_first_adjusted.ticks))); its metrics: \(.adjusted) containers adjusted, \(.untouched)" +
+		  " untouched, \(.calls) NRI calls"), ""
+		 else empty end),
 		(if .agent.allocate then
 		 "hpn-rdma-agent through the kubelet stand-in (\(.agent.allocate.calls) calls each): Allocate of one NIC" +
 		 " \(f(.agent.allocate.median_ms)) ms median, \(f(.agent.allocate.p99_ms)) ms p99; ListAndWatch to its first" +
@@ -318,7 +347,8 @@ report_table() {
 		 elif .gpu_choice.skipped then "GPU choice row skipped: " + .gpu_choice.skipped, "" else empty end),
 		"Targets",
 		(.targets[] | "  [\(if .met == true then "met" elif .met == false then "NOT met" else "?" end)] " +
-		 "\(.target): \(r3(.value)) (limit \(.limit)x\(if .floor then "; floor here \(r3(.floor))" else "" end))"),
+		 if .unit then "\(.target): \(f(.value)) \(.unit) (limit \(.limit) \(.unit))" else
+		 "\(.target): \(r3(.value)) (limit \(.limit)x\(if .floor then "; floor here \(r3(.floor))" else "" end))" end),
 		(if .kernel_floor.cpu_ms then
 		 "  floor: CPU = 2 starts of /bin/true (\(f(.kernel_floor.process_start_cpu_ms)) ms each) + the kernel work" +
 		 " of move, up, move back (\(f(.kernel_floor.cpu_ms)) ms, hpn-bench-kernel), both taken between the" +
@@ -405,6 +435,12 @@ report_check() {
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
 			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
 			.vm.hpn.add_ms.plain.median > 0)) and
+		# Every container of the NRI rows made and checked, each the agent answered counted.
+		(.nri.skipped or ((.nri.rows | length) == 3 and
+			all(.nri.rows[]; .containers == $rtcyc and .total_ms.median > 0 and .create_ms.median > 0) and
+			.nri.agent.adjusted == 2 * $rtcyc and .nri.agent.untouched == $rtcyc and
+			(.nri.added_on.total_ms | type == "number") and
+			(.nri.agent.cpu_ms_per_adjusted.schedstat | type == "number"))) and
 		(.runtime.skipped or ((.runtime.rows | length) == 3 and
 			all(.runtime.rows[]; .cycles == $rtcyc and .wall_ms.median > 0) and
 			(.runtime.added_ms | type == "number"))) and

@@ -46,7 +46,11 @@
 #   HPN_CRI          the CRI client (default build/test/runtime/hpn-cri)
 #   HPN_PAUSE_IMAGE  the sandbox image archive (default
 #                    build/test/runtime/pause-image.tar)
-#   BENCH_RT_ITER    pod cycles per runtime row (default 40; quick 3)
+#   BENCH_RT_ITER    pod cycles per runtime row, and containers per NRI row
+#                    (default 40; quick 3)
+#   HPN_RUNTIME_CACHE  the runtime tier's cache (test/runtime/fetch.sh; default
+#                    /var/cache/hpn-rdma/runtime): containerd 2.1 for the NRI
+#                    rows (bench/nri.sh; with HPN_AGENT, skipped without)
 #   BENCH_ITER       ADD+DEL cycles per row (default 200; quick 6)
 #   BENCH_ROUNDS     rounds the cycles are split into (default 4; quick 2)
 #   BENCH_VERSION_ITER  runs per VERSION row (default 200; quick 6)
@@ -159,6 +163,7 @@ source "$SRC/bench/version.sh" # VERSION latency
 source "$SRC/bench/parallel.sh" # N pods at once
 source "$SRC/bench/vm.sh" # RDMA in a VM (--vm)
 source "$SRC/bench/runtime.sh" # pods through containerd
+source "$SRC/bench/nri.sh" # containers through containerd's NRI, with and without the agent's plugin
 source "$SRC/bench/gpu.sh" # the GPU-aware NIC choice against the first match
 source "$SRC/bench/report.sh" # the JSON, the targets, the table, --check
 
@@ -179,6 +184,7 @@ dra_latency
 dra_publish
 vm_section
 runtime_section
+nri_section
 gpu_choice
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 report
