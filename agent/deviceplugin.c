@@ -70,7 +70,8 @@ static uint8_t *pack_list(const struct agent_devs *devs, size_t *len)
 
 		v1beta1__device__init(&d[i]);
 		d[i].id = (char *)ad->id;
-		d[i].health = ad->healthy ? "Healthy" : "Unhealthy";
+		/* A NIC a pod took from the pool is not the kubelet's to give: not allocatable. */
+		d[i].health = ad->healthy && !ad->taken ? "Healthy" : "Unhealthy";
 		if (ad->numa >= 0) {
 			v1beta1__topology_info__init(&t[i]);
 			v1beta1__numanode__init(&node[i]);
@@ -225,6 +226,27 @@ static int check_ids(const struct deviceplugin *dp, char **ids, size_t n, char *
 				hpn_msgf(msg, len, "device %s named twice", ids[i]);
 				return -EINVAL;
 			}
+	}
+	return 0;
+}
+
+/*
+ * No ID is a NIC ADD took from the pool for a pod the kubelet gave nothing
+ * (listed Unhealthy since: a kubelet that allocates it anyway raced the list).
+ */
+static int check_untaken(const struct deviceplugin *dp, char **ids, size_t n, char *msg, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct agent_dev *d = agent_devs_find(&dp->node->devs, ids[i]);
+
+		if (d && d->taken) {
+			hpn_msgf(msg, len,
+				 "device %s is held by pod %s, which took it from the pool "
+				 "(selected by label or annotation, allocated nothing): not "
+				 "allocatable until that pod releases it",
+				 ids[i], d->taker);
+			return -EBUSY;
+		}
 	}
 	return 0;
 }
@@ -538,6 +560,11 @@ static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *u
 		if (check_ids(dp, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
 			hpn_warn("Allocate refused: %s", msg);
 			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
+			goto out;
+		}
+		if (check_untaken(dp, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
+			hpn_warn("Allocate refused: %s", msg);
+			rpc_fail(c, RPC_FAILED_PRECONDITION, msg);
 			goto out;
 		}
 		if (answer_container(dp, q->devices_ids, q->n_devices_ids, &ca[i], msg,

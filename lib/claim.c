@@ -474,6 +474,9 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		gpus = &none;
 	for (size_t i = 0; i < n; i++)
 		plans[i].gpu = SIZE_MAX;
+	a->j.nic_source = al ? (!strcmp(al->source, "dra") ? HPN_NIC_SRC_DRA : HPN_NIC_SRC_KUBELET)
+			  : conf->selector == HPN_SEL_MATCH ? HPN_NIC_SRC_POOL
+							    : HPN_NIC_SRC_CONFIG;
 	if (al) {
 		r = select_allocated(a, conf, &h, al, plans, err);
 		if (r == 0 && gpus->n)

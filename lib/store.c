@@ -466,6 +466,9 @@ static cJSON *rail_to_json(const struct hpn_journal_nic *n)
 	return NULL;
 }
 
+/* enum hpn_nic_source's names in the journal ("nicSource"); [0], unknown, is never written. */
+static const char *const nic_sources[] = { "", "pool", "kubelet", "dra", "config" };
+
 static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -527,6 +530,8 @@ static cJSON *journal_to_json(const struct hpn_journal *j)
 	if (ok && j->owner_pid > 0)
 		ok = cJSON_AddNumberToObject(root, "ownerPid", j->owner_pid) &&
 		     cJSON_AddNumberToObject(root, "ownerStart", (double)j->owner_start);
+	ok = ok && (!j->nic_source ||
+		    cJSON_AddStringToObject(root, "nicSource", nic_sources[j->nic_source]));
 	ok = ok && (nics = cJSON_AddArrayToObject(root, "nics"));
 	for (size_t i = 0; ok && i < j->n_nics && i < HPN_MAX_NICS; i++)
 		ok = hpn_json_push(nics, nic_to_json(&j->nics[i]));
@@ -850,6 +855,11 @@ static int journal_from_json(const cJSON *root, struct hpn_journal *j)
 		if (!j->devices_dir)
 			return -ENOMEM;
 	}
+	/* Who chose the NICs names nothing DEL needs: unknown when absent or not known. */
+	v = cJSON_GetObjectItemCaseSensitive(root, "nicSource");
+	for (size_t i = 1; cJSON_IsString(v) && i < HPN_ARRAY_SIZE(nic_sources); i++)
+		if (!strcmp(v->valuestring, nic_sources[i]))
+			j->nic_source = (enum hpn_nic_source)i;
 	v = cJSON_GetObjectItemCaseSensitive(root, "cdiDir");
 	if (v) {
 		if (!cJSON_IsString(v) || v->valuestring[0] != '/')

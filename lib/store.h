@@ -44,6 +44,20 @@ enum hpn_phase {
 
 #define HPN_JOURNAL_NODES_MAX 2 /* device nodes per NIC: an rxe has uverbsN and umadN */
 
+/*
+ * Who chose an attachment's NICs: ADD from the pool (a pod selected by its
+ * label or annotation that holds no allocation: NICs no scheduler saw), the
+ * kubelet (the device plugin's allocation), a DRA claim, or the conflist
+ * (device, rdmaDevice). Unknown in journals of binaries before the field.
+ */
+enum hpn_nic_source {
+	HPN_NIC_SRC_UNKNOWN,
+	HPN_NIC_SRC_POOL,
+	HPN_NIC_SRC_KUBELET,
+	HPN_NIC_SRC_DRA,
+	HPN_NIC_SRC_CONFIG,
+};
+
 /* What ADD did to one NIC of an attachment. */
 enum hpn_nic_kind {
 	HPN_NIC_MOVED, /* the host netdev itself moved into the pod */
@@ -124,6 +138,7 @@ struct hpn_journal {
 	int owner_pid;
 	unsigned long long owner_start;
 	size_t n_nics; /* nics[0..n_nics), the rest of nics undefined (see below) */
+	enum hpn_nic_source nic_source; /* who chose them ("nicSource") */
 	/* The NCCL hints file <hints_dir>/<hints_key>/nccl.conf, journalled before it is written. */
 	char *hints_dir;
 	char hints_key[HPN_NCCL_KEY_MAX]; /* empty: none */

@@ -373,6 +373,38 @@ def seed_deployment(doc, where, plugin, at="/etc/nccl.conf"):
               "there)" + (f" (mounted by: {', '.join(map(str, mine))})" if mine else ""))
 
 
+def selection_policy(docs, plugin):
+    """hpn-rdma-selection-policy.yaml: who may opt a pod in by label or annotation. Its
+    policy refuses pods (CREATE, UPDATE) carrying the conflist's podSelector key and value,
+    as a label or an annotation, and its binding applies it (Deny) to every namespace not
+    labelled hpn-rdma.alibabacloud.com/rdma-pods=allowed."""
+    where = "k8s/hpn-rdma-selection-policy.yaml"
+    sel = plugin.get("podSelector", {})
+    pol = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"]
+    bind = [d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+    if not check(len(pol) == 1 and len(bind) == 1,
+                 f"{where}: one ValidatingAdmissionPolicy and its binding"):
+        return
+    spec = pol[0].get("spec", {})
+    var = {v.get("name"): v.get("expression") for v in spec.get("variables", [])}
+    check(var.get("key") == f"'{sel.get('label')}'" and sel.get("label") == sel.get("annotation")
+          and var.get("value") == f"'{sel.get('value', 'rdma')}'",
+          f"{where}: its key and value are the conflist's podSelector ({sel})")
+    rules = spec.get("matchConstraints", {}).get("resourceRules", [])
+    check(any(r.get("resources") == ["pods"] and set(r.get("operations", [])) ==
+              {"CREATE", "UPDATE"} for r in rules), f"{where}: it judges pods at CREATE and UPDATE")
+    exprs = " ".join(v.get("expression", "") for v in spec.get("validations", []))
+    check("labels[?variables.key]" in exprs and "annotations[?variables.key]" in exprs,
+          f"{where}: it refuses the key as a label and as an annotation")
+    b = bind[0].get("spec", {})
+    ns = b.get("matchResources", {}).get("namespaceSelector", {}).get("matchExpressions", [])
+    check(b.get("policyName") == pol[0]["metadata"]["name"] and b.get("validationActions") ==
+          ["Deny"] and ns == [{"key": "hpn-rdma.alibabacloud.com/rdma-pods",
+                               "operator": "NotIn", "values": ["allowed"]}],
+          f"{where}: the binding denies in every namespace not labelled "
+          "hpn-rdma.alibabacloud.com/rdma-pods=allowed")
+
+
 def conffile_deployment(doc, where, plugin):
     """The seed's Deployment with NCCL_CONF_FILE naming the nccl.confFile NRI mounts at."""
     pod = doc.get("spec", {}).get("template", {}).get("spec", {})
@@ -1136,6 +1168,7 @@ def main():
             elif d["kind"] in ("Deployment", "DaemonSet"):
                 pod_template(d, dw)
         files[name] = good
+    selection_policy(files.get("hpn-rdma-selection-policy.yaml", []), plugin)
     check("dep-demo-hpn-gpu.yaml" in files, "k8s/dep-demo-hpn-gpu.yaml holds the seed's Deployment")
     check("dep-demo-hpn-gpu-conffile.yaml" in files,
           "k8s/dep-demo-hpn-gpu-conffile.yaml holds its nccl.confFile variant")

@@ -575,7 +575,8 @@ static void round_start(struct draslices *s)
 }
 
 /* Renders the pool's devices the scheduler may allocate: the healthy ones, and
- * those a pod holds. true when they differ from the last rendering. */
+ * those a pod holds, but never one ADD took from the pool for a pod that no
+ * claim gave it (taken). true when they differ from the last rendering. */
 static bool render(struct draslices *s)
 {
 	const struct agent_devs *devs = &s->node->devs;
@@ -597,7 +598,7 @@ static bool render(struct draslices *s)
 		struct hpn_dra_nic *nic = &nics[n];
 		const struct seen *was = NULL;
 
-		if (!ad->healthy && !ad->held)
+		if ((!ad->healthy && !ad->held) || ad->taken)
 			continue;
 		for (size_t k = 0; k < s->n_seen && !was; k++)
 			if (!strcmp(s->seen[k].id, ad->id))

@@ -63,6 +63,31 @@ static void host_dev(const struct hpn_conf *conf, struct nl_sock *host, const st
 	}
 }
 
+/* d, held by journal j: taken (out of the kubelet's hands) when ADD chose it from the pool. */
+static void take(struct agent_dev *d, const struct hpn_journal *j)
+{
+	if (j->nic_source != HPN_NIC_SRC_POOL || j->stale || d->taken)
+		return;
+	d->taken = true;
+	if (j->pod.name[0])
+		snprintf(d->taker, sizeof(d->taker), "%s/%s", j->pod.namespace, j->pod.name);
+	else
+		snprintf(d->taker, sizeof(d->taker), "sandbox %.12s", j->container_id);
+}
+
+/* Said when d's place in the ledger changed since old (NULL: first seen). */
+static void say_taken(const struct agent_dev *d, const struct agent_dev *old)
+{
+	if (d->taken && (!old || !old->taken || strcmp(d->taker, old->taker)))
+		hpn_info("device %s (\"%s\") is out of the kubelet's hands: pod %s took it from "
+			 "the pool (selected, allocated nothing); Unhealthy to the kubelet, left "
+			 "out of the DRA slices until it is released",
+			 d->id, d->ifname, d->taker);
+	else if (!d->taken && old && old->taken)
+		hpn_info("device %s (\"%s\") is the kubelet's to give again: pod %s released it",
+			 d->id, d->ifname, old->taker);
+}
+
 /* NICs of the network's journals: moved into pods (gone from the host) or parents of children. */
 static int held_devs(const struct hpn_conf *conf, struct agent_dev *v, size_t *n,
 		     struct hpn_err *err)
@@ -89,6 +114,7 @@ static int held_devs(const struct hpn_conf *conf, struct agent_dev *v, size_t *n
 			d = find(v, *n, id);
 			if (d) {
 				d->held = true;
+				take(d, &j);
 				continue;
 			}
 			if (jn->kind != HPN_NIC_MOVED || *n == HPN_AGENT_MAX_DEVICES)
@@ -102,6 +128,7 @@ static int held_devs(const struct hpn_conf *conf, struct agent_dev *v, size_t *n
 				snprintf(d->rdma, sizeof(d->rdma), "%s", jn->rdma.name);
 			d->held = true;
 			d->healthy = true; /* in its pod, where the host cannot look */
+			take(d, &j);
 			d->numa = -1;
 			if (jn->pci[0]) {
 				char s[16];
@@ -183,6 +210,8 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 		}
 		d.base_healthy = d.healthy;
 		d.healthy = d.base_healthy && !d.broken;
+		say_taken(&d, old);
+		changed |= d.taken != old->taken;
 		if (d.healthy != old->healthy || d.numa != old->numa) {
 			changed = 1;
 			if (d.healthy)
@@ -199,6 +228,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 		fresh[i].base_healthy = fresh[i].healthy;
 		out->v[out->n++] = fresh[i];
 		changed = 1;
+		say_taken(&fresh[i], NULL);
 		hpn_info("device %s: \"%s\"%s%s, NUMA node %d, %s%s%s", fresh[i].id,
 			 fresh[i].ifname, fresh[i].rdma[0] ? " RDMA " : "", fresh[i].rdma,
 			 fresh[i].numa, fresh[i].healthy ? "Healthy" : "Unhealthy: ",

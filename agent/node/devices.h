@@ -26,7 +26,17 @@ struct agent_dev {
 	char ifname[HPN_IFNAMSIZ]; /* on the host (before ADD moved it) */
 	int numa;		   /* -1: unknown */
 	bool healthy;
-	bool held;		  /* a journal of the network holds it */
+	bool held; /* a journal of the network holds it */
+	/*
+	 * Held by an attachment whose NICs ADD took from the pool (a pod
+	 * selected by label or annotation, allocated nothing): the kubelet
+	 * and the scheduler never gave it, so it is not theirs to give now:
+	 * Unhealthy in ListAndWatch (healthy stays the NIC's own health),
+	 * refused by Allocate, left out of the DRA slices, until no journal
+	 * holds it. taker: that pod ("ns/name").
+	 */
+	bool taken;
+	char taker[320];
 	char rdma[HPN_IBDEV_MAX]; /* its RDMA device, as last seen; empty: none */
 	unsigned int port;
 	char why[192]; /* why Unhealthy, for the log */

@@ -11,7 +11,8 @@
 # swept, re-registration: kubelet_restart); the agent restarted (same IDs,
 # sockets removed at SIGTERM: agent_restart); the CNI attaching exactly the
 # allocated NICs in their order, an allocated NIC already held refused
-# (cni_allocated); the pod's GPUs in the lookup's reply (nvidia.com/gpu IDs
+# (cni_allocated); a pool pick out of the kubelet's hands until DEL (taken);
+# the pod's GPUs in the lookup's reply (nvidia.com/gpu IDs
 # and gpu.nvidia.com DRA devices, in order, once each; the flags that turn
 # them off: gpus); a PodResources List slower than the lookup's budget (the
 # CNI told so, the agent serving on: slow_kubelet); no agent -> the pool (and
@@ -193,6 +194,62 @@ cni_allocated() {
 	node_down
 }
 run "the CNI attaches exactly the allocated NICs in order; a held NIC refused" cni_allocated
+
+# The NIC ledger (issue 40): a pod selected by its label or annotation that
+# the kubelet allocated nothing takes NICs from the pool, which no scheduler
+# saw; from then on they are not the kubelet's to give: Unhealthy in
+# ListAndWatch with the reason, Allocate refused (FAILED_PRECONDITION,
+# naming the pod), until DEL gives them back. A pod the kubelet allocated
+# keeps its NICs Healthy (the kubelet's own allocation). The journals say
+# who chose: nicSource pool, kubelet.
+taken() {
+	local conf sel kube err
+	node_up plain
+	conf=$(agent_net_conf)
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.2"]}]}]}]' >"$T/pods.json"
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer;K8S_POD_UID=ab-12"
+	expect_result "ADD of the kubelet's pod (0000:af:00.2)"
+	ip netns add "${HPNT_PREFIX}p$SCEN-b"
+	run_plugin ADD "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")" \
+		CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=selected;K8S_POD_UID=cd-34"
+	expect_result "ADD of a selected pod the kubelet allocated nothing: a pool pick"
+	has_link "$HOST_NS" pool0 && fail "the pool pick was not pool0, the first free NIC"
+	sel=$(jq -c 'select(.pod.name == "selected")' $(state_files | grep -v '/lock$'))
+	kube=$(jq -c 'select(.pod.name == "trainer")' $(state_files | grep -v '/lock$'))
+	jq_ok '.nicSource == "pool"' "the selected pod's journal: its NICs from the pool" "$sel"
+	jq_ok '.nicSource == "kubelet"' "the kubelet's pod's journal: its NICs the kubelet's" "$kube"
+	# ListAndWatch: the pool pick Unhealthy, the kubelet's allocation Healthy.
+	wait_event '.event == "list" and any(.devices[]; .id == "0000:af:00.0" and .health == "Unhealthy")' \
+		"the pool pick leaves the kubelet's view"
+	jq_ok 'map({(.id): .health}) | add == {"0000:af:00.0": "Unhealthy", "0000:af:00.1": "Healthy",
+		"0000:af:00.2": "Healthy", "pool3": "Healthy"}' \
+		"only the pool pick is out of the kubelet's hands" "$(last_list)"
+	grep -q 'device 0000:af:00.0 ("pool0") is out of the kubelet.s hands: pod ns1/selected took it from the pool' \
+		"$T/agent.log" || fail "the agent did not say why pool0 is Unhealthy: $(tail -n 5 "$T/agent.log")"
+	# A kubelet that allocates it anyway (raced the list): refused, naming the pod.
+	if "$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.0 2>"$T/err"; then
+		fail "Allocate of a NIC a selected pod took from the pool succeeded"
+	fi
+	err=$(<"$T/err")
+	[[ $err == *"device 0000:af:00.0 is held by pod ns1/selected, which took it from the pool"* &&
+		$err == *FailedPrecondition* ]] || fail "Allocate's refusal: $err"
+	"$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.1 >/dev/null ||
+		fail "Allocate of a free NIC failed beside the taken one"
+	# Released: the kubelet's again.
+	run_plugin DEL "$conf" CNI_CONTAINERID="$CID-b" CNI_NETNS="$(ns_path "${HPNT_PREFIX}p$SCEN-b")"
+	expect_ok "DEL of the selected pod"
+	ip netns del "${HPNT_PREFIX}p$SCEN-b"
+	wait_event '.event == "list" and all(.devices[]; .health == "Healthy")' \
+		"the pool pick back in the kubelet's hands"
+	"$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.0 >/dev/null ||
+		fail "Allocate of pool0 after DEL failed: $(tail -n 3 "$T/agent.log")"
+	run_plugin DEL "$conf"
+	expect_ok "DEL of the kubelet's pod"
+	expect_no_state "after both DELs"
+	node_down
+}
+run "the NIC ledger: a pool pick leaves the kubelet's view until DEL; Allocate refuses it" taken
 
 # The pod's GPUs, as the CNI's lookup answers them: the IDs of nvidia.com/gpu
 # (UUIDs, a time-sliced replica "::1") and the devices of its claims whose

@@ -9,7 +9,8 @@
 # time); the slices deleted and edited by someone else (put back by the
 # resync); the agent restarted (same names, the generation never going back,
 # the slices kept at SIGTERM); a pod's NIC moved in and out (no new
-# generation); the API answering 503 (logged once, the agent serving on,
+# generation); a pool pick out of the slices until DEL (pool_pick); the
+# API answering 503 (logged once, the agent serving on,
 # published once the API is back).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
@@ -278,6 +279,35 @@ pod_nic() {
 	kube_stop
 }
 run "a pod's NIC: ADD and DEL change no slice" pod_nic
+
+# A pool pick (the NIC ledger, issue 40): a selected pod the kubelet and no
+# claim gave anything takes pool0 from the pool; no scheduler saw that, so
+# pool0 leaves the slices (a new generation) until DEL gives it back.
+pool_pick() {
+	local -a AGENT_FLAGS
+	local g conf psys
+	slices_api
+	node_up
+	wait_slices 'length == 1' "one ResourceSlice after start"
+	g=$(gen)
+	psys=$T/psys-$SCEN
+	cp -a "$T/sysfs" "$psys"
+	find "$psys" -depth -name infiniband -exec rm -rf {} +
+	conf=$(jq -c --arg s "$psys" '.sysfsRoot = $s' <<<"$(agent_net_conf)")
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=selected;K8S_POD_UID=cd-34"
+	expect_result "ADD of a selected pod with no allocation: a pool pick"
+	has_link "$HOST_NS" pool0 && fail "the pool pick was not pool0"
+	wait_slices "$NAMES_OF == (\$n - [\"pci-0000-af-00-0\"]) and .[0].spec.pool.generation > \$g" \
+		"pool0, taken from the pool, leaves the slices" 10 --argjson n "$NAMES" --argjson g "$g"
+	g=$(gen)
+	run_plugin DEL "$conf"
+	expect_ok "DEL of the selected pod"
+	wait_slices "$NAMES_OF == \$n and .[0].spec.pool.generation > \$g" \
+		"pool0 back in the slices after DEL" 10 --argjson n "$NAMES" --argjson g "$g"
+	node_down
+	kube_stop
+}
+run "a pool pick leaves the slices until DEL" pool_pick
 
 # The API failing: said once, the agent serving on, the slices published
 # once it answers again.

@@ -111,10 +111,14 @@ not '$2'; targets: $(ip netns exec "$HOST_NS" curl -s "http://127.0.0.1:$PPORT/a
 		jq -c '[.data.activeTargets[] | {health, lastError}]' 2>/dev/null)"
 }
 
-# pod_a: pool3 (no RDMA device) ADDed by the plugin for pod ns1/trainer, hpn0
-# with 10.99.0.2/24 and its veth peer on the host side 10.99.0.1/24 for traffic.
+# pod_a: pool3 (no RDMA device), which the kubelet stand-in allocated to pod
+# ns1/trainer (so it stays the kubelet's: the NIC ledger), ADDed by the plugin,
+# hpn0 with 10.99.0.2/24 and its veth peer on the host side 10.99.0.1/24 for
+# traffic.
 pod_a() {
-	CONF_A=$(agent_net_conf '.agent.lookup = false | .match.devices = ["pool3"]')
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["pool3"]}]}]}]' >"$T/pods.json"
+	CONF_A=$(agent_net_conf '.match.devices = ["pool3"]')
 	run_plugin ADD "$CONF_A" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer;K8S_POD_UID=$UID_A"
 	expect_result "ADD of pod ns1/trainer"
 	jq_ok '.pod == {namespace: "ns1", name: "trainer", uid: $u}' \
