@@ -114,7 +114,8 @@ static const char usage[] =
 	"\n"
 	"Metrics, health and GC (doc/metrics.md):\n"
 	"  --metrics-address ADDR:PORT  Prometheus metrics at http://ADDR:PORT/metrics\n"
-	"                       (default 127.0.0.1:9467: loopback only; none: off)\n"
+	"                       (default 127.0.0.1:9467: loopback only; none: off;\n"
+	"                       IPv6 as [ADDR]:PORT or ADDR:PORT, the port after the last ':')\n"
 	"  --health-interval SEC  CHECK every journal's attachment, a batch per\n"
 	"                       period (default 10; 0: off); a broken one makes its\n"
 	"                       devices Unhealthy\n"
@@ -228,9 +229,9 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 		if (off(v) || metrics_parse_address(v, &sa, &len) == 0)
 			return true;
 		fprintf(stderr,
-			"hpn-rdma-agent: --metrics-address \"%s\" is not ADDRESS:PORT "
-			"(127.0.0.1:9467, [::1]:9467) or none\n",
-			v);
+			"hpn-rdma-agent: --metrics-address \"%s\": %s; give ADDRESS:PORT "
+			"(127.0.0.1:9467, [fd00::5]:9467, fd00::5:9467) or none\n",
+			v, metrics_address_error(v));
 		return false;
 	case 'C':
 		o->gc.cri_socket = v;

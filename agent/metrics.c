@@ -13,6 +13,13 @@
  * exporter's own families, the renderers in their order, the cache and the
  * HTTP side; it knows no service (main.c registers them). Every metric, its
  * labels and where it comes from: doc/metrics.md.
+ *
+ * Any pod may connect to the port when it is on the node's address: a client
+ * that holds connections open without a request, or one that opens thousands,
+ * must never stop the scrapes. So MHD is driven whatever state it is in (see
+ * run_mhd), one address gets a few connections (the rest are closed as they
+ * come), an idle one is closed after CONN_TIMEOUT_S, and what MHD logs about
+ * them is rate-limited.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,10 +40,21 @@
 #include "metrics.h"
 #include "util.h"
 
-#define CACHE_S		1.0
-#define MAX_CONNECTIONS 16
-#define CONN_TIMEOUT_S	10
-#define CONTENT_TYPE	"text/plain; version=0.0.4; charset=utf-8"
+#define CACHE_S 1.0
+/* Connections at once: every Prometheus of a cluster and a few humans, with room to spare. */
+#define MAX_CONNECTIONS 64
+/* From one address: a scraper needs one; one pod cannot take the listener. */
+#define PER_IP_CONNECTIONS 4
+/* Idle (no byte either way) this long, a connection is closed: a scrape is answered at once. */
+#define CONN_TIMEOUT_S 5
+/* MHD is run at least this often, whatever it asked for (run_mhd). */
+#define TICK_MS 1000
+/* MHD's log lines a minute at most (one per refused connection): then a count. */
+#define LOG_BURST    10
+#define LOG_WINDOW_S 60.0
+/* Longer is no ADDRESS:PORT: "[" an IPv6 address (45 at most) "]:65535" is 54. */
+#define ADDRESS_MAX  128
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct renderer {
 	metrics_render_fn *fn;
@@ -55,6 +73,8 @@ struct metrics {
 	double cache_at;
 	double collect_s; /* the last collection's own time */
 	uint64_t scrapes;
+	double log_since;		 /* the start of the current minute of MHD's log */
+	unsigned int log_n, log_dropped; /* lines logged in it, lines dropped */
 };
 
 static void own_families(struct sbuf *b, const struct metrics *m)
@@ -149,79 +169,162 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return reply(c, MHD_HTTP_OK, CONTENT_TYPE, m->cache, m->cache_len, true);
 }
 
-/* MHD's timeouts (idle connections): run it when the next one is due. */
-static void rearm(struct metrics *m)
+/* MHD's log, at most LOG_BURST lines a minute; the count of the rest when the minute is over. */
+static void log_window(struct metrics *m, double now)
 {
-	MHD_UNSIGNED_LONG_LONG ms = 0;
-
-	if (MHD_get_timeout(m->d, &ms) == MHD_YES)
-		loop_timer_set(&m->timer, ms > 60000 ? 60000 : (int)ms, 0);
-	else
-		loop_timer_set(&m->timer, LOOP_OFF, 0);
-}
-
-static void on_mhd(struct loop_src *s)
-{
-	struct metrics *m = s->ud;
-
-	MHD_run(m->d);
-	rearm(m);
-}
-
-static void on_timer(struct loop_src *s)
-{
-	struct metrics *m = s->ud;
-
-	MHD_run(m->d);
-	rearm(m);
+	if (now - m->log_since < LOG_WINDOW_S)
+		return;
+	if (m->log_dropped)
+		hpn_warn("metrics: %u more libmicrohttpd messages in a minute, not logged",
+			 m->log_dropped);
+	m->log_since = now;
+	m->log_n = m->log_dropped = 0;
 }
 
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	struct metrics *m = cls;
 	char msg[512];
 
+	log_window(m, hpn_mono_s());
+	if (m->log_n >= LOG_BURST) {
+		m->log_dropped++;
+		return;
+	}
+	m->log_n++;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	msg[strcspn(msg, "\n")] = '\0';
 	hpn_warn("metrics: %s", msg);
 }
 
-/* "127.0.0.1:9467", "[::1]:9467", "0.0.0.0:0" into sa. */
-int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned int *len)
+static unsigned int connections(struct metrics *m)
 {
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long port;
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 
-	if (!colon || colon == s || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	port = strtol(colon + 1, &end, 10);
-	if (!colon[1] || *end || port < 0 || port > 65535)
-		return -EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	memset(sa, 0, sizeof(*sa));
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)sa;
+	return info ? info->num_connections : 0;
+}
 
-		host[strlen(host) - 1] = '\0';
-		if (inet_pton(AF_INET6, host + 1, &s6->sin6_addr) != 1)
-			return -EINVAL;
+/*
+ * One run of MHD, then the timer for the next. MHD (0.9.75 to 1.0.1,
+ * daemon.c's MHD_epoll) takes its listen socket out of its epoll set while it
+ * is at its connection limit (or accept failed for want of fds), and puts it
+ * back only at the start of a later run, once a connection is gone. It does
+ * not ask for that run: MHD_get_timeout gives the next connection's timeout,
+ * none when the one closed was the last, and its epoll fd, without the listen
+ * socket, never turns readable for a client waiting in the backlog. So a run
+ * that closed a connection is followed by another at the next round; and the
+ * timer is never off: MHD's own timeout, else TICK_MS, against any other state
+ * of MHD's that waits for a run (a run with nothing to do is one epoll_wait).
+ */
+static void run_mhd(struct metrics *m)
+{
+	unsigned int before = connections(m);
+	MHD_UNSIGNED_LONG_LONG ms = 0;
+
+	MHD_run(m->d);
+	if (connections(m) < before)
+		ms = 0;
+	else if (MHD_get_timeout(m->d, &ms) != MHD_YES || ms > TICK_MS)
+		ms = TICK_MS;
+	loop_timer_set(&m->timer, (int)ms, 0);
+	log_window(m, hpn_mono_s());
+}
+
+static void on_mhd(struct loop_src *s)
+{
+	run_mhd(s->ud);
+}
+
+static int address_fail(const char **why, const char *what)
+{
+	if (why)
+		*why = what;
+	return -EINVAL;
+}
+
+/*
+ * ADDRESS:PORT into sa, or -EINVAL and *why (a phrase, static): the port is
+ * what follows the last ':', so that an IPv6 address needs no brackets (the
+ * Downward API's status.hostIP of an IPv6 node, then ":9467").
+ */
+static int parse_address(const char *s, struct sockaddr_storage *ret_sa, unsigned int *ret_len,
+			 const char **why)
+{
+	struct sockaddr_storage sa = { 0 };
+	char host[INET6_ADDRSTRLEN];
+	const char *colon, *h, *h_end, *p;
+	unsigned long port = 0;
+	bool brackets = s[0] == '[';
+
+	if (strnlen(s, ADDRESS_MAX + 1) > ADDRESS_MAX)
+		return address_fail(why, "too long for ADDRESS:PORT");
+	colon = strrchr(s, ':');
+	if (!colon)
+		return address_fail(why, "no :PORT");
+	if (!colon[1])
+		return address_fail(why, "no port after the last ':'");
+	for (p = colon + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return address_fail(why, "the port (after the last ':') is not digits");
+		port = port * 10 + (unsigned long)(*p - '0');
+		if (port > 65535)
+			return address_fail(why, "the port (after the last ':') is above 65535");
+	}
+	h = s;
+	h_end = colon;
+	if (brackets) {
+		if (colon == s || colon[-1] != ']')
+			return address_fail(why, "'[' without ']' right before :PORT");
+		h++;
+		h_end--;
+	}
+	if (memchr(h, '[', (size_t)(h_end - h)) || memchr(h, ']', (size_t)(h_end - h)))
+		return address_fail(why, "brackets other than [IPV6]:PORT");
+	if (h == h_end)
+		return address_fail(why, "no address before :PORT");
+	if (memchr(h, '%', (size_t)(h_end - h)))
+		return address_fail(why, "an IPv6 zone (%...) is not supported");
+	if ((size_t)(h_end - h) >= sizeof(host))
+		return address_fail(why, "not an IPv4 or IPv6 address before :PORT");
+	memcpy(host, h, (size_t)(h_end - h));
+	host[h_end - h] = '\0';
+	if (brackets || strchr(host, ':')) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
+
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return address_fail(why,
+					    brackets ? "not an IPv6 address in the brackets"
+						     : "not an IPv6 address before the last ':'");
 		s6->sin6_family = AF_INET6;
 		s6->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*s6);
-		return 0;
-	}
-	{
-		struct sockaddr_in *s4 = (struct sockaddr_in *)sa;
+		*ret_len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
 
 		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
-			return -EINVAL;
+			return address_fail(why, "not an IPv4 or IPv6 address before :PORT (names "
+						 "are not resolved)");
 		s4->sin_family = AF_INET;
 		s4->sin_port = htons((uint16_t)port);
-		*len = sizeof(*s4);
+		*ret_len = sizeof(*s4);
 	}
+	*ret_sa = sa;
 	return 0;
+}
+
+int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned int *len)
+{
+	return parse_address(s, sa, len, NULL);
+}
+
+const char *metrics_address_error(const char *s)
+{
+	struct sockaddr_storage sa;
+	unsigned int len;
+	const char *why = NULL;
+
+	return parse_address(s, &sa, &len, &why) < 0 ? why : NULL;
 }
 
 int metrics_new(double start_time, struct metrics **ret)
@@ -258,19 +361,24 @@ int metrics_start(struct metrics *m, struct loop *l, const char *address)
 	unsigned int len;
 	char host[INET6_ADDRSTRLEN] = "";
 	unsigned int flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	const char *why = NULL;
 	int r;
 
 	if (m->d)
 		return -EALREADY;
-	r = metrics_parse_address(address, &sa, &len);
-	if (r < 0)
+	r = parse_address(address, &sa, &len, &why);
+	if (r < 0) {
+		hpn_error("metrics: address \"%s\": %s", address, why);
 		return r;
+	}
 	if (sa.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	m->log_since = hpn_mono_s();
 	m->d = MHD_start_daemon(
 		flags, ntohs(((struct sockaddr_in *)&sa)->sin_port), NULL, NULL, on_request, m,
-		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+		MHD_OPTION_EXTERNAL_LOGGER, mhd_log, m, MHD_OPTION_SOCK_ADDR,
 		(struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)MAX_CONNECTIONS,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)PER_IP_CONNECTIONS,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)CONN_TIMEOUT_S, MHD_OPTION_END);
 	if (!m->d) {
 		hpn_error("metrics: cannot listen on %s", address);
@@ -284,7 +392,7 @@ int metrics_start(struct metrics *m, struct loop *l, const char *address)
 	if (r >= 0)
 		r = loop_add(l, &m->mhd, r, on_mhd, m);
 	if (r >= 0)
-		r = loop_timer(l, &m->timer, LOOP_OFF, 0, on_timer, m);
+		r = loop_timer(l, &m->timer, TICK_MS, 0, on_mhd, m);
 	if (r < 0)
 		return r;
 	info = MHD_get_daemon_info(m->d, MHD_DAEMON_INFO_BIND_PORT);

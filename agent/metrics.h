@@ -21,8 +21,16 @@ struct metrics;
  */
 typedef void metrics_render_fn(struct sbuf *b, void *ud);
 
-/* "127.0.0.1:9467", "[::1]:9467" (port 0: any) into sa (a struct sockaddr_storage). */
+/*
+ * ADDRESS:PORT into sa and len (written only on success), -EINVAL when s is
+ * not one. The port is what follows the last ':' (digits, 0-65535; 0: any),
+ * the address what comes before it: IPv4 ("127.0.0.1:9467"), IPv6 in
+ * brackets ("[fd00::5]:9467"), or IPv6 without them ("fd00::5:9467", as
+ * $(HOST_IP):9467 gives on an IPv6 node). No names, no zone (%eth0).
+ */
 int metrics_parse_address(const char *s, struct sockaddr_storage *sa, unsigned int *len);
+/* Why s is not an address metrics_parse_address takes (a phrase, static), NULL when it is one. */
+const char *metrics_address_error(const char *s);
 /* An exporter with no renderer, serving nothing yet. start_time: unix seconds. */
 int metrics_new(double start_time, struct metrics **ret);
 /*
