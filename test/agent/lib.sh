@@ -144,10 +144,12 @@ last_list() {
 
 # kill_node: whatever a failed scenario left running.
 kill_node() {
-	[[ -n $AGENT_PID ]] && kill -KILL "$AGENT_PID" 2>/dev/null
-	[[ -n $KUBELET_PID ]] && kill -KILL "$KUBELET_PID" 2>/dev/null
+	# Each whatever happened to the one before (a process gone already fails
+	# its kill, which under set -e would end the trap here).
+	[[ -z $AGENT_PID ]] || kill -KILL "$AGENT_PID" 2>/dev/null || true
+	[[ -z $KUBELET_PID ]] || kill -KILL "$KUBELET_PID" 2>/dev/null || true
 	# The API stand-in of the DRA scenarios (test/kube/lib.sh), if one runs.
-	[[ -n ${KUBE_PID:-} ]] && kill -KILL "$KUBE_PID" 2>/dev/null
+	[[ -z ${KUBE_PID:-} ]] || kill -KILL "$KUBE_PID" 2>/dev/null || true
 	return 0
 }
 

@@ -29,17 +29,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# lib.sh's kill_node, each process tried whatever became of the one before:
-# there, a kill of an agent already gone (one that refused its flags at start)
-# fails the EXIT trap under set -e before the kubelet stand-in is killed, and
-# the stand-in, left running, keeps ctest waiting for the test's output.
-kill_node() {
-	local pid
-	for pid in "$AGENT_PID" "$KUBELET_PID" "${KUBE_PID:-}"; do
-		[[ -z $pid ]] || kill -KILL "$pid" 2>/dev/null || true
-	done
-}
-
 t_init
 agent_require
 command -v curl >/dev/null || skip "curl is not installed (Debian: curl)"
