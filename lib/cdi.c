@@ -274,6 +274,9 @@ static bool ours(const char *text, size_t len, const char *id, char *why, size_t
 
 	if (!cJSON_IsObject(root))
 		snprintf(why, why_len, "not a JSON object");
+	/* cJSON's strings end at a NUL: "<kind>\u0000x" would read as ours (fuzz-cdi). */
+	else if (hpn_json_has_nul(text, len))
+		snprintf(why, why_len, "a spec whose strings hold a NUL (\\u0000)");
 	else if (!cJSON_IsString(kind) || strcmp(kind->valuestring, HPN_CDI_KIND))
 		snprintf(why, why_len, "a spec of kind \"%.64s\"",
 			 cJSON_IsString(kind) ? kind->valuestring : "");

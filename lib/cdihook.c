@@ -16,7 +16,7 @@
 
 int hpn_cdi_hook_pid(const char *state_json, int *pid, struct hpn_err *err)
 {
-	cJSON *st = cJSON_Parse(state_json);
+	cJSON *st = hpn_json_parse(state_json, strlen(state_json));
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(st, "pid");
 	bool ok = cJSON_IsNumber(p) && p->valuedouble >= 1 && p->valuedouble <= INT_MAX &&
 		  p->valuedouble == (double)(int)p->valuedouble;
