@@ -764,11 +764,14 @@ static int start(struct agent *a, struct opts *o)
 		r = kubeloop_new(a->loop, &a->kube, &err);
 		if (r >= 0)
 			r = podwatch_start(a->loop, a->kube, o->kc.path, o->node_name, &a->pods);
-		if (r < 0)
+		if (r < 0) {
 			hpn_warn("pod cache: not started (%s): the plugin asks the API itself",
 				 err.msg[0] ? err.msg : strerror(-r));
-		else
+		} else {
+			/* Only what the plugin reads, as the node's config (reloaded in place) says. */
+			podwatch_keep(a->pods, &a->node.conf);
 			lookup_set_pods(a->lookup, a->pods);
+		}
 		memset(&err, 0, sizeof(err));
 	}
 	hpn_info("hpn-rdma-agent %s: pool of network %s, %zu devices, resource %s", HPN_VERSION,

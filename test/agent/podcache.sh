@@ -136,9 +136,11 @@ from_cache() {
 		fail "the agent did not list node1's pods: $(cat "$KUBE_WORK/requests.log")"
 	grep -q 'pods?fieldSelector=spec.nodeName%3Dnode1&watch=1&resourceVersion=[0-9]' \
 		"$KUBE_WORK/requests.log" || fail "the agent did not watch node1's pods"
-	# The cache holds what hpn_pod_parse reads, not the whole object.
+	# The cache holds what the plugin reads with its config (podSelector.label,
+	# the GPU model's label and annotation, the GPU resource), not the whole object.
 	ask ns1 trainer "$UID1"
-	jq_ok '.version == 1 and .pod.kind == "Pod" and .pod.metadata.annotations["example.com/note"] == "x"
+	jq_ok '.version == 1 and .pod.kind == "Pod" and .pod.metadata.labels == {"alibabacloud.com/hpn-type": "rdma"}
+		and .pod.metadata.annotations == {}
 		and .pod.spec.containers == [{name: "main", resources: {limits: {"nvidia.com/gpu": "8"}}}]
 		and (.pod.spec | has("nodeName") | not)' "the cached pod, trimmed" "$OUT"
 	# A pod of another node is not watched; a pod without the label passes through.

@@ -20,6 +20,18 @@ Pods: GET /api/v1/namespaces/{ns}/pods/{name} from DIR/{ns}/{name}.json.
   connection lost), DIR/.end-watches ends them as timeoutSeconds does.
   Bookmarks are not sent. The served pods carry
   metadata.resourceVersion; the files are left as they are.
+  Pages: a list with limit=N (N > 0) answers at most N pods, in (namespace,
+  name) order, and metadata.continue (with remainingItemCount) when more are
+  left; a list with continue=TOKEN goes on after the token's last pod, its
+  metadata.resourceVersion the first page's (the pods are those of now, not a
+  snapshot). A token older than a compaction is answered as kube-apiserver
+  does, 410 Expired; so are the next COUNT lists with a continue parameter
+  when DIR/.expire-continue holds COUNT (rewritten with the count left).
+  Generated pods (hostile tenants, served in lists and watches only, never
+  as files): DIR/.generated holds {"count": N, "namespace": NS, "node":
+  NODE, "labels": L, "annotationBytes": B, "round": R}; N pods NS/gen-00000..,
+  each with L labels of 63-byte values and one annotation of B bytes, on
+  NODE; another round (any change of the file) is a MODIFIED event for each.
 
 resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   ResourceSlices (cluster-scoped), in memory, each also written to
@@ -62,7 +74,7 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   object; networkData.interfaceName at most 256, hardwareAddress at most 128,
   at most 16 ips, unique, each an address in CIDR form. Written back to the
   file with a new resourceVersion.
-Left out: watches of slices and claims, pagination (limit and continue are ignored), managed
+Left out: watches of slices and claims, pagination of anything but pods, managed
 fields' per-field merge and apply conflicts between managers, json-patch,
 merge and strategic-merge patches, dryRun, finalizers, admission, the other
 resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
@@ -115,6 +127,7 @@ Every request is logged to --log as one line: LISTENER PATH USER STATUS TIME
 The server exits by itself after --lifetime seconds (default 600).
 """
 import argparse
+import base64
 import http.server
 import ipaddress
 import json
@@ -592,6 +605,7 @@ class Pods:
         self.pods = {}  # (ns, name) -> (file signature, object)
         self.events = []  # (rv int, type, object)
         self.floor = 0  # the oldest resourceVersion a watch may start from
+        self.gen = (None, {})  # DIR/.generated's bytes, and its pods
         self.scan()
         threading.Thread(target=self.poll, daemon=True).start()
 
@@ -616,7 +630,39 @@ class Pods:
                     continue  # being written, or not a pod: not served in lists
                 if isinstance(obj, dict):
                     seen[(ns, f[:-5])] = (data, obj)
+        seen.update(self.generated())
         return seen
+
+    def generated(self):
+        """DIR/.generated's pods, made once for each content of the file."""
+        try:
+            with open(os.path.join(self.dir, ".generated"), "rb") as fh:
+                spec_bytes = fh.read()
+            spec = json.loads(spec_bytes)
+        except (OSError, ValueError):
+            return {}
+        if self.gen[0] == spec_bytes:
+            return self.gen[1]
+        ns, node = spec.get("namespace", "generated"), spec.get("node", "node1")
+        value = "v" * 63
+        pods = {}
+        for i in range(int(spec.get("count", 0))):
+            name = f"gen-{i:05d}"
+            obj = {"kind": "Pod", "apiVersion": "v1",
+                   "metadata": {"namespace": ns, "name": name,
+                                "uid": f"00000000-0000-4000-8000-{i:012d}",
+                                "labels": {f"gen.example.com/l{j}": value
+                                           for j in range(int(spec.get("labels", 0)))},
+                                "annotations": {"gen.example.com/a": "a" * int(
+                                    spec.get("annotationBytes", 0)),
+                                    "gen.example.com/round": str(spec.get("round", 0))}},
+                   "spec": {"nodeName": node, "containers": [
+                       {"name": "main", "image": "busybox",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+            data = json.dumps(obj).encode()
+            pods[(ns, name)] = (data, obj)
+        self.gen = (spec_bytes, pods)
+        return pods
 
     def scan(self):
         seen = self.read_dir()
@@ -904,12 +950,57 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pods.compact()
         if self.query.get("watch", [""])[0] in ("1", "true"):
             return self.pod_watch(pods, fields, user)
+        limit, after, rv = self.page_query(pods)
         with pods.cond:
             items = [obj for _, obj in pods.pods.values() if matches(fields, pod_values(obj))]
-            rv = pods.store.rv
+            rv = rv or pods.store.rv
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"].get("name", "")))
+        meta = {"resourceVersion": str(rv)}
+        if after:
+            items = [o for o in items if (o["metadata"].get("namespace", ""),
+                                          o["metadata"].get("name", "")) > after]
+        if limit and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            token = json.dumps({"rv": str(rv), "after": [last.get("namespace", ""),
+                                                         last.get("name", "")]})
+            meta["continue"] = base64.urlsafe_b64encode(token.encode()).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
         self.answer(what, 200, {"kind": "PodList", "apiVersion": "v1",
-                                "metadata": {"resourceVersion": str(rv)}, "items": items}, user)
+                                "metadata": meta, "items": items}, user)
+
+    def page_query(self, pods):
+        """limit and continue: (limit or 0, the last pod before this page or
+        None, the first page's resourceVersion or None)."""
+        try:
+            limit = int(self.query.get("limit", ["0"])[0])
+        except ValueError:
+            raise bad_request("limit is not an integer")
+        token = self.query.get("continue", [""])[0]
+        if not token:
+            return max(limit, 0), None, None
+        try:
+            t = json.loads(base64.urlsafe_b64decode(token.encode()))
+            rv, after = str(int(t["rv"])), tuple(t["after"])
+        except (ValueError, KeyError, TypeError):
+            raise bad_request("continue key is not valid")
+        expired = int(rv) < pods.floor
+        path = os.path.join(self.server.cfg.dir, ".expire-continue")
+        with Mode.lock:
+            try:
+                with open(path) as f:
+                    left = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                left = 0
+            if left > 0:
+                with open(path, "w") as f:
+                    f.write(f"{left - 1}\n")
+                expired = True
+        if expired:
+            raise ApiError(410, "The provided continue parameter is too old to display a "
+                           "consistent list result. You can start a new list without the "
+                           "continue parameter.", "Expired")
+        return max(limit, 0), after, rv
 
     def chunk(self, obj):
         data = json.dumps(obj).encode() + b"\n"
