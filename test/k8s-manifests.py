@@ -47,6 +47,13 @@ so:
     runs as the file's ServiceAccount, in the host network, not privileged,
     on GPU nodes (affinity or nodeSelector) with tolerations, rolling update;
     the image is the one the build makes (CMakeLists.txt's version);
+    the agent's metrics (their labels name pods: issue 40) are on loopback,
+    and what listens on the node's IP is kube-rbac-proxy at a pinned version:
+    HTTPS at [$(HOST_IP)]:PORT (status.hostIP, bracketed for IPv6), only
+    /metrics, no plain listener nor unauthorized path, upstream the agent's
+    loopback address, its ServiceAccount allowed TokenReviews and
+    SubjectAccessReviews, a ClusterRole for scrapers to get /metrics; six
+    broken copies (the agent on the node's IP as before, ...) must fail;
   - hpn-rdma-uninstall.yaml's DaemonSet removes exactly what the installer
     wrote (the same flags, mounts and image; its readiness probe is
     uninstall --check with the same flags), the NetworkAttachmentDefinition
@@ -83,6 +90,7 @@ exits 1 when any failed.
 usage: k8s-manifests.py CONF_DIR
 """
 import copy
+import ipaddress
 import json
 import os
 import re
@@ -204,6 +212,15 @@ FIELDS = {
     "podResourceClaim": {"name", "resourceClaimName", "resourceClaimTemplateName"},
     "containerClaim": {"name", "request"},
 }
+# The metrics proxy's own rules (its TokenReviews and SubjectAccessReviews), and the
+# scrapers' (get /metrics, which kube-rbac-proxy asks a SubjectAccessReview about).
+METRICS_AUTH_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+                       "verbs": ["create"]},
+                      {"apiGroups": ["authorization.k8s.io"],
+                       "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+METRICS_READER_RULES = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+METRICS_PROXY_IMAGE = re.compile(r"^quay\.io/brancz/kube-rbac-proxy(:v\d+\.\d+\.\d+)?"
+                                 r"(@sha256:[0-9a-f]{64})?$")
 DRA_GPU_CLASS = "gpu.nvidia.com"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -550,9 +567,13 @@ def cluster(docs, where, conf, src):
     by_kind = {}
     for d in docs:
         by_kind.setdefault(d["kind"], []).append(d)
-    for k in ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap",
-              "DaemonSet"):
+    for k in ("Namespace", "ServiceAccount", "ConfigMap", "DaemonSet"):
         check(len(by_kind.get(k, [])) == 1, f"{where}: one {k}")
+    # The plugin's role and binding; the metrics proxy's role and binding and the
+    # scrapers' role (metrics_proxy()) besides.
+    check(1 <= len(by_kind.get("ClusterRole", [])) <= 3 and
+          1 <= len(by_kind.get("ClusterRoleBinding", [])) <= 2,
+          f"{where}: the plugin's ClusterRole and binding, and the metrics proxy's")
     ns = by_kind["Namespace"][0]["metadata"]["name"]
     for d in docs:
         if d["kind"] in ("ServiceAccount", "ConfigMap", "DaemonSet"):
@@ -598,8 +619,11 @@ def cluster(docs, where, conf, src):
     check(bool(terms) or bool(pod.get("nodeSelector")), f"{dw}: chooses its nodes (GPU nodes)")
     check(bool(pod.get("tolerations")), f"{dw}: tolerates the GPU nodes' taints")
     inits, ctrs = pod.get("initContainers", []), pod.get("containers", [])
-    check(len(inits) == 1 and len(ctrs) == 1, f"{dw}: one init container, one container")
-    for c in inits + ctrs:
+    # The agent first (hpn-rdma-dra-patch.json patches containers/0), then the metrics
+    # proxy, which is not hpn-rdma's image (metrics_proxy() checks it).
+    check(len(inits) == 1 and 1 <= len(ctrs) <= 2,
+          f"{dw}: one init container, the agent's container and at most the metrics proxy")
+    for c in inits + ctrs[:1]:
         sc = c.get("securityContext", {})
         check(c.get("image") == image, f"{dw} {c['name']}: the image the build makes ({image})")
         check(sc.get("privileged") is False and sc.get("runAsUser") == 0,
@@ -677,16 +701,141 @@ def cluster(docs, where, conf, src):
         netns = [m for m in agent["volumeMounts"] if m["mountPath"] == "/var/run/netns"]
         check(bool(netns) and netns[0].get("mountPropagation") == "HostToContainer",
               f"{dw}: pods' netns mounts made after the agent starts reach it")
-    addr = a.get("--metrics-address", "127.0.0.1:9467")
-    if addr != "none":
-        port = int(addr.rsplit(":", 1)[1])
-        check(any(p.get("containerPort") == port for p in agent.get("ports", [])),
-              f"{dw}: the metrics port {port} is declared")
+    metrics_proxy(docs, ds, a.get("--metrics-address", "127.0.0.1:9467"), dw)
+    metrics_broken_copies(docs, dw)
     return {"resource": a.get("--resource", "rdma/hpn"), "entry": entry, "ns": ns,
             "cm": cm["metadata"]["name"], "image": image, "entry_point": entry_point,
             "bundle_root": bundle_root, "state": state,
             "flags": {k: f[k] for k in ("--conf", "--cni-bin-dir", "--cni-conf-dir",
                                         "--kubeconfig") if k in f}}
+
+
+def loopback(addr):
+    """ADDR:PORT of the agent's --metrics-address (the port after the last ':', IPv6
+    bracketed or not, as agent/metrics.c reads it) names a loopback address."""
+    host = addr.rsplit(":", 1)[0]
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # $(HOST_IP), a name, anything the kubelet fills in
+
+
+def metrics_proxy(docs, ds, addr, dw):
+    """Issue 40 (finding 6): the metrics name every attachment's pod. The agent serves
+    them on loopback only; whatever listens on the node's IP (hostNetwork) is
+    kube-rbac-proxy, which authenticates (TokenReview) and authorizes (SubjectAccessReview
+    of get /metrics) every request before it asks the agent; its RBAC is here."""
+    pod = ds["spec"]["template"]["spec"]
+    ctrs = pod.get("containers", [])
+    check(addr == "none" or loopback(addr),
+          f"{dw}: the agent's own --metrics-address ({addr}) is loopback (its labels name pods)")
+    agent_ports = [p for p in ctrs[0].get("ports", [])] if ctrs else []
+    check(not agent_ports, f"{dw}: the agent declares no port (it listens on no node address)")
+    proxies = ctrs[1:]
+    if addr == "none":
+        check(not proxies, f"{dw}: no metrics proxy when the agent serves no metrics")
+        return
+    if not check(len(proxies) == 1, f"{dw}: a metrics proxy serves the agent's metrics "
+                 "to the cluster"):
+        return
+    (px,) = proxies
+    pw = f"{dw} {px.get('name')}"
+    img = px.get("image", "")
+    check(bool(METRICS_PROXY_IMAGE.match(img)) and img != "quay.io/brancz/kube-rbac-proxy",
+          f"{pw}: kube-rbac-proxy at a pinned version ({px.get('image')})")
+    f = flags(px.get("args", []))
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           for e in px.get("env", [])}
+    listen = f.get("--secure-listen-address", "")
+    m = re.match(r"^\[\$\((\w+)\)\]:(\d+)$", listen if isinstance(listen, str) else "")
+    check(bool(m) and env.get(m.group(1)) == "status.hostIP",
+          f"{pw}: HTTPS on the node's IP, bracketed ([$(HOST_IP)]:PORT, HOST_IP from "
+          f"status.hostIP: a bare IPv6 address on an IPv6 node) ({listen})")
+    port = int(m.group(2)) if m else None
+    check(any(p.get("containerPort") == port for p in px.get("ports", [])),
+          f"{pw}: the port it listens on ({port}) is declared")
+    ann = ds["spec"]["template"].get("metadata", {}).get("annotations", {})
+    if "prometheus.io/port" in ann:
+        check(ann["prometheus.io/port"] == str(port) and
+              ann.get("prometheus.io/scheme") == "https",
+              f"{dw}: the scrape annotations name the proxy's port, HTTPS")
+    check(not any(k in f for k in ("--insecure-listen-address", "--ignore-paths")),
+          f"{pw}: no plain-HTTP listener, no path that skips authorization")
+    check(f.get("--allow-paths") == "/metrics", f"{pw}: only /metrics is proxied")
+    check(f.get("--upstream") == f"http://{addr}/",
+          f"{pw}: its upstream is the agent's loopback address (http://{addr}/)")
+    sc = px.get("securityContext", {})
+    check(sc.get("privileged") is not True and sc.get("allowPrivilegeEscalation") is False and
+          sc.get("capabilities", {}).get("drop") == ["ALL"] and not
+          sc.get("capabilities", {}).get("add"),
+          f"{pw}: not privileged, no capabilities")
+    check(pod.get("automountServiceAccountToken", True) is not False,
+          f"{dw}: the proxy has the pod's token for its reviews")
+    roles = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ClusterRole"}
+    sa = (pod.get("serviceAccountName"), ds["metadata"].get("namespace"))
+    bound = {b["roleRef"]["name"] for b in docs if b.get("kind") == "ClusterRoleBinding" and
+             any(s.get("kind") == "ServiceAccount" and (s.get("name"), s.get("namespace")) == sa
+                 for s in b.get("subjects", []))}
+    check(any(roles.get(n, {}).get("rules") == METRICS_AUTH_RULES for n in bound),
+          f"{dw}: its ServiceAccount may create tokenreviews and subjectaccessreviews "
+          "(the proxy's authentication and authorization)")
+    readers = [n for n, r in roles.items() if r.get("rules") == METRICS_READER_RULES]
+    check(bool(readers), f"{dw}: a ClusterRole for scrapers to get /metrics")
+    check(not any(n in bound for n in readers),
+          f"{dw}: the DaemonSet's own account is not a scraper")
+
+
+def metrics_broken_copies(docs, dw):
+    """Copies of hpn-rdma.yaml exposed as before issue 40 (or nearly) must fail
+    metrics_proxy(): the checks can fail."""
+    global passed, failed, quiet
+
+    def ds_of(ds):
+        return [d for d in ds if d["kind"] == "DaemonSet"][0]
+
+    def ctrs(ds):
+        return ds_of(ds)["spec"]["template"]["spec"]["containers"]
+
+    def set_arg(i, old, new):
+        def edit(ds):
+            c = ctrs(ds)[i]
+            c["args"] = [new if a.partition("=")[0] == old else a for a in c["args"]]
+        return edit
+
+    def no_sar(ds):
+        for d in ds:
+            if d["kind"] == "ClusterRole" and d.get("rules") == METRICS_AUTH_RULES:
+                d["rules"] = d["rules"][:1]
+
+    def old_manifest(ds):  # the agent on the node's IP, no proxy (3623a16)
+        del ctrs(ds)[1:]
+        set_arg(0, "--metrics-address", "--metrics-address=$(HOST_IP):9467")(ds)
+
+    for what, edit in (
+            ("the agent on the node's IP, no proxy", old_manifest),
+            ("the agent on every address", set_arg(0, "--metrics-address",
+                                                   "--metrics-address=0.0.0.0:9468")),
+            ("the proxy's address unbracketed",
+             set_arg(1, "--secure-listen-address", "--secure-listen-address=$(HOST_IP):9467")),
+            ("a path that skips authorization", set_arg(1, "--allow-paths",
+                                                        "--ignore-paths=/metrics")),
+            ("the proxy without SubjectAccessReviews", no_sar),
+            ("an unpinned proxy image",
+             lambda ds: ctrs(ds)[1].update(image="quay.io/brancz/kube-rbac-proxy"))):
+        broken = copy.deepcopy(docs)
+        edit(broken)
+        ds = ds_of(broken)
+        a = flags(ctrs(broken)[0].get("args", []))
+        saved, quiet = (passed, failed), True
+        try:
+            metrics_proxy(broken, ds, a.get("--metrics-address", "127.0.0.1:9467"), dw)
+        except (KeyError, IndexError, ValueError, TypeError):
+            failed += 1
+        got = failed - saved[1]
+        (passed, failed), quiet = saved, False
+        check(got > 0, f"{dw}: a broken copy ({what}) is refused ({got} checks failed)")
 
 
 def uninstall(d, where, inst):
@@ -747,6 +896,9 @@ def rbac(docs, where):
         for i, rule in enumerate(r.get("rules", [])):
             fields(rule, "rule", f"{where}: ClusterRole {name} rules[{i}]")
         # get: the plugin's label lookup; list, watch: the agent's cache of its node's pods.
+        # The metrics proxy's review role and the scrapers' role are metrics_proxy()'s.
+        if r.get("rules") in (METRICS_AUTH_RULES, METRICS_READER_RULES):
+            continue
         check(r.get("rules") == [{"apiGroups": [""], "resources": ["pods"],
                                   "verbs": ["get", "list", "watch"]}],
               f"{where}: ClusterRole {name} allows get, list, watch on pods and nothing else")

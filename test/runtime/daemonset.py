@@ -17,7 +17,8 @@ projected volume is --service-account at its in-cluster path (unless
 automountServiceAccountToken is false). The container's env gets
 KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them, and the
 container's own env: plain values, the node's address (--host-ip, the
-node's loopback unless given) for a fieldRef to status.hostIP, and the
+node's loopback unless given; an IPv6 one bare, as the Downward API gives
+it, never bracketed) for a fieldRef to status.hostIP, and the
 node's name (--node-name, "hpnr-node" unless given) for one to
 spec.nodeName; $(NAME) of such a variable in an argument is replaced by its
 value, as the kubelet does.
@@ -30,6 +31,7 @@ Prints the ContainerConfig JSON (or, with --args-only, the args one a line;
 with --probe, the readiness probe's exec command, remapped, one a line).
 """
 import argparse
+import ipaddress
 import json
 import re
 import sys
@@ -56,6 +58,11 @@ def main():
     ap.add_argument("--args-only", action="store_true")
     ap.add_argument("--probe", action="store_true")
     o = ap.parse_args()
+    try:
+        ipaddress.ip_address(o.host_ip)
+    except ValueError:
+        sys.exit(f"daemonset.py: --host-ip {o.host_ip} is not an address as status.hostIP "
+                 "gives it (IPv4, or IPv6 without brackets)")
     pairs = sorted((tuple(m.split("=", 1)) for m in o.map), key=lambda p: -len(p[0]))
 
     def remap(path):
@@ -92,9 +99,13 @@ def main():
     if pod.get("automountServiceAccountToken", True):
         mounts.append({"containerPath": SA_PATH, "hostPath": o.service_account, "readonly": True})
 
+    # A container that mounts no host path names none in its args either: its
+    # /... values are its own (the metrics proxy's --allow-paths=/metrics).
+    has_host = any("hostPath" in vols[m["name"]] for m in c.get("volumeMounts", []))
+
     def arg(a):
         k, eq, v = a.partition("=")
-        if eq and v.startswith("/") and not kept(v) and not any(
+        if eq and has_host and v.startswith("/") and not kept(v) and not any(
                 v.startswith(d.rstrip("/") + "/") for d in cm_dirs):
             return f"{k}={remap(v)}"
         return a

@@ -20,6 +20,12 @@
 #               stand-in; the token rotated as the kubelet does it (a new
 #               ..data directory, the symlink renamed): the kubeconfig
 #               rewritten; SIGTERM stops it
+#   agent-ipv6  the same container once more on an IPv6 node (HOST_IP
+#               fd00::5, bare, as the Downward API gives it; on the node's
+#               lo): it starts and serves /metrics at its --metrics-address
+#               (loopback: the labels name pods), nothing of it is on the
+#               node's IP, and the metrics proxy's address there, from the
+#               same HOST_IP, is a bracketed IPv6 address it can bind
 #   upgrade     a pod attached by the installed plugin; a newer image's
 #               installer swaps the plugin while an old plugin process runs
 #               (it finishes on its own binary and bundle); DEL by the new one
@@ -48,6 +54,7 @@ OPT_IN='{"alibabacloud.com/hpn-type": "rdma", "alibabacloud.com/gpu-model-series
 command -v inotifywait >/dev/null || skip "inotifywait is not installed (Debian: inotify-tools)"
 /usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed"
 command -v podman >/dev/null || skip "podman is not installed (Debian: podman)"
+command -v curl >/dev/null || skip "curl is not installed (scripts/install-deps.sh)"
 DIGEST_FILE=${HPN_IMAGE%.tar}.digest
 [[ -s $DIGEST_FILE ]] || skip "the build wrote no $DIGEST_FILE"
 
@@ -150,12 +157,17 @@ ds_pod() {
 	cri runp "$T/pods/$1.json" || fail "RunPodSandbox $1 failed"
 }
 
+# The node's address as the Downward API gives it (status.hostIP): IPv4, or
+# IPv6 without brackets.
+HOST_IP=127.0.0.1
+
 # ds_ctr POD_ID POD_NAME MANIFEST DAEMONSET init|main CONTAINER [ATTEMPT]: create
-# and start it; prints its ID.
+# and start it, on a node whose address is $HOST_IP; prints its ID.
 ds_ctr() {
 	local id
 	/usr/bin/python3 "$HPN_SRC/test/runtime/daemonset.py" "$3" "$4" "$5" "$6" "$6/${7:-0}.log" \
-		"${MAP[@]}" --configmap "$CM" --service-account "$SA" --image "$IMAGE" |
+		"${MAP[@]}" --configmap "$CM" --service-account "$SA" --image "$IMAGE" \
+		--host-ip "$HOST_IP" |
 		jq --argjson a "${7:-0}" '.metadata.attempt = $a' >"$T/pods/$2.$6.json" ||
 		fail "daemonset.py could not translate $4's $6"
 	id=$(cri create "$1" "$T/pods/$2.$6.json" "$T/pods/$2.json") || fail "CreateContainer $6 failed"
@@ -307,6 +319,60 @@ $(grep '"event":"list"' "$T/kubelet.events" | tail -n 1); agent: $(ctr_log agent
 	stop_remove "$pod"
 	kill "$KUBELET_PID" 2>/dev/null
 	wait "$KUBELET_PID" 2>/dev/null || true
+}
+
+# ds_args DAEMONSET CONTAINER: its args as the kubelet would pass them on this
+# node ($HOST_IP), one a line.
+ds_args() {
+	/usr/bin/python3 "$HPN_SRC/test/runtime/daemonset.py" "$MANIFEST" "$1" main "$2" x \
+		"${MAP[@]}" --configmap "$CM" --service-account "$SA" --image "$IMAGE" \
+		--host-ip "$HOST_IP" --args-only
+}
+
+# An IPv6 single-stack node (issue 40, finding 7): one more start of the
+# agent's container, with HOST_IP as the Downward API gives it there.
+agent_ipv6() {
+	local HOST_IP=fd00::5 pod id i addr url listen out proxy
+	# (The scenario's subshell: the address goes whatever happens, so the
+	# node is as before for the next scenario.)
+	trap 'rtn_in ip -6 addr del fd00::5/128 dev lo 2>/dev/null || true' EXIT
+	rtn_in ip -6 addr add "$HOST_IP/128" dev lo nodad || fail "cannot give the node's lo $HOST_IP"
+	addr=$(ds_args hpn-rdma agent | sed -n 's/^--metrics-address=//p')
+	[[ -n $addr && $addr != none ]] || fail "the DaemonSet's agent serves no metrics (--metrics-address=$addr)"
+	# As the agent reads it: the port after the last ':', IPv6 bracketed or not.
+	url=${addr%:*}
+	[[ $url == *:* && $url != \[* ]] && url="[$url]"
+	url="http://$url:${addr##*:}/metrics"
+	pod=$(ds_pod agent-6)
+	id=$(ds_ctr "$pod" agent-6 "$MANIFEST" hpn-rdma main agent)
+	for ((i = 0; i < 100; i++)); do
+		out=$(rtn_in curl -sf -g "$url" 2>/dev/null) && break
+		[[ $(cri inspect "$id" | jq -r .state) == CONTAINER_RUNNING ]] ||
+			fail "the agent exited on an IPv6 node (HOST_IP=$HOST_IP): $(ctr_log agent-6 agent | tail -n 3)"
+		sleep 0.05
+	done
+	grep -q '^hpn_rdma_agent_build_info' <<<"$out" ||
+		fail "the agent does not serve $url on an IPv6 node: $(ctr_log agent-6 agent | tail -n 3)"
+	# The labels name every attachment's pod: only the node itself reads them.
+	/usr/bin/python3 -c 'import ipaddress, sys
+sys.exit(not ipaddress.ip_address(sys.argv[1].strip("[]")).is_loopback)' "${addr%:*}" ||
+		fail "the agent serves its metrics on $addr, not loopback (HOST_IP=$HOST_IP): any pod reads them"
+	# What the metrics proxy listens on, from the same HOST_IP: [fd00::5]:PORT.
+	# Nothing of the agent's is there (it would be EADDRINUSE), and the
+	# address is one to bind: Go's net.Listen reads it as this does.
+	proxy=$(ds_args hpn-rdma kube-rbac-proxy) || fail "daemonset.py cannot translate the metrics proxy"
+	listen=$(sed -n 's/^--secure-listen-address=//p' <<<"$proxy")
+	[[ $listen == "[$HOST_IP]:"* && ${listen##*:} =~ ^[0-9]+$ ]] ||
+		fail "the metrics proxy's address on an IPv6 node is $listen, not [$HOST_IP]:PORT"
+	grep -qx -- "--upstream=http://$addr/" <<<"$proxy" ||
+		fail "the metrics proxy's upstream is not the agent's $addr: $proxy"
+	rtn_in /usr/bin/python3 -c 'import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = socket.socket(socket.AF_INET6)
+s.bind((h.strip("[]"), int(p)))' "$listen" 2>"$T/bind.err" ||
+		fail "the metrics proxy could not listen on $listen: $(tail -n 1 "$T/bind.err")"
+	ctr_end "$pod" "$id"
+	rtn_in ip -6 addr del "$HOST_IP/128" dev lo
 }
 
 upgrade() {
@@ -494,6 +560,7 @@ fi
 scenario "install: by rename only, the ConfigMap's conflist, the kubeconfig, a pod attached" install_fresh
 scenario "restart: the init container again rewrites nothing" install_restart
 scenario "agent: registers; the token rotates, the kubeconfig follows; SIGTERM" agent_rotation
+scenario "agent-ipv6: on an IPv6 node it starts, serves on loopback, not on the node's IP" agent_ipv6
 scenario "upgrade: the plugin swapped under a running one; DEL by the new; old bundle dropped" upgrade
 scenario "uninstall: conflist first, the plugin kept while a pod holds a NIC; drained: all gone" uninstall_held
 rt_done
