@@ -87,7 +87,8 @@ static const char usage[] =
 	"  --cdi-hook PATH      the hpn-rdma binary each spec names as its createRuntime\n"
 	"                       hook (hpn-rdma cdi-hook: only the pod that holds the NIC\n"
 	"                       gets its device; default " DEFAULT_CDI_HOOK "; empty,\n"
-	"                       or not executable: specs without it, said once)\n"
+	"                       or not executable: no spec at all, Allocate names no\n"
+	"                       CDI device and DRA prepares no claim; said at start)\n"
 	"  --gpu-resource NAMES the device plugin resources whose IDs are a pod's GPUs,\n"
 	"                       comma-separated (default " DEFAULT_GPU_RES "; empty: none);\n"
 	"                       the lookup answers them to the CNI\n"
@@ -819,6 +820,7 @@ static int start(struct agent *a, struct opts *o)
 						  .kubeconfig = o->kc.path,
 						  .cdi_dir = a->cdi_dir,
 						  .dev_root = o->dp.dev_root,
+						  .cdi_hook = o->cdi_hook,
 						  .api_timeout_ms = DRA_API_MS,
 						  .kube = a->kube },
 			      &a->dra, &err);

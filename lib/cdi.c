@@ -51,6 +51,12 @@ bool hpn_cdi_id_valid(const char *id)
 	return true;
 }
 
+bool hpn_cdi_is_claim(const char *id)
+{
+	return strlen(id) >= HPN_IFNAMSIZ &&
+	       !strncmp(id, HPN_CDI_CLAIM_PREFIX, strlen(HPN_CDI_CLAIM_PREFIX));
+}
+
 void hpn_cdi_name(const char *id, char out[HPN_CDI_NAME_MAX])
 {
 	snprintf(out, HPN_CDI_NAME_MAX, "%s=%s", HPN_CDI_KIND, id);

@@ -36,6 +36,12 @@
 #define HPN_CDI_NODES_MAX   32	/* a DRA claim's device: 8 NICs of 3 nodes each, and rdma_cm */
 #define HPN_CDI_DIR_MAX	    200 /* agent.cdiDir, --cdi-dir: at most this many bytes */
 
+/*
+ * The agent's spec of a DRA claim names its one device "claim-<claim UID>":
+ * longer than any netdev name and no PCI address, so never a NIC's ID.
+ */
+#define HPN_CDI_CLAIM_PREFIX "claim-"
+
 enum hpn_cdi_owner {
 	HPN_CDI_AGENT, /* the agent's: a NIC whose RDMA device the host has */
 	HPN_CDI_POD,   /* an ADD's: the device it made for the pod (softRoce) */
@@ -57,8 +63,10 @@ struct hpn_cdi_dev {
 	/*
 	 * The createRuntime hook the spec names, `<path> cdi-hook --state-dir
 	 * <state_dir> --network <network> <id>` (lib/cdihook.h): the runtime gives
-	 * the device only to a container of the pod that holds the NIC. path
-	 * empty: no hook.
+	 * the device only to a container of the pod that holds the NIC (of a
+	 * claim's device: every NIC of the claim, held by a pod it was prepared
+	 * for). path empty: no hook, which only a test renders: the agent and
+	 * ADD write no spec without one (doc/agent.md#cdi).
 	 */
 	struct hpn_cdi_hook {
 		char path[256];
@@ -73,6 +81,8 @@ struct hpn_cdi_dev {
  * PCI addresses and most netdev names are).
  */
 bool hpn_cdi_id_valid(const char *id);
+/* Does id name a DRA claim's device ("claim-<uid>", HPN_CDI_CLAIM_PREFIX)? */
+bool hpn_cdi_is_claim(const char *id);
 /* The fully qualified name "alibabacloud.com/hpn-rdma=<id>" (id valid). */
 void hpn_cdi_name(const char *id, char out[HPN_CDI_NAME_MAX]);
 /* The file name of o's spec for id: -EINVAL when id is not valid. */

@@ -214,18 +214,31 @@ static void load_all(struct dra_claims *cl)
 
 void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX])
 {
-	snprintf(out, HPN_CDI_ID_MAX, CDISPECS_CLAIM_PREFIX "%s", uid);
+	snprintf(out, HPN_CDI_ID_MAX, HPN_CDI_CLAIM_PREFIX "%s", uid);
+}
+
+/* Why a claim gets no spec, and so is not prepared: no hook to name. */
+static void no_hook(char *msg, size_t len, const char *why)
+{
+	hpn_msgf(msg, len,
+		 "no CDI spec without its createRuntime hook (%s): the claim's RDMA devices "
+		 "would go to any pod that names its CDI device",
+		 why);
 }
 
 /*
  * The spec of claim r: one device "claim-<uid>" with the RDMA character
  * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
- * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>). 0, or an error in msg.
+ * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>); its createRuntime hook, as
+ * the NICs' specs have it (hpn-rdma cdi-hook claim-<uid>: every NIC of the
+ * record held by the container's pod, a pod the claim is reserved for). No
+ * hook, no spec: -ENOEXEC. 0, or an error in msg.
  */
 static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len)
 {
 	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
 	struct hpn_err err = { 0 };
+	char why[HPN_ERR_MSG] = "";
 	int ret = 0;
 
 	if (!cd) {
@@ -233,6 +246,11 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, char 
 		return -ENOMEM;
 	}
 	draclaims_cdi_id(r->uid, cd->id);
+	if (!cdispecs_hook(cl->hook, cl->state_dir, cl->network, &cd->hook, why, sizeof(why))) {
+		no_hook(msg, len, why);
+		ret = -ENOEXEC;
+		goto out;
+	}
 	for (size_t i = 0; i < r->n; i++) {
 		size_t at = strlen(cd->ibdev);
 
@@ -281,22 +299,53 @@ static void cdi_remove(const struct dra_claims *cl, const char *uid)
 		hpn_warn("DRA: claim %s: %s", uid, err.msg[0] ? err.msg : "cannot remove its spec");
 }
 
-int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sysfs_root,
-		   const char *dev_root, const char *cdi_dir, struct hpn_err *err)
+/*
+ * The specs of the claims read back, as this run writes them: with the
+ * hook (a spec an earlier version wrote without one gets it), or, the hook
+ * not there, none (Prepare then fails those claims until it is).
+ */
+static void respec_all(const struct dra_claims *cl)
 {
+	for (const struct dra_rec *r = cl->recs; r; r = r->next) {
+		char msg[448] = "";
+
+		if (cdi_write(cl, r, msg, sizeof(msg)) == -ENOEXEC) {
+			cdi_remove(cl, r->uid);
+			hpn_warn("DRA: claim %s/%s: its CDI spec removed: %s", r->ns, r->name, msg);
+		} else if (msg[0]) {
+			hpn_warn("DRA: claim %s/%s: its CDI spec not rewritten: %s", r->ns, r->name,
+				 msg);
+		}
+	}
+}
+
+int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct hpn_err *err)
+{
+	char why[HPN_ERR_MSG] = "";
+	struct hpn_cdi_hook probe;
+
 	*cl = (struct dra_claims){ 0 };
-	if (hpn_snprintf(cl->dir, sizeof(cl->dir), "%s/dra", state_dir) < 0)
+	if (hpn_snprintf(cl->dir, sizeof(cl->dir), "%s/dra", o->state_dir) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
-				   "stateDir %s is too long", state_dir);
-	if (hpn_snprintf(cl->sysfs_root, sizeof(cl->sysfs_root), "%s", sysfs_root) < 0 ||
-	    hpn_snprintf(cl->dev_root, sizeof(cl->dev_root), "%s", dev_root) < 0 ||
-	    hpn_snprintf(cl->cdi_dir, sizeof(cl->cdi_dir), "%s", cdi_dir) < 0)
+				   "stateDir %s is too long", o->state_dir);
+	if (hpn_snprintf(cl->state_dir, sizeof(cl->state_dir), "%s", o->state_dir) < 0 ||
+	    hpn_snprintf(cl->network, sizeof(cl->network), "%s", o->network) < 0 ||
+	    hpn_snprintf(cl->hook, sizeof(cl->hook), "%s", o->hook ? o->hook : "") < 0 ||
+	    hpn_snprintf(cl->sysfs_root, sizeof(cl->sysfs_root), "%s", o->sysfs_root) < 0 ||
+	    hpn_snprintf(cl->dev_root, sizeof(cl->dev_root), "%s", o->dev_root) < 0 ||
+	    hpn_snprintf(cl->cdi_dir, sizeof(cl->cdi_dir), "%s", o->cdi_dir) < 0)
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
-				   "DRA: sysfsRoot, device root or CDI directory too long");
+				   "DRA: the network's name, the CDI hook, sysfsRoot, device root "
+				   "or CDI directory too long");
 	if (hpn_mkdir_p(cl->dir, 0700) < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
 				   strerror(errno));
+	if (!cdispecs_hook(cl->hook, cl->state_dir, cl->network, &probe, why, sizeof(why)))
+		hpn_warn("DRA: no claim gets a CDI spec (%s): Prepare fails every claim until the "
+			 "hook is there",
+			 why);
 	load_all(cl);
+	respec_all(cl);
 	return 0;
 }
 
@@ -323,9 +372,16 @@ int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t le
 
 int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len)
 {
-	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX], path[PATH_MAX];
+	char id[HPN_CDI_ID_MAX], file[HPN_CDI_FILE_MAX], path[PATH_MAX], why[HPN_ERR_MSG] = "";
+	struct hpn_cdi_hook probe;
 	struct stat st;
 
+	/* The hook gone since: the spec goes, and the claim is not answered. */
+	if (!cdispecs_hook(cl->hook, cl->state_dir, cl->network, &probe, why, sizeof(why))) {
+		cdi_remove(cl, r->uid);
+		no_hook(msg, len, why);
+		return -ENOEXEC;
+	}
 	draclaims_cdi_id(r->uid, id);
 	if (hpn_cdi_file(HPN_CDI_AGENT, id, file) < 0 ||
 	    hpn_snprintf(path, sizeof(path), "%s/%s", cl->cdi_dir, file) < 0) {

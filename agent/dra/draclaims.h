@@ -18,7 +18,10 @@
  * The DRA driver's prepared claims (drakubelet.h): each one a record
  * <state-dir>/dra/<claim UID>.json, written durably before Prepare answers
  * and read back at start, and a CDI spec "claim-<uid>" of its NICs' RDMA
- * character devices. The loop's thread alone touches them.
+ * character devices whose createRuntime hook (hpn-rdma cdi-hook) gives them
+ * only to a container of a pod the claim is reserved for that holds every
+ * NIC of it; no hook, no spec, and the claim is not prepared. The loop's
+ * thread alone touches them.
  */
 
 #define DRA_CLAIM_UID_MAX 57 /* "claim-" and the UID name a CDI device: at most 63 */
@@ -49,21 +52,33 @@ struct dra_claims {
 	char dir[PATH_MAX]; /* <state-dir>/dra */
 	/* Copies, never the config's strings: a reload frees those (dra_reloaded updates sysfs_root). */
 	char sysfs_root[PATH_MAX], dev_root[PATH_MAX], cdi_dir[PATH_MAX];
+	/* The specs' hook: `<hook> cdi-hook --state-dir <state_dir> --network <network>`. */
+	char state_dir[256], network[128], hook[256];
 	struct dra_rec *recs;
 };
 
-/* dir made (0700) and the records of an earlier run read back. */
-int draclaims_open(struct dra_claims *cl, const char *state_dir, const char *sysfs_root,
-		   const char *dev_root, const char *cdi_dir, struct hpn_err *err);
+struct draclaims_opts {
+	const char *state_dir, *network; /* the node's network: the hook reads its journals */
+	const char *sysfs_root, *dev_root, *cdi_dir;
+	const char *hook; /* --cdi-hook (empty, not an executable: no spec, no claim prepared) */
+};
+
+/*
+ * dir made (0700), the records of an earlier run read back and their specs
+ * written as this run writes them (with the hook; without it, removed).
+ */
+int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct hpn_err *err);
 struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid);
 /*
  * Claim r (malloc'd) prepared: its spec and then its record written, and r
- * listed (the list owns it). Else msg says why and nothing is left.
+ * listed (the list owns it). Else msg says why and nothing is left
+ * (-ENOEXEC: no hook, so no spec).
  */
 int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len);
 /*
  * Prepared claim r answered again: its spec written anew if it is gone (a
- * CDI dir wiped, a node's tmpfs after an agent restart). 0, or msg says why.
+ * CDI dir wiped, a node's tmpfs after an agent restart), removed if the hook
+ * is gone (-ENOEXEC). 0, or msg says why.
  */
 int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len);
 /*

@@ -715,7 +715,13 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 				"DRA: stateDir or the network's name is too long");
 		goto fail;
 	}
-	r = draclaims_open(&d->claims, d->state_dir, node->conf.sysfs_root, o->dev_root, o->cdi_dir,
+	r = draclaims_open(&d->claims,
+			   &(struct draclaims_opts){ .state_dir = d->state_dir,
+						     .network = d->network,
+						     .sysfs_root = node->conf.sysfs_root,
+						     .dev_root = o->dev_root,
+						     .cdi_dir = o->cdi_dir,
+						     .hook = o->cdi_hook },
 			   err);
 	if (r < 0)
 		goto fail;

@@ -34,6 +34,7 @@ struct dra_opts {
 	const char *kubeconfig; /* read for every claim (the file kept from the service account) */
 	const char *cdi_dir;	/* where the claims' specs go */
 	const char *dev_root;	/* the host side of their device nodes */
+	const char *cdi_hook;	/* the specs' createRuntime hook (--cdi-hook; none: no spec) */
 	int api_timeout_ms;	/* one claim's GET, retries included */
 	struct kubeloop *kube;	/* the API's calls, on the loop */
 };

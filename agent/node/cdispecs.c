@@ -34,7 +34,8 @@ struct said {
 struct cdispecs {
 	struct cdispecs_opts o;
 	struct node *node;
-	bool hook_ok; /* o.hook names an executable */
+	bool hook_ok;		     /* o.hook names an executable: else no spec at all */
+	char hook_said[HPN_ERR_MSG]; /* what was last said of the hook ("": that it is usable) */
 	struct said said[HPN_AGENT_MAX_DEVICES + 1];
 	size_t n_said;
 	/* During a sync: the IDs whose spec stays (written or kept), for the stale sweep. */
@@ -159,18 +160,17 @@ static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct
 {
 	const struct hpn_conf *conf = &c->node->conf;
 
-	if (d->gone || !hpn_cdi_id_valid(d->id) || hpn_cdi_present(c->o.dir, HPN_CDI_POD, d->id))
+	/* No hook, no spec: without it any pod that names the device gets it. */
+	if (!c->hook_ok || d->gone || !hpn_cdi_id_valid(d->id) ||
+	    hpn_cdi_present(c->o.dir, HPN_CDI_POD, d->id))
 		return ACT_REMOVE;
 	/* In a pod, with a device the host cannot name: the spec made while it was here stays. */
 	if (!d->rdma[0])
 		return d->held ? ACT_KEEP : ACT_REMOVE;
 	memset(out, 0, sizeof(*out));
 	snprintf(out->id, sizeof(out->id), "%s", d->id);
-	if (c->hook_ok) {
-		snprintf(out->hook.path, sizeof(out->hook.path), "%s", c->o.hook);
-		snprintf(out->hook.state_dir, sizeof(out->hook.state_dir), "%s", conf->state_dir);
-		snprintf(out->hook.network, sizeof(out->hook.network), "%s", conf->name);
-	}
+	if (!cdispecs_hook(c->o.hook, conf->state_dir, conf->name, &out->hook, NULL, 0))
+		return ACT_REMOVE;
 	snprintf(out->ibdev, sizeof(out->ibdev), "%s", d->rdma);
 	if (!cdispecs_nic_nodes(conf->sysfs_root, c->o.dev_root, d->rdma, out))
 		return d->held ? ACT_KEEP : ACT_REMOVE;
@@ -209,7 +209,8 @@ static bool sync_dev(struct cdispecs *c, const struct agent_dev *d)
 
 	if (a == ACT_REMOVE) {
 		remove_spec(c, d->id,
-			    d->gone	 ? d->why
+			    !c->hook_ok	 ? "no CDI hook"
+			    : d->gone	 ? d->why
 			    : d->rdma[0] ? "its spec is ADD's, or it cannot name a CDI device"
 					 : "no RDMA device");
 		return false;
@@ -238,6 +239,49 @@ static bool kept(const struct cdispecs *c, const char *id)
 	return false;
 }
 
+bool cdispecs_hook(const char *hook, const char *state_dir, const char *network,
+		   struct hpn_cdi_hook *h, char *why, size_t len)
+{
+	if (!hook || !hook[0]) {
+		hpn_msgf(why, len, "--cdi-hook is empty");
+		return false;
+	}
+	if (access(hook, X_OK) < 0) {
+		hpn_msgf(why, len, "--cdi-hook %s: %s", hook, strerror(errno));
+		return false;
+	}
+	if (hpn_snprintf(h->path, sizeof(h->path), "%s", hook) < 0 ||
+	    hpn_snprintf(h->state_dir, sizeof(h->state_dir), "%s", state_dir) < 0 ||
+	    hpn_snprintf(h->network, sizeof(h->network), "%s", network) < 0) {
+		memset(h, 0, sizeof(*h));
+		hpn_msgf(why, len, "the hook's path, stateDir or the network name is too long");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Whether the hook names an executable now (a package upgrade may take it
+ * away a while): said when that changes. Without it no spec stays.
+ */
+static bool hook_ready(struct cdispecs *c)
+{
+	struct hpn_cdi_hook probe;
+	char why[HPN_ERR_MSG] = "";
+
+	c->hook_ok = cdispecs_hook(c->o.hook, c->node->conf.state_dir, c->node->conf.name, &probe,
+				   why, sizeof(why));
+	if (c->hook_ok && c->hook_said[0])
+		hpn_info("CDI: the hook %s is there again: specs are written", c->o.hook);
+	else if (!c->hook_ok && strcmp(c->hook_said, why))
+		hpn_warn("CDI: no specs (%s): a spec without its createRuntime hook would give a "
+			 "NIC's RDMA device to any pod that names it; Allocate names no CDI "
+			 "device and the agent's specs in %s are removed",
+			 why, c->o.dir);
+	snprintf(c->hook_said, sizeof(c->hook_said), "%s", c->hook_ok ? "" : why);
+	return c->hook_ok;
+}
+
 /* A spec of the agent's rule for no device the pool has now: stale. */
 static void sweep_one(const char *id, void *ud)
 {
@@ -254,6 +298,7 @@ void cdispecs_sync(struct cdispecs *c)
 
 	if (!c || !dir_ready(c))
 		return;
+	hook_ready(c);
 	c->n_keep = 0;
 	for (size_t i = 0; i < c->node->devs.n; i++)
 		sync_dev(c, &c->node->devs.v[i]);
@@ -268,7 +313,7 @@ bool cdispecs_ready(struct cdispecs *c, const char *id)
 	const struct agent_dev *d;
 	bool ok;
 
-	if (!c || !(d = agent_devs_find(&c->node->devs, id)) || !dir_ready(c))
+	if (!c || !(d = agent_devs_find(&c->node->devs, id)) || !dir_ready(c) || !hook_ready(c))
 		return false;
 	ok = sync_dev(c, d);
 	c->n_keep = 0;
@@ -283,15 +328,10 @@ int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdis
 		return -ENOMEM;
 	c->o = *o;
 	c->node = node;
-	c->hook_ok = o->hook && o->hook[0] && access(o->hook, X_OK) == 0;
-	if (c->hook_ok)
+	/* Said at start, whatever the directory: the hook's word comes from the first sync. */
+	if (hook_ready(c))
 		hpn_info("CDI: specs of kind %s in %s, hook %s cdi-hook", HPN_CDI_KIND, o->dir,
 			 o->hook);
-	else
-		hpn_warn("CDI: specs of kind %s in %s without the hook (--cdi-hook %s: %s): a "
-			 "container of any pod that names a device gets it",
-			 HPN_CDI_KIND, o->dir, o->hook ? o->hook : "",
-			 o->hook && o->hook[0] ? strerror(errno) : "empty");
 	cdispecs_sync(c);
 	*ret = c;
 	return 0;
@@ -299,8 +339,7 @@ int cdispecs_start(struct node *node, const struct cdispecs_opts *o, struct cdis
 
 bool cdispecs_is_claim(const char *id)
 {
-	return strlen(id) >= HPN_IFNAMSIZ &&
-	       !strncmp(id, CDISPECS_CLAIM_PREFIX, strlen(CDISPECS_CLAIM_PREFIX));
+	return hpn_cdi_is_claim(id);
 }
 
 void cdispecs_free(struct cdispecs *c)

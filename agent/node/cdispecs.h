@@ -3,6 +3,7 @@
 #define HPN_AGENT_CDISPECS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "cdi.h"
 
@@ -14,14 +15,20 @@ struct node;
  * --cdi-dir; kept in step with the node after every scan (written when a
  * device appears or its character devices' numbers change, removed when
  * the NIC or its device goes, and any other spec of the agent's file-name
- * rule removed as stale). Never touches ADD's specs (softRoce), nor a file
+ * rule removed as stale). Every spec carries the hook (cdispecs_hook); none
+ * is written without it. Never touches ADD's specs (softRoce), nor a file
  * at its names that is not its own. A directory it cannot write is said
  * once per cause, and the agent serves on.
  */
 struct cdispecs_opts {
 	const char *dir;      /* --cdi-dir, made if missing */
 	const char *dev_root; /* --dev-root: the host side of the device nodes */
-	const char *hook;     /* --cdi-hook: the hpn-rdma binary (empty, unusable: none) */
+	/*
+	 * --cdi-hook: the hpn-rdma binary every spec names as its createRuntime
+	 * hook. Empty, or not an executable now: no spec at all (the agent's
+	 * removed, Allocate naming none), said at start and when it changes.
+	 */
+	const char *hook;
 };
 
 struct cdispecs;
@@ -48,11 +55,20 @@ bool cdispecs_nic_nodes(const char *sysfs_root, const char *dev_root, const char
 void cdispecs_cm_node(const char *sysfs_root, const char *dev_root, struct hpn_cdi_dev *out);
 
 /*
- * The DRA driver's spec of a claim (drakubelet.c) is named "claim-<claim UID>":
- * longer than any netdev name and no PCI address, so never a NIC's ID; the
- * stale sweep leaves such specs to the driver.
+ * Fills h, the createRuntime hook `<hook> cdi-hook --state-dir <state_dir>
+ * --network <network> <id>` every spec of the agent's names (the NICs' and
+ * the DRA claims'): true when hook is an executable now; else false, h
+ * untouched, and why (len bytes, may be NULL) says what is wrong.
  */
-#define CDISPECS_CLAIM_PREFIX "claim-"
+bool cdispecs_hook(const char *hook, const char *state_dir, const char *network,
+		   struct hpn_cdi_hook *h, char *why, size_t len);
+
+/*
+ * The DRA driver's spec of a claim (drakubelet.c) is named "claim-<claim UID>"
+ * (HPN_CDI_CLAIM_PREFIX): never a NIC's ID; the stale sweep leaves such specs
+ * to the driver.
+ */
+#define CDISPECS_CLAIM_PREFIX HPN_CDI_CLAIM_PREFIX
 bool cdispecs_is_claim(const char *id);
 
 #endif

@@ -8,7 +8,8 @@
 # container that ADD fills (allocate_soft); the CDI specs (cdi_specs: written
 # at start, following a device's numbers, gone with the NIC or its device,
 # stale ones removed, another writer's files at our names left and said once,
-# a read-only directory said once, Allocate's cdi_devices).
+# a read-only directory said once, Allocate's cdi_devices); no spec at all
+# when the hook cannot be named (cdi_no_hook: missing, back, empty).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent-cdi) runs the agent under
 # valgrind's memcheck for the scenarios in HPN_AGENT_SCENARIOS (space-separated
@@ -21,6 +22,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 t_init
 agent_require
+# Every spec names its createRuntime hook: the plugin binary (without one, no spec: cdi_no_hook).
+# shellcheck disable=SC2034 # read by start_agent (lib.sh)
+AGENT_FLAGS=(--cdi-hook "$HPN_PLUGIN")
 
 # ---- scenarios --------------------------------------------------------------------
 
@@ -248,5 +252,55 @@ cdi_specs() {
 	rm -rf "$T/cdi"
 }
 run "CDI specs: in step with the node, stale ones removed, others' files left, Allocate names them" cdi_specs
+
+# The hook every spec names, and none without it: a spec without its hook
+# would give a NIC's RDMA device to any pod's container that names it.
+cdi_no_hook() {
+	local hook=$T/hook-bin/hpn-rdma n
+	rm -rf "$T/cdi" "$T/hook-bin"
+	node_up
+	wait_cdi "0000:af:00.0 0000:af:00.1 0000:af:00.2" "the specs at start"
+	jq_ok '.devices[0].containerEdits.hooks == [{hookName: "createRuntime", path: $p,
+		args: ["hpn-rdma", "cdi-hook", "--state-dir", $s, "--network", $n, "0000:af:00.0"]}]' \
+		"a NIC's spec names the hook" "$(<"$(cdi_file 0000:af:00.0)")" --arg p "$HPN_PLUGIN" \
+		--arg s "$STATE" --arg n "$NET"
+	stop_agent
+
+	# The hook binary missing: the specs removed, none written, Allocate names none.
+	SEEN=$(wc -l <"$EV")
+	start_agent --cdi-hook "$hook" --metrics-address "127.0.0.1:$MPORT"
+	wait_event '.event == "register"' "the agent without its hook binary registers" 20
+	wait_cdi "" "the hook binary missing"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.0)
+	jq_ok '.[0].cdi == [] and (.[0].devices | length) == 4' \
+		"Allocate without the hook binary: DeviceSpecs, no CDI device" "$OUT"
+	grep -q "CDI: no specs (--cdi-hook $hook: No such file or directory)" "$T/agent.log" ||
+		fail "the agent does not say it writes no spec: $(tail -n 5 "$T/agent.log")"
+	wait_more hpn_rdma_node_scans_total 2 "two more scans"
+	n=$(grep -c "CDI: no specs" "$T/agent.log" || true)
+	[[ $n == 1 ]] || fail "the missing hook was said $n times, not once"
+	# It appears (a package upgrade done): the specs follow at the next scan, naming it.
+	mkdir -p "${hook%/*}"
+	cp "$HPN_PLUGIN" "$hook"
+	wait_cdi "0000:af:00.0 0000:af:00.1 0000:af:00.2" "the hook binary there again"
+	jq_ok '.devices[0].containerEdits.hooks[0].path == $p' "the spec names it" \
+		"$(<"$(cdi_file 0000:af:00.1)")" --arg p "$hook"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.1)
+	jq_ok '.[0].cdi == [$k + "=0000:af:00.1"]' "the hook there: named again" "$OUT" --arg k "$CDI_KIND"
+	grep -q "CDI: the hook $hook is there again" "$T/agent.log" || fail "no word of the hook's return"
+	stop_agent
+
+	# --cdi-hook "": no hook, so no spec; said at start.
+	SEEN=$(wc -l <"$EV")
+	start_agent --cdi-hook ""
+	wait_event '.event == "register"' "the agent with --cdi-hook '' registers" 20
+	wait_cdi "" "--cdi-hook ''"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:af:00.2)
+	jq_ok '.[0].cdi == []' "--cdi-hook '': no CDI device" "$OUT"
+	grep -q "CDI: no specs (--cdi-hook is empty)" "$T/agent.log" || fail "--cdi-hook '' not said"
+	node_down
+	rm -rf "$T/cdi" "$T/hook-bin"
+}
+run "CDI specs: every one names the hook; none, and no CDI device, when it cannot be named" cdi_no_hook
 
 t_done

@@ -260,6 +260,71 @@ restart_flow() {
 }
 run "DRA: the agent restarted between Prepare and ADD" restart_flow
 
+# run_hook DEV PID: the claim spec's hook as runc runs it, for the process PID.
+run_hook() {
+	echo "{\"ociVersion\":\"1.0.2\",\"id\":\"ctr\",\"pid\":$2}" |
+		"$HPN_PLUGIN" cdi-hook --state-dir "$STATE" --network "$NET" "$1" 2>"$T/hook.err"
+}
+
+# A claim's spec names the hook the NICs' specs name: its container gets the
+# claim's devices only in a pod that holds every NIC of it and that the claim
+# is reserved for. Without the hook binary: no spec, and Prepare fails the claim.
+claim_hook() {
+	local conf spec pid_pod pid_host dev=claim-$UID1 uid2=0d6f0e1a-2b3c-4d5e-8f70-112233445566
+	flow_up
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2 pci-0000-af-00-0
+	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
+	jq_ok '.[$u].error == ""' "Prepare of the claim" "$OUT" --arg u "$UID1"
+	spec=$(<"$(claim_spec "$UID1")")
+	jq_ok '.devices[0].containerEdits.hooks == [{hookName: "createRuntime", path: $p,
+		args: ["hpn-rdma", "cdi-hook", "--state-dir", $s, "--network", $n, $d]}]' \
+		"the claim's spec names the hook" "$spec" --arg p "$HPN_PLUGIN" --arg s "$STATE" \
+		--arg n "$NET" --arg d "$dev"
+	# Before ADD no pod holds its NICs: refused.
+	ip netns exec "$POD_NS" sleep 60 &
+	pid_pod=$!
+	sleep 60 &
+	pid_host=$!
+	! run_hook "$dev" "$pid_pod" || fail "the hook gave the claim's devices before ADD"
+	grep -q "is attached to no pod" "$T/hook.err" || fail "the hook's refusal: $(cat "$T/hook.err")"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD of the claim's pod"
+	run_hook "$dev" "$pid_pod" || fail "the hook refused the claim's own pod: $(cat "$T/hook.err")"
+	! run_hook "$dev" "$pid_host" || fail "the hook gave the claim's devices to another netns"
+	grep -q "is attached to pod ml/trainer, not to this container's pod" "$T/hook.err" ||
+		fail "the hook's refusal of another pod: $(cat "$T/hook.err")"
+	kill "$pid_pod" "$pid_host" 2>/dev/null || true
+	wait "$pid_pod" "$pid_host" 2>/dev/null || true
+
+	# The agent restarted without its hook binary: the claim's spec removed,
+	# Prepare (from the record, or of a new claim) fails, naming why.
+	stop_agent
+	start_agent --cdi-hook "$T/no-such/hpn-rdma"
+	wait_file "$T/agent.sock" "the restarted agent's lookup socket"
+	wait_file "$(dra_sock)" "the DRA plugin socket"
+	[[ ! -e $(claim_spec "$UID1") ]] || fail "the claim's spec stays without the hook binary"
+	grep -q "DRA: claim ml/c1: its CDI spec removed: no CDI spec without its createRuntime hook" \
+		"$T/agent.log" || fail "the removal not said: $(tail -n 5 "$T/agent.log")"
+	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
+	jq_ok '.[$u].error | test("no CDI spec without its createRuntime hook \\(--cdi-hook .*/no-such/hpn-rdma: No such file or directory\\)")' \
+		"Prepare without the hook binary: the claim's error" "$OUT" --arg u "$UID1"
+	jq_ok '.[$u].devices == []' "and no CDI device named" "$OUT" --arg u "$UID1"
+	[[ ! -e $(claim_spec "$UID1") ]] || fail "Prepare wrote a spec without the hook"
+	mk_claim ml c2 "$uid2" . pci-0000-af-00-1
+	OUT=$(prepare -version v1 "ml/c2/$uid2") || fail "Prepare of c2 failed"
+	jq_ok '(.[$u].error | test("no CDI spec without its createRuntime hook")) and .[$u].devices == []' \
+		"a new claim without the hook binary: refused" "$OUT" --arg u "$uid2"
+	[[ ! -e $(claim_spec "$uid2") && ! -e $STATE/dra/$uid2.json ]] ||
+		fail "a claim refused for want of the hook left its spec or record"
+	run_plugin DEL "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_ok "DEL"
+	unprepare_c1
+	expect_no_state "after DEL and Unprepare"
+	flow_down
+}
+run "DRA: a claim's spec names the hook; without the hook binary, no spec and no claim prepared" claim_hook
+
 # The API down during ADD and DEL: both succeed; the status is written once it is back.
 api_down() {
 	local conf mac0 res i

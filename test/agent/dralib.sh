@@ -23,7 +23,7 @@ dra_api() {
 	api_token
 	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
 	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
-	AGENT_FLAGS=(--cri-socket none --dra --node-name node1
+	AGENT_FLAGS=(--cri-socket none --dra --node-name node1 --cdi-hook "$HPN_PLUGIN"
 		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa"
 		--metrics-address "127.0.0.1:$MPORT")
 }

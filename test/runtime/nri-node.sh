@@ -146,7 +146,7 @@ agent_start() {
 	# nsenter itself, not rtn_in: a function run with & is a subshell, and its pid not the agent's.
 	nsenter -t "$RTN_NODE_PID" -m -n -- "$HPN_AGENT" --config "$T/agent.conflist" \
 		--kubelet-dir "$T/kl" --lookup-socket "$T/agent.sock" --dev-root "$T/dev" \
-		--cdi-dir "$RTN_CDI_DIR" --cdi-hook "" --cri-socket none \
+		--cdi-dir "$RTN_CDI_DIR" --cdi-hook "$HPN_PLUGIN" --cri-socket none \
 		--health-interval "${AGENT_HEALTH_S:-0}" --metrics-address "127.0.0.1:$MPORT" \
 		--nri="$RTN_NRI_SOCK" 2>>"$T/agent.log" &
 	echo $! >"$T/agent.pid"

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdi.h"
 #include "cdihook.h"
 #include "check.h"
 #include "store.h"
@@ -148,11 +149,127 @@ static void test_check(void)
 	hpn_journal_free(&j);
 }
 
+/* <state>/dra/<uid>.json holding text. */
+static void write_rec(const char *state, const char *uid, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/dra", state);
+	CHECK_INT_EQ(hpn_mkdir_p(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/dra/%s.json", state, uid);
+	f = fopen(path, "we");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/*
+ * A DRA claim's device "claim-<uid>": every NIC its record lists held by
+ * the container's pod, and that pod one the claim was prepared for.
+ */
+static void test_claim(void)
+{
+	static const char uid[] = "5b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f10";
+	static const char dev[] = "claim-5b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f10";
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j;
+	char state[PATH_MAX], proc[PATH_MAX], nsc[PATH_MAX], nsd[PATH_MAX], key[HPN_KEY_MAX];
+	char rec[1024];
+
+	snprintf(state, sizeof(state), "%s/state2", tmp);
+	snprintf(proc, sizeof(proc), "%s/proc", tmp);
+	make_ns("pod-c", nsc, sizeof(nsc));
+	make_ns("pod-d", nsd, sizeof(nsd));
+	make_proc(400, nsc);
+	make_proc(500, nsd);
+	CHECK(hpn_cdi_is_claim(dev));
+	CHECK(!hpn_cdi_is_claim("claim-x"));
+	CHECK(!hpn_cdi_is_claim("0000:af:00.0"));
+
+	/* No record: prepared for no pod here. */
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DEVICE_NOT_FOUND);
+	CHECK_STR_HAS(err.msg, "is prepared for no pod on this node");
+
+	/* Pod c (UID c0-01) holds both NICs of the claim, which is reserved for it. */
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	memset(&j, 0, sizeof(j));
+	j.n_nics = 2;
+	j.phase = HPN_PHASE_ATTACHED;
+	j.container_id = strdup("c1aa1111deadbeef");
+	j.netns = strdup(nsc);
+	strcpy(j.cni_ifname, "eth0");
+	strcpy(j.nics[0].pod_ifname, "hpn0");
+	strcpy(j.nics[0].host.name, "pool0");
+	strcpy(j.nics[0].pci, "0000:af:00.0");
+	strcpy(j.nics[1].pod_ifname, "hpn1");
+	strcpy(j.nics[1].host.name, "pool1");
+	strcpy(j.nics[1].pci, "0000:af:00.1");
+	hpn_journal_set_pod(&j, "ml", "trainer", "c0-01");
+	CHECK_INT_EQ(hpn_store_key(j.container_id, j.cni_ifname, key), 0);
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	hpn_store_close(&st);
+	hpn_journal_free(&j);
+	snprintf(rec, sizeof(rec),
+		 "{\"version\":1,\"uid\":\"%s\",\"namespace\":\"ml\",\"name\":\"c\","
+		 "\"pods\":[\"c0-01\"],\"devices\":["
+		 "{\"request\":\"nics\",\"pool\":\"node1\",\"device\":\"pci-0000-af-00-0\","
+		 "\"nic\":\"0000:af:00.0\",\"ifname\":\"pool0\",\"rdma\":\"mlx5_0\"},"
+		 "{\"request\":\"nics\",\"pool\":\"node1\",\"device\":\"pci-0000-af-00-1\","
+		 "\"nic\":\"0000:af:00.1\",\"ifname\":\"pool1\",\"rdma\":\"mlx5_1\"}]}",
+		 uid);
+	write_rec(state, uid, rec);
+
+	/* Its own container: given. Another pod's: refused, naming the holder. */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 500, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	CHECK_STR_HAS(err.msg, "attached to pod ml/trainer, not to this container's pod");
+	CHECK_STR_HAS(err.msg, "alibabacloud.com/hpn-rdma=claim-5b0c7a51");
+
+	/* Reserved for another pod: the holder is not one the claim was prepared for. */
+	memcpy(strstr(rec, "c0-01"), "d0-02", 5);
+	write_rec(state, uid, rec);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	CHECK_STR_HAS(err.msg, "which the claim was not prepared for");
+
+	/* A NIC of the claim no pod holds: every NIC must be the pod's. */
+	memcpy(strstr(rec, "d0-02"), "c0-01", 5);
+	memcpy(strstr(rec, "0000:af:00.1\",\"ifname"), "0000:af:00.7", 12);
+	write_rec(state, uid, rec);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DEVICE_NOT_FOUND);
+	CHECK_STR_HAS(err.msg, "NIC 0000:af:00.7");
+
+	/* Not a record: refused, never given. */
+	write_rec(state, uid, "{\"pods\":[],\"devices\":[]}");
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DECODE);
+	write_rec(state, uid, "not json");
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev, 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DECODE);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", "claim-../../../etc/passwd", 400, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "cdihook");
 	test_pid();
 	test_check();
+	test_claim();
 	if (tmpdir_rm(tmp) < 0)
 		perror("remove scratch directory");
 	return check_done();
