@@ -26,54 +26,17 @@
 
 #include "cdi.h"
 #include "fuzz.h"
+#include "fuzzdir.h"
 #include "util.h"
 
 static char dir[PATH_MAX - HPN_CDI_FILE_MAX - 64];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	struct stat sb;
-
 	(void)argc;
 	(void)argv;
-	if (!tmp || !*tmp)
-		tmp = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) &&
-				      access("/dev/shm", W_OK) == 0
-			      ? "/dev/shm"
-			      : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/hpn-fuzz-cdi-XXXXXX", tmp);
-	FUZZ_ASSERT(mkdtemp(dir));
-	atexit(cleanup);
+	fuzz_dir(dir, sizeof(dir), "cdi");
 	return 0;
-}
-
-static void put(const char *path, const void *data, size_t size)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	size_t off = 0;
-
-	FUZZ_ASSERT(fd >= 0 && fchmod(fd, 0644) == 0);
-	while (off < size) {
-		ssize_t n = write(fd, (const char *)data + off, size - off);
-
-		FUZZ_ASSERT(n > 0);
-		off += (size_t)n;
-	}
-	close(fd);
 }
 
 /* The file holds exactly data. */
@@ -177,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size -= !!size;
 	FUZZ_ASSERT(hpn_cdi_file(o, dev.id, file) == 0);
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	put(path, data, size);
+	fuzz_put(path, data, size, 0644);
 
 	ours = hpn_cdi_present(dir, o, dev.id);
 	/* A string with a NUL is never ours: cJSON would end it there (found by this target). */
@@ -198,7 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = hpn_cdi_remove(dir, file, &err);
 	if (ours) {
 		FUZZ_ASSERT(r == 0 && err.code == 0 && access(path, F_OK) < 0 && errno == ENOENT);
-		put(path, data, size);
+		fuzz_put(path, data, size, 0644);
 	} else {
 		FUZZ_ASSERT(r == 1 && err.code == HPN_E_IO && strstr(err.msg, file) &&
 			    strstr(err.msg, "not hpn-rdma's"));

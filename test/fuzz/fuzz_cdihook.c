@@ -23,6 +23,7 @@
 
 #include "cdihook.h"
 #include "fuzz.h"
+#include "fuzzdir.h"
 #include "util.h"
 
 #define PID 4242
@@ -30,36 +31,13 @@
 
 static char dir[PATH_MAX - 64], proc[PATH_MAX], state[PATH_MAX];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
 	char p[PATH_MAX + 32];
-	struct stat sb;
-	int fd;
 
 	(void)argc;
 	(void)argv;
-	if (!tmp || !*tmp)
-		tmp = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) &&
-				      access("/dev/shm", W_OK) == 0
-			      ? "/dev/shm"
-			      : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/hpn-fuzz-cdihook-XXXXXX", tmp);
-	FUZZ_ASSERT(mkdtemp(dir));
-	atexit(cleanup);
+	fuzz_dir(dir, sizeof(dir), "cdihook");
 	snprintf(proc, sizeof(proc), "%s/proc", dir);
 	snprintf(state, sizeof(state), "%s/state", dir);
 	FUZZ_ASSERT(mkdir(proc, 0700) == 0 && mkdir(state, 0700) == 0);
@@ -68,9 +46,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(p, sizeof(p), "%s/%d/ns", proc, PID);
 	FUZZ_ASSERT(mkdir(p, 0700) == 0);
 	snprintf(p, sizeof(p), "%s/%d/ns/net", proc, PID);
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	FUZZ_ASSERT(fd >= 0);
-	close(fd);
+	fuzz_put(p, "", 0, 0600);
 	return 0;
 }
 

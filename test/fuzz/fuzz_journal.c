@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "fuzzdir.h"
 #include "store.h"
 #include "util.h"
 
@@ -24,55 +25,24 @@ static char dir[PATH_MAX];
 static char path[PATH_MAX + 32]; /* <dir>/net/KEY */
 static struct hpn_store store = HPN_STORE_INIT;
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p);
-}
-
+/* Before fuzz_dir's removal (registered earlier, so run later). */
 static void cleanup(void)
 {
 	hpn_store_close(&store);
-	if (dir[0])
-		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* A private stateDir per process, on tmpfs when there is one (writes fsync). */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct hpn_err err = { 0 };
-	struct stat sb;
 
 	(void)argc;
 	(void)argv;
-	if (!tmp || !*tmp)
-		tmp = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) &&
-				      access("/dev/shm", W_OK) == 0
-			      ? "/dev/shm"
-			      : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/hpn-fuzz-journal-XXXXXX", tmp);
-	FUZZ_ASSERT(mkdtemp(dir));
+	fuzz_dir(dir, sizeof(dir), "journal");
 	atexit(cleanup);
 	FUZZ_ASSERT(hpn_store_open(dir, "net", &store, &err) == 0);
 	snprintf(path, sizeof(path), "%s/net/%s", dir, KEY);
 	return 0;
-}
-
-static void write_input(const uint8_t *data, size_t size)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	size_t off = 0;
-
-	FUZZ_ASSERT(fd >= 0);
-	while (off < size) {
-		ssize_t n = write(fd, data + off, size - off);
-
-		FUZZ_ASSERT(n > 0);
-		off += (size_t)n;
-	}
-	close(fd);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -131,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct hpn_err err = { 0 };
 	int r, w;
 
-	write_input(data, size);
+	fuzz_put(path, data, size, 0600);
 	r = hpn_journal_read(&store, KEY, &j, &err);
 	FUZZ_ASSERT(r <= 0 && r != -ENOENT);
 	if (r < 0) {

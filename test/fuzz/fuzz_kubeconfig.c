@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "fuzzdir.h"
 #include "kubeconfig.h"
 
 #define PEM_CERT "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
@@ -45,57 +46,19 @@ static char dir[PATH_MAX - 64];
 static char conf[PATH_MAX];
 static char tokpath[PATH_MAX];
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(p) : unlink(p);
-}
-
-static void cleanup(void)
-{
-	if (dir[0])
-		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void put(const char *path, const void *data, size_t size)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	size_t off = 0;
-
-	FUZZ_ASSERT(fd >= 0);
-	while (off < size) {
-		ssize_t n = write(fd, (const char *)data + off, size - off);
-
-		FUZZ_ASSERT(n > 0);
-		off += (size_t)n;
-	}
-	close(fd);
-}
-
 static void put_in_dir(const char *name, const char *text)
 {
 	char p[PATH_MAX];
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	put(p, text, strlen(text));
+	fuzz_put(p, text, strlen(text), 0600);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	struct stat sb;
-
 	(void)argc;
 	(void)argv;
-	if (!tmp || !*tmp)
-		tmp = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) &&
-				      access("/dev/shm", W_OK) == 0
-			      ? "/dev/shm"
-			      : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/hpn-fuzz-kubeconfig-XXXXXX", tmp);
-	FUZZ_ASSERT(mkdtemp(dir));
-	atexit(cleanup);
+	fuzz_dir(dir, sizeof(dir), "kubeconfig");
 	put_in_dir("ca.crt", PEM_CERT);
 	put_in_dir("client.crt", PEM_CERT);
 	put_in_dir("client.key", PEM_KEY);
@@ -312,7 +275,7 @@ static void ca_bytes(const uint8_t *d, size_t n, bool wrap)
 	adds(&b, "    certificate-authority-data: \"");
 	encode(&b, d, n, wrap);
 	adds(&b, "\"\nusers:\n- name: u\n  user: {token: abc}\n");
-	put(conf, b.p, b.len);
+	fuzz_put(conf, b.p, b.len, 0600);
 	free(b.p);
 	r = load(&kc, NULL, NULL);
 	FUZZ_ASSERT((r == 0) == pem);
@@ -345,7 +308,7 @@ static void ca_text(const uint8_t *d, size_t n)
 		adds(&b, c == '\n' ? "\\n" : c == '\r' ? "\\r" : (char[]){ c, 0 });
 	}
 	adds(&b, "\"\nusers:\n- name: u\n  user: {token: abc}\n");
-	put(conf, b.p, b.len);
+	fuzz_put(conf, b.p, b.len, 0600);
 	len = decode(text.p ? text.p : "", text.len, want);
 	r = load(&kc, NULL, NULL);
 	if (r == 0) {
@@ -380,7 +343,7 @@ static void token(const uint8_t *d, size_t n, bool file)
 	adds(&b, head);
 	adds(&b, "    certificate-authority: ca.crt\nusers:\n- name: u\n  user:\n");
 	if (file) {
-		put(tokpath, d, n);
+		fuzz_put(tokpath, d, n, 0600);
 		adds(&b, "    tokenFile: tok\n");
 		while (s < e && strchr(" \t\n\r", d[s]) && d[s])
 			s++;
@@ -398,7 +361,7 @@ static void token(const uint8_t *d, size_t n, bool file)
 		}
 		adds(&b, "\"\n");
 	}
-	put(conf, b.p, b.len);
+	fuzz_put(conf, b.p, b.len, 0600);
 	free(b.p);
 	ok = e > s && e - s <= HPN_KUBE_TOKEN_MAX && is_ascii_visible((const char *)d + s, e - s);
 	r = load(NULL, &t, &tr);
@@ -420,7 +383,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	switch (data[0] % 4) {
 	case 0:
-		put(conf, data + 1, size - 1);
+		fuzz_put(conf, data + 1, size - 1, 0600);
 		load(NULL, NULL, NULL);
 		break;
 	case 1:
