@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,7 +55,7 @@ static int strict_pid(const char *s)
 	cJSON *o = hpn_json_parse(s, strlen(s));
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "pid");
 	double v = cJSON_IsNumber(p) ? p->valuedouble : 0;
-	int pid = v >= 1 && v <= INT_MAX && v == floor(v) ? (int)v : 0;
+	int pid = v >= 1 && v <= INT_MAX && v == (double)(int)v ? (int)v : 0;
 
 	cJSON_Delete(o);
 	return pid;
