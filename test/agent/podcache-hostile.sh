@@ -122,14 +122,17 @@ legit_answered() {
 		"$1: the labelled pod from the cache" "$OUT" --arg l "$LABEL" --arg u "$UID1"
 }
 
-# relisted N WHAT: the agent's log says a list succeeded N times, within 60 s.
+# relisted N WHAT: the agent's log says a list succeeded N times, within 150 s:
+# a bound on liveness, not a figure (a list of 502 pods of 290 KB, 145 MB from
+# the Python stand-in, takes about 2 s in a release build and 20-60 s under
+# ASan beside the other tests).
 relisted() {
 	local i
-	for ((i = 0; i < 600; i++)); do
+	for ((i = 0; i < 1500; i++)); do
 		(($(grep -c "pods of node node1 listed" "$T/agent.log") >= $1)) && return 0
 		sleep 0.1
 	done
-	fail "$2: no list number $1 succeeded within 60 s: $(grep "pod cache" "$T/agent.log" | tail -n 5)"
+	fail "$2: no list number $1 succeeded within 150 s: $(grep "pod cache" "$T/agent.log" | tail -n 5)"
 }
 
 pod_gets() {
