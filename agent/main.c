@@ -128,11 +128,16 @@ static const char usage[] =
 	"                       (default 60; 0: off)\n"
 	"  --gc-grace SEC       never GC a journal younger than this (default 300)\n"
 	"  --cni-path DIRS      where GC finds the IPAM plugin (default /opt/cni/bin)\n"
-	"  --kubeconfig PATH    keep the plugin's kubeconfig there, from the pod's\n"
-	"                       service account, rewritten when its token rotates;\n"
-	"                       with it, the pods of --node-name are watched and the\n"
-	"                       plugin's pod lookup answered from that cache\n"
-	"  --service-account DIR  its token and ca.crt (default\n"
+	"  --kubeconfig PATH    keep the plugin's kubeconfig there: the token of the\n"
+	"                       plugin's own service account (TokenRequest), renewed\n"
+	"                       at 80% of its lifetime; the agent's own calls use its\n"
+	"                       pod's service account, in memory. With it, the pods of\n"
+	"                       --node-name are watched and the plugin's pod lookup\n"
+	"                       answered from that cache\n"
+	"  --plugin-service-account [NS/]NAME  the plugin's (default " KC_PLUGIN_SA "\n"
+	"                       in the pod's namespace)\n"
+	"  --plugin-token-seconds SEC  its token's lifetime (default 3600)\n"
+	"  --service-account DIR  the pod's token, ca.crt and namespace (default\n"
 	"                       /var/run/secrets/kubernetes.io/serviceaccount)\n"
 	"  --help, --version\n"
 	"\n"
@@ -184,7 +189,7 @@ struct agent {
 	struct podwatch *pods;	/* the node's pods, with --kubeconfig */
 	struct nri *nri;	/* the runtime's NRI, with --nri */
 	const char *nri_socket; /* its socket (argv's) */
-	struct loop_src signals, kc_events, kc_timer;
+	struct loop_src signals, kc_events, kc_timer, kc_token;
 };
 
 static bool off(const char *s)
@@ -291,6 +296,17 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'S':
 		o->kc.sa_dir = v;
 		return true;
+	case 'A':
+		o->kc.plugin_sa = v;
+		return true;
+	case 'Q': {
+		int ttl;
+
+		if (!number(name, v, KC_PLUGIN_TTL_MIN, KC_PLUGIN_TTL_MAX, "10 to 604800 s", &ttl))
+			return false;
+		o->kc.plugin_ttl = (unsigned)ttl;
+		return true;
+	}
 	case 'R':
 		o->dra = true;
 		return true;
@@ -456,6 +472,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "cni-path", required_argument, NULL, 'P' },
 		{ "kubeconfig", required_argument, NULL, 'K' },
 		{ "service-account", required_argument, NULL, 'S' },
+		{ "plugin-service-account", required_argument, NULL, 'A' },
+		{ "plugin-token-seconds", required_argument, NULL, 'Q' },
 		{ "dra", no_argument, NULL, 'R' },
 		{ "dra-driver", required_argument, NULL, 'N' },
 		{ "node-name", required_argument, NULL, 'n' },
@@ -521,6 +539,25 @@ static void on_signal(struct loop_src *s)
 static void on_kubeconfig(struct loop_src *s)
 {
 	kc_watch_event(s->ud);
+}
+
+static void on_plugin_token(struct loop_src *s)
+{
+	kc_watch_timer(s->ud);
+}
+
+/* The plugin's TokenRequest, on the loop's API client. */
+static void plugin_token_done(void *ud, struct kube_result *res)
+{
+	kc_watch_token_done(ud, res->r, res->r < 0 ? NULL : &res->a, &res->err);
+}
+
+static int plugin_token_call(void *ud, const char *kubeconfig, const struct hpn_kube_call *call,
+			     struct kc_watch *w)
+{
+	struct agent *a = ud;
+
+	return kube_call(a->kube, kubeconfig, call, plugin_token_done, w, NULL);
 }
 
 static void devices_changed(void *ud)
@@ -622,6 +659,10 @@ static int kubeconfig(struct agent *a, int poll_s, struct hpn_err *err)
 	if (r >= 0) /* besides inotify: a watch can miss a swap */
 		r = loop_timer(a->loop, &a->kc_timer, poll_s * 1000, poll_s * 1000, on_kubeconfig,
 			       a->kc);
+	if (r >= 0) {
+		fd = fcntl(a->kc->timer_fd, F_DUPFD_CLOEXEC, 0);
+		r = fd < 0 ? -errno : loop_add(a->loop, &a->kc_token, fd, on_plugin_token, a->kc);
+	}
 	return r < 0 ? hpn_err_set(err, HPN_E_IO, -r, "watch: %s", strerror(-r)) : 0;
 }
 
@@ -751,20 +792,30 @@ static int start(struct agent *a, struct opts *o)
 		goto fail;
 	}
 	if (o->kc.path) {
+		/*
+		 * The plugin's pod lookups answered from a watch of this node's pods.
+		 * Without libcurl no API call at all: the pod cache off (the plugin
+		 * asks the API itself), no token for the plugin, --dra refused below.
+		 */
+		struct hpn_err kerr = { 0 };
+		int kr = kubeloop_new(a->loop, &a->kube, &kerr);
+
 		a->kc = &o->kc;
+		if (kr >= 0) {
+			o->kc.call = plugin_token_call;
+			o->kc.call_ud = a;
+		}
 		r = kubeconfig(a, o->poll_s, &err);
 		if (r < 0) {
 			hpn_error("kubeconfig %s: %s", o->kc.path, err.msg);
 			return r;
 		}
-		/*
-		 * The plugin's pod lookups answered from a watch of this node's pods.
-		 * Without libcurl no API call at all: the pod cache off (the plugin
-		 * asks the API itself), --dra refused below.
-		 */
-		r = kubeloop_new(a->loop, &a->kube, &err);
-		if (r >= 0)
-			r = podwatch_start(a->loop, a->kube, o->kc.path, o->node_name, &a->pods);
+		/* The agent's own calls: its pod's service account, never the plugin's file. */
+		r = kr < 0 ? kr
+			   : podwatch_start(a->loop, a->kube, o->kc.own_path, o->node_name,
+					    &a->pods);
+		if (kr < 0)
+			err = kerr;
 		if (r < 0) {
 			hpn_warn("pod cache: not started (%s): the plugin asks the API itself",
 				 err.msg[0] ? err.msg : strerror(-r));
@@ -817,7 +868,7 @@ static int start(struct agent *a, struct opts *o)
 			      &(struct dra_opts){ .kubelet_dir = o->dp.kubelet_dir,
 						  .driver = o->dra_driver,
 						  .node_name = o->node_name,
-						  .kubeconfig = o->kc.path,
+						  .kubeconfig = o->kc.own_path,
 						  .cdi_dir = a->cdi_dir,
 						  .dev_root = o->dp.dev_root,
 						  .cdi_hook = o->cdi_hook,
@@ -873,6 +924,7 @@ static void stop(struct agent *a)
 		kc_watch_stop(a->kc);
 	loop_close(&a->kc_events);
 	loop_close(&a->kc_timer);
+	loop_close(&a->kc_token);
 	loop_close(&a->signals);
 	node_free(&a->node);
 	kubeloop_free(a->kube);
@@ -898,7 +950,9 @@ int main(int argc, char **argv)
 			.grace_s = 300 },
 		.kc = { .sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount", .fd = -1 },
 	};
-	struct agent a = { .signals.fd = -1, .kc_events.fd = -1, .kc_timer.fd = -1 };
+	struct agent a = {
+		.signals.fd = -1, .kc_events.fd = -1, .kc_timer.fd = -1, .kc_token.fd = -1
+	};
 	struct hpn_err err = { 0 };
 	char host[256] = "";
 	int r, rc = 1;

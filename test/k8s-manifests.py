@@ -117,6 +117,9 @@ KINDS = {
                                                       "aggregationRule"}),
     "ClusterRoleBinding": ("rbac.authorization.k8s.io/v1", {"apiVersion", "kind", "metadata",
                                                              "roleRef", "subjects"}),
+    "Role": ("rbac.authorization.k8s.io/v1", {"apiVersion", "kind", "metadata", "rules"}),
+    "RoleBinding": ("rbac.authorization.k8s.io/v1", {"apiVersion", "kind", "metadata", "roleRef",
+                                                      "subjects"}),
     "NetworkAttachmentDefinition": ("k8s.cni.cncf.io/v1", {"apiVersion", "kind", "metadata",
                                                             "spec"}),
     "Pod": ("v1", {"apiVersion", "kind", "metadata", "spec"}),
@@ -219,6 +222,13 @@ METRICS_AUTH_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["to
                       {"apiGroups": ["authorization.k8s.io"],
                        "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
 METRICS_READER_RULES = [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+# The plugin's own ServiceAccount (agent/install/sakubeconfig.h KC_PLUGIN_SA): its token is
+# the one on the host, so it may get pods and nothing else; the agent may create a token
+# for it and for no other ServiceAccount (issue 40, finding 8).
+PLUGIN_SA = "hpn-rdma-plugin"
+PLUGIN_RULES = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]
+PLUGIN_TOKEN_RULES = [{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+                       "resourceNames": [PLUGIN_SA], "verbs": ["create"]}]
 METRICS_PROXY_IMAGE = re.compile(r"^quay\.io/brancz/kube-rbac-proxy(:v\d+\.\d+\.\d+)?"
                                  r"(@sha256:[0-9a-f]{64})?$")
 DRA_GPU_CLASS = "gpu.nvidia.com"
@@ -567,13 +577,16 @@ def cluster(docs, where, conf, src):
     by_kind = {}
     for d in docs:
         by_kind.setdefault(d["kind"], []).append(d)
-    for k in ("Namespace", "ServiceAccount", "ConfigMap", "DaemonSet"):
+    for k in ("Namespace", "ConfigMap", "DaemonSet"):
         check(len(by_kind.get(k, [])) == 1, f"{where}: one {k}")
-    # The plugin's role and binding; the metrics proxy's role and binding and the
-    # scrapers' role (metrics_proxy()) besides.
-    check(1 <= len(by_kind.get("ClusterRole", [])) <= 3 and
-          1 <= len(by_kind.get("ClusterRoleBinding", [])) <= 2,
-          f"{where}: the plugin's ClusterRole and binding, and the metrics proxy's")
+    # The agent's and the plugin's (rbac() checks what each may do).
+    check(len(by_kind.get("ServiceAccount", [])) == 2, f"{where}: two ServiceAccounts")
+    # The agent's role and binding, the plugin's; the metrics proxy's role and binding and
+    # the scrapers' role (metrics_proxy()) besides.
+    check(2 <= len(by_kind.get("ClusterRole", [])) <= 4 and
+          2 <= len(by_kind.get("ClusterRoleBinding", [])) <= 3,
+          f"{where}: the agent's and the plugin's ClusterRoles and bindings, and the metrics "
+          "proxy's")
     ns = by_kind["Namespace"][0]["metadata"]["name"]
     for d in docs:
         if d["kind"] in ("ServiceAccount", "ConfigMap", "DaemonSet"):
@@ -608,9 +621,10 @@ def cluster(docs, where, conf, src):
     dw = f"{where}: DaemonSet {ds['metadata']['name']}"
     pod = ds["spec"]["template"]["spec"]
     vols = {v["name"]: v for v in pod.get("volumes", [])}
-    sa = by_kind["ServiceAccount"][0]["metadata"]["name"]
-    check(pod.get("serviceAccountName") == sa,
-          f"{dw} runs as the ServiceAccount {sa} (the plugin's kubeconfig is its token)")
+    sa = [d["metadata"]["name"] for d in by_kind["ServiceAccount"]
+          if d["metadata"]["name"] != PLUGIN_SA]
+    check(len(sa) == 1 and pod.get("serviceAccountName") == sa[0],
+          f"{dw} runs as the agent's ServiceAccount {sa}, not the plugin's {PLUGIN_SA}")
     check(pod.get("hostNetwork") is True, f"{dw}: hostNetwork (the pool's NICs are the host's)")
     check(ds["spec"].get("updateStrategy", {}).get("type") == "RollingUpdate",
           f"{dw}: updateStrategy RollingUpdate")
@@ -888,16 +902,67 @@ def rdma_deployment(doc, where, resource, entry):
               sel.get("value", "rdma"), f"{where}: the pod opts in as the conflist's podSelector wants")
 
 
+def plugin_identity(docs, where):
+    """The plugin's ServiceAccount (its token is the one on the host): get pods, nothing
+    else, bound to it alone; the agent's Role: create a token for it alone, bound to the
+    agent's ServiceAccount (the DaemonSet's) alone."""
+    sas = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ServiceAccount"}
+    ds = [d for d in docs if d.get("kind") == "DaemonSet"]
+    agent_sa = ds[0]["spec"]["template"]["spec"].get("serviceAccountName") if ds else None
+    ns = sas.get(PLUGIN_SA, {}).get("metadata", {}).get("namespace")
+    if not check(PLUGIN_SA in sas, f"{where}: the plugin's ServiceAccount {PLUGIN_SA}"):
+        return
+    check(agent_sa and agent_sa != PLUGIN_SA, f"{where}: the DaemonSet runs as the agent's "
+          f"ServiceAccount, not the plugin's")
+    check(sas[PLUGIN_SA].get("automountServiceAccountToken") is False,
+          f"{where}: ServiceAccount {PLUGIN_SA}: no token mounted into any pod")
+    subj = {"kind": "ServiceAccount", "name": PLUGIN_SA, "namespace": ns}
+    binds = [b for b in docs if b.get("kind") in ("ClusterRoleBinding", "RoleBinding") and
+             subj in b.get("subjects", [])]
+    croles = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ClusterRole"}
+    ok = (len(binds) == 1 and binds[0]["kind"] == "ClusterRoleBinding" and
+          binds[0]["subjects"] == [subj] and binds[0]["roleRef"].get("kind") == "ClusterRole" and
+          croles.get(binds[0]["roleRef"].get("name"), {}).get("rules") == PLUGIN_RULES)
+    check(ok, f"{where}: {PLUGIN_SA} is bound once, alone, to a ClusterRole of exactly get pods")
+    roles = {(d["metadata"]["name"], d["metadata"].get("namespace")): d
+             for d in docs if d.get("kind") == "Role"}
+    for (n, rns), r in roles.items():
+        for i, rule in enumerate(r.get("rules", [])):
+            fields(rule, "rule", f"{where}: Role {n} rules[{i}]")
+        check(r.get("rules") == PLUGIN_TOKEN_RULES and rns == ns,
+              f"{where}: Role {n} allows create on serviceaccounts/token for {PLUGIN_SA} alone, "
+              f"in its namespace")
+    token_binds = [b for b in docs if b.get("kind") == "RoleBinding"]
+    check(len(roles) == 1 and len(token_binds) == 1 and
+          token_binds[0]["metadata"].get("namespace") == ns and
+          token_binds[0].get("roleRef") == {"apiGroup": "rbac.authorization.k8s.io",
+                                            "kind": "Role", "name": next(iter(roles))[0]} and
+          token_binds[0].get("subjects") == [{"kind": "ServiceAccount", "name": agent_sa,
+                                              "namespace": ns}],
+          f"{where}: one RoleBinding gives that Role to the agent's ServiceAccount alone")
+    for b in docs:
+        if b.get("kind") == "ClusterRoleBinding" and \
+                croles.get(b["roleRef"].get("name"), {}).get("rules") == PLUGIN_RULES:
+            continue
+        check(not any(s.get("name") == agent_sa and "serviceaccounts/token" in json.dumps(
+            croles.get(b.get("roleRef", {}).get("name"), {}).get("rules", []))
+            for s in b.get("subjects", [])),
+            f"{where}: ClusterRoleBinding {b['metadata']['name']}: no cluster-wide token rights "
+            "for the agent")
+
+
 def rbac(docs, where):
     sas = {(d["metadata"]["name"], d["metadata"].get("namespace"))
            for d in docs if d.get("kind") == "ServiceAccount"}
     roles = {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ClusterRole"}
+    plugin_identity(docs, where)
     for name, r in roles.items():
         for i, rule in enumerate(r.get("rules", [])):
             fields(rule, "rule", f"{where}: ClusterRole {name} rules[{i}]")
         # get: the plugin's label lookup; list, watch: the agent's cache of its node's pods.
-        # The metrics proxy's review role and the scrapers' role are metrics_proxy()'s.
-        if r.get("rules") in (METRICS_AUTH_RULES, METRICS_READER_RULES):
+        # The metrics proxy's review role and the scrapers' role are metrics_proxy()'s; the
+        # plugin's (get pods) plugin_identity()'s.
+        if r.get("rules") in (METRICS_AUTH_RULES, METRICS_READER_RULES, PLUGIN_RULES):
             continue
         check(r.get("rules") == [{"apiGroups": [""], "resources": ["pods"],
                                   "verbs": ["get", "list", "watch"]}],
@@ -1171,7 +1236,7 @@ def dra_install(files, k8s, driver, checked=None):
         return
     dra_daemonset(on, "k8s/hpn-rdma.yaml + hpn-rdma-dra-patch.json: DaemonSet", driver)
     (sa,) = [(d["metadata"]["name"], d["metadata"].get("namespace"))
-             for d in base if d["kind"] == "ServiceAccount"]
+             for d in base if d["kind"] == "ServiceAccount" and d["metadata"]["name"] != PLUGIN_SA]
     have = rules_of(base + extra, sa)
     needs = {(g, r, v, driver if n == "DRIVER" else n) for g, r, v, n in DRA_NEEDS}
     missing = sorted(needs - have, key=str)

@@ -46,10 +46,16 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 	_cleanup_free_ char *bin = NULL, *conf = NULL, *state = NULL, *kc_path = NULL;
 	char root[PATH_MAX], id[NAME_MAX + 1], src[PATH_MAX];
 	size_t bin_len = 0, conf_len = 0;
+	struct kc_plugin plugin = { 0 };
 	int r = 0, changed = 0;
 	bool bundled;
 
 	/* Everything is read and checked before anything on the node changes. */
+	if (o->kubeconfig) {
+		r = kc_plugin_parse(o->plugin_sa, o->plugin_ttl, o->sa_dir, &plugin, err);
+		if (r < 0)
+			return r;
+	}
 	if (o->conf) {
 		r = inst_conf_read(o->conf, &conf, &conf_len, &state, &kc_path, err);
 		if (r < 0)
@@ -111,13 +117,37 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 			inst_prune_bundles(root, id, old_id[0] ? old_id : NULL,
 					   "an earlier plugin's bundle");
 	}
-	/* 3. The kubeconfig the conflist names. */
+	/*
+	 * 3. The kubeconfig the conflist names: the plugin's own token, never
+	 * this pod's. Refused (an older manifest without the plugin's service
+	 * account or the agent's Role), the plugin gets none and the install goes
+	 * on: the agent answers the plugin's pod lookups from its cache and keeps
+	 * asking for the token; the plugin's own API lookups fail until then.
+	 */
 	if (o->kubeconfig) {
-		r = kc_write(o->sa_dir, o->kubeconfig, err);
-		if (r < 0)
-			return r;
-		inst_say(r ? "written" : "unchanged", o->kubeconfig, NULL, NULL);
-		changed += r;
+		struct hpn_err kerr = { 0 };
+
+		r = kc_install_plugin(o->sa_dir, &plugin, o->kubeconfig, &kerr);
+		if (r >= 0) {
+			inst_say(r ? "written" : "unchanged", o->kubeconfig, NULL, NULL);
+			printf("             the token of service account %s/%s (%u s; the agent "
+			       "renews it)\n",
+			       plugin.ns, plugin.name, plugin.ttl);
+			changed += r;
+		} else {
+			inst_say("NOT WRITTEN", o->kubeconfig, NULL, NULL);
+			fprintf(stderr,
+				"hpn-rdma-agent install: ERROR: the plugin's kubeconfig %s: %s%s\n",
+				o->kubeconfig, kerr.msg[0] ? kerr.msg : strerror(-r),
+				kc_token_refused(r)
+					? " -- the agent may not create a token for the plugin's "
+					  "service account: apply this version's manifest "
+					  "(conf/k8s/hpn-rdma.yaml). The agent's own token is "
+					  "never "
+					  "written for the plugin"
+					: " -- the agent asks again once it runs");
+			fflush(stderr);
+		}
 	}
 	/* 4. The conflist, last: what it names is in place. */
 	if (o->conf && !o->no_conf) {

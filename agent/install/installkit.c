@@ -11,6 +11,7 @@
 #include <getopt.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -20,6 +21,7 @@
 
 #include "conf.h"
 #include "installkit.h"
+#include "sakubeconfig.h"
 
 #include "store.h"
 #include "util.h"
@@ -313,9 +315,16 @@ static const char install_usage[] =
 	"  --no-conf              install: check --conf but leave it out of the CNI conf\n"
 	"                         dir (Multus: a NetworkAttachmentDefinition holds it)\n"
 	"  --cni-conf-dir DIR     where the conflist goes (default /etc/cni/net.d)\n"
-	"  --kubeconfig PATH      write the plugin's kubeconfig there from the service\n"
-	"                         account (must be the conflist's kubernetes.kubeconfig)\n"
-	"  --service-account DIR  the token and ca.crt (default " DEFAULT_SA ")\n"
+	"  --kubeconfig PATH      write the plugin's kubeconfig there (must be the\n"
+	"                         conflist's kubernetes.kubeconfig): the token of the\n"
+	"                         plugin's own service account, asked of the API with\n"
+	"                         this pod's (TokenRequest); refused: none written, and\n"
+	"                         one holding another token removed (the install goes on)\n"
+	"  --plugin-service-account [NS/]NAME  the plugin's (default " KC_PLUGIN_SA "\n"
+	"                         in this pod's namespace)\n"
+	"  --plugin-token-seconds N  the token's lifetime asked for (default 3600)\n"
+	"  --service-account DIR  this pod's token, ca.crt and namespace (default\n"
+	"                         " DEFAULT_SA ")\n"
 	"  --bundle-dir DIR       where the bundle root its loader names (/opt/hpn-rdma) is\n"
 	"                         mounted in here, when not at that path (tests)\n"
 	"  --state-dir DIR        uninstall: the journals (default: the conflist's stateDir)\n"
@@ -431,6 +440,8 @@ int inst_parse(int argc, char **argv, struct opts *o)
 		{ "cni-conf-dir", required_argument, NULL, 'C' },
 		{ "kubeconfig", required_argument, NULL, 'k' },
 		{ "service-account", required_argument, NULL, 's' },
+		{ "plugin-service-account", required_argument, NULL, 'A' },
+		{ "plugin-token-seconds", required_argument, NULL, 'T' },
 		{ "state-dir", required_argument, NULL, 'S' },
 		{ "bundle-dir", required_argument, NULL, 'B' },
 		{ "no-conf", no_argument, NULL, 'n' },
@@ -479,6 +490,19 @@ int inst_parse(int argc, char **argv, struct opts *o)
 		case 's':
 			o->sa_dir = optarg;
 			break;
+		case 'A':
+			o->plugin_sa = optarg;
+			break;
+		case 'T': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || !*optarg || optarg[0] == '-' || v < KC_PLUGIN_TTL_MIN ||
+			    v > KC_PLUGIN_TTL_MAX)
+				return usage_error(cmd, "--plugin-token-seconds is out of range");
+			o->plugin_ttl = (unsigned)v;
+			break;
+		}
 		case 'S':
 			o->state_dir = optarg;
 			break;

@@ -25,6 +25,8 @@
 struct opts {
 	bool uninstall;
 	const char *plugin, *bin_dir, *conf, *conf_dir, *kubeconfig, *sa_dir, *state_dir;
+	const char *plugin_sa;	/* the plugin's ServiceAccount, "[NS/]NAME" (NULL: the default) */
+	unsigned plugin_ttl;	/* its token's lifetime asked for (0: the default) */
 	const char *bundle_dir; /* where the bundle root is seen here; NULL: at its own path */
 	bool wait, check, force, no_conf, no_plugin;
 	/* With a manifest (image bakers, or a node beside the .deb): --prefix or --destdir. */

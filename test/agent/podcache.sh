@@ -11,7 +11,10 @@
 # through the watch; a pod created after the agent started known; a pod
 # recreated under its name (new UID) not answered from the stale entry; the
 # agent down, the plugin asks the API itself; the watch cut (connection
-# lost) and a 410 Gone (compacted) each relisted, the cache right again.
+# lost) and a 410 Gone (compacted) each relisted, the cache right again; the
+# plugin's kubeconfig holds a token of its own service account (TokenRequest,
+# get pods only), renewed at 80% of its lifetime, the agent's own token in no
+# file, a refusal loud and the plugin's token kept until it expires.
 # kubectl (when installed) lists the node's pods by field selector and
 # watches the label change, so a real client checks the stand-in's list and watch.
 # shellcheck source=../netns/lib.sh
@@ -66,7 +69,8 @@ cache_up() {
 	# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
 	export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$KUBE_PORT_good
 	AGENT_FLAGS=(--cri-socket none --node-name node1 --metrics-address "127.0.0.1:$MPORT"
-		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa")
+		--kubeconfig "$KUBE_WORK/agent.kubeconfig" --service-account "$KUBE_WORK/sa"
+		${PTTL:+--plugin-token-seconds "$PTTL"})
 	NODE_CONF=".kubernetes = {kubeconfig: \"$KUBE_WORK/agent.kubeconfig\", timeout: 3000} |
 		.podSelector = {label: \"$LABEL\", value: \"rdma\"}"
 	node_up plain
@@ -158,9 +162,13 @@ from_cache() {
 }
 run "ADD of a labelled pod answered from the agent's cache, no pod GET" from_cache
 
-# kube_ctl ARGS...: kubectl in the host netns with the agent's kubeconfig.
+# kube_ctl ARGS...: kubectl in the host netns as the agent's service account
+# (the plugin's kubeconfig may get a pod, nothing else: issue 40, finding 8).
 kube_ctl() {
-	HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl --kubeconfig "$KUBE_WORK/agent.kubeconfig" "$@"
+	[ -f "$KUBE_WORK/ctl.kubeconfig" ] ||
+		kubeconfig "$KUBE_WORK/ctl.kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
+			"token: cache-agent-token"
+	HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl --kubeconfig "$KUBE_WORK/ctl.kubeconfig" "$@"
 }
 
 label_change() {
@@ -171,6 +179,10 @@ label_change() {
 		OUT=$(kube_ctl get pods -A --field-selector spec.nodeName=node1 -o name 2>&1)
 		[[ $(sort <<<"$OUT" | tr '\n' ' ') == "pod/trainer pod/web " ]] ||
 			fail "kubectl get pods --field-selector spec.nodeName=node1: $OUT"
+		# The plugin's own kubeconfig lists nothing (it gets a pod by name: plugin-token.sh).
+		OUT=$(HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl --kubeconfig "$KUBE_WORK/agent.kubeconfig" \
+			get pods -A -o name 2>&1) && fail "the plugin's kubeconfig lists pods: $OUT"
+		grep -q "Forbidden\|forbidden" <<<"$OUT" || fail "the plugin's list not refused as forbidden: $OUT"
 		kube_ctl get pods -n ns1 --watch -o 'jsonpath={.metadata.name}={.metadata.labels.alibabacloud\.com/hpn-type}{"\n"}' \
 			>"$T/kubectl.watch" 2>&1 &
 		kpid=$!
@@ -302,5 +314,49 @@ watch_lost() {
 	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
 }
 run "the watch cut, and 410 Gone: relisted, the cache right again; the API down: unknown" watch_lost
+
+
+# wait_log_s TEXT N SECONDS WHAT: the agent's log says TEXT N times within SECONDS.
+wait_log_s() {
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		(($(grep -cF "$1" "$T/agent.log") >= $2)) && return 0
+		sleep 0.1
+	done
+	fail "$4: the agent's log does not say \"$1\" $2 times in $3 s: $(tail -n 15 "$T/agent.log")"
+}
+
+plugin_token() {
+	local kc tok f
+	PTTL=10 cache_up
+	kc=$KUBE_WORK/agent.kubeconfig
+	head -n 1 "$kc" | grep -q '^# hpn-rdma-plugin-token: hpn-rdma/hpn-rdma-plugin until ' ||
+		fail "the plugin's kubeconfig is not the plugin's token: $(head -n 1 "$kc")"
+	[[ $(stat -c %a "$kc") == 600 ]] || fail "the plugin's kubeconfig is not 0600"
+	# The agent's token in no file but the stand-in's own and the service account's.
+	f=$({ grep -rlF cache-agent-token "$KUBE_WORK" /run/hpn-rdma
+		grep -rlF --exclude-dir='kube-*' cache-agent-token "$T"; } 2>/dev/null |
+		grep -vxF -e "$KUBE_WORK/tokens" -e "$KUBE_WORK/sa/token" || true)
+	[[ -z $f ]] || fail "the agent's token is on disk in $f"
+	ls -l "/proc/$AGENT_PID/fd" 2>/dev/null | grep -q 'memfd:' ||
+		fail "the agent's own kubeconfig is not in a memfd"
+	# Its watch as the agent, its lookups never as the plugin.
+	grep -q "/api/v1/pods.*token:cache-ag" "$KUBE_WORK/requests.log" ||
+		fail "the agent's list was not made with its own token: $(tail -n 3 "$KUBE_WORK/requests.log")"
+	tok=$(sed -n 's/^ *token: "\(.*\)"$/\1/p' "$kc")
+	wait_log_s "a token of service account hpn-rdma/hpn-rdma-plugin, for " 2 12 "renewed at 80% (8 s)"
+	grep -qF "token: \"$tok\"" "$kc" && fail "renewed, yet the kubeconfig holds the first token"
+	# Refused: said once, loud; the plugin's current token stays (until it expires).
+	tok=$(sed -n 's/^ *token: "\(.*\)"$/\1/p' "$kc")
+	: >"$KUBE_WORK/token-requests"
+	wait_log_s "the API refused the plugin's token" 1 12 "a refused TokenRequest"
+	grep -qF "token: \"$tok\"" "$kc" || fail "refused, and the plugin's current token was dropped"
+	rm "$KUBE_WORK/token-requests"
+	wait_log_s "the plugin's token renewed after" 1 70 "granted again"
+	grep -qF "token: \"$tok\"" "$kc" && fail "granted again, yet the old token stayed"
+	add_from_cache trainer "$UID1" "ADD after the renewals"
+	cache_down
+}
+run "the plugin's kubeconfig: its own service account's token, renewed; refused, loud and kept" plugin_token
 
 t_done

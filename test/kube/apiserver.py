@@ -81,6 +81,25 @@ resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
 not send (counters, taints, capacity request policies, per-device node
 selection, CEL).
 
+TokenRequest (the agent asks for the plugin's ServiceAccount's token):
+  POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token, a TokenRequest
+  (authentication.k8s.io/v1) with spec.expirationSeconds (default 3600;
+  below 1 is 422: kube-apiserver's floor of 600 s is not kept, so tests
+  see renewals), answered 201 with status.token and
+  status.expirationTimestamp, as the API does. Who may: the --token-requests
+  file (default: "token-requests" beside --tokens), read on every request,
+  lines "NS/NAME TOKEN...": the bearer tokens (of the tokens file) allowed to
+  create tokens for that ServiceAccount, as RBAC's create on
+  serviceaccounts/token with resourceNames [NAME] would; anyone else, or a
+  ServiceAccount the file does not list, 403 with the message RBAC gives.
+  Without the file, any user of the tokens file may (as everywhere else
+  here: the stand-in has no RBAC of its own); an empty file refuses all.
+  Issued tokens are kept in memory until they expire (then 401) and
+  appended to that file's name + ".issued" as "NS/NAME TOKEN EXPIRY" lines
+  (EXPIRY: epoch seconds); their user is system:serviceaccount:NS:NAME, and
+  such a user may only GET one pod (the plugin's ClusterRole): anything else
+  is 403.
+
 Discovery (/api, /api/v1, /apis, /apis/resource.k8s.io,
 /apis/resource.k8s.io/v1) is what kubectl reads to map "pod",
 "resourceslices" and "resourceclaims" to these endpoints, so that a real
@@ -765,6 +784,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         if auth.startswith("Bearer "):
             token = auth[len("Bearer "):]
+            issued = self.server.cfg.issued
+            with issued.lock:
+                sa = issued.tokens.get(token)
+            if sa:
+                return f"system:serviceaccount:{sa[0]}:{sa[1]}" if sa[2] > time.time() else None
             try:
                 with open(self.server.cfg.tokens) as f:
                     tokens = f.read().split()
@@ -822,6 +846,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         url = urllib.parse.urlsplit(self.path)
         path, self.query = url.path, urllib.parse.parse_qs(url.query)
         port = self.server.server_address[1]
+        parts = path.split("/")
+        if user.startswith("system:serviceaccount:") and not (
+                method == "GET" and len(parts) == 7 and parts[1:4] == ["api", "v1", "namespaces"]
+                and parts[5] == "pods"):
+            # An issued token's user: get pods, nothing else (the plugin's role).
+            return self.fail(403, f'User "{user}" cannot {method.lower()} {path}: the stand-in '
+                             f"grants issued tokens get pods only", user)
+        # ['', 'api', 'v1', 'namespaces', NS, 'serviceaccounts', NAME, 'token']
+        if len(parts) == 8 and parts[1:4] == ["api", "v1", "namespaces"] and \
+                parts[5] == "serviceaccounts" and parts[7] == "token":
+            try:
+                self.allow(method, "POST")
+                return self.token_request(parts[4], parts[6], user)
+            except ApiError as e:
+                return self.send(e.code, e.status, user=user)
         if method == "GET" and path in ("/api", "/apis", "/api/v1", "/apis/" + GROUP,
                                         "/apis/" + GV):
             return self.send(200, self.discovery(path, port), user=user)
@@ -840,6 +879,52 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ApiError as e:
             return self.send(e.code, e.status, user=user)
         self.fail(404, "the server could not find the requested resource", user)
+
+    def token_request(self, ns, name, user):
+        """TokenRequest for ServiceAccount ns/name, if the --token-requests file lets user."""
+        cfg = self.server.cfg
+        auth = self.headers.get("Authorization", "")
+        bearer = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        allowed = []
+        try:
+            with open(cfg.token_requests) as f:
+                for line in f:
+                    words = line.split()
+                    if words and words[0] == f"{ns}/{name}":
+                        allowed += words[1:]
+        except FileNotFoundError:
+            allowed = None
+        if not bearer or (allowed is not None and bearer not in allowed):
+            raise ApiError(403, f'serviceaccounts "{name}" is forbidden: User "{user}" cannot '
+                           f'create resource "serviceaccounts/token" in API group "" in the '
+                           f'namespace "{ns}"', details={"name": name, "kind": "serviceaccounts"})
+        try:
+            req = json.loads(self.body or b"{}")
+        except ValueError:
+            raise ApiError(400, "the TokenRequest is not JSON")
+        if not isinstance(req, dict) or req.get("kind", "TokenRequest") != "TokenRequest":
+            raise ApiError(400, "not a TokenRequest")
+        seconds = (req.get("spec") or {}).get("expirationSeconds", 3600)
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 1:
+            raise invalid("TokenRequest", name, [{"reason": "FieldValueInvalid",
+                          "field": "spec.expirationSeconds",
+                          "message": "may not specify a duration less than 1 second"}],
+                          group="authentication.k8s.io")
+        token = f"sa.{ns}.{name}.{uuid.uuid4().hex}"
+        expiry = int(time.time()) + seconds
+        with cfg.issued.lock:
+            cfg.issued.tokens[token] = (ns, name, expiry)
+            with open(cfg.token_requests + ".issued", "a") as f:
+                f.write(f"{ns}/{name} {token} {expiry}\n")
+        self.send(201, {
+            "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns,
+                         "creationTimestamp": now_rfc3339()},
+            "spec": {"audiences": ["https://kubernetes.default.svc"],
+                     "expirationSeconds": seconds, "boundObjectRef": None},
+            "status": {"token": token,
+                       "expirationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                            time.gmtime(expiry))}}, user=user)
 
     def discovery(self, path, port):
         if path == "/api":
@@ -1391,12 +1476,18 @@ def main():
     p.add_argument("--pki", required=True,
                    help="dir with ca.crt, server.{crt,key}, wrongname.{crt,key}, other.{crt,key}")
     p.add_argument("--tokens", required=True)
+    p.add_argument("--token-requests", help="who may create which ServiceAccount's tokens "
+                   "(default: token-requests beside --tokens)")
     p.add_argument("--mode", required=True)
     p.add_argument("--ports", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--lifetime", type=float, default=600)
     cfg = p.parse_args()
     cfg.log_lock = threading.Lock()
+    if not cfg.token_requests:
+        cfg.token_requests = os.path.join(os.path.dirname(os.path.abspath(cfg.tokens)),
+                                          "token-requests")
+    cfg.issued = argparse.Namespace(lock=threading.Lock(), tokens={})
     cfg.mode = Mode(cfg.mode)
     cfg.store = Store(cfg.resources)
     cfg.pods = Pods(cfg.dir, cfg.store)

@@ -15,7 +15,8 @@ given with --keep stay as they are inside the container (the bundle root
 A configMap volume is the directory --configmap; the service account's
 projected volume is --service-account at its in-cluster path (unless
 automountServiceAccountToken is false). The container's env gets
-KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them, and the
+KUBERNETES_SERVICE_HOST and _PORT as the kubelet sets them (the API
+server's service, or --api-server HOST:PORT: the stand-in's), and the
 container's own env: plain values, the node's address (--host-ip, the
 node's loopback unless given; an IPv6 one bare, as the Downward API gives
 it, never bracketed) for a fieldRef to status.hostIP, and the
@@ -26,7 +27,7 @@ value, as the kubelet does.
 usage: daemonset.py MANIFEST DAEMONSET init|main CONTAINER_NAME LOG_PATH
          --map HOST=SCRATCH ... [--keep PATH ...] --configmap DIR
          --service-account DIR --image NAME [--host-ip IP] [--node-name NAME]
-         [--args-only | --probe]
+         [--api-server HOST:PORT] [--args-only | --probe]
 Prints the ContainerConfig JSON (or, with --args-only, the args one a line;
 with --probe, the readiness probe's exec command, remapped, one a line).
 """
@@ -55,6 +56,7 @@ def main():
     ap.add_argument("--image", required=True)
     ap.add_argument("--host-ip", default="127.0.0.1")
     ap.add_argument("--node-name", default="hpnr-node")
+    ap.add_argument("--api-server", default="10.96.0.1:443")
     ap.add_argument("--args-only", action="store_true")
     ap.add_argument("--probe", action="store_true")
     o = ap.parse_args()
@@ -138,8 +140,8 @@ def main():
         "metadata": {"name": o.name, "attempt": 0},
         "image": {"image": o.image},
         "args": args,
-        "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": "10.96.0.1"},
-                 {"key": "KUBERNETES_SERVICE_PORT", "value": "443"}]
+        "envs": [{"key": "KUBERNETES_SERVICE_HOST", "value": o.api_server.rsplit(":", 1)[0]},
+                 {"key": "KUBERNETES_SERVICE_PORT", "value": o.api_server.rsplit(":", 1)[1]}]
         + [{"key": k, "value": v} for k, v in env.items()],
         "mounts": mounts,
         "logPath": o.log_path,

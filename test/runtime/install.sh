@@ -12,14 +12,18 @@
 #   install     the files installed, each by rename only (an inotify watch on
 #               the CNI dirs: no final name is ever written in place, no temp
 #               name is one a runtime loads); the conflist the ConfigMap's,
-#               the kubeconfig from the token, 0600; containerd loads the
+#               the plugin's kubeconfig (0600) holding a token of its own
+#               ServiceAccount the installer asked the API for, never the
+#               agent's; containerd loads the
 #               network and a pod gets hpn0 from the installed plugin, which
 #               runs on its bundle (its loader under /opt/hpn-rdma)
 #   restart     the init container again: nothing rewritten (inodes, mtimes)
 #   agent       the DaemonSet's container: registers with the kubelet
-#               stand-in; the token rotated as the kubelet does it (a new
-#               ..data directory, the symlink renamed): the kubeconfig
-#               rewritten; SIGTERM stops it
+#               stand-in; its own token rotated as the kubelet does it (a new
+#               ..data directory, the symlink renamed), the old one revoked:
+#               its next list is made with the new one, and no file on the
+#               node holds either; the plugin's kubeconfig renewed with a new
+#               token at start; SIGTERM stops it
 #   agent-ipv6  the same container once more on an IPv6 node (HOST_IP
 #               fd00::5, bare, as the Downward API gives it; on the node's
 #               lo): it starts and serves /metrics at its --metrics-address
@@ -36,10 +40,14 @@
 #               probe (uninstall --check) says so
 # What stands in: the node is test/runtime/node.sh's; the kubelet's part is
 # played by this script (CRI calls through hpn-cri) and, for the device
-# plugin, by test/agent/kubelet (hpn-kubelet); no API server is involved (the
-# pods' annotations decide everything, so the plugin asks for nothing).
+# plugin, by test/agent/kubelet (hpn-kubelet); the API server by
+# test/kube/apiserver.py on the node's loopback (the TokenRequest of the
+# plugin's token, the agent's pod cache; the pods' annotations decide
+# everything, so the plugin itself asks for nothing).
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=../kube/lib.sh
+source "$(dirname "$0")/../kube/lib.sh"
 
 MANIFEST=$HPN_SRC/conf/k8s/hpn-rdma.yaml
 UNINSTALL=$HPN_SRC/conf/k8s/hpn-rdma-uninstall.yaml
@@ -55,6 +63,7 @@ command -v inotifywait >/dev/null || skip "inotifywait is not installed (Debian:
 /usr/bin/python3 -c 'import yaml' 2>/dev/null || skip "python3-yaml is not installed"
 command -v podman >/dev/null || skip "podman is not installed (Debian: podman)"
 command -v curl >/dev/null || skip "curl is not installed (scripts/install-deps.sh)"
+command -v openssl >/dev/null || skip "openssl is not installed (scripts/install-deps.sh)"
 DIGEST_FILE=${HPN_IMAGE%.tar}.digest
 [[ -s $DIGEST_FILE ]] || skip "the build wrote no $DIGEST_FILE"
 
@@ -131,9 +140,29 @@ sa_version() { # sa_version N TOKEN: the ..data swap of the kubelet's atomic wri
 	ln -sfn ..data/token "$SA/token"
 	ln -sfn ..data/ca.crt "$SA/ca.crt"
 }
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -subj /CN=hpn-test-ca -days 1 \
-	-out "$T/ca.crt" 2>/dev/null || fail "openssl could not make a test CA"
+# The API server: the stand-in on the node's loopback, the one the
+# containers' KUBERNETES_SERVICE_HOST/PORT name; the agent's tokens are its
+# users, and may ask for the plugin's ServiceAccount's token (the manifest's
+# Role).
+KUBE_WORK=$T/kube
+mkdir -p "$KUBE_WORK/pods"
+kube_pki || fail "the stand-in's PKI could not be made"
+cp "$KUBE_WORK/pki/ca.crt" "$T/ca.crt"
+install_exit() {
+	local rc=$?
+	kube_stop
+	rtn_cleanup
+	exit $rc
+}
+KUBE_PY_WRAP=(rtn_in)
+kube_start "$KUBE_WORK/pods" || fail "the API stand-in did not start on the node"
+trap install_exit EXIT
+# shellcheck disable=SC2154 # KUBE_PORT_good: set by kube_start (printf -v)
+API=127.0.0.1:$KUBE_PORT_good
+printf '%s\n' "token-one.$$" >"$KUBE_WORK/tokens"
+echo "hpn-rdma/hpn-rdma-plugin token-one.$$ token-two.$$" >"$KUBE_WORK/token-requests"
 sa_version 1 "token-one.$$"
+printf hpn-rdma >"$SA/namespace"
 
 rtn_ctrd ctr -a "$RTN_SOCK" -n k8s.io images import "$HPN_IMAGE" >/dev/null ||
 	fail "ctr could not import $HPN_IMAGE"
@@ -167,7 +196,7 @@ ds_ctr() {
 	local id
 	/usr/bin/python3 "$HPN_SRC/test/runtime/daemonset.py" "$3" "$4" "$5" "$6" "$6/${7:-0}.log" \
 		"${MAP[@]}" --configmap "$CM" --service-account "$SA" --image "$IMAGE" \
-		--host-ip "$HOST_IP" |
+		--host-ip "$HOST_IP" --api-server "$API" |
 		jq --argjson a "${7:-0}" '.metadata.attempt = $a' >"$T/pods/$2.$6.json" ||
 		fail "daemonset.py could not translate $4's $6"
 	id=$(cri create "$1" "$T/pods/$2.$6.json" "$T/pods/$2.json") || fail "CreateContainer $6 failed"
@@ -250,8 +279,12 @@ install_fresh() {
 	# What is there.
 	cmp -s "$CNICONF/$KEY" "$CM/$KEY" || fail "the installed conflist is not the ConfigMap's"
 	[[ $(stat -c %a "$KUBECONFIG_HOST") == 600 ]] || fail "the kubeconfig is not 0600"
-	grep -q "token: \"token-one.$$\"" "$KUBECONFIG_HOST" || fail "the kubeconfig lacks the token"
-	grep -q 'server: "https://10.96.0.1:443"' "$KUBECONFIG_HOST" ||
+	head -n 1 "$KUBECONFIG_HOST" | grep -q '^# hpn-rdma-plugin-token: hpn-rdma/hpn-rdma-plugin until ' ||
+		fail "the kubeconfig is not the plugin's own token: $(head -n 1 "$KUBECONFIG_HOST")"
+	grep -qF "token: \"$(awk '{t = $2} END {print t}' "$KUBE_WORK/token-requests.issued")\"" \
+		"$KUBECONFIG_HOST" || fail "the kubeconfig lacks the token the API issued for the plugin"
+	! grep -qF "token-one.$$" "$KUBECONFIG_HOST" || fail "the agent's token is in the plugin's kubeconfig"
+	grep -qF "server: \"https://$API\"" "$KUBECONFIG_HOST" ||
 		fail "the kubeconfig does not name KUBERNETES_SERVICE_HOST:PORT"
 	interp=$(readelf -l "$CNIBIN/hpn-rdma" | sed -n 's/.*interpreter: \(.*\)]/\1/p')
 	[[ $interp == /opt/hpn-rdma/*/lib/ld-* && -e $BUNDLE/${interp#/opt/hpn-rdma/} ]] ||
@@ -296,22 +329,36 @@ agent_rotation() {
 	jq -se 'map(select(.event == "list")) | last | .devices | length == '"$POOL" \
 		"$T/kubelet.events" >/dev/null || fail "the agent did not list the $POOL pool NICs: \
 $(grep '"event":"list"' "$T/kubelet.events" | tail -n 1); agent: $(ctr_log agent-1 agent | tail -n 5)"
-	old=$(stat -c %i "$KUBECONFIG_HOST")
-	sa_version 2 "token-two.$$"
+	# At start the plugin's kubeconfig gets a token of its own, by rename, 0600.
 	for ((i = 0; i < 100; i++)); do
-		grep -q "token-two.$$" "$KUBECONFIG_HOST" && break
+		(($(wc -l <"$KUBE_WORK/token-requests.issued") >= 2)) && break
 		sleep 0.05
 	done
-	grep -q "token: \"token-two.$$\"" "$KUBECONFIG_HOST" ||
-		fail "the kubeconfig was not rewritten after the token rotated: $(ctr_log agent-1 agent | tail -n 3)"
-	new=$(stat -c %i "$KUBECONFIG_HOST")
-	[[ $old != "$new" && $(stat -c %a "$KUBECONFIG_HOST") == 600 ]] ||
-		fail "the kubeconfig was not replaced by rename, 0600"
+	grep -qF "token: \"$(awk '{t = $2} END {print t}' "$KUBE_WORK/token-requests.issued")\"" \
+		"$KUBECONFIG_HOST" || fail "the agent did not renew the plugin's token: $(ctr_log agent-1 agent | tail -n 3)"
+	[[ $(stat -c %a "$KUBECONFIG_HOST") == 600 ]] || fail "the plugin's kubeconfig is not 0600"
+	# Its own token rotated and the old one revoked: its next list is made with the new one.
+	wait_list() { # wait_list TOKEN: a list of pods made with TOKEN
+		for ((i = 0; i < 100; i++)); do
+			grep -q "/api/v1/pods?.* token:${1:0:8} 200 " "$KUBE_WORK/requests.log" && return 0
+			sleep 0.1
+		done
+		fail "no list of pods with ${1:0:8}...: $(tail -n 3 "$KUBE_WORK/requests.log"); agent: \
+$(ctr_log agent-1 agent | tail -n 3)"
+	}
+	wait_list "token-one.$$"
+	sa_version 2 "token-two.$$"
+	printf '%s\n' "token-two.$$" >"$KUBE_WORK/tokens"
+	sleep 0.5
+	touch "$KUBE_WORK/pods/.drop-watches"
+	wait_list "token-two.$$"
+	old=$(grep -rlF -e "token-one.$$" -e "token-two.$$" "$CNICONF" "$RUNDIR" "$STATE" 2>/dev/null || true)
+	[[ -z $old ]] || fail "the agent's token is in a file on the node: $old"
 	cri stop -t 10 "$id" >/dev/null || fail "StopContainer agent failed"
 	[[ $(cri inspect "$id" | jq -r .exitCode) == 0 ]] ||
 		fail "the agent did not exit 0 on SIGTERM: $(ctr_log agent-1 agent | tail -n 3)"
-	grep -q 'kubeconfig .* rewritten' <<<"$(ctr_log agent-1 agent)" ||
-		fail "the agent's log does not say it rewrote the kubeconfig"
+	grep -q "kubeconfig .*: a token of service account hpn-rdma/hpn-rdma-plugin" <<<"$(ctr_log agent-1 agent)" ||
+		fail "the agent's log does not say it renewed the plugin's token"
 	# The image holds what the agent dlopen()s too: its API calls have their libcurl.
 	grep -q 'pod cache: watching the pods of node' <<<"$(ctr_log agent-1 agent)" ||
 		fail "the agent in the image has no pod cache: $(ctr_log agent-1 agent | grep -i 'curl\|pod cache')"
@@ -326,7 +373,7 @@ $(grep '"event":"list"' "$T/kubelet.events" | tail -n 1); agent: $(ctr_log agent
 ds_args() {
 	/usr/bin/python3 "$HPN_SRC/test/runtime/daemonset.py" "$MANIFEST" "$1" main "$2" x \
 		"${MAP[@]}" --configmap "$CM" --service-account "$SA" --image "$IMAGE" \
-		--host-ip "$HOST_IP" --args-only
+		--host-ip "$HOST_IP" --api-server "$API" --args-only
 }
 
 # An IPv6 single-stack node (issue 40, finding 7): one more start of the
@@ -559,7 +606,7 @@ if [[ $RTN_CTRD == 1.6 ]]; then
 fi
 scenario "install: by rename only, the ConfigMap's conflist, the kubeconfig, a pod attached" install_fresh
 scenario "restart: the init container again rewrites nothing" install_restart
-scenario "agent: registers; the token rotates, the kubeconfig follows; SIGTERM" agent_rotation
+scenario "agent: registers; the plugin's token renewed; its own rotates in memory; SIGTERM" agent_rotation
 scenario "agent-ipv6: on an IPv6 node it starts, serves on loopback, not on the node's IP" agent_ipv6
 scenario "upgrade: the plugin swapped under a running one; DEL by the new; old bundle dropped" upgrade
 scenario "uninstall: conflist first, the plugin kept while a pod holds a NIC; drained: all gone" uninstall_held

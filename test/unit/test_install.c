@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "installkit.h"
+#include "kubecall.h"
 #include "kubeconfig.h" /* the plugin's parser (lib/), which reads back what the agent writes */
 #include "sakubeconfig.h"
 #include "sha256.h"
@@ -420,7 +421,7 @@ static void test_kubeconfig(void)
 	struct hpn_kube_warn warn = { 0 };
 	struct hpn_kubeconfig kc = { 0 };
 	char *path = strdup(at("etc/hpn-rdma.d/hpn-rdma.kubeconfig")), *sa = strdup(at("sa"));
-	struct kc_watch w = { .path = path, .sa_dir = sa };
+	struct kc_watch w = { .path = path, .sa_dir = sa }; /* no API client: no .call */
 	struct stat st;
 	char *tok = NULL;
 
@@ -433,14 +434,16 @@ static void test_kubeconfig(void)
 	setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1", 1);
 	setenv("KUBERNETES_SERVICE_PORT", "6443", 1);
 	mkdir(at("etc"), 0755);
+	/* An older agent's file, with its own token: removed, never rewritten with it. */
+	mkdir(at("etc/hpn-rdma.d"), 0700);
+	put("etc/hpn-rdma.d/hpn-rdma.kubeconfig", "token: \"first-token\"\n", 0600);
 	err = (struct hpn_err){ 0 };
 	CHECK_INT_EQ(kc_watch_start(&w, &err), 0);
-	CHECK_INT_EQ(stat(w.path, &st), 0);
-	CHECK_INT_EQ(st.st_mode & 07777, 0600);
-	CHECK_INT_EQ(stat(at("etc/hpn-rdma.d"), &st), 0);
-	CHECK_INT_EQ(st.st_mode & 07777, 0700);
-	/* What the plugin reads: its own parser, the server, the CA, the token. */
-	CHECK_INT_EQ(hpn_kubeconfig_load(w.path, &kc, &warn, &err), 0);
+	CHECK(stat(w.path, &st) < 0 && errno == ENOENT);
+	CHECK_STR_EQ(w.plugin.ns, "hpn-rdma");
+	CHECK_STR_EQ(w.plugin.name, "hpn-rdma-plugin");
+	/* The agent's own calls: its service account's token, in a memfd. */
+	CHECK_INT_EQ(hpn_kubeconfig_load(w.own_path, &kc, &warn, &err), 0);
 	CHECK_STR_EQ(kc.server, "https://127.0.0.1:6443");
 	CHECK(kc.ca && kc.ca_len == strlen(ca_pem) && !memcmp(kc.ca, ca_pem, kc.ca_len));
 	CHECK_STR_EQ(warn.msg, "");
@@ -448,40 +451,70 @@ static void test_kubeconfig(void)
 	CHECK_STR_EQ(tok, "first-token");
 	hpn_kube_token_free(tok);
 	hpn_kubeconfig_free(&kc);
-	/* Nothing changed: not rewritten. */
-	CHECK_INT_EQ(kc_write(at("sa"), w.path, &err), 0);
-	/*
-	 * The kubelet rotates the token, step by step: each step is an event,
-	 * and only the swap of ..data changes what the files say.
-	 */
+	/* The kubelet rotates the token: the agent's own kubeconfig follows. */
 	sa_stage("2026_01_01_01_00_00.2", "second-token");
 	CHECK(fired(&w));
 	sa_link("2026_01_01_01_00_00.2");
 	CHECK(fired(&w));
-	{
-		char *text = slurp(w.path);
-
-		CHECK_STR_HAS(text, "first-token");
-		free(text);
-	}
 	sa_swap();
 	CHECK(fired(&w));
-	CHECK_INT_EQ(hpn_kubeconfig_load(w.path, &kc, &warn, &err), 0);
+	CHECK_INT_EQ(hpn_kubeconfig_load(w.own_path, &kc, &warn, &err), 0);
 	CHECK_INT_EQ(hpn_kubeconfig_token(&kc, &tok, &warn, &err), 0);
 	CHECK_STR_EQ(tok, "second-token");
 	hpn_kube_token_free(tok);
 	hpn_kubeconfig_free(&kc);
-	/* A broken token leaves the last good file in place. */
+	CHECK(stat(w.path, &st) < 0 && errno == ENOENT);
+	/* The plugin's token from a TokenRequest's answer: 0600, the marker, not the agent's. */
+	{
+		static const char body[] =
+			"{\"kind\":\"TokenRequest\",\"status\":{\"token\":\"plugin-token\","
+			"\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}";
+		struct hpn_kube_answer a = { .status = 201,
+					     .body = (char *)body,
+					     .len = sizeof(body) - 1 };
+		char *text;
+
+		kc_watch_token_done(&w, 0, &a, NULL);
+		CHECK_INT_EQ(stat(w.path, &st), 0);
+		CHECK_INT_EQ(st.st_mode & 07777, 0600);
+		text = slurp(w.path);
+		CHECK(!strncmp(text,
+			       KC_PLUGIN_MARK
+			       "hpn-rdma/hpn-rdma-plugin until 2099-01-01T00:00:00Z\n",
+			       strlen(KC_PLUGIN_MARK)));
+		CHECK_STR_HAS(text, "token: \"plugin-token\"");
+		CHECK(!strstr(text, "second-token"));
+		free(text);
+		CHECK_INT_EQ(w.backoff_s, 0);
+		/* Refused later (RBAC gone): the plugin's own file stays; retried after 1 s. */
+		kc_watch_token_done(&w, -EPERM, NULL, &(struct hpn_err){ .msg = "403" });
+		CHECK(w.refused);
+		CHECK_INT_EQ(w.backoff_s, 1);
+		CHECK_INT_EQ(stat(w.path, &st), 0);
+		kc_watch_token_done(&w, -EAGAIN, NULL, &(struct hpn_err){ .msg = "503" });
+		CHECK_INT_EQ(w.backoff_s, 2);
+	}
+	/* Answers that are not a TokenRequest's. */
+	{
+		char *t = NULL;
+		long long e = 0;
+
+		CHECK_INT_EQ(kc_token_parse("{}", 2, &t, &e, &err), -EPROTO);
+		CHECK_INT_EQ(kc_token_parse("{\"status\":{\"token\":\"a b\"}}", 26, &t, &e, &err),
+			     -EPROTO);
+		CHECK_INT_EQ(kc_token_parse("{\"status\":{\"token\":\"t\",\"expirationTimestamp\":"
+					    "\"2099-01-01 00:00\"}}",
+					    60, &t, &e, &err),
+			     -EPROTO);
+		CHECK(t == NULL);
+	}
+	/* A broken token leaves the agent's last good kubeconfig in place. */
 	unlink(at("sa/..2026_01_01_01_00_00.2/token"));
 	put("sa/..2026_01_01_01_00_00.2/token", "bad token", 0644);
 	kc_watch_event(&w);
 	CHECK(w.failing);
-	{
-		char *text = slurp(w.path);
-
-		CHECK_STR_HAS(text, "second-token");
-		free(text);
-	}
+	CHECK_INT_EQ(hpn_kubeconfig_load(w.own_path, &kc, &warn, &err), 0);
+	hpn_kubeconfig_free(&kc);
 	kc_watch_stop(&w);
 	CHECK_INT_EQ(dotfiles(at("etc")), 0);
 	free(path);
