@@ -1234,16 +1234,21 @@ char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
 {
 	const char *why = NULL, *json = NULL;
 	const struct pod_entry *e;
-	char said[128];
+	struct hpn_alloc_keys kept = { 0 };
+	char said[128], lacks[512] = "";
 	char *out;
 
 	e = find(&pw->cache, req->namespace, req->name);
 	if (!keys_same(&pw->keys, pw->conf))
 		keys_check(pw);
+	if (pw->conf)
+		hpn_podask_keys(pw->conf, &kept);
 	if (!pw->synced) {
 		why = "the pod cache is not synced with the API";
 	} else if (!keys_same(&pw->keys, pw->conf)) {
 		why = "the plugin's config changed what the pod cache keeps; listing again";
+	} else if (!hpn_podask_keys_kept(&req->keys, &kept, lacks, sizeof(lacks))) {
+		why = lacks; /* a plugin config naming other keys than the agent's --config */
 	} else if (!e) {
 		snprintf(said, sizeof(said),
 			 "the pod is not in the cache, which is full (%zu bytes)", pw->bytes_max);

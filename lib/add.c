@@ -346,8 +346,10 @@ static int pod_from_agent(const struct hpn_conf *conf, const struct hpn_kube_req
 	if (!conf->agent.lookup || stat(sock, &st) < 0)
 		return -ENOENT;
 	r = hpn_alloc_req_set(&req, kreq->ns, kreq->name, kreq->uid, &err);
-	if (r >= 0)
+	if (r >= 0) {
+		hpn_podask_keys(conf, &req.keys);
 		r = hpn_podask(sock, timeout, &req, kreq->resource, ret, &err);
+	}
 	if (r < 0) {
 		hpn_info("pod %s/%s: not from hpn-rdma-agent (%s): asking the Kubernetes API",
 			 kreq->ns, kreq->name, err.msg);

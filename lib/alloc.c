@@ -97,6 +97,84 @@ static const char *const query_words[] = {
 	[HPN_ALLOC_QUERY_NRI] = "nri",
 };
 
+/* keys as the request's "keys" object into o: false without memory. */
+static bool keys_to_json(cJSON *o, const struct hpn_alloc_keys *k)
+{
+	cJSON *keys = cJSON_AddObjectToObject(o, "keys"), *a;
+
+	if (!keys || !(a = cJSON_AddArrayToObject(keys, "labels")))
+		return false;
+	for (size_t i = 0; i < k->n_labels; i++)
+		if (!hpn_json_push(a, cJSON_CreateString(k->labels[i])))
+			return false;
+	if (!(a = cJSON_AddArrayToObject(keys, "annotations")))
+		return false;
+	for (size_t i = 0; i < k->n_annotations; i++)
+		if (!hpn_json_push(a, cJSON_CreateString(k->annotations[i])))
+			return false;
+	return !k->resource[0] || cJSON_AddStringToObject(keys, "resource", k->resource);
+}
+
+/* A label or annotation key, or a resource name: [A-Za-z0-9._-], one '/' at most, max bytes. */
+static bool key_ok(const char *s, size_t max)
+{
+	const char *slash = strchr(s, '/');
+
+	return charset(s, max, "._/-", true) && (!slash || !strchr(slash + 1, '/')) &&
+	       s[0] != '/' && s[strlen(s) - 1] != '/';
+}
+
+/* An array of at most HPN_ALLOC_KEYS_MAX keys at o[name] into out. */
+static int keys_array(const cJSON *o, const char *name, char out[][HPN_ALLOC_KEY_MAX], size_t *n,
+		      struct hpn_err *err)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, name), *v;
+
+	*n = 0;
+	if (!a)
+		return 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > HPN_ALLOC_KEYS_MAX)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "keys.%s is not an array of at most %d keys", name,
+				   HPN_ALLOC_KEYS_MAX);
+	cJSON_ArrayForEach (v, a) {
+		if (!cJSON_IsString(v) || !key_ok(v->valuestring, HPN_ALLOC_KEY_MAX - 1))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "keys.%s[%zu] is not a label or annotation key", name,
+					   *n);
+		snprintf(out[(*n)++], HPN_ALLOC_KEY_MAX, "%s", v->valuestring);
+	}
+	return 0;
+}
+
+/* The request's "keys" object, when there is one. */
+static int keys_parse(const cJSON *o, struct hpn_alloc_keys *k, struct hpn_err *err)
+{
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(o, "keys");
+	_cleanup_free_ char *res = NULL;
+	int r;
+
+	memset(k, 0, sizeof(*k));
+	if (!keys)
+		return 0;
+	if (!cJSON_IsObject(keys))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL, "keys is not an object");
+	r = keys_array(keys, "labels", k->labels, &k->n_labels, err);
+	if (r >= 0)
+		r = keys_array(keys, "annotations", k->annotations, &k->n_annotations, err);
+	if (r >= 0)
+		r = hpn_json_str(keys, "resource", "keys.", HPN_E_INVALID_CONFIG,
+				 HPN_ALLOC_RESOURCE_MAX - 1, &res, err);
+	if (r >= 0 && res && !key_ok(res, HPN_ALLOC_RESOURCE_MAX - 1))
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				"keys.resource is not a resource name");
+	if (r < 0)
+		return r;
+	snprintf(k->resource, sizeof(k->resource), "%s", res ? res : "");
+	k->set = true;
+	return 0;
+}
+
 char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -110,7 +188,8 @@ char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
 		     !cJSON_AddStringToObject(o, "name", req->name) ||
 		     !cJSON_AddStringToObject(o, "uid", req->uid))) ||
 	    (req->query != HPN_ALLOC_QUERY_DEVICES &&
-	     !cJSON_AddStringToObject(o, "query", query_words[req->query]))) {
+	     !cJSON_AddStringToObject(o, "query", query_words[req->query])) ||
+	    (req->query == HPN_ALLOC_QUERY_POD && req->keys.set && !keys_to_json(o, &req->keys))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -174,6 +253,7 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 	_cleanup_cjson_ cJSON *o = NULL;
 	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL, *query = NULL;
 	enum hpn_alloc_query q = HPN_ALLOC_QUERY_DEVICES;
+	struct hpn_alloc_keys keys;
 	int r;
 
 	if (len > HPN_ALLOC_REQ_MAX)
@@ -205,10 +285,14 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 	/* The NRI question may name no pod; any pod named is checked alike. */
 	if (r >= 0 && (q != HPN_ALLOC_QUERY_NRI || ns || name || uid))
 		r = check_pod(ns, name, uid, HPN_E_INVALID_CONFIG, err);
+	if (r >= 0)
+		r = keys_parse(o, &keys, err);
 	if (r < 0)
 		return r;
 	memset(req, 0, sizeof(*req));
 	req->query = q;
+	if (q == HPN_ALLOC_QUERY_POD)
+		req->keys = keys;
 	snprintf(req->namespace, sizeof(req->namespace), "%s", ns ? ns : "");
 	snprintf(req->name, sizeof(req->name), "%s", name ? name : "");
 	snprintf(req->uid, sizeof(req->uid), "%s", uid ? uid : "");

@@ -28,6 +28,8 @@
 #define HPN_ALLOC_MAX_CLAIMS	8   /* DRA claims named in one reply */
 #define HPN_ALLOC_CLAIM_MAX	320 /* "<namespace>/<name>" */
 #define HPN_ALLOC_SOURCE_MAX	16
+#define HPN_ALLOC_KEY_MAX	318 /* a label or annotation key: "<prefix>/<name>", 253 + 1 + 63 */
+#define HPN_ALLOC_KEYS_MAX	2   /* labels, and annotations, in one pod question */
 
 /* The device ID of host netdev ifname: its PCI address under sysfs_root, else the name. */
 void hpn_alloc_nic_id(const char *sysfs_root, const char *ifname, char id[HPN_ALLOC_ID_MAX]);
@@ -48,11 +50,28 @@ enum hpn_alloc_query {
  * be empty). The NRI question is the node's: its pod is optional, for the
  * agent's log (namespace and name both empty: none).
  */
+/*
+ * The pod question's "keys": what of the pod the asker's config reads (the
+ * labels podSelector.label and nccl.gpuModelLabel, the annotation
+ * nccl.gpuModelAnnotation, the resource kubernetes.gpuResource), so an agent
+ * whose cache keeps other keys answers "unknown" rather than a pod without
+ * them. !set: not said (a plugin older than the field): the cache's pod.
+ */
+struct hpn_alloc_keys {
+	bool set;
+	char labels[HPN_ALLOC_KEYS_MAX][HPN_ALLOC_KEY_MAX];
+	size_t n_labels;
+	char annotations[HPN_ALLOC_KEYS_MAX][HPN_ALLOC_KEY_MAX];
+	size_t n_annotations;
+	char resource[HPN_ALLOC_RESOURCE_MAX]; /* "": none */
+};
+
 struct hpn_alloc_req {
 	char namespace[64];
 	char name[254];
 	char uid[65];
 	enum hpn_alloc_query query;
+	struct hpn_alloc_keys keys; /* the pod question's; sent only with it */
 };
 
 /* What the agent answers: the pod's devices of the resource, in PodResources' order. */

@@ -8,7 +8,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conf.h"
 #include "util.h"
+
+/* s (NULL or "": nothing) appended to a (n of them). */
+static void key_add(char a[][HPN_ALLOC_KEY_MAX], size_t *n, const char *s)
+{
+	if (s && s[0] && *n < HPN_ALLOC_KEYS_MAX)
+		snprintf(a[(*n)++], HPN_ALLOC_KEY_MAX, "%s", s);
+}
+
+void hpn_podask_keys(const struct hpn_conf *conf, struct hpn_alloc_keys *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->set = true;
+	key_add(ret->labels, &ret->n_labels, conf->pod_label);
+	key_add(ret->labels, &ret->n_labels, conf->gpu_model_label);
+	key_add(ret->annotations, &ret->n_annotations, conf->gpu_model_annotation);
+	snprintf(ret->resource, sizeof(ret->resource), "%s",
+		 conf->kube.gpu_resource ? conf->kube.gpu_resource : HPN_POD_GPU_RESOURCE);
+}
+
+static bool has_key(const char a[][HPN_ALLOC_KEY_MAX], size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(a[i], s))
+			return true;
+	return false;
+}
+
+bool hpn_podask_keys_kept(const struct hpn_alloc_keys *asked, const struct hpn_alloc_keys *kept,
+			  char *why, size_t len)
+{
+	static const char fmt[] = "the agent's pod cache keeps other keys than this config reads "
+				  "(its --config's): %s \"%.318s\" is not kept";
+
+	if (!asked->set || !kept->set)
+		return true;
+	for (size_t i = 0; i < asked->n_labels; i++)
+		if (!has_key(kept->labels, kept->n_labels, asked->labels[i])) {
+			snprintf(why, len, fmt, "label", asked->labels[i]);
+			return false;
+		}
+	for (size_t i = 0; i < asked->n_annotations; i++)
+		if (!has_key(kept->annotations, kept->n_annotations, asked->annotations[i])) {
+			snprintf(why, len, fmt, "annotation", asked->annotations[i]);
+			return false;
+		}
+	if (asked->resource[0] && strcmp(asked->resource, kept->resource)) {
+		snprintf(why, len, fmt, "resource", asked->resource);
+		return false;
+	}
+	return true;
+}
 
 char *hpn_podask_reply_render(const char *pod_json, const char *why)
 {

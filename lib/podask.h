@@ -2,6 +2,7 @@
 #ifndef HPN_PODASK_H
 #define HPN_PODASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "alloc.h"
@@ -18,6 +19,21 @@
 
 #define HPN_PODASK_REPLY_MAX  ((size_t)1 << 20) /* a pod's JSON: the API's own body limit */
 #define HPN_PODASK_TIMEOUT_MS 250		/* at most: the answer comes from memory */
+
+struct hpn_conf;
+/*
+ * The keys of a pod conf's plugin reads (hpn_conf_apply_pod): the labels
+ * podSelector.label and nccl.gpuModelLabel, the annotation
+ * nccl.gpuModelAnnotation, the resource kubernetes.gpuResource (else
+ * HPN_POD_GPU_RESOURCE). ret->set.
+ */
+void hpn_podask_keys(const struct hpn_conf *conf, struct hpn_alloc_keys *ret);
+/*
+ * Does a cache that keeps kept hold every key asked names? false with why
+ * (the first key it lacks). asked not set (an older plugin): true.
+ */
+bool hpn_podask_keys_kept(const struct hpn_alloc_keys *asked, const struct hpn_alloc_keys *kept,
+			  char *why, size_t len);
 
 /* The reply around pod_json (a JSON object, NULL: unknown for why). malloc'd, NULL: ENOMEM. */
 char *hpn_podask_reply_render(const char *pod_json, const char *why);

@@ -14,7 +14,9 @@
 # lost) and a 410 Gone (compacted) each relisted, the cache right again; the
 # plugin's kubeconfig holds a token of its own service account (TokenRequest,
 # get pods only), renewed at 80% of its lifetime, the agent's own token in no
-# file, a refusal loud and the plugin's token kept until it expires.
+# file, a refusal loud and the plugin's token kept until it expires; a
+# plugin config reading a label the cache does not keep is answered
+# "unknown" and the plugin asks the API.
 # kubectl (when installed) lists the node's pods by field selector and
 # watches the label change, so a real client checks the stand-in's list and watch.
 # shellcheck source=../netns/lib.sh
@@ -358,5 +360,31 @@ plugin_token() {
 	cache_down
 }
 run "the plugin's kubeconfig: its own service account's token, renewed; refused, loud and kept" plugin_token
+
+# A plugin config that reads another label than the agent's --config: the
+# cache does not keep it, so the agent answers "unknown" naming the key and
+# the plugin asks the API (before: the cached pod without the label, and the
+# pod silently not attached).
+other_keys() {
+	local conf2 uid3=7e3f1c2a-5b6d-4e8f-9a0b-1c2d3e4f5a6b before
+	cache_up
+	LABEL=example.com/rdma mk_pod ns1 other "$uid3" rdma
+	conf2=$(agent_net_conf ".kubernetes = {kubeconfig: \"$KUBE_WORK/agent.kubeconfig\", timeout: 3000} |
+		.podSelector = {label: \"example.com/rdma\", value: \"rdma\"}")
+	before=$(pod_gets ns1/other)
+	: >"$T/plugin.log"
+	run_plugin ADD "$conf2" CNI_ARGS="$(args other "$uid3")"
+	expect_result "ADD of a pod selected by a label the agent does not keep"
+	has_link "$POD_NS" hpn0 || fail "the pod selected by example.com/rdma got no hpn0"
+	grep -q 'not from hpn-rdma-agent (.*label \\\?"example.com/rdma\\\?" is not kept' "$T/plugin.log" ||
+		fail "the plugin's log does not say the agent lacks the key: $(cat "$T/plugin.log")"
+	(($(pod_gets ns1/other) > before)) || fail "the plugin did not ask the API for the pod"
+	run_plugin DEL "$conf2" CNI_ARGS="$(args other "$uid3")"
+	expect_ok "DEL of the pod selected by another label"
+	# The agent's own keys are still answered from the cache.
+	add_from_cache trainer "$UID1" "ADD with the agent's keys, after"
+	cache_down
+}
+run "a plugin config reading a label the cache does not keep: unknown, the plugin asks the API" other_keys
 
 t_done

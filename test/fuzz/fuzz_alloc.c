@@ -37,6 +37,9 @@ static void request(const char *s, size_t len)
 	FUZZ_ASSERT(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err2) == 0);
 	FUZZ_ASSERT(!strcmp(back.namespace, req.namespace) && !strcmp(back.name, req.name) &&
 		    !strcmp(back.uid, req.uid) && back.query == req.query);
+	/* The pod question's keys round-trip whole (both zeroed, then written by the parser). */
+	FUZZ_ASSERT(!memcmp(&back.keys, &req.keys, sizeof(req.keys)));
+	FUZZ_ASSERT(req.query == HPN_ALLOC_QUERY_POD || !req.keys.set);
 	free(line);
 }
 

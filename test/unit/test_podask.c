@@ -3,7 +3,8 @@
  * Unit tests for lib/podask.c and the pod question of the lookup protocol
  * (lib/alloc.c): the request's "query", the reply around a cached pod or
  * "unknown", and the plugin's parse of both (a refusal, malformed replies,
- * a pod that hpn_pod_parse refuses).
+ * a pod that hpn_pod_parse refuses); the question's keys and whether a cache
+ * keeping some holds them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "alloc.h"
 #include "check.h"
+#include "conf.h"
 #include "podask.h"
 
 #define POD                                                                                        \
@@ -91,9 +93,93 @@ static void test_reply(void)
 	}
 }
 
+/* The keys a config reads, sent with the question, checked against what a cache keeps. */
+static void test_keys(void)
+{
+	struct hpn_conf conf = { .pod_label = (char *)"alibabacloud.com/hpn-type",
+				 .gpu_model_label = (char *)"alibabacloud.com/gpu-model-series" };
+	struct hpn_alloc_keys kept, asked;
+	struct hpn_alloc_req req, back;
+	struct hpn_err err = { 0 };
+	char why[512] = "", *line;
+
+	hpn_podask_keys(&conf, &kept);
+	CHECK(kept.set);
+	CHECK_INT_EQ(kept.n_labels, 2);
+	CHECK_INT_EQ(kept.n_annotations, 0);
+	CHECK_STR_EQ(kept.resource, "nvidia.com/gpu");
+	CHECK(hpn_podask_keys_kept(&kept, &kept, why, sizeof(why)));
+
+	/* Sent and read back whole. */
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns1", "trainer", "ab-12", &err), 0);
+	req.query = HPN_ALLOC_QUERY_POD;
+	req.keys = kept;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_HAS(line, "\"keys\":{\"labels\":[\"alibabacloud.com/hpn-type\","
+			    "\"alibabacloud.com/gpu-model-series\"],\"annotations\":[],"
+			    "\"resource\":\"nvidia.com/gpu\"}");
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK(!memcmp(&back.keys, &req.keys, sizeof(req.keys)));
+	free(line);
+
+	/* Another label, annotation or resource than the cache keeps: not held, and said which. */
+	conf.pod_label = (char *)"example.com/rdma";
+	hpn_podask_keys(&conf, &asked);
+	CHECK(!hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
+	CHECK_STR_HAS(why, "label \"example.com/rdma\" is not kept");
+	conf.pod_label = (char *)"alibabacloud.com/hpn-type";
+	conf.gpu_model_annotation = (char *)"example.com/model";
+	hpn_podask_keys(&conf, &asked);
+	CHECK(!hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
+	CHECK_STR_HAS(why, "annotation \"example.com/model\"");
+	conf.gpu_model_annotation = NULL;
+	conf.kube.gpu_resource = (char *)"amd.com/gpu";
+	hpn_podask_keys(&conf, &asked);
+	CHECK(!hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
+	CHECK_STR_HAS(why, "resource \"amd.com/gpu\"");
+	/* Fewer keys than kept: held. A plugin that says none (older): held. */
+	conf.kube.gpu_resource = NULL;
+	conf.gpu_model_label = NULL;
+	hpn_podask_keys(&conf, &asked);
+	CHECK(hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
+	memset(&asked, 0, sizeof(asked));
+	CHECK(hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
+
+	/* Keys on any other question are not kept; bad ones are refused naming the field. */
+	static const struct {
+		const char *req, *msg;
+	} bad[] = {
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		  "\"keys\":[]}",
+		  "keys is not an object" },
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		  "\"keys\":{\"labels\":[\"a\",\"b\",\"c\"]}}",
+		  "keys.labels is not an array of at most 2" },
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		  "\"keys\":{\"annotations\":[\"a b\"]}}",
+		  "keys.annotations[0]" },
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		  "\"keys\":{\"labels\":[\"a/b/c\"]}}",
+		  "keys.labels[0]" },
+		{ "{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		  "\"keys\":{\"resource\":\"/gpu\"}}",
+		  "keys.resource" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		CHECK(hpn_alloc_req_parse(bad[i].req, strlen(bad[i].req), &back, &err) < 0);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+	line = (char *)"{\"version\":1,\"namespace\":\"a\",\"name\":\"b\","
+		       "\"keys\":{\"labels\":[\"x\"]}}";
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line), &back, &err), 0);
+	CHECK(!back.keys.set);
+}
+
 int main(void)
 {
 	test_request();
+	test_keys();
 	test_reply();
 	return check_done();
 }
