@@ -19,26 +19,21 @@
  * hold it; --wait waits for them.
  */
 #include <dirent.h>
-
 #include <errno.h>
 #include <fcntl.h>
-
 #include <poll.h>
-
 #include <stdio.h>
-
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bake.h"
-
 #include "install.h"
 #include "installkit.h"
 #include "sakubeconfig.h"
-
 #include "util.h"
 
 static int do_install(const struct opts *o, struct hpn_err *err)
@@ -126,6 +121,7 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 	 */
 	if (o->kubeconfig) {
 		struct hpn_err kerr = { 0 };
+		bool had = access(o->kubeconfig, F_OK) == 0;
 
 		r = kc_install_plugin(o->sa_dir, &plugin, o->kubeconfig, &kerr);
 		if (r >= 0) {
@@ -135,7 +131,11 @@ static int do_install(const struct opts *o, struct hpn_err *err)
 			       plugin.ns, plugin.name, plugin.ttl);
 			changed += r;
 		} else {
-			inst_say("NOT WRITTEN", o->kubeconfig, NULL, NULL);
+			/* One an older agent wrote with its own token is gone: a change. */
+			bool gone = had && access(o->kubeconfig, F_OK) < 0;
+
+			inst_say(gone ? "removed" : "NOT WRITTEN", o->kubeconfig, NULL, NULL);
+			changed += gone;
 			fprintf(stderr,
 				"hpn-rdma-agent install: ERROR: the plugin's kubeconfig %s: %s%s\n",
 				o->kubeconfig, kerr.msg[0] ? kerr.msg : strerror(-r),

@@ -89,6 +89,8 @@ ok "refused: said, with the 403 and the missing permission" \
 	bash -c 'grep -q "ERROR: the plugin'"'"'s kubeconfig" <<<"$1" && grep -q 403 <<<"$1" &&
 		grep -q serviceaccounts/token <<<"$1"' _ "$OUT"
 ok "refused: the agent's token removed from disk" test ! -e "$KC"
+ok "refused: the removal said, and counted as a change" bash -c 'grep -q "^  removed .*hpn-rdma.kubeconfig" <<<"$1" &&
+	! grep -q "^nothing changed" <<<"$1"' _ "$OUT"
 
 # Refused with the plugin's own earlier kubeconfig in place: kept until it expires.
 # (600 s, then asked for 3600: it is renewed.)
