@@ -171,19 +171,28 @@ static int read_file(const char *dir, const char *name, size_t max, char **ret, 
 	return hpn_read_file(path, max, ret, ret_len, err);
 }
 
-int kc_from_service_account(const char *sa_dir, char **ret, struct hpn_err *err)
+/* The API server's service address, as the kubelet gives every pod. */
+static int service_env(const char **host, const char **port, struct hpn_err *err)
 {
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"),
-		   *port = getenv("KUBERNETES_SERVICE_PORT");
-	_cleanup_free_ char *token = NULL, *ca = NULL;
-	size_t token_len = 0, ca_len = 0;
-	int r;
-
-	if (!host || !port)
+	*host = getenv("KUBERNETES_SERVICE_HOST");
+	*port = getenv("KUBERNETES_SERVICE_PORT");
+	if (!*host || !*port)
 		return hpn_err_set(
 			err, HPN_E_INVALID_CONFIG, ENOENT,
 			"KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: "
 			"not in a pod (the kubelet sets them)");
+	return 0;
+}
+
+int kc_from_service_account(const char *sa_dir, char **ret, struct hpn_err *err)
+{
+	const char *host, *port;
+	_cleanup_free_ char *token = NULL, *ca = NULL;
+	size_t token_len = 0, ca_len = 0;
+	int r = service_env(&host, &port, err);
+
+	if (r < 0)
+		return r;
 	r = read_file(sa_dir, "token", KC_TOKEN_MAX + 64, &token, &token_len, err);
 	if (r < 0)
 		return r;
@@ -423,20 +432,16 @@ int kc_token_parse(const char *body, size_t len, char **ret_token, long long *re
 int kc_render_plugin(const char *sa_dir, const struct kc_plugin *p, const char *token,
 		     long long expiry, char **ret, struct hpn_err *err)
 {
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"),
-		   *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *host, *port;
 	_cleanup_free_ char *ca = NULL, *head = NULL;
 	size_t ca_len = 0;
 	char until[32] = "?";
 	struct tm tm;
 	time_t t = (time_t)expiry;
-	int r;
+	int r = service_env(&host, &port, err);
 
-	if (!host || !port)
-		return hpn_err_set(
-			err, HPN_E_INVALID_CONFIG, ENOENT,
-			"KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set: "
-			"not in a pod (the kubelet sets them)");
+	if (r < 0)
+		return r;
 	r = read_file(sa_dir, "ca.crt", KC_CA_MAX, &ca, &ca_len, err);
 	if (r < 0)
 		return r;
