@@ -2,35 +2,30 @@
 /*
  * The kubelet device plugin (deviceplugin.h): Registration.Register as a
  * client, the DevicePlugin service on our socket, the kubelet's restarts
- * seen with inotify. Messages are packed and checked here with protobuf-c;
- * rpc.c carries the bytes.
+ * seen with inotify. Messages are packed and unpacked here with protobuf-c
+ * (what GetPreferredAllocation and Allocate answer is dprequest.c's); rpc.c
+ * carries the bytes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "cdi.h"
-#include "cdispecs.h"
 #include "deviceplugin.h"
 #include "deviceplugin.pb-c.h"
+#include "dprequest.h"
 #include "exposition.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
-#include "rdma.h"
 #include "rpc.h"
-#include "sysfs.h"
 #include "util.h"
 
-#define DP_VERSION	       "v1beta1"
-#define REGISTER_TIMEOUT_MS    5000
-#define MAX_CONTAINER_REQUESTS 64
+#define DP_VERSION	    "v1beta1"
+#define REGISTER_TIMEOUT_MS 5000
 /* protobuf-c's repeated messages are arrays of pointers to them. */
 #define PTR_SIZE     sizeof(void *)
 #define MAX_WATCHERS 8
@@ -204,387 +199,48 @@ static void pre_start(struct rpc_call *c, const uint8_t *req, size_t len, void *
 	rpc_reply_msg(c, (const ProtobufCMessage *)&o);
 }
 
-/* Every ID is one we list, at most once: what a request may name. */
-static int check_ids(const struct deviceplugin *dp, char **ids, size_t n, char *msg, size_t len)
-{
-	if (n > HPN_AGENT_MAX_DEVICES) {
-		hpn_msgf(msg, len, "%zu device IDs, over %d", n, HPN_AGENT_MAX_DEVICES);
-		return -EINVAL;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!hpn_alloc_id_valid(ids[i])) {
-			hpn_msgf(msg, len, "device ID %zu is not 1-63 bytes of [A-Za-z0-9_.:@-]",
-				 i + 1);
-			return -EINVAL;
-		}
-		if (!agent_devs_find(&dp->node->devs, ids[i])) {
-			hpn_msgf(msg, len, "unknown device %s", ids[i]);
-			return -ENOENT;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(ids[i], ids[j])) {
-				hpn_msgf(msg, len, "device %s named twice", ids[i]);
-				return -EINVAL;
-			}
-	}
-	return 0;
-}
-
-/*
- * No ID is a NIC ADD took from the pool for a pod the kubelet gave nothing
- * (listed Unhealthy since: a kubelet that allocates it anyway raced the list).
- */
-static int check_untaken(const struct deviceplugin *dp, char **ids, size_t n, char *msg, size_t len)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct agent_dev *d = agent_devs_find(&dp->node->devs, ids[i]);
-
-		if (d && d->taken) {
-			hpn_msgf(msg, len,
-				 "device %s is held by pod %s, which took it from the pool "
-				 "(selected by label or annotation, allocated nothing): not "
-				 "allocatable until that pod releases it",
-				 ids[i], d->taker);
-			return -EBUSY;
-		}
-	}
-	return 0;
-}
-
-/* A request for at most MAX_CONTAINER_REQUESTS containers; else INVALID_ARGUMENT. */
-static bool count_ok(struct rpc_call *c, size_t n)
-{
-	if (n <= MAX_CONTAINER_REQUESTS)
-		return true;
-	rpc_fail(c, RPC_INVALID_ARGUMENT, "over 64 container requests");
-	return false;
-}
-
 static void preferred(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	struct deviceplugin *dp = ud;
+	const struct deviceplugin *dp = ud;
 	V1beta1__PreferredAllocationRequest *r = (V1beta1__PreferredAllocationRequest *)unpack(
 		c, &v1beta1__preferred_allocation_request__descriptor, req, len,
 		"a PreferredAllocationRequest");
-	V1beta1__PreferredAllocationResponse resp = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
-	V1beta1__ContainerPreferredAllocationResponse *cr = NULL, **crp = NULL;
-	const char **picks = NULL;
+	struct dp_preferred p;
 	char msg[256];
-	size_t n = 0, off = 0;
+	int st;
 
 	if (!r)
 		return;
-	n = r->n_container_requests;
-	if (!count_ok(c, n))
-		goto out;
-	cr = calloc(n ? n : 1, sizeof(*cr));
-	crp = calloc(n ? n : 1, PTR_SIZE);
-	picks = calloc(n * HPN_AGENT_MAX_DEVICES + 1, sizeof(*picks));
-	if (!cr || !crp || !picks) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		V1beta1__ContainerPreferredAllocationRequest *q = r->container_requests[i];
-		struct hpn_err err = { 0 };
-
-		if (check_ids(dp, q->available_deviceids, q->n_available_deviceids, msg,
-			      sizeof(msg)) < 0 ||
-		    check_ids(dp, q->must_include_deviceids, q->n_must_include_deviceids, msg,
-			      sizeof(msg)) < 0) {
-			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
-			goto out;
-		}
-		if (q->allocation_size < 0 ||
-		    agent_prefer(&dp->node->devs, q->available_deviceids, q->n_available_deviceids,
-				 q->must_include_deviceids, q->n_must_include_deviceids,
-				 (size_t)q->allocation_size, picks + off, &err) < 0) {
-			rpc_fail(c, RPC_INVALID_ARGUMENT,
-				 err.msg[0] ? err.msg : "allocation_size is negative");
-			goto out;
-		}
-		v1beta1__container_preferred_allocation_response__init(&cr[i]);
-		cr[i].n_deviceids = (size_t)q->allocation_size;
-		cr[i].deviceids = (char **)(picks + off);
-		crp[i] = &cr[i];
-		off += (size_t)q->allocation_size;
-	}
-	resp.n_container_responses = n;
-	resp.container_responses = crp;
-	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
-out:
-	free(picks);
-	free(crp);
-	free(cr);
+	st = dp_prefer(&dp->node->devs, r, &p, msg, sizeof(msg));
+	if (st == RPC_OK)
+		rpc_reply_msg(c, (const ProtobufCMessage *)&p.resp);
+	else
+		rpc_fail(c, st, msg);
+	dp_preferred_free(&p);
 	v1beta1__preferred_allocation_request__free_unpacked(r, NULL);
-}
-
-/* One container's answer: the RDMA character devices of its NICs, and envs naming them. */
-#define MAX_SPECS (HPN_AGENT_MAX_DEVICES * 2 + 2)
-struct container_answer {
-	V1beta1__ContainerAllocateResponse resp;
-	V1beta1__DeviceSpec specs[MAX_SPECS];
-	V1beta1__DeviceSpec *specp[MAX_SPECS];
-	char paths[MAX_SPECS][64];	 /* in the container: /dev/infiniband[/<name>] */
-	char host_paths[MAX_SPECS][512]; /* on the host: <dev-root>/infiniband/<name>, a directory */
-	V1beta1__ContainerAllocateResponse__EnvsEntry env[3];
-	V1beta1__ContainerAllocateResponse__EnvsEntry *envp[3];
-	char ids[4096], ibdevs[4096], uverbs[8192];
-	V1beta1__CDIDevice cdi[HPN_AGENT_MAX_DEVICES];
-	V1beta1__CDIDevice *cdip[HPN_AGENT_MAX_DEVICES];
-	char cdi_names[HPN_AGENT_MAX_DEVICES][HPN_CDI_NAME_MAX];
-};
-
-/* The CDI device of NIC id: resolved by the runtime from a spec in a CDI directory. */
-static void add_cdi(struct container_answer *ca, const char *id)
-{
-	size_t i = ca->resp.n_cdi_devices;
-
-	if (i == HPN_AGENT_MAX_DEVICES)
-		return;
-	hpn_cdi_name(id, ca->cdi_names[i]);
-	v1beta1__cdidevice__init(&ca->cdi[i]);
-	ca->cdi[i].name = ca->cdi_names[i];
-	ca->cdip[i] = &ca->cdi[i];
-	ca->resp.n_cdi_devices = i + 1;
-}
-
-/*
- * Will ADD write a CDI spec for the device it makes (softRoce) on NIC id:
- * agent.cdiDir set and a directory, as ADD checks it (softroce.c).
- */
-static bool soft_cdi(const struct hpn_conf *conf, const char *id)
-{
-	struct stat st;
-
-	return conf->soft_roce && conf->agent.cdi_dir && hpn_cdi_id_valid(id) &&
-	       stat(conf->agent.cdi_dir, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static void add_spec(struct container_answer *ca, const char *host, const char *container)
-{
-	size_t i = ca->resp.n_devices;
-
-	if (i == MAX_SPECS)
-		return;
-	for (size_t k = 0; k < i; k++)
-		if (!strcmp(ca->paths[k], container))
-			return;
-	snprintf(ca->paths[i], sizeof(ca->paths[i]), "%s", container);
-	snprintf(ca->host_paths[i], sizeof(ca->host_paths[i]), "%s", host);
-	v1beta1__device_spec__init(&ca->specs[i]);
-	ca->specs[i].container_path = ca->paths[i];
-	ca->specs[i].host_path = ca->host_paths[i];
-	ca->specs[i].permissions = "rw";
-	ca->specp[i] = &ca->specs[i];
-	ca->resp.n_devices = i + 1;
-}
-
-static void add_node(struct container_answer *ca, const char *dev_root, const char *name)
-{
-	char host[512], container[64];
-
-	snprintf(host, sizeof(host), "%s/infiniband/%s", dev_root, name);
-	snprintf(container, sizeof(container), "/dev/infiniband/%s", name);
-	add_spec(ca, host, container);
-}
-
-static void append(char *list, size_t len, const char *item)
-{
-	size_t n = strlen(list);
-
-	snprintf(list + n, len - n, "%s%s", n ? "," : "", item);
-}
-
-/* Empties <root>/<id>: a link, or a directory of the nodes an earlier ADD made. */
-static int clear_entry(const char *root, const char *id)
-{
-	char path[512];
-	struct dirent *de;
-	DIR *d;
-
-	if (hpn_snprintf(path, sizeof(path), "%s/%s", root, id) < 0)
-		return -ENAMETOOLONG;
-	if (unlink(path) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -errno;
-	if (!(d = opendir(path)))
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
-			int r = -errno;
-
-			closedir(d);
-			return r;
-		}
-	closedir(d);
-	return rmdir(path) < 0 && errno != ENOENT ? -errno : 0;
-}
-
-/*
- * The container's directory for NICs whose RDMA device ADD makes (softRoce):
- * its character devices are born after this answer, so it names a directory
- * that containerd and CRI-O resolve at CreateContainer, after the sandbox's
- * ADD put the nodes in it. <root>/<key> made empty; each other ID a link to
- * it, so ADD finds it by any NIC (softroce.c). One spec for all: the kubelet
- * keeps one device per container path.
- */
-static int soft_dir(const char *root, char **ids, size_t n, const char *key, char *host, size_t len)
-{
-	char path[512];
-	int r = hpn_mkdir_p(root, 0755) < 0 ? -errno : 0;
-
-	for (size_t i = 0; r == 0 && i < n; i++)
-		r = clear_entry(root, ids[i]);
-	if (r == 0 && hpn_snprintf(path, sizeof(path), "%s/%s", root, key) < 0)
-		r = -ENAMETOOLONG;
-	if (r == 0 && mkdir(path, 0755) < 0)
-		r = -errno;
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		char link[512];
-
-		if (!strcmp(ids[i], key))
-			continue;
-		if (hpn_snprintf(link, sizeof(link), "%s/%s", root, ids[i]) < 0)
-			r = -ENAMETOOLONG;
-		else if (symlink(key, link) < 0)
-			r = -errno;
-	}
-	if (r == 0)
-		snprintf(host, len, "%s", path);
-	return r;
-}
-
-static int answer_container(const struct deviceplugin *dp, char **ids, size_t n,
-			    struct container_answer *ca, char *msg, size_t len)
-{
-	char *soft[HPN_AGENT_MAX_DEVICES];
-	const char *key = NULL;
-	size_t n_soft = 0;
-	bool cm = false;
-
-	v1beta1__container_allocate_response__init(&ca->resp);
-	ca->resp.devices = ca->specp;
-	ca->resp.cdi_devices = ca->cdip;
-	for (size_t i = 0; i < n; i++) {
-		const struct agent_dev *d = agent_devs_find(&dp->node->devs, ids[i]);
-		struct hpn_rdma_cdevs cd;
-
-		append(ca->ids, sizeof(ca->ids), d->id);
-		if (!d->rdma[0]) {
-			/* Made by ADD, in the pod: named by the directory below, and its CDI spec. */
-			if (dp->node->conf.soft_roce && n_soft < HPN_AGENT_MAX_DEVICES) {
-				soft[n_soft++] = ids[i];
-				if (!key || strcmp(ids[i], key) < 0)
-					key = ids[i];
-				if (soft_cdi(&dp->node->conf, ids[i]))
-					add_cdi(ca, ids[i]);
-			}
-			continue;
-		}
-		/* Its CDI device too (runtimes that read CDI), when its spec is in place now. */
-		if (cdispecs_ready(dp->o.cdi, ids[i]))
-			add_cdi(ca, ids[i]);
-		append(ca->ibdevs, sizeof(ca->ibdevs), d->rdma);
-		hpn_rdma_cdevs(dp->node->conf.sysfs_root, d->rdma, &cd);
-		for (size_t k = 0; k < cd.n; k++) {
-			add_node(ca, dp->o.dev_root, cd.v[k].name);
-			if (!strncmp(cd.v[k].name, "uverbs", 6)) {
-				char p[64];
-
-				snprintf(p, sizeof(p), "/dev/infiniband/%s", cd.v[k].name);
-				append(ca->uverbs, sizeof(ca->uverbs), p);
-			}
-		}
-		cm |= cd.rdma_cm;
-	}
-	if (n_soft) {
-		char host[512];
-		int r = soft_dir(dp->node->conf.agent.device_dir, soft, n_soft, key, host,
-				 sizeof(host));
-
-		if (r < 0) {
-			snprintf(msg, len, "prepare the device directory %s/%s: %s",
-				 dp->node->conf.agent.device_dir, key, strerror(-r));
-			return r;
-		}
-		add_spec(ca, host, "/dev/infiniband");
-		cm |= hpn_sysfs_exists("%s/class/misc/rdma_cm", dp->node->conf.sysfs_root);
-	}
-	if (cm)
-		add_node(ca, dp->o.dev_root, "rdma_cm");
-	{
-		static const char *const keys[] = { "HPN_RDMA_DEVICE_IDS", "HPN_RDMA_DEVICES",
-						    "HPN_RDMA_UVERBS" };
-		const char *const vals[] = { ca->ids, ca->ibdevs, ca->uverbs };
-
-		for (size_t k = 0; k < 3; k++) {
-			v1beta1__container_allocate_response__envs_entry__init(&ca->env[k]);
-			ca->env[k].key = (char *)keys[k];
-			ca->env[k].value = (char *)vals[k];
-			ca->envp[k] = &ca->env[k];
-		}
-		ca->resp.n_envs = 3;
-		ca->resp.envs = ca->envp;
-	}
-	return 0;
 }
 
 static void allocate(struct rpc_call *c, const uint8_t *req, size_t len, void *ud)
 {
-	struct deviceplugin *dp = ud;
+	const struct deviceplugin *dp = ud;
 	V1beta1__AllocateRequest *r = (V1beta1__AllocateRequest *)unpack(
 		c, &v1beta1__allocate_request__descriptor, req, len, "an AllocateRequest");
-	V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
-	struct container_answer *ca = NULL;
-	V1beta1__ContainerAllocateResponse **crp = NULL;
+	const struct dp_node nd = { .devs = &dp->node->devs,
+				    .conf = &dp->node->conf,
+				    .dev_root = dp->o.dev_root,
+				    .cdi = dp->o.cdi };
+	struct dp_allocated a;
 	char msg[256];
-	size_t n;
+	int st;
 
 	if (!r)
 		return;
-	n = r->n_container_requests;
-	if (!count_ok(c, n))
-		goto out;
-	ca = calloc(n ? n : 1, sizeof(*ca));
-	crp = calloc(n ? n : 1, PTR_SIZE);
-	if (!ca || !crp) {
-		rpc_fail(c, RPC_INTERNAL, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		V1beta1__ContainerAllocateRequest *q = r->container_requests[i];
-
-		if (check_ids(dp, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
-			hpn_warn("Allocate refused: %s", msg);
-			rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
-			goto out;
-		}
-		if (check_untaken(dp, q->devices_ids, q->n_devices_ids, msg, sizeof(msg)) < 0) {
-			hpn_warn("Allocate refused: %s", msg);
-			rpc_fail(c, RPC_FAILED_PRECONDITION, msg);
-			goto out;
-		}
-		if (answer_container(dp, q->devices_ids, q->n_devices_ids, &ca[i], msg,
-				     sizeof(msg)) < 0) {
-			hpn_warn("Allocate failed: %s", msg);
-			rpc_fail(c, RPC_INTERNAL, msg);
-			goto out;
-		}
-		crp[i] = &ca[i].resp;
-		hpn_info("Allocate: container %zu gets %s (RDMA %s; %zu device nodes, %zu CDI "
-			 "devices)",
-			 i + 1, ca[i].ids, ca[i].ibdevs[0] ? ca[i].ibdevs : "none",
-			 ca[i].resp.n_devices, ca[i].resp.n_cdi_devices);
-	}
-	resp.n_container_responses = n;
-	resp.container_responses = crp;
-	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
-out:
-	free(crp);
-	free(ca);
+	st = dp_allocate(&nd, r, &a, msg, sizeof(msg));
+	if (st == RPC_OK)
+		rpc_reply_msg(c, (const ProtobufCMessage *)&a.resp);
+	else
+		rpc_fail(c, st, msg);
+	dp_allocated_free(&a);
 	v1beta1__allocate_request__free_unpacked(r, NULL);
 }
 

@@ -30,7 +30,7 @@ struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid)
 	return NULL;
 }
 
-static char *rec_render(const struct dra_rec *r)
+char *draclaims_rec_render(const struct dra_rec *r)
 {
 	cJSON *root = cJSON_CreateObject(), *pods, *devs;
 	char *s = NULL;
@@ -76,7 +76,7 @@ static bool rec_str(const cJSON *o, const char *key, char *out, size_t len, bool
 	return true;
 }
 
-static int rec_parse(const char *text, size_t len, struct dra_rec *r)
+int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r)
 {
 	cJSON *root = cJSON_ParseWithLength(text, len);
 	const cJSON *pods, *devs, *e;
@@ -129,7 +129,7 @@ static int dir_fd(const struct dra_claims *cl)
 static int rec_write(const struct dra_claims *cl, const struct dra_rec *r, struct hpn_err *err)
 {
 	char file[DRA_CLAIM_UID_MAX + 8];
-	char *text = rec_render(r);
+	char *text = draclaims_rec_render(r);
 	int dfd = dir_fd(cl), ret;
 
 	snprintf(file, sizeof(file), "%s.json", r->uid);
@@ -167,6 +167,105 @@ bool draclaims_uid_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == len;
 }
 
+bool draclaims_request_ok(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *const *v, size_t n,
+			  char *msg, size_t len)
+{
+	if (n > DRA_CALL_CLAIMS) {
+		hpn_msgf(msg, len, "%zu claims in one call, over %d", n, DRA_CALL_CLAIMS);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!hpn_k8s_dns_label(v[i]->namespace_) || !hpn_k8s_dns_subdomain(v[i]->name) ||
+		    !draclaims_uid_ok(v[i]->uid)) {
+			hpn_msgf(msg, len,
+				 "claim %zu: namespace, name or uid is not a DNS label, a DNS "
+				 "subdomain and 1-%d of [A-Za-z0-9-]",
+				 i + 1, DRA_CLAIM_UID_MAX);
+			return false;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(v[i]->uid, v[k]->uid)) {
+				hpn_msgf(msg, len, "claim %s named twice", v[i]->uid);
+				return false;
+			}
+	}
+	return true;
+}
+
+/* ---- a claim prepared on the node ------------------------------------------------------ */
+
+static const struct agent_dev *dev_by_name(const struct draclaims_node *nd, const char *name)
+{
+	for (size_t i = 0; i < nd->n_names && i < nd->devs->n; i++)
+		if (nd->names[i][0] && !strcmp(nd->names[i], name))
+			return &nd->devs->v[i];
+	return NULL;
+}
+
+/* A pod of the claim: does it own the journal's pod UID? */
+static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
+{
+	for (size_t i = 0; i < cl->n_pods; i++)
+		if (!strcmp(cl->pods[i], pod))
+			return true;
+	return false;
+}
+
+/* The parser answers only the claim asked for: cl's namespace, name and UID are the kubelet's. */
+int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
+		     struct dra_rec *r, char *msg, size_t len)
+{
+	memset(r, 0, sizeof(*r));
+	/* The kubelet's UID passed draclaims_request_ok: never longer. */
+	if (hpn_snprintf(r->uid, sizeof(r->uid), "%s", cl->uid) < 0) {
+		hpn_msgf(msg, len, "claim %s/%s: UID %s is over %d bytes", cl->ns, cl->name,
+			 cl->uid, DRA_CLAIM_UID_MAX);
+		return -ENAMETOOLONG;
+	}
+	snprintf(r->ns, sizeof(r->ns), "%s", cl->ns);
+	snprintf(r->name, sizeof(r->name), "%s", cl->name);
+	for (size_t i = 0; i < cl->n_pods; i++)
+		snprintf(r->pods[r->n_pods++], sizeof(r->pods[0]), "%s", cl->pods[i]);
+	for (size_t i = 0; i < cl->n; i++) {
+		const struct hpn_dra_result *res = &cl->v[i];
+		const struct agent_dev *ad;
+		struct dra_rec_dev *v = &r->devs[r->n];
+		char pod[HPN_POD_UID_MAX + 1];
+
+		if (strcmp(res->pool, nd->node_name)) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: device %s/%s is in pool %s, not this node's (%s)",
+				 cl->ns, cl->name, res->pool, res->device, res->pool,
+				 nd->node_name);
+			return -EINVAL;
+		}
+		ad = dev_by_name(nd, res->device);
+		if (!ad) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: device %s is no NIC of the pool on node %s", cl->ns,
+				 cl->name, res->device, nd->node_name);
+			return -ENODEV;
+		}
+		/* The journals themselves, not ad->held: an ADD since the last scan counts. */
+		nd->holder(nd->ud, ad->id, pod);
+		if (pod[0] && !reserved_for(cl, pod)) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: NIC %s (device %s) is held by pod %s, which the "
+				 "claim is not reserved for",
+				 cl->ns, cl->name, ad->id, res->device, pod);
+			return -EBUSY;
+		}
+		snprintf(v->request, sizeof(v->request), "%s", res->request);
+		snprintf(v->pool, sizeof(v->pool), "%s", res->pool);
+		snprintf(v->device, sizeof(v->device), "%s", res->device);
+		snprintf(v->nic, sizeof(v->nic), "%s", ad->id);
+		snprintf(v->ifname, sizeof(v->ifname), "%s", ad->ifname);
+		snprintf(v->rdma, sizeof(v->rdma), "%s", ad->rdma);
+		r->n++;
+	}
+	return 0;
+}
+
 /* The records of an earlier run: a claim prepared then is answered now without the API. */
 static void load_all(struct dra_claims *cl)
 {
@@ -194,7 +293,7 @@ static void load_all(struct dra_claims *cl)
 		if (!r)
 			break;
 		if (hpn_read_file(path, REC_MAX, &text, &tlen, &err) < 0 ||
-		    rec_parse(text, tlen, r) < 0 || strcmp(r->uid, uid)) {
+		    draclaims_rec_parse(text, tlen, r) < 0 || strcmp(r->uid, uid)) {
 			hpn_warn("DRA: %s is not a claim record of ours: left alone", path);
 			free(r);
 			free(text);

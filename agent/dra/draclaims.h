@@ -8,6 +8,8 @@
 
 #include "alloc.h"
 #include "cdi.h"
+#include "devices.h"
+#include "dra-v1.pb-c.h"
 #include "dra.h"
 #include "draslice.h"
 #include "err.h"
@@ -25,6 +27,7 @@
  */
 
 #define DRA_CLAIM_UID_MAX 57 /* "claim-" and the UID name a CDI device: at most 63 */
+#define DRA_CALL_CLAIMS	  32 /* claims in one kubelet call, at most (a pod's, of every driver) */
 
 /* One device of a prepared claim, as recorded. */
 struct dra_rec_dev {
@@ -90,6 +93,45 @@ int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char 
 int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone);
 /* A claim UID a record and a CDI name can carry. */
 bool draclaims_uid_ok(const char *s);
+
+/*
+ * The claims of a NodePrepareResources or NodeUnprepareResources call, as
+ * the kubelet names them (v1 and v1beta1 are the same bytes: dra-v1.proto's
+ * messages), checked as any input is: at most DRA_CALL_CLAIMS, each
+ * namespace a DNS label, name a DNS subdomain and uid draclaims_uid_ok, no
+ * uid twice. false with msg saying what of which claim is wrong.
+ */
+bool draclaims_request_ok(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *const *v, size_t n,
+			  char *msg, size_t len);
+
+/* The node a claim is prepared on: the pool's NICs by DRA name, and who holds each. */
+struct draclaims_node {
+	const char *node_name; /* the pool's name in the claims' results */
+	const struct agent_devs *devs;
+	char (*names)[HPN_DRA_NAME_MAX]; /* devs->v[i]'s DRA device name ("": none), n_names */
+	size_t n_names;
+	/* The pod UID of the journal that holds NIC id into pod ("": none). */
+	void (*holder)(void *ud, const char *id, char pod[HPN_POD_UID_MAX + 1]);
+	void *ud;
+};
+
+/*
+ * The record of claim cl (as hpn_dra_claim_parse gave it, for the claim the
+ * kubelet named) on node nd, into r (zeroed first): every result of our
+ * driver a device of the pool nd->node_name that is a NIC of the pool here,
+ * held by no pod's journal but one the claim is reserved for. 0, else msg
+ * names the claim and the device, and r is not a record.
+ */
+int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
+		     struct dra_rec *r, char *msg, size_t len);
+
+/*
+ * A record as <state-dir>/dra/<uid>.json holds it, and back: the text is
+ * freed with cJSON_free (NULL: no memory); the parse fills *r (next NULL),
+ * -EINVAL when the text is not a record.
+ */
+char *draclaims_rec_render(const struct dra_rec *r);
+int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r);
 /* The CDI device of claim uid: "claim-<uid>". */
 void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX]);
 void draclaims_free(struct dra_claims *cl);

@@ -58,7 +58,6 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__Cl
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareOne;
 #define PB(x) k8s__io__kubelet__pkg__apis__dra__v1__##x
 
-#define MAX_CLAIMS    32 /* claims in one call, at most (a pod's, of every driver) */
 #define BUSY_RETRY_MS 20 /* out of memory for a job: ask again this soon */
 #define FETCHES_MAX   4	 /* claims read from the API at once */
 #define PTR_SIZE      sizeof(void *)
@@ -164,17 +163,10 @@ void dra_scanned(struct dra *d)
 	draslices_scanned(d->slices);
 }
 
-static const struct agent_dev *dev_by_name(const struct dra *d, const char *name)
+/* draclaims_node's holder (ud: the node's config): the pod UID of the journal that holds NIC id. */
+static void holder(void *ud, const char *id, char out[HPN_POD_UID_MAX + 1])
 {
-	for (size_t i = 0; i < d->n_names && i < d->node->devs.n; i++)
-		if (d->names[i][0] && !strcmp(d->names[i], name))
-			return &d->node->devs.v[i];
-	return NULL;
-}
-
-/* The pod UID of the journal that holds NIC id (out empty: none found). */
-static void holder(const struct hpn_conf *conf, const char *id, char out[HPN_POD_UID_MAX + 1])
-{
+	const struct hpn_conf *conf = ud;
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
 	char **keys = NULL;
@@ -309,15 +301,6 @@ static bool from_record(void *ud, struct hpn_dra_prep_claim *q)
 	return true;
 }
 
-/* A pod of the claim: does it own the journal's pod UID? */
-static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
-{
-	for (size_t i = 0; i < cl->n_pods; i++)
-		if (!strcmp(cl->pods[i], pod))
-			return true;
-	return false;
-}
-
 /*
  * ops.prepare: the claim read from the API, checked against the node: every
  * result of ours a NIC of this node's pool that no other pod holds. The
@@ -326,6 +309,12 @@ static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
 static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct hpn_dra_claim *cl)
 {
 	struct dra *d = ud;
+	const struct draclaims_node nd = { .node_name = d->o.node_name,
+					   .devs = &d->node->devs,
+					   .names = d->names,
+					   .n_names = d->n_names,
+					   .holder = holder,
+					   .ud = &d->node->conf };
 	struct dra_rec *r = calloc(1, sizeof(*r));
 	char *msg = q->err;
 	size_t len = sizeof(q->err);
@@ -334,50 +323,8 @@ static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct h
 		hpn_msgf(msg, len, "claim %s/%s: out of memory", q->ns, q->name);
 		return;
 	}
-	snprintf(r->uid, sizeof(r->uid), "%s", q->uid);
-	snprintf(r->ns, sizeof(r->ns), "%s", q->ns);
-	snprintf(r->name, sizeof(r->name), "%s", q->name);
-	for (size_t i = 0; i < cl->n_pods; i++)
-		snprintf(r->pods[r->n_pods++], sizeof(r->pods[0]), "%s", cl->pods[i]);
-	for (size_t i = 0; i < cl->n; i++) {
-		const struct hpn_dra_result *res = &cl->v[i];
-		const struct agent_dev *ad;
-		struct dra_rec_dev *v = &r->devs[r->n];
-
-		if (strcmp(res->pool, d->o.node_name)) {
-			hpn_msgf(msg, len,
-				 "claim %s/%s: device %s/%s is in pool %s, not this node's (%s)",
-				 q->ns, q->name, res->pool, res->device, res->pool, d->o.node_name);
-			goto fail;
-		}
-		ad = dev_by_name(d, res->device);
-		if (!ad) {
-			hpn_msgf(msg, len,
-				 "claim %s/%s: device %s is no NIC of the pool on node %s", q->ns,
-				 q->name, res->device, d->o.node_name);
-			goto fail;
-		}
-		/* The journals themselves, not ad->held: an ADD since the last scan counts. */
-		{
-			char pod[HPN_POD_UID_MAX + 1];
-
-			holder(&d->node->conf, ad->id, pod);
-			if (pod[0] && !reserved_for(cl, pod)) {
-				hpn_msgf(msg, len,
-					 "claim %s/%s: NIC %s (device %s) is held by pod %s, "
-					 "which the claim is not reserved for",
-					 q->ns, q->name, ad->id, res->device, pod);
-				goto fail;
-			}
-		}
-		snprintf(v->request, sizeof(v->request), "%s", res->request);
-		snprintf(v->pool, sizeof(v->pool), "%s", res->pool);
-		snprintf(v->device, sizeof(v->device), "%s", res->device);
-		snprintf(v->nic, sizeof(v->nic), "%s", ad->id);
-		snprintf(v->ifname, sizeof(v->ifname), "%s", ad->ifname);
-		snprintf(v->rdma, sizeof(v->rdma), "%s", ad->rdma);
-		r->n++;
-	}
+	if (draclaims_rec_of(&nd, cl, r, msg, len) < 0)
+		goto fail;
 	{
 		char cmsg[448] = "";
 
@@ -495,31 +442,12 @@ static void on_retry(struct loop_src *s)
 }
 
 /* The kubelet's claims, checked as any input is; INVALID_ARGUMENT names the first bad one. */
-static bool claims_ok(struct rpc_call *c, Claim **v, size_t n)
+static bool claims_ok(struct rpc_call *c, Claim *const *v, size_t n)
 {
 	char msg[256];
 
-	if (n > MAX_CLAIMS) {
-		hpn_msgf(msg, sizeof(msg), "%zu claims in one call, over %d", n, MAX_CLAIMS);
-		goto bad;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!hpn_k8s_dns_label(v[i]->namespace_) || !hpn_k8s_dns_subdomain(v[i]->name) ||
-		    !draclaims_uid_ok(v[i]->uid)) {
-			hpn_msgf(msg, sizeof(msg),
-				 "claim %zu: namespace, name or uid is not a DNS label, a DNS "
-				 "subdomain and 1-%d of [A-Za-z0-9-]",
-				 i + 1, DRA_CLAIM_UID_MAX);
-			goto bad;
-		}
-		for (size_t k = 0; k < i; k++)
-			if (!strcmp(v[i]->uid, v[k]->uid)) {
-				hpn_msgf(msg, sizeof(msg), "claim %s named twice", v[i]->uid);
-				goto bad;
-			}
-	}
-	return true;
-bad:
+	if (draclaims_request_ok(v, n, msg, sizeof(msg)))
+		return true;
 	hpn_warn("DRA: request refused: %s", msg);
 	rpc_fail(c, RPC_INVALID_ARGUMENT, msg);
 	return false;

@@ -3,7 +3,8 @@
  * The DRA driver's ResourceSlices (draslices.h): the pool rendered and
  * published on the loop. A round is a chain of API calls (kubeloop.h), one
  * in flight at a time, each started from the last one's done: the list, each
- * slice's write (a conflict read again in between), the deletes.
+ * slice's write (a conflict read again in between), the deletes. What the
+ * list's answer asks of a round is hpn_dra_slices_plan's (draslice.h).
  */
 #include "draslices.h"
 
@@ -29,7 +30,6 @@
 #define BACKOFF_MIN_MS	1000  /* after a failed round, then doubled... */
 #define BACKOFF_MAX_MS	30000 /* ...up to this */
 #define CONFLICT_TRIES	4     /* PUTs of one slice answered 409, read again in between */
-#define MAX_SLICES_LIST 64    /* slices of our node and driver read, at most */
 
 /*
  * One round of requests: what it publishes (copied at its start), where its
@@ -47,15 +47,12 @@ struct round {
 	long gen;   /* the generation in the API after the round */
 	bool wrote; /* the round wrote (or deleted) a slice */
 	size_t slices;
-	unsigned long writes; /* slices PUT or POSTed */
-	cJSON *list;	      /* the list's answer... */
-	const cJSON *items;   /* ...its items */
-	cJSON **v;	      /* our slices rendered at gen, count of them */
-	size_t count;
-	size_t at;	    /* the slice being written */
-	int tries;	    /* its PUTs and POSTs so far */
+	unsigned long writes;		 /* slices PUT or POSTed */
+	struct hpn_dra_slices_plan plan; /* what the list's answer asks of the round */
+	size_t at;			 /* the slice being written */
+	int tries;			 /* its PUTs and POSTs so far */
 	char rv[64];	    /* its resourceVersion in the API ("": none there, POSTed) */
-	const cJSON *del;   /* the listed slice to delete next, if not ours */
+	size_t del;	    /* the plan's delete made next */
 	const char *method; /* the call in flight's, for its errors */
 	char path[1024], what[384];
 };
@@ -101,88 +98,12 @@ struct draslices {
 
 static const char *rv_of(const cJSON *obj)
 {
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "resourceVersion"));
+	return hpn_dra_slice_meta(obj, "resourceVersion");
 }
 
 static const char *name_of(const cJSON *obj)
 {
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "name"));
-}
-
-static long gen_of(const cJSON *obj)
-{
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-	const cJSON *g = cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(spec, "pool"), "generation");
-
-	return cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 1e15
-		       ? (long)g->valuedouble
-		       : 0;
-}
-
-/* The slices of rd's pool at generation gen, parsed; NULL with rd->err set. */
-static cJSON **render_all(struct round *rd, long gen, size_t count)
-{
-	const struct draslices_opts *o = &rd->s->o;
-	cJSON **v = calloc(count, sizeof(void *)); /* cJSON pointers */
-
-	if (!v) {
-		hpn_err_set(&rd->err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-		return NULL;
-	}
-	for (size_t i = 0; i < count; i++) {
-		char *text = hpn_dra_slice_render(o->driver, o->node_name, o->node_name, gen,
-						  rd->nics, rd->n, i, count, &rd->err);
-
-		v[i] = text ? cJSON_Parse(text) : NULL;
-		free(text);
-		if (!v[i] || !name_of(v[i])) {
-			if (text)
-				hpn_err_set(&rd->err, HPN_E_INTERNAL, EINVAL,
-					    "a ResourceSlice rendered is not JSON");
-			for (size_t k = 0; k <= i; k++)
-				cJSON_Delete(v[k]);
-			free(v);
-			return NULL;
-		}
-	}
-	return v;
-}
-
-static void free_all(cJSON **v, size_t count)
-{
-	for (size_t i = 0; v && i < count; i++)
-		cJSON_Delete(v[i]);
-	free(v);
-}
-
-static const cJSON *item_named(const cJSON *items, const char *name)
-{
-	const cJSON *it;
-
-	cJSON_ArrayForEach (it, items)
-		if (name_of(it) && !strcmp(name_of(it), name))
-			return it;
-	return NULL;
-}
-
-/* Our slices as they should be, all there, no others: the pool at generation gen is published. */
-static bool up_to_date(const cJSON *items, cJSON *const *v, size_t count)
-{
-	if ((size_t)cJSON_GetArraySize(items) != count)
-		return false;
-	for (size_t i = 0; i < count; i++) {
-		const cJSON *it = item_named(items, name_of(v[i]));
-
-		if (!it || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(it, "spec"),
-					  cJSON_GetObjectItemCaseSensitive(v[i], "spec"), true))
-			return false;
-	}
-	return true;
+	return hpn_dra_slice_meta(obj, "name");
 }
 
 /* ---- a round: its requests, one after another ------------------------------------ */
@@ -192,8 +113,7 @@ static void round_free(struct round *rd)
 	if (!rd)
 		return;
 	kube_cancel(rd->op);
-	free_all(rd->v, rd->count);
-	cJSON_Delete(rd->list);
+	hpn_dra_slices_plan_free(&rd->plan);
 	free(rd->key);
 	free(rd->nics);
 	free(rd);
@@ -320,7 +240,7 @@ static void delete_done(void *ud, struct kube_result *res)
 		round_end(rd, status_err(rd, res));
 		return;
 	}
-	rd->del = rd->del->next;
+	rd->del++;
 	delete_next(rd);
 }
 
@@ -330,27 +250,20 @@ static void delete_done(void *ud, struct kube_result *res)
  */
 static void delete_next(struct round *rd)
 {
-	for (; rd->del; rd->del = rd->del->next) {
-		const char *name = name_of(rd->del);
-		bool ours = false;
-		int r;
+	const char *name;
+	int r;
 
-		if (!name)
-			break;
-		for (size_t i = 0; i < rd->count; i++)
-			ours = ours || !strcmp(name, name_of(rd->v[i]));
-		if (ours)
-			continue;
-		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s",
-			 name);
-		snprintf(rd->what, sizeof(rd->what), "ResourceSlice %s", name);
-		r = call_api(rd, "DELETE", NULL, NULL, true, delete_done);
-		if (r < 0)
-			round_end(rd, r);
+	if (rd->del == rd->plan.n_del) {
+		rd->slices = rd->plan.count;
+		round_end(rd, 0);
 		return;
 	}
-	rd->slices = rd->count;
-	round_end(rd, 0);
+	name = rd->plan.del[rd->del];
+	snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s", name);
+	snprintf(rd->what, sizeof(rd->what), "ResourceSlice %s", name);
+	r = call_api(rd, "DELETE", NULL, NULL, true, delete_done);
+	if (r < 0)
+		round_end(rd, r);
 }
 
 /* The slice's next PUT or POST, CONFLICT_TRIES in all; r: how the last one ended. */
@@ -409,7 +322,7 @@ static void write_done(void *ud, struct kube_result *res)
 		write_again(rd, 0);
 	} else if (st == 409) {
 		snprintf(rd->path, sizeof(rd->path), "/apis/resource.k8s.io/v1/resourceslices/%s",
-			 name_of(rd->v[rd->at]));
+			 name_of(rd->plan.v[rd->at]));
 		r = call_api(rd, "GET", NULL, NULL, true, reread_done);
 		if (r < 0)
 			round_end(rd, r);
@@ -421,7 +334,7 @@ static void write_done(void *ud, struct kube_result *res)
 /* Slice rd->at written over the one in the API with resourceVersion rd->rv ("": POSTed). */
 static void write_send(struct round *rd)
 {
-	cJSON *obj = rd->v[rd->at];
+	cJSON *obj = rd->plan.v[rd->at];
 	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
 	const char *name = name_of(obj);
 	bool put = rd->rv[0] != '\0';
@@ -453,28 +366,26 @@ static void write_send(struct round *rd)
 /* Our slices written in order, each with the resourceVersion listed; then the deletes. */
 static void write_next(struct round *rd)
 {
-	const cJSON *cur;
-
-	if (rd->at == rd->count) {
-		rd->del = rd->items->child;
+	if (rd->at == rd->plan.count) {
+		rd->del = 0;
 		delete_next(rd);
 		return;
 	}
-	cur = item_named(rd->items, name_of(rd->v[rd->at]));
-	snprintf(rd->rv, sizeof(rd->rv), "%s", cur && rv_of(cur) ? rv_of(cur) : "");
+	snprintf(rd->rv, sizeof(rd->rv), "%s", rd->plan.rv[rd->at]);
 	rd->tries = 0;
 	write_send(rd);
 }
 
 /*
  * The list ended: nothing to write when the API holds our slices at its own
- * generation; else the pool at a generation above every one there and ours.
+ * generation; else the pool at a generation above every one there and ours
+ * (hpn_dra_slices_plan).
  */
 static void list_done(void *ud, struct kube_result *res)
 {
 	struct round *rd = ud;
-	const cJSON *it;
-	long api_gen = 0;
+	const struct draslices_opts *o = &rd->s->o;
+	int r;
 
 	if (ended(rd, res) < 0) {
 		round_end(rd, res->r);
@@ -484,39 +395,16 @@ static void list_done(void *ud, struct kube_result *res)
 		round_end(rd, status_err(rd, res));
 		return;
 	}
-	rd->list = cJSON_ParseWithLength(res->a.body, res->a.len);
-	rd->items = cJSON_GetObjectItemCaseSensitive(rd->list, "items");
-	if (!cJSON_IsArray(rd->items) || cJSON_GetArraySize(rd->items) > MAX_SLICES_LIST) {
-		round_end(rd,
-			  hpn_err_set(&rd->err, HPN_E_KUBE, EPROTO, "%s: not a list of at most %d",
-				      rd->what, MAX_SLICES_LIST));
+	r = hpn_dra_slices_plan(res->a.body, res->a.len, rd->what, o->driver, o->node_name,
+				rd->nics, rd->n, rd->floor, &rd->plan, &rd->err);
+	if (r < 0) {
+		round_end(rd, r);
 		return;
 	}
-	cJSON_ArrayForEach (it, rd->items)
-		if (gen_of(it) > api_gen)
-			api_gen = gen_of(it);
-	rd->count = hpn_dra_slice_split(rd->n);
-	/* What is there already, at its own generation: nothing to write. */
-	if (api_gen > 0 && api_gen >= rd->floor) {
-		rd->v = render_all(rd, api_gen, rd->count);
-		if (!rd->v) {
-			round_end(rd, -EINVAL);
-			return;
-		}
-		if (up_to_date(rd->items, rd->v, rd->count)) {
-			rd->gen = api_gen;
-			rd->slices = rd->count;
-			round_end(rd, 0);
-			return;
-		}
-		free_all(rd->v, rd->count);
-		rd->v = NULL;
-	}
-	/* Above every generation there, so the scheduler takes ours as the newest. */
-	rd->gen = (api_gen > rd->floor ? api_gen : rd->floor) + 1;
-	rd->v = render_all(rd, rd->gen, rd->count);
-	if (!rd->v) {
-		round_end(rd, -EINVAL);
+	rd->gen = rd->plan.gen;
+	if (!rd->plan.write) {
+		rd->slices = rd->plan.count;
+		round_end(rd, 0);
 		return;
 	}
 	rd->wrote = true;

@@ -418,3 +418,162 @@ out:
 	free(names);
 	return text;
 }
+
+/* ---- the publisher's round, from the API's list -------------------------------------- */
+
+const char *hpn_dra_slice_meta(const cJSON *obj, const char *key)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, key));
+}
+
+static long gen_of(const cJSON *obj)
+{
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(spec, "pool"), "generation");
+
+	return cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 1e15
+		       ? (long)g->valuedouble
+		       : 0;
+}
+
+static void free_all(cJSON **v, size_t count)
+{
+	for (size_t i = 0; v && i < count; i++)
+		cJSON_Delete(v[i]);
+	free(v);
+}
+
+/* The slices of the pool at generation gen, parsed; NULL with err set. */
+static cJSON **render_all(const char *driver, const char *node, const struct hpn_dra_nic *nics,
+			  size_t n, long gen, size_t count, struct hpn_err *err)
+{
+	cJSON **v = calloc(count, sizeof(void *)); /* cJSON pointers */
+
+	if (!v) {
+		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < count; i++) {
+		char *text = hpn_dra_slice_render(driver, node, node, gen, nics, n, i, count, err);
+
+		v[i] = text ? cJSON_Parse(text) : NULL;
+		free(text);
+		if (!v[i] || !hpn_dra_slice_meta(v[i], "name")) {
+			if (text)
+				hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+					    "a ResourceSlice rendered is not JSON");
+			free_all(v, i + 1);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+static const cJSON *item_named(const cJSON *items, const char *name)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach (it, items) {
+		const char *got = hpn_dra_slice_meta(it, "name");
+
+		if (got && !strcmp(got, name))
+			return it;
+	}
+	return NULL;
+}
+
+/* Our slices as they should be, all there, no others: the pool at generation gen is published. */
+static bool up_to_date(const cJSON *items, cJSON *const *v, size_t count)
+{
+	if ((size_t)cJSON_GetArraySize(items) != count)
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		const cJSON *it = item_named(items, hpn_dra_slice_meta(v[i], "name"));
+
+		if (!it || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(it, "spec"),
+					  cJSON_GetObjectItemCaseSensitive(v[i], "spec"), true))
+			return false;
+	}
+	return true;
+}
+
+/* What to write: each slice's resourceVersion listed, the listed slices not ours. */
+static int plan_writes(const cJSON *items, struct hpn_dra_slices_plan *p, struct hpn_err *err)
+{
+	const cJSON *it;
+
+	p->rv = calloc(p->count, sizeof(*p->rv));
+	p->del = calloc((size_t)cJSON_GetArraySize(items) + 1, sizeof(*p->del));
+	if (!p->rv || !p->del)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	for (size_t i = 0; i < p->count; i++) {
+		const cJSON *cur = item_named(items, hpn_dra_slice_meta(p->v[i], "name"));
+
+		p->rv[i] = cur && hpn_dra_slice_meta(cur, "resourceVersion")
+				   ? hpn_dra_slice_meta(cur, "resourceVersion")
+				   : "";
+	}
+	cJSON_ArrayForEach (it, items) {
+		const char *name = hpn_dra_slice_meta(it, "name");
+		bool ours = false;
+
+		if (!name)
+			break;
+		for (size_t i = 0; i < p->count; i++)
+			ours = ours || !strcmp(name, hpn_dra_slice_meta(p->v[i], "name"));
+		if (!ours)
+			p->del[p->n_del++] = name;
+	}
+	return 0;
+}
+
+int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const char *driver,
+			const char *node, const struct hpn_dra_nic *nics, size_t n, long floor,
+			struct hpn_dra_slices_plan *ret, struct hpn_err *err)
+{
+	struct hpn_dra_slices_plan *p = ret;
+	const cJSON *items, *it;
+	long api_gen = 0;
+
+	*p = (struct hpn_dra_slices_plan){ 0 };
+	p->list = cJSON_ParseWithLength(body, len);
+	items = cJSON_GetObjectItemCaseSensitive(p->list, "items");
+	if (!cJSON_IsArray(items) || cJSON_GetArraySize(items) > HPN_DRA_SLICES_LIST_MAX)
+		return hpn_err_set(err, HPN_E_KUBE, EPROTO, "%s: not a list of at most %d", what,
+				   HPN_DRA_SLICES_LIST_MAX);
+	cJSON_ArrayForEach (it, items)
+		if (gen_of(it) > api_gen)
+			api_gen = gen_of(it);
+	p->count = hpn_dra_slice_split(n);
+	/* What is there already, at its own generation: nothing to write. */
+	if (api_gen > 0 && api_gen >= floor) {
+		p->v = render_all(driver, node, nics, n, api_gen, p->count, err);
+		if (!p->v)
+			return -EINVAL;
+		if (up_to_date(items, p->v, p->count)) {
+			p->gen = api_gen;
+			return 0;
+		}
+		free_all(p->v, p->count);
+		p->v = NULL;
+	}
+	/* Above every generation there, so the scheduler takes ours as the newest. */
+	p->gen = (api_gen > floor ? api_gen : floor) + 1;
+	p->v = render_all(driver, node, nics, n, p->gen, p->count, err);
+	if (!p->v)
+		return -EINVAL;
+	p->write = true;
+	return plan_writes(items, p, err);
+}
+
+void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p)
+{
+	free_all(p->v, p->count);
+	free(p->rv);
+	free(p->del);
+	cJSON_Delete(p->list);
+	*p = (struct hpn_dra_slices_plan){ 0 };
+}

@@ -78,4 +78,44 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 			   const struct hpn_dra_nic *nics, size_t n, size_t slice_index,
 			   size_t slice_count, struct hpn_err *err);
 
+/* ---- the publisher's round, from the API's list -------------------------------------- */
+
+#define HPN_DRA_SLICES_LIST_MAX 64 /* slices of our node and driver read, at most */
+
+struct cJSON;
+
+/* metadata.<key> of an object of the API, when a string; else NULL. */
+const char *hpn_dra_slice_meta(const struct cJSON *obj, const char *key);
+
+/*
+ * What a round of the ResourceSlice publisher writes, decided from the API's
+ * answer to the list of the slices of node and driver: nothing when the API
+ * holds the pool's slices already at a generation of their own (one
+ * listed, at least floor, our last); else the slices at a generation above
+ * every one listed and floor, each to be PUT over the resourceVersion listed
+ * for its name or POSTed, then the listed slices not ours DELETEd.
+ */
+struct hpn_dra_slices_plan {
+	struct cJSON **v; /* the pool's slices at gen, count of them (hpn_dra_slice_split) */
+	size_t count;
+	long gen;
+	bool write;	    /* v to write; false: the API holds them already */
+	const char **rv;    /* v[i]'s resourceVersion in the list, "" when not listed */
+	const char **del;   /* names of the listed slices not ours, in the list's order, n_del */
+	size_t n_del;	    /* (a listed slice without a name ends them) */
+	struct cJSON *list; /* the answer, parsed: rv and del point into it */
+};
+
+/*
+ * The plan for the pool nics[0..n) of driver and node (the pool's name too)
+ * from the list's answer body[0..len): code HPN_E_KUBE (-EPROTO) naming what
+ * when it is not JSON with items, an array of at most HPN_DRA_SLICES_LIST_MAX;
+ * -EINVAL with err as hpn_dra_slice_render set it when the pool cannot be
+ * rendered. hpn_dra_slices_plan_free after, either way.
+ */
+int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const char *driver,
+			const char *node, const struct hpn_dra_nic *nics, size_t n, long floor,
+			struct hpn_dra_slices_plan *ret, struct hpn_err *err);
+void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p);
+
 #endif
