@@ -175,12 +175,18 @@ bool draclaims_request_ok(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *const *v,
 		return false;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!hpn_k8s_dns_label(v[i]->namespace_) || !hpn_k8s_dns_subdomain(v[i]->name) ||
-		    !draclaims_uid_ok(v[i]->uid)) {
-			hpn_msgf(msg, len,
-				 "claim %zu: namespace, name or uid is not a DNS label, a DNS "
-				 "subdomain and 1-%d of [A-Za-z0-9-]",
-				 i + 1, DRA_CLAIM_UID_MAX);
+		/* The field, not its value: the kubelet's bytes stay out of the log. */
+		if (!hpn_k8s_dns_label(v[i]->namespace_)) {
+			hpn_msgf(msg, len, "claim %zu: namespace is not a DNS label", i + 1);
+			return false;
+		}
+		if (!hpn_k8s_dns_subdomain(v[i]->name)) {
+			hpn_msgf(msg, len, "claim %zu: name is not a DNS subdomain", i + 1);
+			return false;
+		}
+		if (!draclaims_uid_ok(v[i]->uid)) {
+			hpn_msgf(msg, len, "claim %zu: uid is not 1-%d of [A-Za-z0-9-]", i + 1,
+				 DRA_CLAIM_UID_MAX);
 			return false;
 		}
 		for (size_t k = 0; k < i; k++)

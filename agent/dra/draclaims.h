@@ -99,7 +99,8 @@ bool draclaims_uid_ok(const char *s);
  * the kubelet names them (v1 and v1beta1 are the same bytes: dra-v1.proto's
  * messages), checked as any input is: at most DRA_CALL_CLAIMS, each
  * namespace a DNS label, name a DNS subdomain and uid draclaims_uid_ok, no
- * uid twice. false with msg saying what of which claim is wrong.
+ * uid twice. false with msg naming the claim (its place, from 1) and the
+ * field that is wrong, or the uid named twice.
  */
 bool draclaims_request_ok(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *const *v, size_t n,
 			  char *msg, size_t len);
