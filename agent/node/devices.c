@@ -300,6 +300,11 @@ int agent_prefer(const struct agent_devs *devs, char **avail, size_t n_avail, ch
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				   "%zu devices asked of %zu available with %zu that must be in",
 				   size, n_avail, n_must);
+	/* The kubelet's must-include are among the available: an answer names no other. */
+	for (size_t i = 0; i < n_must; i++)
+		if (!listed((const char **)avail, n_avail, must[i]))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "device %s must be in but is not available", must[i]);
 	for (size_t i = 0; i < n_must; i++) {
 		if (listed(out, n, must[i]))
 			continue;

@@ -77,7 +77,7 @@ int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *w
 
 /*
  * GetPreferredAllocation for one container: size IDs out of avail, every
- * one of must first, then free NICs (held by no journal) on the NUMA nodes
+ * one of must (which must be in avail) first, then free NICs (held by no journal) on the NUMA nodes
  * already chosen, then on the node with the most free NICs, fewest nodes in
  * all; held NICs only when free ones run out. Names point into avail/must.
  * -EINVAL (err says why) for a request that cannot be met.

@@ -20,8 +20,9 @@
  * (at most 256) is refused INVALID_ARGUMENT naming the ID or its index, and
  * for Allocate the first naming a NIC taken from the pool is refused
  * FAILED_PRECONDITION naming it and its pod; a GetPreferredAllocation with a
- * negative size, more than is available, or fewer than must be in is
- * refused; everything else is answered. Each preferred answer is the size
+ * negative size, more than is available, fewer than must be in, or an ID
+ * that must be in but is not available is refused (found by this target:
+ * the answer named it); everything else is answered. Each preferred answer is the size
  * asked, no ID twice, every must-include ID in, every ID available; free NICs
  * (healthy, held by no journal) before held ones, on the NUMA nodes of the
  * must-include NICs while they have some, else on one node when one has
@@ -295,6 +296,13 @@ static void preferred(const uint8_t *data, size_t size)
 			 (size_t)q->allocation_size > q->n_available_deviceids ||
 			 q->n_must_include_deviceids > (size_t)q->allocation_size)
 			expect = RPC_INVALID_ARGUMENT;
+		for (size_t k = 0; expect == RPC_OK && k < q->n_must_include_deviceids; k++)
+			if (!in(q->available_deviceids, q->n_available_deviceids,
+				q->must_include_deviceids[k])) {
+				snprintf(want, sizeof(want), "device %s must be in",
+					 q->must_include_deviceids[k]);
+				expect = RPC_INVALID_ARGUMENT;
+			}
 	}
 	memset(msg, 0x5a, sizeof(msg));
 	st = dp_prefer(&devs, r, &p, msg, sizeof(msg));
