@@ -5,6 +5,7 @@
  */
 #include "draclaims.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +77,47 @@ static bool rec_str(const cJSON *o, const char *key, char *out, size_t len, bool
 	return true;
 }
 
+/* An RDMA device's name as a record may hold it: a sysfs name, and one of a comma-separated list. */
+static bool rec_rdma_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n)
+		return true;
+	if (n >= HPN_IBDEV_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (!isgraph((unsigned char)*s) || *s == '/' || *s == ',')
+			return false;
+	return true;
+}
+
+/*
+ * A record NodePrepareResources could have written: the claim's names and
+ * pods as the API's syntax has them, its devices' as the claim parser and
+ * the pool gave them. A record is the agent's own file, but what it holds
+ * goes into API paths (drastatus.c), CDI specs and the lookup's answers: it
+ * is checked as any input is (found by fuzz_drarecord).
+ */
+static bool rec_valid(const struct dra_rec *r)
+{
+	if (!draclaims_uid_ok(r->uid) || !hpn_k8s_dns_label(r->ns) ||
+	    !hpn_k8s_dns_subdomain(r->name))
+		return false;
+	for (size_t i = 0; i < r->n_pods; i++)
+		if (!hpn_k8s_uid(r->pods[i]))
+			return false;
+	for (size_t i = 0; i < r->n; i++) {
+		const struct dra_rec_dev *v = &r->devs[i];
+
+		if (!hpn_dra_request_ok(v->request) || !hpn_dra_pool_ok(v->pool) ||
+		    !hpn_k8s_dns_label(v->device) || !hpn_alloc_id_valid(v->nic) ||
+		    (v->ifname[0] && !hpn_valid_ifname(v->ifname)) || !rec_rdma_ok(v->rdma))
+			return false;
+	}
+	return true;
+}
+
 int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r)
 {
 	cJSON *root = cJSON_ParseWithLength(text, len);
@@ -117,7 +159,7 @@ int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r)
 		r->n++;
 	}
 	cJSON_Delete(root);
-	return ok ? 0 : -EINVAL;
+	return ok && rec_valid(r) ? 0 : -EINVAL;
 }
 
 static int dir_fd(const struct dra_claims *cl)

@@ -129,7 +129,8 @@ int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim
 /*
  * A record as <state-dir>/dra/<uid>.json holds it, and back: the text is
  * freed with cJSON_free (NULL: no memory); the parse fills *r (next NULL),
- * -EINVAL when the text is not a record.
+ * -EINVAL when the text is not a record NodePrepareResources could have
+ * written (names and UIDs of the API's syntax, a device ID, a netdev name).
  */
 char *draclaims_rec_render(const struct dra_rec *r);
 int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r);
