@@ -16,8 +16,10 @@
  * the driver, node and pool, at one generation: either nothing to write,
  * when the listed items are exactly the pool's slices (by name, spec for
  * spec) at the highest generation listed, at least the last one; or the
- * slices at a generation above the last one and every one listed, each to
- * be written over the resourceVersion listed under its name (none: made
+ * slices at a generation above the last one and every one listed (at most
+ * 10^15 - 1, what it reads: found by this target, the publisher wrote 10^15
+ * after 10^15 - 1 and, not reading it back, wrote again every round), each
+ * to be written over the resourceVersion listed under its name (none: made
  * anew), then the listed slices before the first without a name that are
  * not ours deleted, in order, and never one of ours. And the round
  * converges: the API then holding just what was written (a resourceVersion
@@ -70,7 +72,8 @@ static long listed_gen(const cJSON *it)
 {
 	const cJSON *g = at(at(it, "spec", "pool"), "generation", NULL);
 
-	return cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 1e15
+	return cJSON_IsNumber(g) && g->valuedouble >= 0 &&
+			       g->valuedouble <= (double)HPN_DRA_GENERATION_MAX
 		       ? (long)g->valuedouble
 		       : 0;
 }
@@ -142,7 +145,7 @@ static void converges(const struct hpn_dra_slices_plan *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t sizes[] = { 0, 1, 3, 130 };
-	static const long floors[] = { 0, 1, 7, 999999999999999L };
+	static const long floors[] = { 0, 1, 7, HPN_DRA_GENERATION_MAX };
 	struct hpn_dra_slices_plan p;
 	struct hpn_err err = { 0 };
 	const cJSON *items, *it;
@@ -182,7 +185,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		goto out;
 	}
-	FUZZ_ASSERT(p.gen > floor && p.gen > max_gen);
+	/* Above both, or at the bound that is read back. */
+	if (max_gen < floor)
+		max_gen = floor;
+	FUZZ_ASSERT(p.gen == (max_gen < HPN_DRA_GENERATION_MAX ? max_gen + 1 : max_gen));
 	for (size_t i = 0; i < p.count; i++) {
 		const cJSON *l = item_named(items, hpn_dra_slice_meta(p.v[i], "name"));
 		const char *rv = l ? hpn_dra_slice_meta(l, "resourceVersion") : NULL;

@@ -434,7 +434,8 @@ static long gen_of(const cJSON *obj)
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(spec, "pool"), "generation");
 
-	return cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 1e15
+	return cJSON_IsNumber(g) && g->valuedouble >= 0 &&
+			       g->valuedouble <= (double)HPN_DRA_GENERATION_MAX
 		       ? (long)g->valuedouble
 		       : 0;
 }
@@ -560,8 +561,14 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 		free_all(p->v, p->count);
 		p->v = NULL;
 	}
-	/* Above every generation there, so the scheduler takes ours as the newest. */
-	p->gen = (api_gen > floor ? api_gen : floor) + 1;
+	/*
+	 * Above every generation there, so the scheduler takes ours as the
+	 * newest; at the bound, the bound (what else is there is deleted or
+	 * written over), never one gen_of would not read back: the next round
+	 * would write again, and every round after it (found by fuzz_draslices).
+	 */
+	p->gen = api_gen > floor ? api_gen : floor;
+	p->gen = p->gen < HPN_DRA_GENERATION_MAX ? p->gen + 1 : HPN_DRA_GENERATION_MAX;
 	p->v = render_all(driver, node, nics, n, p->gen, p->count, err);
 	if (!p->v)
 		return -EINVAL;

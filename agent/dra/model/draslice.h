@@ -81,6 +81,8 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 /* ---- the publisher's round, from the API's list -------------------------------------- */
 
 #define HPN_DRA_SLICES_LIST_MAX 64 /* slices of our node and driver read, at most */
+/* The highest pool generation read or written: exact in a double, which cJSON keeps. */
+#define HPN_DRA_GENERATION_MAX 999999999999999L
 
 struct cJSON;
 
@@ -92,8 +94,10 @@ const char *hpn_dra_slice_meta(const struct cJSON *obj, const char *key);
  * answer to the list of the slices of node and driver: nothing when the API
  * holds the pool's slices already at a generation of their own (one
  * listed, at least floor, our last); else the slices at a generation above
- * every one listed and floor, each to be PUT over the resourceVersion listed
- * for its name or POSTed, then the listed slices not ours DELETEd.
+ * every one listed and floor (HPN_DRA_GENERATION_MAX at most: one listed
+ * above it is not read, and the generation written is one the next round
+ * reads), each to be PUT over the resourceVersion listed for its name or
+ * POSTed, then the listed slices not ours DELETEd.
  */
 struct hpn_dra_slices_plan {
 	struct cJSON **v; /* the pool's slices at gen, count of them (hpn_dra_slice_split) */
