@@ -16,6 +16,7 @@
 #include "ipam.h"
 #include "nl.h"
 #include "pool.h"
+#include "qos.h"
 #include "rdma.h"
 #include "status.h"
 #include "sysfs.h"
@@ -358,6 +359,58 @@ static void gather_modules(struct hpn_doctor *d)
 			snprintf(d->modules[d->n_modules++], sizeof(d->modules[0]), "%s", mods[i]);
 }
 
+/* The QoS of host netdev name, once per name. */
+static void add_qos(struct hpn_doctor *d, struct nl_sock *rt, const char *name)
+{
+	struct hpn_doctor_qos *o;
+	struct hpn_err e = { 0 };
+
+	for (size_t i = 0; i < d->n_qos; i++)
+		if (!strcmp(d->qos[i].netdev, name))
+			return;
+	if (d->n_qos == HPN_DOCTOR_MAX_QOS)
+		return;
+	o = &d->qos[d->n_qos++];
+	memset(o, 0, sizeof(*o));
+	hpn_msgf(o->netdev, sizeof(o->netdev), "%s", name);
+	hpn_qos_init(&o->q);
+	if (hpn_sysfs_fake(d->sysfs_root)) {
+		hpn_qos_read_ecn(d->sysfs_root, name, &o->q);
+		return;
+	}
+	o->dcb_asked = true;
+	if (!rt)
+		hpn_msgf(o->error, sizeof(o->error), "QoS of \"%s\": no rtnetlink socket", name);
+	else if (hpn_qos_read(rt, d->sysfs_root, name, &o->q, &e) < 0)
+		hpn_msgf(o->error, sizeof(o->error), "%s", e.msg);
+	if (o->error[0])
+		hpn_qos_read_ecn(d->sysfs_root, name, &o->q);
+}
+
+/*
+ * RoCE QoS of every row's netdev still in the host netns, and of the netdev
+ * a `device` selector names when no row has it (a NIC without an RDMA device,
+ * for softRoce). Runs after the holders: a held NIC's name is gone from here.
+ */
+static void gather_qos(struct hpn_doctor *d)
+{
+	_cleanup_nl_sock_ struct nl_sock *rt = NULL;
+	const char *sel = d->conf.selector_value;
+
+	/* Without a socket (the netlink check says why) each row says it has none. */
+	if (!hpn_sysfs_fake(d->sysfs_root))
+		(void)hpn_nl_open(NETLINK_ROUTE, &rt);
+	for (size_t i = 0; i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *n = &d->nics[i];
+
+		if (n->netdev[0] && !n->held_container[0] && !n->journal_only)
+			add_qos(d, rt, n->netdev);
+	}
+	if (d->conf_valid && d->conf.selector == HPN_SEL_DEVICE && sel && hpn_valid_ifname(sel) &&
+	    hpn_sysfs_exists("%s/class/net/%s", d->sysfs_root, sel))
+		add_qos(d, rt, sel);
+}
+
 /* ---- checks only the doctor makes ------------------------------------------------ */
 
 static struct hpn_doctor_check *add_check(struct hpn_doctor *d, const char *name,
@@ -530,6 +583,7 @@ int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_
 	gather_nics(d);
 	if (d->conf_valid)
 		gather_holders(d);
+	gather_qos(d);
 
 	check_conf(d, conf_dir);
 	for (size_t i = 0; hpn_ready_checks[i].name; i++) {

@@ -7,6 +7,7 @@
 
 #include "conf.h"
 #include "err.h"
+#include "qos.h"
 #include "store.h"
 #include "types.h"
 
@@ -22,6 +23,9 @@
  * <root>/module/ib_core/parameters/netns_mode (Y: shared, N: exclusive), and a
  * tree without <root>/module/ib_core has no RDMA subsystem. Modules are the
  * entries of <root>/module/ (loaded modules, and built-in ones with parameters).
+ * RoCE QoS (qos.h) of every row's host netdev and of a `device` the config
+ * selects: DCB over rtnetlink on the real root only (a fake tree's netdevs
+ * are not the kernel's), ECN from the tree on either.
  */
 
 enum hpn_check_state { HPN_CHECK_OK, HPN_CHECK_SKIP, HPN_CHECK_WARN, HPN_CHECK_FAIL };
@@ -29,6 +33,7 @@ enum hpn_check_state { HPN_CHECK_OK, HPN_CHECK_SKIP, HPN_CHECK_WARN, HPN_CHECK_F
 #define HPN_DOCTOR_MAX_NICS   128
 #define HPN_DOCTOR_MAX_CHECKS 16
 #define HPN_DOCTOR_MAX_MODS   16
+#define HPN_DOCTOR_MAX_QOS    (HPN_DOCTOR_MAX_NICS + 1)
 
 /* One RDMA NIC port (or a NIC a pod holds), as the doctor's table shows it. */
 struct hpn_doctor_nic {
@@ -49,6 +54,14 @@ struct hpn_doctor_nic {
 	char held_ifname[HPN_IFNAMSIZ];
 	bool held_complete;  /* the ADD finished (phase ATTACHED) and no DEL or GC runs */
 	bool held_releasing; /* a DEL or GC is undoing it */
+};
+
+/* A host netdev's RoCE QoS. */
+struct hpn_doctor_qos {
+	char netdev[HPN_IFNAMSIZ];
+	bool dcb_asked;		 /* DCB was asked of the kernel (a live root) */
+	struct hpn_qos q;	 /* state HPN_QOS_UNREAD when DCB was not asked or failed */
+	char error[HPN_ERR_MSG]; /* why DCB could not be read; empty when it was */
 };
 
 struct hpn_doctor_check {
@@ -77,6 +90,8 @@ struct hpn_doctor {
 
 	struct hpn_doctor_nic nics[HPN_DOCTOR_MAX_NICS];
 	size_t n_nics;
+	struct hpn_doctor_qos qos[HPN_DOCTOR_MAX_QOS];
+	size_t n_qos;
 
 	struct hpn_doctor_check checks[HPN_DOCTOR_MAX_CHECKS];
 	size_t n_checks;

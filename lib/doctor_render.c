@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qos.h"
 #include "rdma.h"
 #include "util.h"
 
@@ -60,6 +61,84 @@ static const char *selector_text(const struct hpn_doctor *d, char *buf, size_t l
 		snprintf(buf, len, "nothing (no selector)");
 	}
 	return buf;
+}
+
+/* "3,4" for the priorities of mask into buf (at least 16 bytes); "none" for 0. */
+static void prio_list(uint8_t mask, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	snprintf(buf, len, "none");
+	for (int p = 0; p < HPN_QOS_PRIOS; p++)
+		if (mask & (1u << p))
+			n += (size_t)snprintf(buf + n, len - n, "%s%d", n ? "," : "", p);
+}
+
+/*
+ * The DSCP entries as runs of consecutive DSCP values with the same
+ * priorities: "0-7:0 8-15:1 26:3 48:3+6"; "-" when there are none.
+ */
+static void dscp_runs(const struct hpn_qos *q, FILE *f)
+{
+	bool any = false;
+
+	for (int d = 0; d < HPN_QOS_DSCPS;) {
+		uint8_t m = q->dscp_prio[d];
+		int end = d;
+
+		while (end + 1 < HPN_QOS_DSCPS && q->dscp_prio[end + 1] == m)
+			end++;
+		if (m) {
+			fprintf(f, any ? " %d" : "%d", d);
+			if (end > d)
+				fprintf(f, "-%d", end);
+			for (int p = 0, first = 1; p < HPN_QOS_PRIOS; p++)
+				if (m & (1u << p)) {
+					fprintf(f, "%c%d", first ? ':' : '+', p);
+					first = 0;
+				}
+			any = true;
+		}
+		d = end + 1;
+	}
+	if (!any)
+		fputs("-", f);
+}
+
+static const char *qos_dcb_text(const struct hpn_doctor_qos *o)
+{
+	if (o->q.state != HPN_QOS_UNREAD)
+		return hpn_qos_state_name(o->q.state);
+	return o->dcb_asked ? "error" : "not read";
+}
+
+/* The RoCE QoS table: one row per netdev, an error under its row. */
+static void qos_text(const struct hpn_doctor *d, FILE *f)
+{
+	fprintf(f, "\n%-15s %-8s %-8s %-6s %-9s %-8s %-8s %s\n", "QOS NETDEV", "DCB", "PFC",
+		"TRUST", "DCBX", "ECN NP", "ECN RP", "DSCP:PRIORITY");
+	for (size_t i = 0; i < d->n_qos; i++) {
+		const struct hpn_doctor_qos *o = &d->qos[i];
+		const struct hpn_qos *q = &o->q;
+		bool dcb = q->state == HPN_QOS_DCB;
+		char pfc[32] = "-", np[32] = "-", rp[32] = "-";
+
+		if (dcb && q->pfc_known)
+			prio_list(q->pfc_en, pfc, sizeof(pfc));
+		if (q->ecn_np_known)
+			prio_list(q->ecn_np, np, sizeof(np));
+		if (q->ecn_rp_known)
+			prio_list(q->ecn_rp, rp, sizeof(rp));
+		fprintf(f, "%-15s %-8s %-8s %-6s %-9s %-8s %-8s ", o->netdev, qos_dcb_text(o), pfc,
+			dcb ? (hpn_qos_trust_dscp(q) ? "dscp" : "pcp") : "-",
+			dcb ? hpn_qos_dcbx_name(hpn_qos_dcbx_mode(q)) : "-", np, rp);
+		dscp_runs(q, f);
+		fputc('\n', f);
+		if (o->error[0])
+			fprintf(f, "  %s\n", o->error);
+	}
+	if (!d->n_qos)
+		fprintf(f, "(no host netdev to read)\n");
 }
 
 static size_t n_failed(const struct hpn_doctor *d)
@@ -129,6 +208,7 @@ char *hpn_doctor_render_text(const struct hpn_doctor *d)
 	}
 	if (!d->n_nics)
 		fprintf(f, "(no RDMA devices)\n");
+	qos_text(d, f);
 
 	fprintf(f, "\nchecks\n");
 	for (size_t i = 0; i < d->n_checks; i++)
@@ -160,6 +240,59 @@ static void add_int_or_null(cJSON *o, const char *key, int v)
 		cJSON_AddNumberToObject(o, key, v);
 	else
 		cJSON_AddNullToObject(o, key);
+}
+
+/* [p, ...] of the priorities in mask. */
+static cJSON *prio_array(uint8_t mask)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (int p = 0; a && p < HPN_QOS_PRIOS; p++)
+		if (mask & (1u << p))
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(p));
+	return a;
+}
+
+static void qos_json(const struct hpn_doctor_qos *o, cJSON *j)
+{
+	const struct hpn_qos *q = &o->q;
+	bool dcb = q->state == HPN_QOS_DCB;
+	cJSON *m, *e;
+
+	cJSON_AddStringToObject(j, "netdev", o->netdev);
+	cJSON_AddStringToObject(j, "dcb", hpn_qos_state_name(q->state));
+	cJSON_AddBoolToObject(j, "dcbAsked", o->dcb_asked);
+	add_str_or_null(j, "error", o->error);
+	if (dcb && q->pfc_known) {
+		cJSON_AddItemToObject(j, "pfc", prio_array(q->pfc_en));
+		cJSON_AddNumberToObject(j, "pfcCap", q->pfc_cap);
+	} else {
+		cJSON_AddNullToObject(j, "pfc");
+		cJSON_AddNullToObject(j, "pfcCap");
+	}
+	add_str_or_null(j, "trust", dcb ? (hpn_qos_trust_dscp(q) ? "dscp" : "pcp") : NULL);
+	m = dcb ? cJSON_AddObjectToObject(j, "dscpPrio") : cJSON_AddNullToObject(j, "dscpPrio");
+	for (int d = 0; dcb && m && d < HPN_QOS_DSCPS; d++) {
+		char key[4];
+
+		if (!q->dscp_prio[d])
+			continue;
+		snprintf(key, sizeof(key), "%d", d);
+		cJSON_AddItemToObject(m, key, prio_array(q->dscp_prio[d]));
+	}
+	add_str_or_null(j, "dcbx", dcb ? hpn_qos_dcbx_name(hpn_qos_dcbx_mode(q)) : NULL);
+	add_int_or_null(j, "dcbxRaw", q->dcbx);
+	e = cJSON_AddObjectToObject(j, "ecn");
+	if (!e)
+		return;
+	if (q->ecn_np_known)
+		cJSON_AddItemToObject(e, "np", prio_array(q->ecn_np));
+	else
+		cJSON_AddNullToObject(e, "np");
+	if (q->ecn_rp_known)
+		cJSON_AddItemToObject(e, "rp", prio_array(q->ecn_rp));
+	else
+		cJSON_AddNullToObject(e, "rp");
 }
 
 char *hpn_doctor_render_json(const struct hpn_doctor *d)
@@ -223,6 +356,14 @@ char *hpn_doctor_render_json(const struct hpn_doctor *d)
 		} else {
 			cJSON_AddNullToObject(o, "heldBy");
 		}
+	}
+	a = cJSON_AddArrayToObject(root, "qos");
+	for (size_t i = 0; a && i < d->n_qos; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		if (!o || !cJSON_AddItemToArray(a, o))
+			break;
+		qos_json(&d->qos[i], o);
 	}
 	a = cJSON_AddArrayToObject(root, "checks");
 	for (size_t i = 0; a && i < d->n_checks; i++) {

@@ -46,6 +46,17 @@ tree() {
 		0000:00:05.0:-1 0000:00:06.0:-1; do
 		echo "${p##*:}" >"$s/bus/pci/devices/${p%:*}/numa_node"
 	done
+	# MLNX_OFED's mlx5 ECN knobs on ens1f0np0 (<if>/ecn/<proto>/enable/<prio>):
+	# the notification point on priority 3, the reaction point on 3 and 4.
+	local proto prio on
+	for proto in roce_np:3 roce_rp:34; do
+		mkdir -p "$s/class/net/ens1f0np0/ecn/${proto%:*}/enable"
+		for prio in 0 1 2 3 4 5 6 7; do
+			on=0
+			[[ ${proto#*:} == *$prio* ]] && on=1
+			echo $on >"$s/class/net/ens1f0np0/ecn/${proto%:*}/enable/$prio"
+		done
+	done
 	mkdir -p "$T/$1/state" "$T/$1/bin" "$T/$1/net.d"
 	printf '#!/bin/sh\nexit 0\n' >"$T/$1/bin/host-local"
 	chmod +x "$T/$1/bin/host-local"
@@ -103,6 +114,16 @@ compare() {
 tree healthy
 conf healthy '.pciBusID = "0000:af:00.0"'
 compare healthy 0
+
+# RoCE QoS on a fake tree: DCB is not asked (the tree's netdevs are not the
+# kernel's), ECN comes from the tree, where the driver has its knobs.
+doctor healthy --json
+jq -e '(.qos | map({(.netdev): .}) | add) as $q | (.qos | length) == 7 and
+	$q.ens1f0np0 == {netdev: "ens1f0np0", dcb: "unread", dcbAsked: false, error: null,
+		pfc: null, pfcCap: null, trust: null, dscpPrio: null, dcbx: null, dcbxRaw: null,
+		ecn: {np: [3], rp: [3, 4]}} and
+	$q.eth2.ecn == {np: null, rp: null} and $q.eth2.dcb == "unread"' >/dev/null <<<"$OUT" &&
+	ok "QoS on a fake tree: DCB not asked, ECN from the tree" || fail "QoS on a fake tree: $OUT"
 
 # 2. No RDMA devices (ib_core loaded, no device registered).
 tree nodev

@@ -8,6 +8,8 @@
 # STATUS agrees. After ADD the macvlan is HELD BY this attachment (a warning,
 # still ready); after DEL it is free again. In exclusive mode a config that
 # wants shared is not ready (exit 1) with the same reason STATUS gives.
+# RoCE QoS on this kernel: the virtio-net PCI NIC and the macvlan it selects
+# have no DCB ops, so both are "none" over the real DCB netlink.
 # jq filters are single-quoted on purpose.
 # shellcheck disable=SC2016
 set -euo pipefail
@@ -54,6 +56,10 @@ jq_ok '.ready and .netnsMode == "shared" and
 	    (.message | test("rxe0 port 1 ACTIVE, through " + $nic))) and
 	all(.checks[]; .state == "ok" or .state == "skip")' \
 	"doctor --json on a ready node" "$OUT" --arg nic "$nic0" --arg pci "${VM_PCIS[0]}"
+jq_ok '[.qos[] | {netdev, dcb, dcbAsked, error}] ==
+	[{netdev: $nic, dcb: "none", dcbAsked: true, error: null},
+	 {netdev: "mv0", dcb: "none", dcbAsked: true, error: null}]' \
+	"doctor --json: RoCE QoS of the NIC and of the macvlan it selects" "$OUT" --arg nic "$nic0"
 run_plugin STATUS "$(conf '.cniVersion = "1.1.0"')"
 expect_ok "STATUS on the node the doctor calls ready"
 
