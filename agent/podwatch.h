@@ -8,14 +8,16 @@
 
 /*
  * The pods of this node, listed then watched from the Kubernetes API
- * (podwatch.c), so that the CNI's label lookup asks the agent (lookup.c,
- * "query": "pod") instead of the API server once per ADD.
+ * (podwatch.c) into a cache (podcache.c), so that the CNI's label lookup
+ * asks the agent (lookup.c, "query": "pod") instead of the API server once
+ * per ADD.
  *
  * Any tenant that may create a pod may name this node in it, so what the
  * cache holds is bounded whatever the pods carry (doc/agent.md, "The pod
- * cache"): a pod is kept as at most PODWATCH_POD_BYTES_MAX bytes of JSON
- * (else by its name alone, and its question answered "unknown"), the cache as
- * at most PODWATCH_BYTES_MAX (else the pods that do not fit are not kept).
+ * cache"; podcache.c): a pod is kept as at most PODWATCH_POD_BYTES_MAX bytes
+ * of JSON (else by its name alone, and its question answered "unknown"), the
+ * cache as at most PODWATCH_BYTES_MAX (else the pods that do not fit are not
+ * kept).
  */
 #define PODWATCH_POD_BYTES_MAX ((size_t)16 << 10)
 #define PODWATCH_BYTES_MAX     ((size_t)8 << 20)
@@ -34,9 +36,10 @@ int podwatch_start(struct loop *l, struct kubeloop *kl, const char *kubeconfig, 
 
 /*
  * Keeps of each pod only what the plugin reads with conf (the agent's
- * --config, the plugin's own): the labels podSelector.label and
- * nccl.gpuModelLabel, the annotations nccl.gpuModelAnnotation and
- * kubernetes.io/config.mirror, and each container's kubernetes.gpuResource.
+ * --config, the plugin's own): the keys its pod question names
+ * (hpn_podask_keys: the labels podSelector.label and nccl.gpuModelLabel,
+ * the annotation nccl.gpuModelAnnotation, each container's
+ * kubernetes.gpuResource), and the annotation kubernetes.io/config.mirror.
  * conf is read at every list and question, not copied: it must outlive pw
  * (the node's, reloaded in place); keys changed by a reload make the cache
  * list again, and until then its questions are "unknown". Without this call

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The agent's pod cache (agent/podwatch.c, offline): the list pages and the
- * watch stream of GET /api/v1/pods?fieldSelector=spec.nodeName=NODE as a
- * hostile API server, or tenants writing their pods, may send them.
+ * The agent's pod cache (agent/podwatch.c offline, on podcache.c and
+ * podstream.c): the list pages and the watch stream of GET
+ * /api/v1/pods?fieldSelector=spec.nodeName=NODE as a hostile API server, or
+ * tenants writing their pods, may send them.
  *
  * Input: a flags byte (bit 0: the plugin's keys, as podwatch_keep with the
  * config below, else every label and annotation; bit 1: small caps, 512
@@ -76,7 +77,7 @@ static const char *str_of(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* Does the object look like a pod the cache keeps (podwatch.c's entry_of)? */
+/* Does the object look like a pod the cache keeps (podcache.c's entry_of)? */
 static bool identity(const cJSON *pod)
 {
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
