@@ -164,8 +164,8 @@ static int keys_parse(const cJSON *o, struct hpn_alloc_keys *k, struct hpn_err *
 		r = keys_array(keys, "annotations", k->annotations, &k->n_annotations, err);
 	if (r >= 0)
 		r = hpn_json_str(keys, "resource", "keys.", HPN_E_INVALID_CONFIG,
-				 HPN_ALLOC_RESOURCE_MAX - 1, &res, err);
-	if (r >= 0 && res && !key_ok(res, HPN_ALLOC_RESOURCE_MAX - 1))
+				 HPN_ALLOC_KEY_MAX - 1, &res, err);
+	if (r >= 0 && res && !key_ok(res, HPN_ALLOC_KEY_MAX - 1))
 		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 				"keys.resource is not a resource name");
 	if (r < 0)

@@ -63,7 +63,7 @@ struct hpn_alloc_keys {
 	size_t n_labels;
 	char annotations[HPN_ALLOC_KEYS_MAX][HPN_ALLOC_KEY_MAX];
 	size_t n_annotations;
-	char resource[HPN_ALLOC_RESOURCE_MAX]; /* "": none */
+	char resource[HPN_ALLOC_KEY_MAX]; /* "": none; a qualified name, as a key */
 };
 
 struct hpn_alloc_req {

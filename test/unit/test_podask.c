@@ -145,6 +145,28 @@ static void test_keys(void)
 	memset(&asked, 0, sizeof(asked));
 	CHECK(hpn_podask_keys_kept(&asked, &kept, why, sizeof(why)));
 
+	/* A resource as long as a qualified name may be (253 + 1 + 63) goes whole, and matches. */
+	{
+		char res[318];
+
+		memset(res, 'a', 253);
+		res[253] = '/';
+		memset(res + 254, 'g', 63);
+		res[317] = '\0';
+		conf.kube.gpu_resource = res;
+		hpn_podask_keys(&conf, &asked);
+		CHECK_STR_EQ(asked.resource, res);
+		CHECK_INT_EQ(hpn_alloc_req_set(&req, "ns1", "trainer", "ab-12", &err), 0);
+		req.query = HPN_ALLOC_QUERY_POD;
+		req.keys = asked;
+		line = hpn_alloc_req_render(&req);
+		CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+		CHECK_STR_EQ(back.keys.resource, res);
+		CHECK(hpn_podask_keys_kept(&back.keys, &asked, why, sizeof(why)));
+		free(line);
+		conf.kube.gpu_resource = NULL;
+	}
+
 	/* Keys on any other question are not kept; bad ones are refused naming the field. */
 	static const struct {
 		const char *req, *msg;
