@@ -3,7 +3,8 @@
  * CDI specs (cdi.h), written from the public CDI specification
  * (cncf-tags/container-device-interface SPEC.md): cdiVersion, kind,
  * devices[].name and .containerEdits (env, deviceNodes with path, hostPath,
- * type, major, minor, permissions), every one of them in 0.5.0. Runtimes
+ * type, major, minor, permissions; mounts with hostPath, containerPath,
+ * options, type; hooks), every one of them in 0.5.0. Runtimes
  * parse specs strictly (an unknown field fails the whole file), so nothing
  * else is written: no annotations (0.6.0), no marker of our own; a file is
  * told ours by its name, its kind and its one device.
@@ -156,6 +157,27 @@ static cJSON *node_to_json(const struct hpn_cdi_node *n)
 	return NULL;
 }
 
+/*
+ * The hints mount. The runtime applies it as an OCI mount (the CDI library's
+ * Mount.toOCI: source, destination, type, options), removing any mount the
+ * container had at that path first; runc bind-mounts a "bind" type, then
+ * remounts it with ro, nosuid, nodev and noexec. Type "bind" is what
+ * containerd's own CRI mounts carry; the spec allows any for a bind.
+ */
+static cJSON *mount_to_json(const struct hpn_cdi_mount *m)
+{
+	static const char *const opts[] = { "ro", "nosuid", "nodev", "noexec", "bind" };
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && cJSON_AddStringToObject(o, "hostPath", m->host_path) &&
+	    cJSON_AddStringToObject(o, "containerPath", m->container_path) &&
+	    hpn_json_put(o, "options", cJSON_CreateStringArray(opts, HPN_ARRAY_SIZE(opts))) &&
+	    cJSON_AddStringToObject(o, "type", "bind"))
+		return o;
+	cJSON_Delete(o);
+	return NULL;
+}
+
 static cJSON *hook_to_json(const struct hpn_cdi_dev *d)
 {
 	const char *argv[] = { "hpn-rdma",  "cdi-hook",	     "--state-dir", d->hook.state_dir,
@@ -173,12 +195,15 @@ static cJSON *hook_to_json(const struct hpn_cdi_dev *d)
 /* d's containerEdits, NULL without memory. */
 static cJSON *edits_to_json(const struct hpn_cdi_dev *d)
 {
-	cJSON *edits = cJSON_CreateObject(), *nodes = NULL, *hooks = NULL;
+	cJSON *edits = cJSON_CreateObject(), *nodes = NULL, *mounts = NULL, *hooks = NULL;
 	bool ok = edits && hpn_json_put(edits, "env", env_to_json(d)) &&
 		  (nodes = cJSON_AddArrayToObject(edits, "deviceNodes"));
 
 	for (size_t k = 0; ok && k < d->n_nodes; k++)
 		ok = hpn_json_push(nodes, node_to_json(&d->nodes[k]));
+	if (ok && d->hints.host_path[0])
+		ok = (mounts = cJSON_AddArrayToObject(edits, "mounts")) &&
+		     hpn_json_push(mounts, mount_to_json(&d->hints));
 	if (ok && d->hook.path[0])
 		ok = (hooks = cJSON_AddArrayToObject(edits, "hooks")) &&
 		     hpn_json_push(hooks, hook_to_json(d));
@@ -198,6 +223,19 @@ static cJSON *dev_to_json(const struct hpn_cdi_dev *d)
 		return dev;
 	cJSON_Delete(dev);
 	return NULL;
+}
+
+int hpn_cdi_set_hints(struct hpn_cdi_dev *d, const char *host_path, const char *container_path)
+{
+	struct hpn_cdi_mount m;
+
+	if (host_path[0] != '/' || container_path[0] != '/')
+		return -EINVAL;
+	if (hpn_snprintf(m.host_path, sizeof(m.host_path), "%s", host_path) < 0 ||
+	    hpn_snprintf(m.container_path, sizeof(m.container_path), "%s", container_path) < 0)
+		return -ENAMETOOLONG;
+	d->hints = m;
+	return 0;
 }
 
 char *hpn_cdi_render(const struct hpn_cdi_dev *d)
@@ -251,6 +289,13 @@ static int check_dev(const struct hpn_cdi_dev *d, struct hpn_err *err)
 				"a container can get",
 				d->id, n->name, n->host_path, n->major, n->minor);
 	}
+	if (d->hints.host_path[0] &&
+	    (d->hints.host_path[0] != '/' || d->hints.container_path[0] != '/'))
+		return hpn_err_set(
+			err, HPN_E_INTERNAL, EINVAL,
+			"CDI device %s: the hints mount of \"%.128s\" at \"%.128s\" is not "
+			"between absolute paths",
+			d->id, d->hints.host_path, d->hints.container_path);
 	return 0;
 }
 

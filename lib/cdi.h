@@ -33,8 +33,9 @@
 #define HPN_CDI_ID_MAX	    64 /* an allocation ID: at most 63 bytes */
 #define HPN_CDI_NAME_MAX    (sizeof(HPN_CDI_KIND) + HPN_CDI_ID_MAX) /* "<kind>=<ID>" */
 #define HPN_CDI_FILE_MAX    128
-#define HPN_CDI_NODES_MAX   32	/* a DRA claim's device: 8 NICs of 3 nodes each, and rdma_cm */
-#define HPN_CDI_DIR_MAX	    200 /* agent.cdiDir, --cdi-dir: at most this many bytes */
+#define HPN_CDI_NODES_MAX   32	 /* a DRA claim's device: 8 NICs of 3 nodes each, and rdma_cm */
+#define HPN_CDI_DIR_MAX	    200	 /* agent.cdiDir, --cdi-dir: at most this many bytes */
+#define HPN_CDI_PATH_MAX    1024 /* a mount's hostPath and containerPath */
 
 /*
  * The agent's spec of a DRA claim names its one device "claim-<claim UID>":
@@ -60,6 +61,17 @@ struct hpn_cdi_dev {
 	char ibdev[HPN_IBDEV_MAX]; /* its RDMA device, for the env; may be empty */
 	struct hpn_cdi_node nodes[HPN_CDI_NODES_MAX];
 	size_t n_nodes;
+	/*
+	 * The pod's NCCL hints (nccl.h) as containerEdits.mounts: host_path
+	 * bind-mounted read-only (nosuid, nodev, noexec) at container_path;
+	 * host_path empty: no mount. The runtime resolves host_path (and any
+	 * symlink in it) when it creates the container, so it need not exist
+	 * when the spec is written.
+	 */
+	struct hpn_cdi_mount {
+		char host_path[HPN_CDI_PATH_MAX];
+		char container_path[HPN_CDI_PATH_MAX];
+	} hints;
 	/*
 	 * The createRuntime hook the spec names, `<path> cdi-hook --state-dir
 	 * <state_dir> --network <network> <id>` (lib/cdihook.h): the runtime gives
@@ -89,6 +101,11 @@ void hpn_cdi_name(const char *id, char out[HPN_CDI_NAME_MAX]);
 int hpn_cdi_file(enum hpn_cdi_owner o, const char *id, char out[HPN_CDI_FILE_MAX]);
 /* The owner and ID a file name says, if it is one of the rule's: -EINVAL when not. */
 int hpn_cdi_parse_file(const char *file, enum hpn_cdi_owner *o, char id[HPN_CDI_ID_MAX]);
+/*
+ * d's hints mount: host_path at container_path, both absolute; -EINVAL (a
+ * relative path), -ENAMETOOLONG; d->hints untouched then.
+ */
+int hpn_cdi_set_hints(struct hpn_cdi_dev *d, const char *host_path, const char *container_path);
 /*
  * The spec's text for d (the env names it: HPN_RDMA_DEVICE_<S>=<ibdev> and
  * HPN_RDMA_UVERBS_<S>=/dev/infiniband/uverbsN, <S> the ID upper-cased with

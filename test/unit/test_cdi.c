@@ -223,6 +223,72 @@ static void test_content(void)
 	free(text);
 }
 
+/*
+ * The hints mount (containerEdits.mounts, CDI 0.4.0 with type): the file
+ * read-only, nosuid, nodev, noexec, bound; after deviceNodes, before hooks;
+ * none without a host path; paths that are not absolute refused.
+ */
+static void test_hints_mount(void)
+{
+	static const char *const opts[] = { "ro", "nosuid", "nodev", "noexec", "bind" };
+	char big[HPN_CDI_PATH_MAX + 8], *text, *keys = NULL;
+	struct hpn_cdi_dev d;
+	struct hpn_err err = { 0 };
+	const cJSON *edits, *m, *e;
+	cJSON *root;
+	size_t i = 0;
+
+	dev_init(&d, "0000:af:00.1", 192);
+	CHECK_INT_EQ(hpn_cdi_set_hints(&d, "/run/hpn-rdma/pods/nic/0000:af:00.1/nccl.conf",
+				       "/etc/nccl.conf"),
+		     0);
+	strcpy(d.hook.path, "/opt/cni/bin/hpn-rdma");
+	text = hpn_cdi_render(&d);
+	root = cJSON_Parse(text);
+	edits = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "devices"), 0),
+				    "containerEdits");
+	cJSON_ArrayForEach (e, edits) {
+		size_t at = keys ? strlen(keys) : 0;
+
+		keys = realloc(keys, at + strlen(e->string) + 2);
+		snprintf(keys + at, strlen(e->string) + 2, "%s%s", at ? " " : "", e->string);
+	}
+	CHECK_STR_EQ(keys, "env deviceNodes mounts hooks");
+	free(keys);
+	CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(edits, "mounts")), 1);
+	m = cJSON_GetArrayItem(cJSON_GetObjectItem(edits, "mounts"), 0);
+	CHECK_INT_EQ(cJSON_GetArraySize(m), 4);
+	CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(m, "hostPath")),
+		     "/run/hpn-rdma/pods/nic/0000:af:00.1/nccl.conf");
+	CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(m, "containerPath")),
+		     "/etc/nccl.conf");
+	CHECK_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(m, "type")), "bind");
+	CHECK_INT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(m, "options")), 5);
+	cJSON_ArrayForEach (e, cJSON_GetObjectItem(m, "options"))
+		CHECK_STR_EQ(cJSON_GetStringValue(e), opts[i++]);
+	cJSON_Delete(root);
+	free(text);
+
+	/* Refused: relative paths, too long ones; the mount stays as it was. */
+	CHECK_INT_EQ(hpn_cdi_set_hints(&d, "pods/x/nccl.conf", "/etc/nccl.conf"), -EINVAL);
+	CHECK_INT_EQ(hpn_cdi_set_hints(&d, "/run/x/nccl.conf", "etc/nccl.conf"), -EINVAL);
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	CHECK_INT_EQ(hpn_cdi_set_hints(&d, big, "/etc/nccl.conf"), -ENAMETOOLONG);
+	CHECK_STR_EQ(d.hints.host_path, "/run/hpn-rdma/pods/nic/0000:af:00.1/nccl.conf");
+	/* A mount set by hand that is not absolute: the write refuses the spec. */
+	strcpy(d.hints.container_path, "etc/nccl.conf");
+	CHECK_INT_EQ(hpn_cdi_write(tmp, HPN_CDI_AGENT, &d, &err), -EINVAL);
+	CHECK_STR_HAS(err.msg, "the hints mount");
+
+	/* No host path: no mounts at all. */
+	memset(&d.hints, 0, sizeof(d.hints));
+	text = hpn_cdi_render(&d);
+	CHECK_STR_LACKS(text, "mounts");
+	free(text);
+}
+
 static void test_write(void)
 {
 	char dir[128], path[256], *l, *text;
@@ -500,6 +566,7 @@ int main(void)
 	tmpdir_make(tmp, sizeof(tmp), "cdi");
 	test_names();
 	test_content();
+	test_hints_mount();
 	test_write();
 	test_bad_input();
 	test_not_ours();
