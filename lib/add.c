@@ -763,6 +763,26 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 		r = fault("nccl", err);
 		if (r == 0)
 			r = hpn_nccl_write(a->j.hints_dir, a->j.hints_key, hints, err);
+		/*
+		 * Then the links the agent's CDI specs of the NICs mount it through
+		 * (journalled with the claim); the runtime resolves them at
+		 * CreateContainer, after this ADD.
+		 */
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			const char *link = a->j.nics[i].hints_link;
+
+			if (!link[0])
+				continue;
+			fault_nic = i;
+			r = hpn_nccl_link(a->j.hints_dir, link, a->j.hints_key, err);
+			if (r > 0)
+				hpn_warn(
+					"hints link %s/%s/%s led to another pod's hints: now to %s",
+					a->j.hints_dir, HPN_NCCL_NIC_DIR, link, a->j.hints_key);
+			if (r >= 0)
+				r = fault("hints-link", err);
+		}
+		fault_nic = 0;
 		if (r < 0)
 			goto out;
 	}
@@ -905,6 +925,8 @@ int hpn_add(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_result 
 			goto out;
 		}
 		hpn_nccl_key(hpn_env_arg(env, "K8S_POD_UID"), env->container_id, a.j.hints_key);
+		/* And the links to it by its NICs' IDs, undone from here on like the file. */
+		hpn_hints_links_plan(&a.j);
 	}
 	/*
 	 * The claim: once journalled, other ADDs see the NICs as taken, and the

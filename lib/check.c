@@ -130,7 +130,29 @@ static int check_routes(struct hpn_attach *a, const struct hpn_result *own,
 	return 0;
 }
 
-/* The hints file is there, still this attachment's, and says what ADD wrote. */
+/* A NIC's hints link ("": none) still leads to the attachment's key. */
+static int check_link(const char *dir, const char *key, const char *link, struct hpn_err *err)
+{
+	char other[256] = "";
+	int r;
+
+	if (!link[0])
+		return 0;
+	r = hpn_nccl_link_read(dir, link, key, other, sizeof(other));
+	if (r == 0)
+		return 0;
+	if (r == -EXDEV)
+		return hpn_err_set(err, HPN_E_CHECK, EXDEV,
+				   "NCCL hints link %s/%s/%s leads to %s, not to ../%s", dir,
+				   HPN_NCCL_NIC_DIR, link, other, key);
+	return hpn_err_set(err, HPN_E_CHECK, -r, "NCCL hints link %s/%s/%s %s", dir,
+			   HPN_NCCL_NIC_DIR, link,
+			   r == -ENOENT	  ? "is missing"
+			   : r == -EINVAL ? "is not a symlink"
+					  : strerror(-r));
+}
+
+/* The hints file and its links are there, still this attachment's, and say what ADD wrote. */
 static int check_hints(struct hpn_attach *a, const struct hpn_conf *conf,
 		       const struct hpn_result *own, struct hpn_err *err)
 {
@@ -169,6 +191,8 @@ static int check_hints(struct hpn_attach *a, const struct hpn_conf *conf,
 				"NCCL hints file %s/%s/%s has settings ADD did not write", dir, key,
 				HPN_NCCL_FILE);
 	hpn_vars_free(&got);
+	for (size_t i = 0; r >= 0 && i < a->j.n_nics; i++)
+		r = check_link(dir, key, a->j.nics[i].hints_link, err);
 	return r;
 }
 

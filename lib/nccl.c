@@ -430,12 +430,15 @@ int hpn_nccl_parse(const char *text, const char *owner_line, struct hpn_vars *ou
 
 bool hpn_nccl_valid_key(const char *key)
 {
-	return hpn_valid_container_id(key) && strlen(key) < HPN_NCCL_KEY_MAX;
+	return hpn_valid_container_id(key) && strlen(key) < HPN_NCCL_KEY_MAX &&
+	       strcmp(key, HPN_NCCL_NIC_DIR);
 }
 
 void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX])
 {
-	if (pod_uid || strlen(container_id) < HPN_NCCL_KEY_MAX) {
+	/* A container named "nic" (cnitool's choice) is hashed too: the links' directory has it. */
+	if (pod_uid ||
+	    (strlen(container_id) < HPN_NCCL_KEY_MAX && strcmp(container_id, HPN_NCCL_NIC_DIR))) {
 		snprintf(key, HPN_NCCL_KEY_MAX, "%s", pod_uid ? pod_uid : container_id);
 		return;
 	}
@@ -629,6 +632,204 @@ int hpn_nccl_remove(const char *dir, const char *key, const char *owner_line, st
 		return hpn_err_set(err, HPN_E_IO, errno, "remove %s/%s: %s", dir, key,
 				   strerror(errno));
 	return 0;
+}
+
+bool hpn_nccl_valid_link(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (!n || n >= HPN_NIC_ID_MAX || !strcmp(id, ".") || !strcmp(id, ".."))
+		return false;
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9') || strchr("_.:@-", *c)))
+			return false;
+	return true;
+}
+
+int hpn_nccl_file_path(const char *dir, const char *key, char *out, size_t len)
+{
+	if (!hpn_nccl_valid_key(key))
+		return -EINVAL;
+	return hpn_snprintf(out, len, "%s/%s/%s", dir, key, HPN_NCCL_FILE);
+}
+
+int hpn_nccl_link_file_path(const char *dir, const char *id, char *out, size_t len)
+{
+	if (!hpn_nccl_valid_link(id))
+		return -EINVAL;
+	return hpn_snprintf(out, len, "%s/%s/%s/%s", dir, HPN_NCCL_NIC_DIR, id, HPN_NCCL_FILE);
+}
+
+/* "../<key>": what a link of key's holds. */
+static int link_target(const char *key, char out[HPN_NCCL_KEY_MAX + 3])
+{
+	if (!hpn_nccl_valid_key(key))
+		return -EINVAL;
+	snprintf(out, HPN_NCCL_KEY_MAX + 3, "../%s", key);
+	return 0;
+}
+
+/*
+ * dir/nic, opened without following a symlink and locked, in *ret (and dir
+ * in *ret_dir): 0, or -ENOENT (not created; dir or dir/nic missing, or not a
+ * directory of ours). Retried when an unlink removed it, empty, under us.
+ */
+static int open_nic(const char *dir, bool create, int *ret_dir, int *ret, struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r = open_dir(dir, create, &dfd, err);
+
+	if (r < 0)
+		return r;
+	for (int attempt = 0; attempt < 8; attempt++) {
+		_cleanup_close_ int nfd = -1;
+		bool made = false;
+		struct stat st;
+
+		if (create) {
+			made = mkdirat(dfd, HPN_NCCL_NIC_DIR, 0755) == 0;
+			if (!made && errno != EEXIST)
+				return hpn_err_set(err, HPN_E_IO, errno, "create %s/%s: %s", dir,
+						   HPN_NCCL_NIC_DIR, strerror(errno));
+		}
+		nfd = openat(dfd, HPN_NCCL_NIC_DIR,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 && !create && (errno == ENOENT || errno == ELOOP || errno == ENOTDIR))
+			return -ENOENT;
+		if (nfd < 0 && errno == ENOENT)
+			continue;
+		if (nfd < 0)
+			return hpn_err_set(err, HPN_E_IO, errno,
+					   "open %s/%s: %s (a symlink or a file is not the links' "
+					   "directory)",
+					   dir, HPN_NCCL_NIC_DIR, strerror(errno));
+		/* Exactly 0755 whatever the umask: the runtime resolves the links through it. */
+		if (made && fchmod(nfd, 0755) < 0)
+			return hpn_err_set(err, HPN_E_IO, errno, "chmod %s/%s: %s", dir,
+					   HPN_NCCL_NIC_DIR, strerror(errno));
+		if (flock(nfd, LOCK_EX) < 0 || fstat(nfd, &st) < 0)
+			return hpn_err_set(err, HPN_E_IO, errno, "lock %s/%s: %s", dir,
+					   HPN_NCCL_NIC_DIR, strerror(errno));
+		if (st.st_nlink == 0) {
+			if (!create)
+				return -ENOENT;
+			continue;
+		}
+		if (ret_dir)
+			*ret_dir = TAKE_FD(dfd);
+		/* cppcheck-suppress unreadVariable ; TAKE_FD clears nfd for its cleanup handler */
+		*ret = TAKE_FD(nfd);
+		return 0;
+	}
+	return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "%s/%s keeps being removed", dir,
+			   HPN_NCCL_NIC_DIR);
+}
+
+/* What nfd/id is, as hpn_nccl_link_read says. */
+static int read_link(int nfd, const char *id, const char *want, char *other, size_t len)
+{
+	char got[PATH_MAX];
+	ssize_t n = readlinkat(nfd, id, got, sizeof(got) - 1);
+
+	if (n < 0)
+		return -errno;
+	got[n] = '\0';
+	if (!strcmp(got, want))
+		return 0;
+	if (other && len)
+		snprintf(other, len, "%s", got);
+	return -EXDEV;
+}
+
+int hpn_nccl_link(const char *dir, const char *id, const char *key, struct hpn_err *err)
+{
+	_cleanup_close_ int nfd = -1;
+	char want[HPN_NCCL_KEY_MAX + 3], tmp[HPN_NIC_ID_MAX + 32], other[PATH_MAX] = "";
+	int r;
+
+	if (!hpn_nccl_valid_link(id) || link_target(key, want) < 0)
+		return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+				   "hints link \"%.64s\" to \"%.64s\": not a device ID and a key",
+				   id, key);
+	r = open_nic(dir, true, NULL, &nfd, err);
+	if (r < 0)
+		return r;
+	r = read_link(nfd, id, want, other, sizeof(other));
+	if (r == 0)
+		return 0;
+	if (r == -EINVAL)
+		return hpn_err_set(err, HPN_E_IO, EEXIST,
+				   "%s/%s/%s is not a symlink of hpn-rdma's: left as it is", dir,
+				   HPN_NCCL_NIC_DIR, id);
+	if (r != -ENOENT && r != -EXDEV)
+		return hpn_err_set(err, HPN_E_IO, -r, "read %s/%s/%s: %s", dir, HPN_NCCL_NIC_DIR,
+				   id, strerror(-r));
+	if (r == -ENOENT) {
+		if (symlinkat(want, nfd, id) == 0)
+			return 0;
+		return hpn_err_set(err, HPN_E_IO, errno, "link %s/%s/%s to %s: %s", dir,
+				   HPN_NCCL_NIC_DIR, id, want, strerror(errno));
+	}
+	/* Another key's, whose attachment is gone (this one holds the NIC now): replaced. */
+	snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", id, (long)getpid());
+	(void)unlinkat(nfd, tmp, 0);
+	if (symlinkat(want, nfd, tmp) < 0 || renameat(nfd, tmp, nfd, id) < 0) {
+		int e = errno;
+
+		(void)unlinkat(nfd, tmp, 0);
+		return hpn_err_set(err, HPN_E_IO, e, "link %s/%s/%s to %s (it led to %s): %s", dir,
+				   HPN_NCCL_NIC_DIR, id, want, other, strerror(e));
+	}
+	return 1;
+}
+
+int hpn_nccl_unlink(const char *dir, const char *id, const char *key, struct hpn_err *err)
+{
+	_cleanup_close_ int dfd = -1, nfd = -1;
+	char want[HPN_NCCL_KEY_MAX + 3];
+	int r;
+
+	if (!hpn_nccl_valid_link(id) || link_target(key, want) < 0)
+		return 0;
+	r = open_nic(dir, false, &dfd, &nfd, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = read_link(nfd, id, want, NULL, 0);
+	if (r == -ENOENT)
+		return 0;
+	if (r == -EXDEV || r == -EINVAL)
+		return 1;
+	if (r < 0)
+		return hpn_err_set(err, HPN_E_IO, -r, "read %s/%s/%s: %s", dir, HPN_NCCL_NIC_DIR,
+				   id, strerror(-r));
+	/* Under the lock: no ADD of the NIC's next pod replaces it between the look and this. */
+	if (unlinkat(nfd, id, 0) < 0 && errno != ENOENT)
+		return hpn_err_set(err, HPN_E_IO, errno, "remove %s/%s/%s: %s", dir,
+				   HPN_NCCL_NIC_DIR, id, strerror(errno));
+	/* The last link gone, the directory too (a link made meanwhile waits on the lock). */
+	if (unlinkat(dfd, HPN_NCCL_NIC_DIR, AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
+	    errno != ENOENT && errno != EEXIST)
+		return hpn_err_set(err, HPN_E_IO, errno, "remove %s/%s: %s", dir, HPN_NCCL_NIC_DIR,
+				   strerror(errno));
+	return 0;
+}
+
+int hpn_nccl_link_read(const char *dir, const char *id, const char *key, char *other, size_t len)
+{
+	_cleanup_close_ int nfd = -1;
+	char want[HPN_NCCL_KEY_MAX + 3];
+	struct hpn_err err = { 0 };
+	int r;
+
+	if (!hpn_nccl_valid_link(id) || link_target(key, want) < 0)
+		return -EINVAL;
+	r = open_nic(dir, false, NULL, &nfd, &err);
+	if (r < 0)
+		return r;
+	return read_link(nfd, id, want, other, len);
 }
 
 void hpn_nccl_conf_free(struct hpn_nccl_conf *nc)

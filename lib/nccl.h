@@ -3,6 +3,7 @@
 #define HPN_NCCL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -20,8 +21,14 @@
 #define HPN_DEFAULT_NCCL_CONF_FILE "/etc/nccl.conf" /* NCCL's file without NCCL_CONF_FILE */
 #define HPN_DEFAULT_SOCKET_IF	   "eth0"
 #define HPN_NCCL_FILE		   "nccl.conf"
-#define HPN_NCCL_MAX_PROFILES	   64
-#define HPN_NCCL_MAX_GPUS	   63
+/*
+ * <dir>/nic/<device ID> -> ../<key>: the pod's hints by a NIC moved into it,
+ * for the agent's per-NIC CDI spec, which is written before any pod holds
+ * the NIC and mounts <dir>/nic/<ID>/nccl.conf. No key is ever "nic".
+ */
+#define HPN_NCCL_NIC_DIR      "nic"
+#define HPN_NCCL_MAX_PROFILES 64
+#define HPN_NCCL_MAX_GPUS     63
 
 enum hpn_nccl_ib {
 	HPN_NCCL_IB_AUTO, /* on when an RDMA device is bound, else off */
@@ -108,13 +115,20 @@ char *hpn_nccl_owner_line(const struct hpn_nccl_owner *o);
  */
 int hpn_nccl_parse(const char *text, const char *owner_line, struct hpn_vars *out, bool *owner_ok);
 
-/* Pod UID or container ID usable as the directory name. */
+/* Pod UID or container ID usable as the directory name (never HPN_NCCL_NIC_DIR). */
 bool hpn_nccl_valid_key(const char *key);
 /*
  * The directory name for a pod: its UID (NULL: none), else the container ID,
- * which is shortened with a hash of the whole when it is too long to be one.
+ * which is shortened with a hash of the whole when it is too long to be one
+ * (or is HPN_NCCL_NIC_DIR).
  */
 void hpn_nccl_key(const char *pod_uid, const char *container_id, char key[HPN_NCCL_KEY_MAX]);
+/* A NIC's device ID usable as a link's name: 1-63 bytes of [A-Za-z0-9_.:@-], not . or .. */
+bool hpn_nccl_valid_link(const char *id);
+/* "<dir>/<key>/nccl.conf" into out (len bytes): -EINVAL (key), -ENAMETOOLONG. */
+int hpn_nccl_file_path(const char *dir, const char *key, char *out, size_t len);
+/* "<dir>/nic/<id>/nccl.conf", the pod's file through NIC id's link: as hpn_nccl_file_path. */
+int hpn_nccl_link_file_path(const char *dir, const char *id, char *out, size_t len);
 /*
  * Writes <dir>/<key>/nccl.conf atomically (temp file, rename), dir and key
  * created 0755 and the file 0644. key is opened relative to dir with
@@ -130,6 +144,30 @@ int hpn_nccl_read(const char *dir, const char *key, char **ret, struct hpn_err *
  * pieces are not errors.
  */
 int hpn_nccl_remove(const char *dir, const char *key, const char *owner_line, struct hpn_err *err);
+
+/*
+ * Makes <dir>/nic/<id> a symlink to ../<key> (relative: it resolves on the
+ * host to the pod's own directory, whatever dir is mounted as), dir and
+ * dir/nic created 0755 as needed, dir/nic opened with O_NOFOLLOW and
+ * flock()ed while the link is read and changed (hpn_nccl_unlink takes the
+ * same lock). A link to another key (an attachment gone without its DEL) is
+ * replaced atomically; anything else at the name (a file, a directory) is
+ * refused, code 5, and left. 0 when made or already there, 1 when it
+ * replaced a link to another key.
+ */
+int hpn_nccl_link(const char *dir, const char *id, const char *key, struct hpn_err *err);
+/*
+ * Removes <dir>/nic/<id> if it is still the symlink to ../<key>: 0 when
+ * removed or not there (nor dir, nor dir/nic), 1 when it is something else
+ * (a link to another key: another pod's now), left; -errno with err set.
+ */
+int hpn_nccl_unlink(const char *dir, const char *id, const char *key, struct hpn_err *err);
+/*
+ * What <dir>/nic/<id> is: 0 the symlink to ../<key>; -ENOENT none; -EXDEV a
+ * symlink elsewhere (its target in other, len bytes, may be NULL); -EINVAL
+ * not a symlink; another -errno.
+ */
+int hpn_nccl_link_read(const char *dir, const char *id, const char *key, char *other, size_t len);
 
 void hpn_nccl_conf_free(struct hpn_nccl_conf *nc);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cdi.h"
 #include "netns.h"
 #include "nl.h"
 #include "util.h"
@@ -105,6 +106,26 @@ void hpn_hints_owner(const struct hpn_conf *conf, const char *container_id, cons
 	*o = (struct hpn_nccl_owner){ .container_id = container_id,
 				      .network = conf->name,
 				      .ifname = cni_ifname };
+}
+
+void hpn_hints_links_plan(struct hpn_journal *j)
+{
+	if (!j->hints_key[0])
+		return;
+	for (size_t i = 0; i < j->n_nics; i++) {
+		char id[HPN_ALLOC_ID_MAX];
+
+		/*
+		 * A moved NIC is in one pod at a time, so its link leads to the one
+		 * pod that can hold it; a child's parent serves several pods: none.
+		 */
+		if (j->nics[i].kind != HPN_NIC_MOVED)
+			continue;
+		hpn_alloc_journal_id(&j->nics[i], id);
+		/* The agent writes no spec for an ID CDI cannot name: no link to read then. */
+		if (hpn_cdi_id_valid(id) && hpn_nccl_valid_link(id))
+			snprintf(j->nics[i].hints_link, sizeof(j->nics[i].hints_link), "%s", id);
+	}
 }
 
 const char *hpn_ipam_ifname(const struct hpn_journal *j, const char *cni_ifname, size_t i)

@@ -92,6 +92,17 @@ void hpn_attach_close(struct hpn_attach *a);
 /* Who a hints file belongs to (its owner line): the attachment, by container, network, ifname. */
 void hpn_hints_owner(const struct hpn_conf *conf, const char *container_id, const char *cni_ifname,
 		     struct hpn_nccl_owner *o);
+/*
+ * The hints links an attachment will make (nccl.h), which the agent's CDI
+ * spec of each NIC mounts the pod's hints through: for every NIC moved into
+ * the pod (whoever chose it: the runtime mounts the spec's hints for any
+ * container that names the device, before the spec's hook admits only the
+ * pod that holds the NIC, so a NIC without its link fails even that pod's
+ * container), its device ID, when a CDI device can be named by it, in
+ * nics[i].hints_link. Not a child's: its parent serves several pods. Called
+ * before the claim is journalled; the caller checks that hints are on.
+ */
+void hpn_hints_links_plan(struct hpn_journal *j);
 /* The CNI_IFNAME IPAM sees for NIC i: the attachment's own for the first, its pod name after. */
 const char *hpn_ipam_ifname(const struct hpn_journal *j, const char *cni_ifname, size_t i);
 /* DEL and CHECK of a pod podSelector does not pick, which ADD never attached. */

@@ -294,6 +294,23 @@ int hpn_soft_cdi_write(const struct hpn_journal *j, size_t i, const struct hpn_r
 		}
 	if (cd->rdma_cm)
 		cdi_node(&d, &cd->cm, "/dev/infiniband");
+	/*
+	 * The pod's hints, which this ADD writes before it returns: the spec is
+	 * the pod's own, so it names the pod's file itself (no link).
+	 */
+	if (j->hints_key[0] && j->hints_dir) {
+		char hints[PATH_MAX];
+
+		r = hpn_nccl_file_path(j->hints_dir, j->hints_key, hints, sizeof(hints));
+		if (r == 0)
+			r = hpn_cdi_set_hints(&d, hints,
+					      conf->nccl.conf_file ? conf->nccl.conf_file
+								   : HPN_DEFAULT_NCCL_CONF_FILE);
+		if (r < 0)
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, -r,
+					   "the CDI spec of \"%s\": the hints mount of %s/%s: %s",
+					   n->pod_ifname, j->hints_dir, j->hints_key, strerror(-r));
+	}
 	r = hpn_cdi_write(j->cdi_dir, HPN_CDI_POD, &d, err);
 	if (r < 0)
 		return r;

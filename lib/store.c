@@ -482,7 +482,8 @@ static cJSON *nic_to_json(const struct hpn_journal_nic *n)
 	    (!n->child_kind[0] || cJSON_AddStringToObject(o, "childKind", n->child_kind)) &&
 	    (!n->has_child_mac || put_mac(o, "childMac", n->child_mac)) &&
 	    (!n->rdma.name[0] || hpn_json_put(o, "rdma", rdma_to_json(&n->rdma))) &&
-	    (!n->rail_table || hpn_json_put(o, "rail", rail_to_json(n))))
+	    (!n->rail_table || hpn_json_put(o, "rail", rail_to_json(n))) &&
+	    (!n->hints_link[0] || cJSON_AddStringToObject(o, "hintsLink", n->hints_link)))
 		return o;
 	cJSON_Delete(o);
 	return NULL;
@@ -788,6 +789,11 @@ static int nic_from_json(const cJSON *o, struct hpn_journal_nic *n)
 		n->rail_table = (unsigned int)t->valuedouble;
 		n->rail_priority = (unsigned int)p->valuedouble;
 	}
+	/* A link DEL may remove: only a name it can be. */
+	if (cJSON_GetObjectItemCaseSensitive(o, "hintsLink") &&
+	    (json_str(o, "hintsLink", n->hints_link, sizeof(n->hints_link)) < 0 ||
+	     !hpn_nccl_valid_link(n->hints_link)))
+		return -EINVAL;
 	return 0;
 }
 

@@ -122,6 +122,14 @@ struct hpn_journal_nic {
 	 */
 	unsigned int rail_table;
 	unsigned int rail_priority;
+	/*
+	 * A moved NIC: the name of its link <hints_dir>/nic/<hints_link> ->
+	 * ../<hints_key> (nccl.h), which the agent's CDI spec of the NIC mounts
+	 * the hints through; its device ID. Journalled with the claim, before
+	 * it is made; undone by removing it if it still leads to hints_key.
+	 * Empty: none (and in older journals).
+	 */
+	char hints_link[HPN_NIC_ID_MAX];
 };
 
 /*

@@ -21,6 +21,7 @@
 #define HPN_IBDEV_MAX	 64  /* IB_DEVICE_NAME_MAX, with the NUL */
 #define HPN_MAX_NICS	 16  /* count: NICs of one attachment */
 #define HPN_NCCL_KEY_MAX 129 /* a pod UID or container ID, as a directory name */
+#define HPN_NIC_ID_MAX	 64  /* a NIC's device ID (alloc.h), as a hints link's name */
 #define HPN_MAX_GPUS	 64  /* GPUs of one pod (gpu.h) */
 #define HPN_GPU_ID_MAX	 96  /* a GPU as the kubelet names it: "GPU-<uuid>::<n>", "gpu-3" */
 #define HPN_DIST_STR	 8   /* a PCI distance class's name: "PIX", "unknown" */

@@ -288,15 +288,47 @@ static int restore_nic(struct hpn_nsctx *ns, const struct hpn_journal *j,
 	return r;
 }
 
+/*
+ * The hints links, each if it still leads to this attachment's key (the
+ * NIC's next pod may have its own there now), in reverse order of ADD.
+ */
+static int remove_links(const struct hpn_journal *j, struct hpn_err *err)
+{
+	int r = 0;
+
+	for (size_t i = j->n_nics; i-- > 0;) {
+		const char *link = j->nics[i].hints_link;
+		struct hpn_err e = { 0 };
+		int ri;
+
+		if (!link[0] || !j->hints_dir)
+			continue;
+		ri = hpn_nccl_unlink(j->hints_dir, link, j->hints_key, &e);
+		if (ri > 0)
+			hpn_info("hints link %s/%s/%s leads to another pod's hints now: left",
+				 j->hints_dir, HPN_NCCL_NIC_DIR, link);
+		if (ri < 0 && r == 0) {
+			*err = e;
+			r = ri;
+		}
+	}
+	return r;
+}
+
 /* The hints file, if it is still this attachment's (a recreated pod may own it now). */
 static int remove_hints(const struct hpn_conf *conf, const struct hpn_journal *j,
 			struct hpn_err *err)
 {
 	_cleanup_free_ char *owner = NULL;
 	struct hpn_nccl_owner o;
+	int r;
 
 	if (!j->hints_key[0])
 		return 0;
+	/* The links first: none is left leading to a file that is gone. */
+	r = remove_links(j, err);
+	if (r < 0)
+		return r;
 	hpn_hints_owner(conf, j->container_id, j->cni_ifname, &o);
 	owner = hpn_nccl_owner_line(&o);
 	if (!owner)

@@ -19,7 +19,15 @@
 #  - a hostile pod UID (traversal) is refused with 4, and a symlink planted as
 #    the pod's hints directory fails ADD with 5 and a complete rollback,
 #    without writing through it;
-#  - nccl.enabled false writes nothing.
+#  - nccl.enabled false writes nothing;
+#  - for NICs moved into the pod (the kubelet's, from a stand-in of the
+#    agent's lookup, and the pool's), ADD links <nccl.dir>/nic/<ID> to
+#    ../<UID> (the agent's CDI spec of the NIC mounts the hints through it),
+#    journalled; CHECK fails when a link is missing or leads elsewhere; DEL
+#    removes them, twice is fine, and leaves a link that leads to another
+#    pod's key; a failure after the first link (HPN_FAIL_AT=hints-link, a
+#    failing symlinkat) leaves none, a kill there leaves it for DEL; a
+#    macvlan child and nccl.enabled false get none.
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
 set -euo pipefail
@@ -293,5 +301,199 @@ hints_off() {
 	expect_ok "DEL"
 }
 scenario "nccl.enabled false" hints_off
+
+# --- the pod's NICs: a link per NIC, <nccl.dir>/nic/<ID> -> ../<key>,
+# which the agent's CDI spec of the NIC mounts the hints through.
+
+# lookup_stub IDS: a stand-in for hpn-rdma-agent's lookup socket (root's, as
+# the plugin requires) answering every pod that the kubelet allocated IDS (a
+# JSON array, in order); LOOKUP_SOCK names it.
+STUB_PID=
+lookup_stub() {
+	LOOKUP_SOCK=$T/agent-$SCEN.sock
+	rm -f "$LOOKUP_SOCK" "$LOOKUP_SOCK.ready"
+	/usr/bin/python3 -c '
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+open(sys.argv[1] + ".ready", "w").close()
+reply = json.dumps({"version": 1, "resource": "rdma/hpn", "podKnown": True,
+                    "devices": json.loads(sys.argv[2]), "gpus": []}).encode()
+while True:
+	c, _ = s.accept()
+	c.settimeout(2)
+	got = b""
+	try:
+		while not got.endswith(b"\n"):
+			b = c.recv(4096)
+			if not b:
+				break
+			got += b
+		c.sendall(reply)
+	except OSError:
+		pass
+	c.close()' "$LOOKUP_SOCK" "$1" 2>>"$T/stub.log" &
+	STUB_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -e $LOOKUP_SOCK.ready ]] && return 0
+		sleep 0.05
+	done
+	fail "the lookup stand-in did not start: $(cat "$T/stub.log")"
+}
+
+stub_stop() {
+	[[ -z $STUB_PID ]] || kill "$STUB_PID" 2>/dev/null || true
+	[[ -z $STUB_PID ]] || wait "$STUB_PID" 2>/dev/null || true
+	STUB_PID=
+}
+
+# links: the hints links there now, "NAME->TARGET" sorted, space-separated.
+links() {
+	local l out=()
+	for l in "$PODS"/nic/*; do
+		[[ -L $l ]] || continue
+		out+=("${l##*/}->$(readlink "$l")")
+	done
+	echo "${out[*]}"
+}
+
+nic_links() {
+	local conf prev res j
+	trap stub_stop EXIT
+	mk_nic "$HOST_NS" nic0 peer0
+	mk_nic "$HOST_NS" nic1 peer1
+	mk_nic "$HOST_NS" nic2 peer2
+	snap_save "$HOST_NS" "$T/host.before"
+	snap_save "$POD_NS" "$T/pod.before"
+	lookup_stub '["nic1", "nic0"]'
+	conf=$(net_conf 1.0.0 '.match = {devices: ["nic*"]} | .ifName = "hpn0" |
+		.agent = {socket: $a, timeoutMs: 2000}' --arg a "$LOOKUP_SOCK")
+
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+	expect_result "ADD of the kubelet's nic1 and nic0"
+	res=$OUT
+	has_link "$HOST_NS" nic2 || fail "nic2, not allocated, left the host"
+	j=$(cat "$STATE/$NET"/*)
+	jq_ok '.nicSource == "kubelet" and [.nics[].hintsLink] == ["nic1", "nic0"]' \
+		"the journal holds each NIC's link" "$j"
+	[[ $(links) == "nic0->../$UID1 nic1->../$UID1" ]] ||
+		fail "the links after ADD are [$(links)], not nic0 and nic1 to ../$UID1"
+	[[ $(stat -c %a "$PODS/nic") == 755 ]] || fail "$PODS/nic is not 0755"
+	cmp -s "$PODS/nic/nic0/nccl.conf" "$PODS/$UID1/nccl.conf" ||
+		fail "$PODS/nic/nic0/nccl.conf does not resolve to the pod's file"
+	prev=$(with_prev "$conf" "$res")
+	run_plugin CHECK "$prev" CNI_ARGS="$ARGS1"
+	expect_ok "CHECK"
+	ln -sfn ../other-pod "$PODS/nic/nic1"
+	run_plugin CHECK "$prev" CNI_ARGS="$ARGS1"
+	expect_err 107 "CHECK of a link to another pod" 'nic/nic1 leads to ../other-pod'
+	rm "$PODS/nic/nic1"
+	run_plugin CHECK "$prev" CNI_ARGS="$ARGS1"
+	expect_err 107 "CHECK without a link" 'nic/nic1 is missing'
+	ln -s "../$UID1" "$PODS/nic/nic1"
+	run_plugin CHECK "$prev" CNI_ARGS="$ARGS1"
+	expect_ok "CHECK with the link back"
+
+	run_plugin DEL "$prev" CNI_ARGS="$ARGS1"
+	expect_ok "DEL"
+	[[ -z $(links) ]] || fail "DEL left links: $(links)"
+	run_plugin DEL "$prev" CNI_ARGS="$ARGS1"
+	expect_ok "DEL again"
+	snap_same "$HOST_NS" "$T/host.before" "host after DEL"
+	expect_no_state "after DEL"
+
+	# A link another pod's ADD made since (its DEL late): DEL leaves it.
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+	expect_result "ADD again"
+	prev=$(with_prev "$conf" "$OUT")
+	ln -sfn ../other-pod "$PODS/nic/nic0"
+	run_plugin DEL "$prev" CNI_ARGS="$ARGS1"
+	expect_ok "DEL with nic0's link another pod's"
+	[[ $(links) == "nic0->../other-pod" ]] || fail "DEL did not leave the other pod's link: [$(links)]"
+	grep -q "hints link $PODS/nic/nic0 leads to another pod's hints now: left" "$T/plugin.log" ||
+		fail "DEL did not say it left the link"
+	# And an ADD of the NIC's new holder replaces such a stale link.
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+	expect_result "ADD over a stale link"
+	[[ $(links) == "nic0->../$UID1 nic1->../$UID1" ]] || fail "ADD did not replace the stale link: [$(links)]"
+	run_plugin DEL "$(with_prev "$conf" "$OUT")" CNI_ARGS="$ARGS1"
+	expect_ok "DEL"
+	expect_no_state "after the stale link"
+
+	# A failure after the first link (nic1's): the rollback removes it.
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1" HPN_FAIL_AT=hints-link
+	expect_err any "ADD failing after nic1's link"
+	[[ -z $(links) ]] || fail "the rollback left links: $(links)"
+	snap_same "$HOST_NS" "$T/host.before" "host after the rollback"
+	pod_empty "pod after the rollback"
+	expect_no_state "after the rollback"
+	# The second link's symlinkat failing (strace): the same.
+	if command -v strace >/dev/null; then
+		# shellcheck disable=SC2054 # commas belong to strace's syntax
+		RUN_WRAP=(strace -qq -o "$T/fault.trace" -e trace=symlinkat
+			-e inject=symlinkat:error=EIO:when=2)
+		run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+		RUN_WRAP=()
+		expect_err 5 "ADD whose second symlinkat fails" 'link .*/nic/nic0 to'
+		grep -q INJECTED "$T/fault.trace" || fail "no symlinkat was failed: $(cat "$T/fault.trace")"
+		[[ -z $(links) ]] || fail "a failed symlinkat left links: $(links)"
+		snap_same "$HOST_NS" "$T/host.before" "host after a failed symlinkat"
+		expect_no_state "after a failed symlinkat"
+	fi
+	# Killed after the first link: the journal has it, DEL removes it. A
+	# process killed exits with its fds open: run bare (RUN_WRAP), not under
+	# memcheck's fd tracking (memcheck.netns-nccl).
+	RUN_WRAP=(env)
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1" HPN_FAIL_AT=hints-link HPN_FAIL_KILL=1
+	RUN_WRAP=()
+	((RC != 0)) || fail "ADD killed after the first link succeeded"
+	[[ $(links) == "nic1->../$UID1" ]] || fail "the killed ADD did not leave nic1's link: [$(links)]"
+	run_plugin DEL "$conf" CNI_ARGS="$ARGS1"
+	expect_ok "DEL after the killed ADD"
+	[[ -z $(links) ]] || fail "DEL after a killed ADD left links: $(links)"
+	snap_same "$HOST_NS" "$T/host.before" "host after the killed ADD's DEL"
+	expect_no_state "after the killed ADD's DEL"
+
+	# Hints off: no file, no link.
+	run_plugin ADD "$(jq -c '.nccl.enabled = false' <<<"$conf")" CNI_ARGS="$ARGS1"
+	expect_result "ADD with nccl.enabled false"
+	jq_ok '[.nics[] | has("hintsLink")] == [false, false]' "no link journalled" "$(cat "$STATE/$NET"/*)"
+	[[ -z $(links) ]] || fail "nccl.enabled false made links: $(links)"
+	run_plugin DEL "$(jq -c '.nccl.enabled = false' <<<"$conf")" CNI_ARGS="$ARGS1"
+	expect_ok "DEL"
+	stub_stop
+
+	# The pool's pick (the kubelet allocated nothing): its NIC is linked too
+	# (the agent's spec of it exists all the same).
+	lookup_stub '[]'
+	conf=$(net_conf 1.0.0 '.match = {devices: ["nic*"]} | .ifName = "hpn0" |
+		.agent = {socket: $a, timeoutMs: 2000}' --arg a "$LOOKUP_SOCK")
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+	expect_result "ADD of a pool NIC"
+	jq_ok '.nicSource == "pool" and [.nics[].hintsLink] == ["nic0"]' \
+		"a pool NIC: its link journalled" "$(cat "$STATE/$NET"/*)"
+	[[ $(links) == "nic0->../$UID1" ]] || fail "the pool's NIC got no link: [$(links)]"
+	run_plugin DEL "$(with_prev "$conf" "$OUT")" CNI_ARGS="$ARGS1"
+	expect_ok "DEL of the pool NIC"
+	[[ -z $(links) ]] || fail "DEL of the pool NIC left links: $(links)"
+	stub_stop
+
+	# A macvlan child: its parent serves several pods, so no link leads to one of them.
+	conf=$(net_conf 1.0.0 '.mode = "macvlan" | .master = "nic2" | .ifName = "hpn0"')
+	run_plugin ADD "$conf" CNI_ARGS="$ARGS1"
+	expect_result "ADD of a macvlan child"
+	jq_ok '[.nics[] | has("hintsLink")] == [false]' "a child: no link journalled" \
+		"$(cat "$STATE/$NET"/*)"
+	[[ -z $(links) ]] || fail "a child got a link: $(links)"
+	run_plugin DEL "$(with_prev "$conf" "$OUT")" CNI_ARGS="$ARGS1"
+	expect_ok "DEL of the child"
+	snap_same "$HOST_NS" "$T/host.before" "host at the end"
+	snap_same "$POD_NS" "$T/pod.before" "pod at the end"
+	expect_no_state "at the end"
+}
+scenario "hints links of the pod's NICs: made, CHECKed, undone by DEL, rollback and a kill" \
+	nic_links
 
 t_done

@@ -174,6 +174,119 @@ static void test_names(void)
 	CHECK(hpn_nccl_valid_key(longval));
 }
 
+/*
+ * The links of the kubelet's NICs: names, the paths the CDI specs mount,
+ * and the links themselves (made, idempotent, another key's replaced, the
+ * unlink of a key that is not the link's leaving it, anything but a link
+ * left alone, a planted "nic" symlink never followed).
+ */
+static void test_links(void)
+{
+	static const char *const good[] = {
+		"0000:af:00.1", "pool3", "a", "eth_0.1-x", "a@b", "..."
+	};
+	static const char *const bad[] = { "",	   ".",	  "..",	  "a/b",
+					   "../x", "a b", "a\nb", "caf\xc3\xa9" };
+	char id[HPN_NIC_ID_MAX + 1], key[HPN_NCCL_KEY_MAX], dir[128], path[512], got[256];
+	struct hpn_err err = { 0 };
+	struct stat st;
+	mode_t old;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK(hpn_nccl_valid_link(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(!hpn_nccl_valid_link(bad[i]));
+	memset(id, 'a', HPN_NIC_ID_MAX - 1);
+	id[HPN_NIC_ID_MAX - 1] = '\0';
+	CHECK(hpn_nccl_valid_link(id));
+	id[HPN_NIC_ID_MAX - 1] = 'a';
+	id[HPN_NIC_ID_MAX] = '\0';
+	CHECK(!hpn_nccl_valid_link(id));
+
+	/* "nic" is the links' directory: never a key; a container named so is hashed. */
+	CHECK(!hpn_nccl_valid_key("nic"));
+	CHECK(hpn_nccl_valid_key("nic0"));
+	hpn_nccl_key(NULL, "nic", key);
+	CHECK(strcmp(key, "nic") != 0 && hpn_nccl_valid_key(key));
+	CHECK(!strncmp(key, "nic-", 4));
+
+	CHECK_INT_EQ(hpn_nccl_file_path("/run/p", "uid-1", path, sizeof(path)), 0);
+	CHECK_STR_EQ(path, "/run/p/uid-1/nccl.conf");
+	CHECK_INT_EQ(hpn_nccl_file_path("/run/p", "../x", path, sizeof(path)), -EINVAL);
+	CHECK_INT_EQ(hpn_nccl_file_path("/run/p", "nic", path, sizeof(path)), -EINVAL);
+	CHECK(hpn_nccl_file_path("/run/p", "uid-1", path, 12) < 0);
+	CHECK_INT_EQ(hpn_nccl_link_file_path("/run/p", "0000:af:00.1", path, sizeof(path)), 0);
+	CHECK_STR_EQ(path, "/run/p/nic/0000:af:00.1/nccl.conf");
+	CHECK_INT_EQ(hpn_nccl_link_file_path("/run/p", "..", path, sizeof(path)), -EINVAL);
+	CHECK_INT_EQ(hpn_nccl_link_file_path("/run/p", "a/b", path, sizeof(path)), -EINVAL);
+
+	/* Made 0755 whatever the umask, relative, and it resolves to the pod's file. */
+	snprintf(dir, sizeof(dir), "%s/links", tmp);
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-1", NULL, 0), -ENOENT);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "0000:af:00.1", "uid-1", &err), 0);
+	CHECK_INT_EQ(hpn_nccl_write(dir, "uid-1", "NCCL_IB_DISABLE=1\n", &err), 0);
+	old = umask(077);
+	CHECK_INT_EQ(hpn_nccl_link(dir, "0000:af:00.1", "uid-1", &err), 0);
+	umask(old);
+	snprintf(path, sizeof(path), "%s/nic", dir);
+	CHECK(lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0755);
+	snprintf(path, sizeof(path), "%s/nic/0000:af:00.1", dir);
+	CHECK(readlink(path, got, sizeof(got)) == 8 && !memcmp(got, "../uid-1", 8));
+	snprintf(path, sizeof(path), "%s/nic/0000:af:00.1/nccl.conf", dir);
+	CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode));
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-1", NULL, 0), 0);
+	/* Again: nothing to do. */
+	CHECK_INT_EQ(hpn_nccl_link(dir, "0000:af:00.1", "uid-1", &err), 0);
+
+	/* Another key's link: the unlink of uid-2 leaves it; the link of uid-2 replaces it. */
+	got[0] = '\0';
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-2", got, sizeof(got)), -EXDEV);
+	CHECK_STR_EQ(got, "../uid-1");
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "0000:af:00.1", "uid-2", &err), 1);
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-1", NULL, 0), 0);
+	CHECK_INT_EQ(hpn_nccl_link(dir, "0000:af:00.1", "uid-2", &err), 1);
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-2", NULL, 0), 0);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "0000:af:00.1", "uid-1", &err), 1);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "0000:af:00.1", "uid-2", &err), 0);
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "0000:af:00.1", "uid-2", NULL, 0), -ENOENT);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "0000:af:00.1", "uid-2", &err), 0);
+	/* The last link gone, its directory went too. */
+	snprintf(path, sizeof(path), "%s/nic", dir);
+	CHECK(lstat(path, &st) < 0 && errno == ENOENT);
+
+	/* Not a link at the name: refused with 5 by the link, left by the unlink. */
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/nic/pool3", dir);
+	CHECK(mkdir(path, 0700) == 0);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_nccl_link(dir, "pool3", "uid-1", &err), -EEXIST);
+	CHECK_INT_EQ(err.code, 5);
+	CHECK_STR_HAS(err.msg, "is not a symlink of hpn-rdma's");
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "pool3", "uid-1", &err), 1);
+	CHECK_INT_EQ(hpn_nccl_link_read(dir, "pool3", "uid-1", NULL, 0), -EINVAL);
+	CHECK(lstat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK(rmdir(path) == 0);
+	/* Names and keys that cannot be one: nothing done. */
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_nccl_link(dir, "..", "uid-1", &err) < 0);
+	CHECK(hpn_nccl_link(dir, "pool3", "../uid-1", &err) < 0);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "..", "uid-1", &err), 0);
+
+	/* A symlink planted as "nic": never followed, never written through. */
+	snprintf(dir, sizeof(dir), "%s/links2", tmp);
+	CHECK(mkdir(dir, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/nic", dir);
+	snprintf(got, sizeof(got), "%s/links2-elsewhere", tmp);
+	CHECK(mkdir(got, 0755) == 0);
+	CHECK(symlink(got, path) == 0);
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_nccl_link(dir, "pool3", "uid-1", &err) < 0);
+	CHECK_INT_EQ(err.code, 5);
+	CHECK_INT_EQ(hpn_nccl_unlink(dir, "pool3", "uid-1", &err), 0);
+	snprintf(path, sizeof(path), "%s/pool3", got);
+	CHECK(lstat(path, &st) < 0 && errno == ENOENT);
+}
+
 static void test_profiles(void)
 {
 	struct hpn_nccl_conf *nc = nconf();
@@ -786,6 +899,7 @@ int main(void)
 	test_render();
 	test_format_parse();
 	test_files();
+	test_links();
 	test_conf();
 	test_result();
 	nconf();

@@ -773,6 +773,11 @@ static void test_journal_nics(void)
 		J_NICS(J_NIC ",\"rail\":{\"table\":254,\"priority\":1000}") "}",
 		J_NICS(J_NIC ",\"rail\":{\"table\":1003,\"priority\":32766}") "}",
 		J_NICS(J_NIC ",\"rail\":{\"table\":\"1003\",\"priority\":1000}") "}",
+		/* A hints link DEL removes: only a name of a device ID under nccl.dir/nic. */
+		J_NICS(J_NIC ",\"hintsLink\":\"..\"") "}",
+		J_NICS(J_NIC ",\"hintsLink\":\"../etc\"") "}",
+		J_NICS(J_NIC ",\"hintsLink\":\"\"") "}",
+		J_NICS(J_NIC ",\"hintsLink\":7") "}",
 	};
 	static const uint8_t cmac[HPN_MAC_LEN] = { 0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee };
 	struct hpn_store st = HPN_STORE_INIT;
@@ -820,6 +825,8 @@ static void test_journal_nics(void)
 	strcpy(j.nics[1].gpu_id, "MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f");
 	strcpy(j.nics[1].gpu_dist, "unknown");
 	strcpy(j.nics[1].gpu_best, "unknown");
+	/* The first the kubelet's, with its hints link. */
+	strcpy(j.nics[0].hints_link, "0000:af:00.0");
 	CHECK_INT_EQ(hpn_journal_write(&st, "c.eth0", &j, &err), 0);
 	memset(&got, 0, sizeof(got));
 	CHECK_INT_EQ(hpn_journal_read(&st, "c.eth0", &got, &err), 0);
@@ -861,6 +868,8 @@ static void test_journal_nics(void)
 	CHECK_STR_EQ(got.nics[1].gpu_id, "MIG-0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f");
 	CHECK_STR_EQ(got.nics[1].gpu_pci, "");
 	CHECK_STR_EQ(got.nics[1].gpu_dist, "unknown");
+	CHECK_STR_EQ(got.nics[0].hints_link, "0000:af:00.0");
+	CHECK_STR_EQ(got.nics[1].hints_link, "");
 	hpn_journal_free(&got);
 	/* A GPU member not of its shape is dropped: the NIC is still undone. */
 	static const char *const bad_gpu[] = {
@@ -899,6 +908,8 @@ static void test_journal_nics(void)
 	/* Before CDI specs: none to remove. */
 	CHECK(got.cdi_dir == NULL && !got.nics[0].rdma.cdi_spec[0] &&
 	      !got.nics[1].rdma.cdi_spec[0]);
+	/* Before the hints links: none to remove. */
+	CHECK(!got.nics[0].hints_link[0] && !got.nics[1].hints_link[0]);
 	hpn_journal_free(&got);
 
 	/* A journal written before version 2. */
