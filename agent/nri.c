@@ -543,7 +543,7 @@ static void create_container(struct nri *n, const struct hpn_ttrpc_call *c)
 			 "already), hints %s, RLIMIT_MEMLOCK %s",
 			 q->container->name, pod[0] ? pod : q->pod->name, g.devs, g.devs_had,
 			 g.hints       ? w.hints_at
-			 : g.hints_had ? "(its own mount)"
+			 : g.hints_had ? "(mounted there already)"
 				       : "(none)",
 			 g.memlock	 ? "raised"
 			 : g.memlock_had ? "(higher already)"

@@ -374,14 +374,45 @@ static void no_hook(char *msg, size_t len, const char *why)
 }
 
 /*
+ * The hints mount of claim r's spec: the file of the one pod it is reserved
+ * for (its ADD writes it before CreateContainer, when the runtime resolves
+ * the mount). Several pods: none of them is the file's (the hook lets only
+ * the pod that holds the NICs start; a mount of one pod's file would still
+ * be made in the others' containers before it refuses them), so no mount,
+ * said when say.
+ */
+static void claim_hints(const struct dra_claims *cl, const struct dra_rec *r, bool say,
+			struct hpn_cdi_dev *cd)
+{
+	char host[PATH_MAX];
+
+	if (!cl->hints)
+		return;
+	if (r->n_pods != 1) {
+		if (say)
+			hpn_info("DRA: claim %s/%s is reserved for %zu pods, not one: its CDI spec "
+				 "mounts no NCCL hints (a pod of it mounts its own, or has NRI)",
+				 r->ns, r->name, r->n_pods);
+		return;
+	}
+	if (hpn_nccl_file_path(cl->hints_dir, r->pods[0], host, sizeof(host)) < 0 ||
+	    hpn_cdi_set_hints(cd, host, cl->hints_at) < 0)
+		hpn_warn("DRA: claim %s/%s: no NCCL hints mount for pod %s (%s/%s: not a key or "
+			 "too long)",
+			 r->ns, r->name, r->pods[0], cl->hints_dir, r->pods[0]);
+}
+
+/*
  * The spec of claim r: one device "claim-<uid>" with the RDMA character
  * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
- * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>); its createRuntime hook, as
- * the NICs' specs have it (hpn-rdma cdi-hook claim-<uid>: every NIC of the
- * record held by the container's pod, a pod the claim is reserved for). No
- * hook, no spec: -ENOEXEC. 0, or an error in msg.
+ * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>); the pod's hints mount
+ * (claim_hints; say: at Prepare, not at each rewrite); its createRuntime
+ * hook, as the NICs' specs have it (hpn-rdma cdi-hook claim-<uid>: every NIC
+ * of the record held by the container's pod, a pod the claim is reserved
+ * for). No hook, no spec: -ENOEXEC. 0, or an error in msg.
  */
-static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, char *msg, size_t len)
+static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool say, char *msg,
+		     size_t len)
 {
 	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
 	struct hpn_err err = { 0 };
@@ -424,6 +455,7 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, char 
 		}
 	}
 	cdispecs_cm_node(cl->sysfs_root, cl->dev_root, cd);
+	claim_hints(cl, r, say, cd);
 	ret = hpn_cdi_write(cl->cdi_dir, HPN_CDI_AGENT, cd, &err);
 	if (ret < 0)
 		hpn_msgf(msg, len, "CDI spec: %s", err.msg);
@@ -456,7 +488,7 @@ static void respec_all(const struct dra_claims *cl)
 	for (const struct dra_rec *r = cl->recs; r; r = r->next) {
 		char msg[448] = "";
 
-		if (cdi_write(cl, r, msg, sizeof(msg)) == -ENOEXEC) {
+		if (cdi_write(cl, r, false, msg, sizeof(msg)) == -ENOEXEC) {
 			cdi_remove(cl, r->uid);
 			hpn_warn("DRA: claim %s/%s: its CDI spec removed: %s", r->ns, r->name, msg);
 		} else if (msg[0]) {
@@ -464,6 +496,30 @@ static void respec_all(const struct dra_claims *cl)
 				 msg);
 		}
 	}
+}
+
+bool draclaims_set_hints(struct dra_claims *cl, const struct hpn_nccl_conf *nc)
+{
+	bool on = nc && nc->enabled && nc->dir;
+	const char *at = nc && nc->conf_file ? nc->conf_file : HPN_DEFAULT_NCCL_CONF_FILE;
+	char dir[PATH_MAX], hints_at[HPN_CDI_PATH_MAX];
+
+	if (on && (hpn_snprintf(dir, sizeof(dir), "%s", nc->dir) < 0 ||
+		   hpn_snprintf(hints_at, sizeof(hints_at), "%s", at) < 0)) {
+		hpn_warn("DRA: nccl.dir or nccl.confFile too long: the claims' CDI specs mount no "
+			 "NCCL hints");
+		on = false;
+	}
+	if (!on) {
+		dir[0] = hints_at[0] = '\0';
+	}
+	if (on == cl->hints && !strcmp(dir, cl->hints_dir) && !strcmp(hints_at, cl->hints_at))
+		return false;
+	cl->hints = on;
+	memcpy(cl->hints_dir, dir, strlen(dir) + 1);
+	memcpy(cl->hints_at, hints_at, strlen(hints_at) + 1);
+	respec_all(cl);
+	return true;
 }
 
 int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct hpn_err *err)
@@ -484,6 +540,7 @@ int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "DRA: the network's name, the CDI hook, sysfsRoot, device root "
 				   "or CDI directory too long");
+	draclaims_set_hints(cl, o->nccl);
 	if (hpn_mkdir_p(cl->dir, 0700) < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
 				   strerror(errno));
@@ -500,7 +557,7 @@ int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t le
 {
 	struct hpn_err err = { 0 };
 	char cmsg[384] = "";
-	int ret = cdi_write(cl, r, cmsg, sizeof(cmsg));
+	int ret = cdi_write(cl, r, true, cmsg, sizeof(cmsg));
 
 	if (ret < 0) {
 		hpn_msgf(msg, len, "%s", cmsg);
@@ -538,7 +595,7 @@ int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char 
 	if (lstat(path, &st) == 0)
 		return 0;
 	hpn_warn("DRA: claim %s/%s: its CDI spec %s is gone: written anew", r->ns, r->name, path);
-	return cdi_write(cl, r, msg, len);
+	return cdi_write(cl, r, false, msg, len);
 }
 
 int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone)

@@ -13,6 +13,7 @@
 #include "dra.h"
 #include "draslice.h"
 #include "err.h"
+#include "nccl.h"
 #include "pod.h"
 #include "types.h"
 
@@ -57,6 +58,13 @@ struct dra_claims {
 	char sysfs_root[PATH_MAX], dev_root[PATH_MAX], cdi_dir[PATH_MAX];
 	/* The specs' hook: `<hook> cdi-hook --state-dir <state_dir> --network <network>`. */
 	char state_dir[256], network[128], hook[256];
+	/*
+	 * The config's NCCL hints (draclaims_set_hints): when on, the spec of a
+	 * claim reserved for exactly one pod mounts that pod's file
+	 * <hints_dir>/<pod UID>/nccl.conf read-only at hints_at.
+	 */
+	bool hints;
+	char hints_dir[PATH_MAX], hints_at[HPN_CDI_PATH_MAX];
 	struct dra_rec *recs;
 };
 
@@ -64,6 +72,7 @@ struct draclaims_opts {
 	const char *state_dir, *network; /* the node's network: the hook reads its journals */
 	const char *sysfs_root, *dev_root, *cdi_dir;
 	const char *hook; /* --cdi-hook (empty, not an executable: no spec, no claim prepared) */
+	const struct hpn_nccl_conf *nccl; /* the config's hints (NULL: off) */
 };
 
 /*
@@ -91,6 +100,11 @@ int draclaims_respec(const struct dra_claims *cl, const struct dra_rec *r, char 
  * record cannot be removed.
  */
 int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone);
+/*
+ * The config's hints (NULL: off) taken for the claims' specs: whether they
+ * changed, and then every prepared claim's spec is written anew (a reload).
+ */
+bool draclaims_set_hints(struct dra_claims *cl, const struct hpn_nccl_conf *nc);
 /* A claim UID a record and a CDI name can carry. */
 bool draclaims_uid_ok(const char *s);
 

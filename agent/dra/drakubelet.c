@@ -649,7 +649,8 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 						     .sysfs_root = node->conf.sysfs_root,
 						     .dev_root = o->dev_root,
 						     .cdi_dir = o->cdi_dir,
-						     .hook = o->cdi_hook },
+						     .hook = o->cdi_hook,
+						     .nccl = &node->conf.nccl },
 			   err);
 	if (r < 0)
 		goto fail;
@@ -715,6 +716,10 @@ void dra_reloaded(struct dra *d)
 	if (hpn_snprintf(cl->sysfs_root, sizeof(cl->sysfs_root), "%s", c->sysfs_root) < 0)
 		hpn_warn("DRA: sysfsRoot %s is too long: the claims' devices still read under %s",
 			 c->sysfs_root, cl->sysfs_root);
+	if (draclaims_set_hints(cl, &c->nccl))
+		hpn_info("DRA: the config's NCCL hints changed (%s): the claims' CDI specs written "
+			 "anew",
+			 cl->hints ? cl->hints_dir : "off");
 }
 
 void dra_free(struct dra *d)

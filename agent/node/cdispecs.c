@@ -18,6 +18,7 @@
 
 #include "cdi.h"
 #include "log.h"
+#include "nccl.h"
 #include "node.h"
 #include "rdma.h"
 #include "util.h"
@@ -150,6 +151,22 @@ void cdispecs_cm_node(const char *sysfs_root, const char *dev_root, struct hpn_c
 }
 
 /*
+ * With the config's NCCL hints on, out's hints mount: <nccl.dir>/nic/<id>/
+ * nccl.conf read-only at nccl.confFile. Whichever pod holds the NIC, the
+ * link its ADD makes (nccl.h) leads to its own file by the time the runtime
+ * resolves this, at CreateContainer. Hints off (or a path over
+ * HPN_CDI_PATH_MAX): no mount.
+ */
+static void nic_hints(const struct hpn_nccl_conf *nc, const char *id, struct hpn_cdi_dev *out)
+{
+	char host[PATH_MAX];
+
+	if (nc->enabled && nc->dir && hpn_nccl_link_file_path(nc->dir, id, host, sizeof(host)) == 0)
+		(void)hpn_cdi_set_hints(out, host,
+					nc->conf_file ? nc->conf_file : HPN_DEFAULT_NCCL_CONF_FILE);
+}
+
+/*
  * What d's spec should be: written with d's character devices (out), kept
  * as it is (a NIC moved into a pod whose device the host no longer sees or
  * names: exclusive mode, or a journal that names none), or removed (no
@@ -175,6 +192,7 @@ static enum act want(const struct cdispecs *c, const struct agent_dev *d, struct
 	if (!cdispecs_nic_nodes(conf->sysfs_root, c->o.dev_root, d->rdma, out))
 		return d->held ? ACT_KEEP : ACT_REMOVE;
 	cdispecs_cm_node(conf->sysfs_root, c->o.dev_root, out);
+	nic_hints(&conf->nccl, d->id, out);
 	return ACT_WRITE;
 }
 

@@ -116,8 +116,12 @@ int nri_adjust(const struct nri_want *w, const Container *c, uint8_t **ret, size
 		adj.linux = &lin;
 	}
 	if (w->hints[0]) {
+		/*
+		 * The pod's own choice wins; so does a CDI device's mount of the same
+		 * file (containerd 1.7 and 2.x apply CDI to the spec NRI is shown).
+		 */
 		if (has_mount(c, w->hints_at)) {
-			g.hints_had = true; /* the pod's own choice wins */
+			g.hints_had = true;
 		} else {
 			hints_mount(&mount, w);
 			adj.n_mounts = 1;

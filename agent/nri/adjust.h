@@ -14,7 +14,9 @@
  * attached, as data: the pod's RDMA character devices with their cgroup
  * rules, its NCCL hints file bind-mounted read-only, RLIMIT_MEMLOCK raised;
  * minus what the container has already (a device the device plugin, CDI or
- * a DRA claim gave, a mount of its own at that path, a higher limit). Pure:
+ * a DRA claim gave, a mount at that path: its own, or the hints mount of a
+ * CDI device's spec, which containerd applies to the spec before it asks
+ * NRI; a higher limit). Pure:
  * the service (agent/nri.c) finds the pod's devices and file; this decides
  * and packs.
  */

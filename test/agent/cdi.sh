@@ -9,7 +9,9 @@
 # at start, following a device's numbers, gone with the NIC or its device,
 # stale ones removed, another writer's files at our names left and said once,
 # a read-only directory said once, Allocate's cdi_devices); no spec at all
-# when the hook cannot be named (cdi_no_hook: missing, back, empty).
+# when the hook cannot be named (cdi_no_hook: missing, back, empty); the
+# pod's NCCL hints mounted through each NIC's spec (cdi_hints: the mount, the
+# link a pod's ADD makes for it, nccl.confFile, hints off).
 #
 # HPN_AGENT_VALGRIND=1 (ctest memcheck.agent-cdi) runs the agent under
 # valgrind's memcheck for the scenarios in HPN_AGENT_SCENARIOS (space-separated
@@ -302,5 +304,74 @@ cdi_no_hook() {
 	rm -rf "$T/cdi" "$T/hook-bin"
 }
 run "CDI specs: every one names the hook; none, and no CDI device, when it cannot be named" cdi_no_hook
+
+# wait_spec ID FILTER WHAT: ID's spec matches FILTER within 10 s.
+wait_spec() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		jq -e "$2" "$(cdi_file "$1")" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "$3: the spec of $1 does not match '$2': $(jq -c '.devices[0].containerEdits.mounts' \
+		"$(cdi_file "$1")" 2>&1); agent log: $(tail -n 5 "$T/agent.log")"
+}
+
+# The pod's NCCL hints with no hostPath in the pod: each NIC's spec mounts
+# <nccl.dir>/nic/<ID>/nccl.conf read-only at nccl.confFile, which the ADD of
+# the pod the kubelet gave the NIC links to that pod's own file; the mount
+# follows nccl.confFile and goes with nccl.enabled false (a reload, a start).
+cdi_hints() {
+	local spec conf host psys=$T/psys-$SCEN uid=6f1c2d9e-0b7a-4c3e-9d55-2a61f0c4b1aa id
+	rm -rf "$T/cdi"
+	node_up
+	wait_cdi "0000:af:00.0 0000:af:00.1 0000:af:00.2" "the specs at start"
+	for id in 0000:af:00.0 0000:af:00.1 0000:af:00.2; do
+		jq_ok '.devices[0].containerEdits.mounts == [{hostPath: ($p + "/nic/" + $id + "/nccl.conf"),
+			containerPath: "/etc/nccl.conf", options: ["ro", "nosuid", "nodev", "noexec", "bind"],
+			type: "bind"}]' "$id's spec mounts the hints of the pod that holds it, read-only" \
+			"$(<"$(cdi_file "$id")")" --arg p "$PODS" --arg id "$id"
+	done
+	spec=$(<"$(cdi_file 0000:af:00.1)")
+	host=$(jq -r '.devices[0].containerEdits.mounts[0].hostPath' <<<"$spec")
+
+	# The kubelet gives pod ns1/trainer pool1: its ADD links the spec's hostPath to its file.
+	# The plugin reads a tree without the fake RDMA devices (no kernel here proves them).
+	cp -a "$T/sysfs" "$psys"
+	find "$psys" -depth -name infiniband -exec rm -rf {} +
+	echo '[{"namespace":"ns1","name":"trainer","containers":[{"name":"main","devices":[
+		{"resource":"rdma/hpn","ids":["0000:af:00.1"]}]}]}]' >"$T/pods.json"
+	conf=$(agent_net_conf | jq -c --arg p "$psys" '.sysfsRoot = $p')
+	[[ ! -e $host ]] || fail "$host resolves before any pod holds the NIC"
+	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer;K8S_POD_UID=$uid"
+	expect_result "ADD of the pod the kubelet gave pool1"
+	has_link "$HOST_NS" pool1 && fail "pool1, the allocated NIC, is still on the host"
+	[[ -f $host ]] && cmp -s "$host" "$PODS/$uid/nccl.conf" ||
+		fail "the spec's hostPath $host is not the pod's hints file $PODS/$uid/nccl.conf"
+	run_plugin DEL "$(with_prev "$conf" "$OUT")" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=trainer;K8S_POD_UID=$uid"
+	expect_ok "DEL"
+	[[ ! -e $host && ! -L $PODS/nic/0000:af:00.1 ]] || fail "DEL left the link of pool1"
+
+	# nccl.confFile: the mount goes there; hints off: no mount (config reloads).
+	write_conflist '.nccl.confFile = "/etc/hpn-rdma/nccl.conf"'
+	wait_spec 0000:af:00.1 '.devices[0].containerEdits.mounts[0].containerPath == "/etc/hpn-rdma/nccl.conf"' \
+		"nccl.confFile reloaded"
+	write_conflist '.nccl.enabled = false'
+	wait_spec 0000:af:00.1 '.devices[0].containerEdits | has("mounts") | not' "nccl.enabled false reloaded"
+	stop_agent
+
+	# Started with hints off: no mount in any spec.
+	rm -rf "$T/cdi"
+	SEEN=$(wc -l <"$EV")
+	start_agent
+	wait_event '.event == "register"' "the agent with hints off registers" 20
+	wait_cdi "0000:af:00.0 0000:af:00.1 0000:af:00.2" "the specs with hints off"
+	for id in 0000:af:00.0 0000:af:00.1 0000:af:00.2; do
+		jq_ok '.devices[0].containerEdits | has("mounts") | not' "hints off: $id's spec mounts nothing" \
+			"$(<"$(cdi_file "$id")")"
+	done
+	node_down
+	rm -rf "$T/cdi" "$psys"
+}
+run "CDI specs: the hints of the pod that holds the NIC, read-only, through its ADD's link" cdi_hints
 
 t_done

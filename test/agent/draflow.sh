@@ -8,7 +8,8 @@
 # restarted between Prepare and ADD; the API down during ADD and DEL (both
 # succeed, the status follows once it is back); the claim deleted under a
 # running pod (said once, DEL fine); a pod without a claim (the device
-# plugin's allocation and the pool, as before).
+# plugin's allocation and the pool, as before); the claim's spec mounting
+# its one pod's NCCL hints (none for a claim of two pods, none with hints off).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 
@@ -324,6 +325,55 @@ claim_hook() {
 	flow_down
 }
 run "DRA: a claim's spec names the hook; without the hook binary, no spec and no claim prepared" claim_hook
+
+# The pod's NCCL hints with no hostPath in the pod: the spec of a claim
+# reserved for one pod mounts that pod's file read-only at nccl.confFile
+# (the file its ADD writes before the runtime resolves the spec); a claim
+# reserved for two pods mounts nothing, said once; hints off (a reload):
+# the specs are written anew without it.
+claim_hints() {
+	local conf spec pod_b=0d6f0e1a-2b3c-4d5e-8f70-112233445566 uid2=3c2b1a09-8f7e-4d6c-9b5a-a1b2c3d4e5f6
+	flow_up
+	mk_claim ml c1 "$UID1" . pci-0000-af-00-2
+	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
+	jq_ok '.[$u].error == ""' "Prepare of the claim" "$OUT" --arg u "$UID1"
+	spec=$(<"$(claim_spec "$UID1")")
+	jq_ok '.devices[0].containerEdits.mounts == [{hostPath: ($p + "/" + $pod + "/nccl.conf"),
+		containerPath: "/etc/nccl.conf", options: ["ro", "nosuid", "nodev", "noexec", "bind"],
+		type: "bind"}]' "the claim's spec mounts its pod's hints read-only" "$spec" \
+		--arg p "$PODS" --arg pod "$POD_A"
+	[[ ! -e $PODS/$POD_A/nccl.conf ]] || fail "the hints exist before the pod's ADD"
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD of the claim's pod"
+	jq_ok '.nccl.file == $f' "the mount's hostPath is the file ADD wrote" "$OUT" \
+		--arg f "$(jq -r '.devices[0].containerEdits.mounts[0].hostPath' <<<"$spec")"
+	[[ -f $PODS/$POD_A/nccl.conf ]] || fail "ADD wrote no $PODS/$POD_A/nccl.conf"
+	run_plugin DEL "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_ok "DEL"
+
+	# Reserved for two pods: the file is neither's alone; no mount, said once.
+	mk_claim ml c2 "$uid2" '.status.reservedFor += [{resource: "pods", name: "second",
+		uid: "'"$pod_b"'"}]' pci-0000-af-00-1
+	OUT=$(prepare -version v1 "ml/c2/$uid2") || fail "Prepare of c2 failed"
+	jq_ok '.[$u].error == ""' "Prepare of the claim of two pods" "$OUT" --arg u "$uid2"
+	jq_ok '(.devices[0].containerEdits | has("mounts") | not)
+		and (.devices[0].containerEdits.deviceNodes | length) > 0' \
+		"the spec of a claim of two pods mounts no hints" "$(<"$(claim_spec "$uid2")")"
+	prepare -version v1beta1 "ml/c2/$uid2" >/dev/null || fail "the second Prepare of c2 failed"
+	[[ $(grep -c "DRA: claim ml/c2 is reserved for 2 pods, not one: its CDI spec mounts no NCCL hints" \
+		"$T/agent.log") == 1 ]] || fail "the claim of two pods not said exactly once: $(grep c2 "$T/agent.log")"
+
+	# Hints off (a reload): every claim's spec written anew, without the mount.
+	write_conflist '.nccl.enabled = false'
+	wait_log "DRA: the config's NCCL hints changed (off)" "the reload"
+	jq_ok '.devices[0].containerEdits | has("mounts") | not' "hints off: c1's spec mounts nothing" \
+		"$(<"$(claim_spec "$UID1")")"
+	unprepare -version v1 "ml/c1/$UID1" "ml/c2/$uid2" >/dev/null || fail "Unprepare failed"
+	expect_no_state "after DEL and Unprepare"
+	flow_down
+}
+run "DRA: a claim's spec mounts its one pod's NCCL hints; none for two pods or hints off" claim_hints
 
 # The API down during ADD and DEL: both succeed; the status is written once it is back.
 api_down() {

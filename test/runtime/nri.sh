@@ -25,9 +25,11 @@
 #     lowered, runc refuses to start it;
 #  2. two attached pods at once: each container has its own devices and
 #     none of the other's; a pod not selected (no label) is untouched;
-#  3. a container mounting its own /etc/nccl.conf keeps it; devices given
-#     already (CDI, and the device plugin's DeviceSpecs) are not added
-#     twice; an RDMA device the host shows no verbs node of is said;
+#  3. a container mounting its own /etc/nccl.conf keeps it; with its NIC's
+#     CDI device the spec's hints mount replaces it (CDI's rule) and NRI adds
+#     none; devices given already (CDI, and the device plugin's DeviceSpecs)
+#     are not added twice; an RDMA device the host shows no verbs node of is
+#     said;
 #  4. the agent killed and started again between the sandbox and its
 #     container: the container still gets its devices (the journals decide);
 #  5. containerd restarted: the agent connects and registers again (metrics),
@@ -181,12 +183,26 @@ two_pods_and_plain() {
 
 # 3. What the container has already stays as it is.
 its_own() {
-	local view m line cdi dp
+	local view m line cdi dp mine
 	agent_fresh
 	seed_pod seed-a
 	echo "NCCL_DEBUG=INFO" >"$T/own-nccl.conf"
+	# Its own /etc/nccl.conf: kept, NRI adds no hints over it.
+	m=$(log_mark)
+	ctr mine "$POD" seed-a '.mounts = [{containerPath: "/etc/nccl.conf", hostPath: $f,
+		readonly: true}]' --arg f "$T/own-nccl.conf"
+	mine=$CTR
+	line=$(wait_log "$m" 'NRI: container mine of pod hpnr/seed-a:' "CreateContainer's adjustment")
+	[[ $line == *": 2 device nodes added (0 there already), hints (mounted there already), RLIMIT_MEMLOCK raised" ]] ||
+		fail "the agent's account of container mine: $line"
+	jq_ok '.nccl | length == 1 and .[0].source == $f' "mine: its own /etc/nccl.conf, alone" \
+		"$(spec_view "$mine")" --arg f "$T/own-nccl.conf"
+	[[ $(<"/proc/$PID/root/etc/nccl.conf") == NCCL_DEBUG=INFO ]] ||
+		fail "mine: /etc/nccl.conf inside is not its own file"
 	# Its own /etc/nccl.conf, and its NIC's CDI device (the device plugin's
-	# Allocate names it; the agent's spec gives uverbsK and rdma_cm).
+	# Allocate names it; the agent's spec gives uverbsK and rdma_cm, and the
+	# pod's hints through the link its ADD made, which replace the mount at
+	# that path: CDI's rule; NRI, shown the spec after CDI, adds none).
 	cdi="alibabacloud.com/hpn-rdma=rnic$K"
 	[[ -f $RTN_CDI_DIR/alibabacloud.com-hpn-rdma_rnic$K.json ]] ||
 		fail "the agent keeps no CDI spec of rnic$K in $RTN_CDI_DIR"
@@ -194,17 +210,18 @@ its_own() {
 	ctr own "$POD" seed-a '.mounts = [{containerPath: "/etc/nccl.conf", hostPath: $f,
 		readonly: true}] | .CDI_devices = [{name: $c}]' --arg f "$T/own-nccl.conf" --arg c "$cdi"
 	line=$(wait_log "$m" 'NRI: container own of pod hpnr/seed-a:' "CreateContainer's adjustment")
-	[[ $line == *": 0 device nodes added (2 there already), hints (its own mount), RLIMIT_MEMLOCK raised" ]] ||
+	[[ $line == *": 0 device nodes added (2 there already), hints (mounted there already), RLIMIT_MEMLOCK raised" ]] ||
 		fail "the agent's account of container own: $line"
 	view=$(spec_view "$CTR")
 	jq_ok '(.devices | map(.path)) == ["/dev/infiniband/uverbs\($k)", "/dev/infiniband/rdma_cm"] and
 		(.rules | map(.[0:2]) | sort) == ([[231, 192 + $k], [10, 250]] | sort)' \
 		"own: CDI's two device nodes and rules, each once" "$view" --argjson k "$K"
-	jq_ok '.nccl | length == 1 and .[0].source == $f' "own: its own /etc/nccl.conf, alone" \
-		"$view" --arg f "$T/own-nccl.conf"
+	jq_ok '.nccl | length == 1 and .[0].source == $f and .[0].options == ["ro", "nosuid", "nodev",
+		"noexec", "bind"]' "own: the CDI device's hints mount, alone" \
+		"$view" --arg f "$HINTS/nic/rnic$K/nccl.conf"
 	jq_ok '.memlock == [[$u, $u]]' "own: RLIMIT_MEMLOCK unlimited" "$view" --arg u "$UNLIMITED"
-	[[ $(<"/proc/$PID/root/etc/nccl.conf") == NCCL_DEBUG=INFO ]] ||
-		fail "own: /etc/nccl.conf inside is not its own file"
+	[[ $(<"/proc/$PID/root/etc/nccl.conf") == "$(<"$(hints_of seed-a)")" ]] ||
+		fail "own: /etc/nccl.conf inside is not its pod's hints"
 	local own=$CTR
 	# The device plugin's DeviceSpecs (a kubelet without CDI): uverbsK only; NRI adds rdma_cm.
 	m=$(log_mark)
@@ -230,7 +247,7 @@ its_own() {
 	[[ $line == *"no character device of RDMA device mlx5_9"* ]] ||
 		fail "the agent did not say that mlx5_9 has no character device: $line"
 	jq_ok '.devices == [] and (.nccl | length == 1) and (.memlock | length == 1)' 		"none: no device node; the hints and memlock still" "$(spec_view "$none")"
-	gone "$none" "$dp" "$own"
+	gone "$none" "$dp" "$own" "$mine"
 	stop_remove "$POD"
 }
 
@@ -417,7 +434,7 @@ s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$RTN_NRI_SOCK" 2>/de
 scenario "1: the seed's pod, attached: its container's devices, rules, hints and memlock" seed_adjusted
 scenario "2: two attached pods each get their own devices; a pod not selected is untouched" \
 	two_pods_and_plain
-scenario "3: its own /etc/nccl.conf kept; CDI's and the device plugin's devices not added twice" its_own
+scenario "3: its own /etc/nccl.conf kept (a CDI device's hints replace it); devices not added twice" its_own
 scenario "4: the agent restarted between the sandbox and its container" agent_restarted
 scenario "5: containerd restarted: the agent registers again, the next container is adjusted" \
 	containerd_restarted

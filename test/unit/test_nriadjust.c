@@ -4,7 +4,8 @@
  * attached pod, unpacked again and read field by field: the pod's devices
  * with their cgroup rules, its hints file read-only, RLIMIT_MEMLOCK; and what
  * the container had already left out (a device given by the device plugin,
- * CDI or a DRA claim, its own mount at the path, a higher limit).
+ * CDI or a DRA claim, its own mount at the path or a CDI device's, a higher
+ * limit).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,37 @@ static void test_had(void)
 	PB(create_container_response__free_unpacked)(r, NULL);
 }
 
+/*
+ * The hints mount of a CDI device's spec (the agent's per-NIC spec, a DRA
+ * claim's), as containerd shows the container to NRI: CDI is applied to the
+ * OCI spec at CreateContainer before NRI's adjustment is asked (containerd
+ * 2.1.9 internal/cri/server: WithCDI among the spec options, then
+ * nri.WithContainerAdjustment over that spec), so the mount is among the
+ * container's mounts; NRI adds none over it.
+ */
+static void test_cdi_mount(void)
+{
+	static char *opts[] = { "ro", "nosuid", "nodev", "noexec", "bind" };
+	Nri__Pkg__Api__V1alpha1__Mount m = INIT(MOUNT), *mp = &m;
+	Container c = INIT(CONTAINER);
+	struct nri_given g;
+	Response *r;
+
+	m.destination = "/etc/nccl.conf";
+	m.source = "/run/hpn-rdma/pods/nic/0000:af:00.1/nccl.conf";
+	m.type = "bind";
+	m.n_options = 5;
+	m.options = opts;
+	c.n_mounts = 1;
+	c.mounts = &mp;
+	r = answer(&want, &c, &g);
+	CHECK(r->adjust != NULL);
+	if (r->adjust)
+		CHECK_INT_EQ(r->adjust->n_mounts, 0);
+	CHECK(!g.hints && g.hints_had && g.devs == 3);
+	PB(create_container_response__free_unpacked)(r, NULL);
+}
+
 /* Nothing wanted (a pod hpn-rdma did not attach): an empty answer, no adjustment at all. */
 static void test_nothing(void)
 {
@@ -158,6 +190,7 @@ int main(void)
 {
 	test_bare();
 	test_had();
+	test_cdi_mount();
 	test_nothing();
 	return check_done();
 }
