@@ -170,13 +170,49 @@ allocated_devices() {
 	ip -n "$RTN_NS" link show rnic1 >/dev/null 2>&1 || fail "rnic1 did not come back"
 }
 
+# cdi_hints CTR POD: container CTR of pod POD, created with rnic1's CDI device
+# and no mount of hpn-rdma's in its CRI config, reads its pod's NCCL hints at
+# /etc/nccl.conf, read-only (ro, nosuid, nodev, noexec): the agent's spec
+# mounts <nccl.dir>/nic/rnic1/nccl.conf, which the pod's ADD linked to its file.
+cdi_hints() {
+	local ctr=$1 pod=$2 uid got
+	uid=$(pod_uid "$pod")
+	jq_ok '[.mounts[] | select(.containerPath == "/etc/nccl.conf" or
+		(.hostPath | startswith($h)))] == []' "the CRI config mounts no hints" \
+		"$(cat "$T/pods/$pod.ctr.json")" --arg h "$HINTS"
+	jq_ok '.devices[0].containerEdits.mounts == [{hostPath: ($h + "/nic/rnic1/nccl.conf"),
+		containerPath: "/etc/nccl.conf", options: ["ro", "nosuid", "nodev", "noexec", "bind"],
+		type: "bind"}]' "rnic1's spec mounts the hints of the pod that holds it" \
+		"$(cat "$RTN_CDI_DIR/alibabacloud.com-hpn-rdma_rnic1.json")" --arg h "$HINTS"
+	[[ $(readlink "$HINTS/nic/rnic1") == "../$uid" ]] ||
+		fail "the pod's ADD did not link rnic1 to its hints: $(ls -l "$HINTS/nic" 2>&1)"
+	got=$(ctr_read "$ctr" /etc/nccl.conf)
+	[[ $got == "$(cat "$HINTS/$uid/nccl.conf")" ]] ||
+		fail "/etc/nccl.conf in the container is not its pod's hints: $got"
+	# shellcheck disable=SC2016 # a Python program
+	got=$(in_ctr "$ctr" python3 -c 'import errno, os
+for l in open("/proc/self/mountinfo"):
+	f = l.split()
+	if f[4] == "/etc/nccl.conf":
+		print(f[5])
+try:
+	open("/etc/nccl.conf", "a")
+	print("writable")
+except OSError as e:
+	print(errno.errorcode[e.errno])')
+	[[ $got =~ ^ro,nosuid,nodev,noexec[^$'\n']*$'\n'EROFS$ ]] ||
+		fail "/etc/nccl.conf is not mounted read-only, nosuid, nodev, noexec: $got"
+}
+
 # The kubelet of 1.32+ passes a device plugin's CDI devices only in CRI's
 # CDI_devices: on 1.7 and 2.1 the container created with nothing else has
 # rnic1's nodes (the agent's spec, resolved by containerd at CreateContainer),
 # its env, and may open them; a container of another pod naming the same
 # device is refused by the spec's hook (hpn-rdma cdi-hook) with a message
-# naming the pod that holds the NIC, and nothing of it is left. 1.6 reads no
-# CDI_devices: the container has no node.
+# naming the pod that holds the NIC, and nothing of it is left. The container
+# reads its pod's NCCL hints at /etc/nccl.conf, read-only, with no hostPath in
+# its CRI config (cdi_hints). 1.6 reads no CDI_devices: the container has no
+# node and no hints.
 cdi_devices() {
 	local alloc cdi spec id ctr got other
 	alloc=$("$HPN_KUBELET" allocate -socket "$KL/device-plugins/hpn-rdma.sock" rnic1)
@@ -196,6 +232,8 @@ cdi_devices() {
 	if [[ $RTN_CTRD == 1.6 ]]; then
 		in_ctr "$ctr" test ! -e /dev/infiniband/uverbs1 ||
 			fail "containerd 1.6 resolved a CDI device (it has no CDI)"
+		in_ctr "$ctr" test ! -e /etc/nccl.conf ||
+			fail "containerd 1.6 mounted a CDI device's hints (it has no CDI)"
 	else
 		got=$(in_ctr "$ctr" stat -c '%F %t:%T' /dev/infiniband/uverbs1 /dev/infiniband/rdma_cm)
 		[[ $got == $'character special file e7:c1\ncharacter special file a:fa' ]] ||
@@ -205,6 +243,7 @@ cdi_devices() {
 			fail "opening the CDI device uverbs1 in the container: $got (the cgroup must let it reach the kernel)"
 		[[ $(in_ctr "$ctr" printenv HPN_RDMA_DEVICE_RNIC1) == mlx5_1 ]] ||
 			fail "the container lacks the spec's env"
+		cdi_hints "$ctr" rdma-pod
 
 		# Another pod's container naming rnic1's device: refused by the hook.
 		rt_pod thief '{}'

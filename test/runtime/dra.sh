@@ -11,8 +11,9 @@
 # by the pod's UID and attaches exactly rnic2 and rnic1, in the claim's order;
 # a container created with only the claim's CDI device (CRI CDI_devices, what
 # the kubelet passes) has both NICs' verbs nodes and may open them, and not
-# rnic3's, which the claim does not hold (made by hand: EPERM); the claim's
-# status names hpn0 with its address and MAC. Then the kubelet restarted (the
+# rnic3's, which the claim does not hold (made by hand: EPERM), and reads its
+# pod's NCCL hints at /etc/nccl.conf, read-only, from the claim's spec; the
+# claim's status names hpn0 with its address and MAC. Then the kubelet restarted (the
 # agent registers again and answers the same Prepare), the API down (Prepare
 # of a new claim is that claim's error; the pod's DEL unaffected), and
 # Unprepare with the API still down (spec and record gone). containerd 1.6
@@ -237,6 +238,17 @@ claim_flow() {
 		[[ $got == EPERM ]] || fail "the container opened uverbs3, not the claim's: $got, not EPERM"
 		got=$(in_ctr "$ctr" printenv "HPN_RDMA_DEVICE_CLAIM_$(tr a-z- A-Z_ <<<"$CLAIM_UID")")
 		[[ $got == mlx5_2,mlx5_1 ]] || fail "the claim's env names '$got', not mlx5_2,mlx5_1"
+		# The pod's NCCL hints, from the claim's spec, with no mount in the CRI config.
+		got=$(ctr_read "$ctr" /etc/nccl.conf)
+		[[ $got == "$(cat "$HINTS/$pod/nccl.conf")" ]] ||
+			fail "/etc/nccl.conf in the container is not its pod's hints: $got"
+		got=$(in_ctr "$ctr" python3 -c 'import errno
+try:
+	open("/etc/nccl.conf", "a")
+	print("writable")
+except OSError as e:
+	print(errno.errorcode[e.errno])')
+		[[ $got == EROFS ]] || fail "the container's /etc/nccl.conf is not read-only: $got"
 		cri stop "$ctr" || fail "StopContainer failed"
 		cri rm "$ctr" || fail "RemoveContainer failed"
 	fi
