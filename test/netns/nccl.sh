@@ -312,28 +312,7 @@ STUB_PID=
 lookup_stub() {
 	LOOKUP_SOCK=$T/agent-$SCEN.sock
 	rm -f "$LOOKUP_SOCK" "$LOOKUP_SOCK.ready"
-	/usr/bin/python3 -c '
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1])
-s.listen(8)
-open(sys.argv[1] + ".ready", "w").close()
-reply = json.dumps({"version": 1, "resource": "rdma/hpn", "podKnown": True,
-                    "devices": json.loads(sys.argv[2]), "gpus": []}).encode()
-while True:
-	c, _ = s.accept()
-	c.settimeout(2)
-	got = b""
-	try:
-		while not got.endswith(b"\n"):
-			b = c.recv(4096)
-			if not b:
-				break
-			got += b
-		c.sendall(reply)
-	except OSError:
-		pass
-	c.close()' "$LOOKUP_SOCK" "$1" 2>>"$T/stub.log" &
+	/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/../lookup-stub.py" "$LOOKUP_SOCK" "$1" 2>>"$T/stub.log" &
 	STUB_PID=$!
 	local i
 	for ((i = 0; i < 100; i++)); do
