@@ -270,20 +270,26 @@ static void check_picks(const V1beta1__ContainerPreferredAllocationRequest *q,
 	}
 }
 
+/* What a request of n containers gets before its IDs are read: RPC_OK, or refused saying why. */
+static int count_verdict(size_t n, char *want, size_t len)
+{
+	if (n <= DP_MAX_CONTAINERS)
+		return RPC_OK;
+	snprintf(want, len, "over 64 container requests");
+	return RPC_INVALID_ARGUMENT;
+}
+
 static void preferred(const uint8_t *data, size_t size)
 {
 	V1beta1__PreferredAllocationRequest *r =
 		v1beta1__preferred_allocation_request__unpack(NULL, size, data);
 	struct dp_preferred p;
 	char msg[256], want[256] = "";
-	int st, expect = RPC_OK;
+	int st, expect;
 
 	if (!r)
 		return;
-	if (r->n_container_requests > DP_MAX_CONTAINERS) {
-		expect = RPC_INVALID_ARGUMENT;
-		snprintf(want, sizeof(want), "over 64 container requests");
-	}
+	expect = count_verdict(r->n_container_requests, want, sizeof(want));
 	for (size_t i = 0; expect == RPC_OK && i < r->n_container_requests; i++) {
 		const V1beta1__ContainerPreferredAllocationRequest *q = r->container_requests[i];
 
@@ -487,14 +493,11 @@ static void allocate(const uint8_t *data, size_t size, bool cdi)
 	size_t n_soft = 0, n_last = 0;
 	struct dp_allocated a;
 	char msg[256], want[256] = "";
-	int st, expect = RPC_OK;
+	int st, expect;
 
 	if (!r)
 		return;
-	if (r->n_container_requests > DP_MAX_CONTAINERS) {
-		expect = RPC_INVALID_ARGUMENT;
-		snprintf(want, sizeof(want), "over 64 container requests");
-	}
+	expect = count_verdict(r->n_container_requests, want, sizeof(want));
 	for (size_t i = 0; expect == RPC_OK && i < r->n_container_requests; i++) {
 		const V1beta1__ContainerAllocateRequest *q = r->container_requests[i];
 
