@@ -65,6 +65,41 @@ const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode)
 						: "auto";
 }
 
+const char *hpn_rdma_proto_name(enum hpn_rdma_proto proto)
+{
+	switch (proto) {
+	case HPN_RDMA_PROTO_ROCE:
+		return "roce";
+	case HPN_RDMA_PROTO_IB:
+		return "ib";
+	case HPN_RDMA_PROTO_IWARP:
+		return "iwarp";
+	case HPN_RDMA_PROTO_UNKNOWN:
+		break;
+	}
+	return "unknown";
+}
+
+const char *hpn_erdma_mode_name(enum hpn_erdma_mode mode)
+{
+	switch (mode) {
+	case HPN_ERDMA_IWARP:
+		return "iwarp";
+	case HPN_ERDMA_COMPAT:
+		return "compat";
+	case HPN_ERDMA_OFED:
+		return "ofed";
+	case HPN_ERDMA_NONE:
+		break;
+	}
+	return "";
+}
+
+bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev)
+{
+	return dev->proto != HPN_RDMA_PROTO_IWARP;
+}
+
 /* ---- RDMA netlink ------------------------------------------------------------ */
 
 /* One nldev attribute table; NULL entries for what the message lacks or is too short. */
@@ -555,25 +590,159 @@ static int link_base(char *out, size_t len, const char *path)
 	return hpn_snprintf(out, len, "%s", base ? base + 1 : real);
 }
 
+/* "%s%u" appended to out (len HPN_IBDEV_MAX), -ENAMETOOLONG when it does not fit. */
+static int name_add(char *out, const char *what, unsigned int v)
+{
+	size_t n = strlen(out);
+
+	return hpn_snprintf(out + n, HPN_IBDEV_MAX - n, "%s%u", what, v);
+}
+
+/* Is bit 7 of the function's config header type (offset 0x0e) set: a multi-function device? */
+static bool multi_function(const char *fn)
+{
+	char path[PATH_MAX];
+	unsigned char hdr[16];
+	ssize_t n;
+	int fd;
+
+	if (pathf(path, "%s/config", fn) < 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, hdr, sizeof(hdr));
+	close(fd);
+	return n == (ssize_t)sizeof(hdr) && (hdr[0x0e] & 0x80);
+}
+
+/* The number of the physical slot whose address is "dddd:bb:ss", 0 when none is. */
+static unsigned int slot_number(const char *root, const char *pci)
+{
+	char path[PATH_MAX], addr[32];
+	unsigned int found = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (pathf(path, "%s/bus/pci/slots", root) < 0 || !(d = opendir(path)))
+		return 0;
+	while (!found && (de = readdir(d))) {
+		unsigned long v = strtoul(de->d_name, NULL, 10);
+
+		if (v > 0 && v < 65536 &&
+		    hpn_sysfs_read(addr, sizeof(addr), "%s/%s/address", path, de->d_name) == 0 &&
+		    !strncmp(addr, pci, 10) && !addr[10])
+			found = (unsigned int)v;
+	}
+	closedir(d);
+	return found;
+}
+
+int hpn_rdma_persistent_name(const char *root, const char *pci, enum hpn_rdma_proto proto,
+			     char out[HPN_IBDEV_MAX])
+{
+	/* RDMA netlink's RDMA_NLDEV_ATTR_DEV_PROTOCOL, which rdma_rename takes as the prefix. */
+	const char *prefix = proto == HPN_RDMA_PROTO_ROCE    ? "roce"
+			     : proto == HPN_RDMA_PROTO_IB    ? "ib"
+			     : proto == HPN_RDMA_PROTO_IWARP ? "iw"
+							     : NULL;
+	unsigned int domain, bus, slot, func, sun;
+	char norm[HPN_PCI_STR], fn[PATH_MAX], v[32], name[HPN_IBDEV_MAX];
+	int r;
+
+	if (!prefix || hpn_pci_normalise(pci, norm) < 0 ||
+	    sscanf(norm, "%x:%x:%x.%u", &domain, &bus, &slot, &func) != 4)
+		return -EINVAL;
+	r = pathf(fn, "%s/bus/pci/devices/%s", root, norm);
+	if (r < 0)
+		return r;
+	/* NAME_ONBOARD first: the firmware's index of an on-board device. */
+	if (hpn_sysfs_read(v, sizeof(v), "%s/acpi_index", fn) == 0 ||
+	    hpn_sysfs_read(v, sizeof(v), "%s/index", fn) == 0) {
+		char *end;
+		unsigned long o = strtoul(v, &end, 10);
+
+		/* rdma_rename (after systemd's net_id) takes none above 16383. */
+		if (end != v && !*end && o <= 16383)
+			return hpn_snprintf(out, HPN_IBDEV_MAX, "%so%lu", prefix, o);
+	}
+	/* ARI: one 8-bit function number, the slot its upper 5 bits. */
+	if (hpn_sysfs_read(v, sizeof(v), "%s/ari_enabled", fn) == 0 && !strcmp(v, "1"))
+		func += slot * 8;
+	sun = slot_number(root, norm);
+	snprintf(name, sizeof(name), "%s", prefix);
+	r = domain ? name_add(name, "P", domain) : 0;
+	if (r >= 0)
+		r = sun ? name_add(name, "s", sun) : name_add(name, "p", bus);
+	if (r >= 0 && !sun)
+		r = name_add(name, "s", slot);
+	if (r >= 0 && (func || multi_function(fn)))
+		r = name_add(name, "f", func);
+	if (r < 0)
+		return r;
+	memcpy(out, name, sizeof(name));
+	return 0;
+}
+
+/* The protocol of port (1 when 0) of device dev under dir, from its node type and link layer. */
+static enum hpn_rdma_proto port_proto(const char *dir, uint32_t port)
+{
+	char node_type[32], ll[32];
+
+	if (hpn_sysfs_read(node_type, sizeof(node_type), "%s/node_type", dir) < 0)
+		return HPN_RDMA_PROTO_UNKNOWN;
+	/* RDMA_NODE_RNIC, "4: RNIC": erdma's default, siw, cxgb4, irdma in iWARP mode. */
+	if (node_type[0] == '4')
+		return HPN_RDMA_PROTO_IWARP;
+	if (node_type[0] != '1' ||
+	    hpn_sysfs_read(ll, sizeof(ll), "%s/ports/%u/link_layer", dir, port ? port : 1) < 0)
+		return HPN_RDMA_PROTO_UNKNOWN;
+	return !strcmp(ll, "InfiniBand") ? HPN_RDMA_PROTO_IB
+	       : !strcmp(ll, "Ethernet") ? HPN_RDMA_PROTO_ROCE
+					 : HPN_RDMA_PROTO_UNKNOWN;
+}
+
+/*
+ * erdma's mode, by what the driver registered: an RNIC is iWARP; a channel
+ * adapter is compat, or the OFED-style package when the device bears
+ * rdma-core's persistent name for its function (the only trace the package
+ * leaves in sysfs; the name decides nothing else).
+ */
+static enum hpn_erdma_mode erdma_mode(const char *root, const struct hpn_rdma_dev *dev)
+{
+	char want[HPN_IBDEV_MAX];
+
+	if (dev->proto == HPN_RDMA_PROTO_IWARP)
+		return HPN_ERDMA_IWARP;
+	if (dev->proto != HPN_RDMA_PROTO_ROCE)
+		return HPN_ERDMA_NONE;
+	if (dev->pci[0] && hpn_rdma_persistent_name(root, dev->pci, dev->proto, want) == 0 &&
+	    !strcmp(want, dev->name))
+		return HPN_ERDMA_OFED;
+	return HPN_ERDMA_COMPAT;
+}
+
 void hpn_rdma_classify(const char *root, struct hpn_rdma_dev *dev)
 {
-	char base[PATH_MAX], node_type[32], dir[PATH_MAX], path[PATH_MAX];
+	char base[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
 
 	dev->kind = HPN_RDMA_OTHER;
 	dev->driver[0] = dev->pci[0] = '\0';
 	dev->vf = dev->soft = false;
+	dev->proto = HPN_RDMA_PROTO_UNKNOWN;
+	dev->erdma = HPN_ERDMA_NONE;
 	if (pathf(dir, "%s/class/infiniband/%s", root, dev->name) < 0)
 		return;
+	dev->proto = port_proto(dir, dev->port);
 	if (pathf(path, "%s/device", dir) == 0 && link_base(base, sizeof(base), path) == 0) {
 		if (strlen(base) != 12 || hpn_pci_normalise(base, dev->pci) < 0)
 			dev->pci[0] = '\0';
 		dev->vf = pathf(path, "%s/device/physfn", dir) == 0 && exists(path);
 		if (pathf(path, "%s/device/driver", dir) == 0)
 			link_base(dev->driver, sizeof(dev->driver), path);
-		if (!strcmp(dev->driver, "mlx5_core"))
+		if (!strcmp(dev->driver, "mlx5_core")) {
 			dev->kind = HPN_RDMA_MLX5;
-		else if (!strcmp(dev->driver, "erdma"))
+		} else if (!strcmp(dev->driver, "erdma")) {
 			dev->kind = HPN_RDMA_ERDMA;
+			dev->erdma = erdma_mode(root, dev);
+		}
 		return;
 	}
 	/* No bus device: a software device over a netdev, named by its "parent". */
@@ -581,9 +750,7 @@ void hpn_rdma_classify(const char *root, struct hpn_rdma_dev *dev)
 		return;
 	dev->soft = true;
 	/* rxe is a channel adapter (node type 1); siw is an RNIC (4). */
-	if (hpn_sysfs_read(node_type, sizeof(node_type), "%s/class/infiniband/%s/node_type", root,
-			   dev->name) == 0 &&
-	    node_type[0] == '1') {
+	if (hpn_sysfs_read(base, sizeof(base), "%s/node_type", dir) == 0 && base[0] == '1') {
 		dev->kind = HPN_RDMA_RXE;
 		snprintf(dev->driver, sizeof(dev->driver), "rdma_rxe");
 	}

@@ -20,22 +20,68 @@ struct nl_sock;
 
 enum hpn_rdma_kind { HPN_RDMA_OTHER, HPN_RDMA_MLX5, HPN_RDMA_ERDMA, HPN_RDMA_RXE };
 
+/*
+ * What a device's port speaks, from its node type and link layer: a
+ * channel adapter (node type 1) speaks its link layer (RoCE on Ethernet,
+ * InfiniBand), an RNIC (4) iWARP, which connects only through iw_cm: no
+ * NCCL IB transport over it.
+ */
+enum hpn_rdma_proto {
+	HPN_RDMA_PROTO_UNKNOWN,
+	HPN_RDMA_PROTO_ROCE,
+	HPN_RDMA_PROTO_IB,
+	HPN_RDMA_PROTO_IWARP,
+};
+
+/*
+ * The erdma driver's mode (HPN_RDMA_ERDMA only), told by the node type and
+ * never by the device's name: iWARP (its default, an RNIC), compat (module
+ * parameter compat_mode, or a device that reports RoCE v2: a channel
+ * adapter with RoCE v2 GIDs), and the OFED-style package of Alibaba's eRDMA
+ * controller: compat underneath, the device carrying rdma-core's persistent
+ * name of its PCI function ("rocep26s0"), which is how it is told from
+ * compat and all it changes.
+ */
+enum hpn_erdma_mode { HPN_ERDMA_NONE, HPN_ERDMA_IWARP, HPN_ERDMA_COMPAT, HPN_ERDMA_OFED };
+
 struct hpn_rdma_dev {
 	char name[HPN_IBDEV_MAX];
 	uint32_t index; /* RDMA netlink device index; 0 when found through sysfs only */
 	uint32_t port;
 	char netdev[HPN_IFNAMSIZ]; /* the netdev the device serves (a macvlan's parent) */
 	enum hpn_rdma_kind kind;
-	char driver[32];       /* "mlx5_core", "erdma", "rdma_rxe", or the parent's driver */
-	char pci[HPN_PCI_STR]; /* the device's PCI function; empty for software devices */
-	bool vf;	       /* an SR-IOV virtual function */
-	bool soft;	       /* a software device over a netdev (rxe): recreated on restore */
+	char driver[32];	   /* "mlx5_core", "erdma", "rdma_rxe", or the parent's driver */
+	char pci[HPN_PCI_STR];	   /* the device's PCI function; empty for software devices */
+	bool vf;		   /* an SR-IOV virtual function */
+	bool soft;		   /* a software device over a netdev (rxe): recreated on restore */
+	enum hpn_rdma_proto proto; /* its port's (the found port, else port 1) */
+	enum hpn_erdma_mode erdma; /* HPN_ERDMA_NONE unless kind is HPN_RDMA_ERDMA */
 };
 
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind);
 /* The kernel module that registers RDMA devices of a kind (mlx5_ib...); NULL for other. */
 const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind);
 const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode);
+/* "roce", "ib", "iwarp" (as the result's transport), "unknown". */
+const char *hpn_rdma_proto_name(enum hpn_rdma_proto proto);
+/* "iwarp", "compat", "ofed"; "" for HPN_ERDMA_NONE. */
+const char *hpn_erdma_mode_name(enum hpn_erdma_mode mode);
+/* Can NCCL's IB transport use the device? Not over iWARP (QPs connect only through iw_cm). */
+bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev);
+/*
+ * What the OFED-style eRDMA package (rdma-core's rdma_rename, NAME_FALLBACK)
+ * names a device of protocol proto on PCI function pci under sysfs_root:
+ * "<prefix>o<index>" from the function's acpi_index or index, else
+ * "<prefix>[P<domain>](s<slot>|p<bus>s<device>)[f<function>]", with
+ * prefix "roce", "ib" or "iw" (RDMA netlink's protocol names), decimal
+ * numbers, the physical slot's number when one of <root>/bus/pci/slots
+ * holds the function's address, and the function (ARI: slot * 8 +
+ * function) when it is not 0 or the device is multi-function (bit 7 of the
+ * config header type). -EINVAL for an address that is not one, or a
+ * protocol without a prefix; -ENAMETOOLONG.
+ */
+int hpn_rdma_persistent_name(const char *sysfs_root, const char *pci, enum hpn_rdma_proto proto,
+			     char out[HPN_IBDEV_MAX]);
 
 /*
  * The kernel's RDMA netns mode. -EPROTONOSUPPORT when the kernel has no RDMA
@@ -114,7 +160,12 @@ bool hpn_rdma_rxe_per_netns(void);
  */
 int hpn_rdma_soft_ready(const char *sysfs_root, char *why, size_t len);
 
-/* Classifies RDMA device name from <root>/class/infiniband/<name> (kind, driver, PCI). */
+/*
+ * Classifies RDMA device name from <root>/class/infiniband/<name>: kind
+ * (by the driver bound to its bus device, never by its name), driver, PCI
+ * function, and for its port (dev->port, else 1) the protocol and, for
+ * erdma, the mode.
+ */
 void hpn_rdma_classify(const char *sysfs_root, struct hpn_rdma_dev *dev);
 
 /*

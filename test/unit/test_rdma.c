@@ -697,6 +697,239 @@ static void test_cdevs(void)
 		perror("remove scratch directory");
 }
 
+/* ---- eRDMA in its three modes (test/fixtures/erdma/, README) ---- */
+
+static const char *const compat_tree = HPN_FIXTURES "/erdma/compat";
+static const char *const ofed_tree = HPN_FIXTURES "/erdma/ofed";
+
+/* Device dev under root is of kind, protocol and erdma mode, on PCI function pci. */
+static void check_mode(const char *root, const char *dev, enum hpn_rdma_kind kind,
+		       enum hpn_rdma_proto proto, enum hpn_erdma_mode mode, const char *pci,
+		       int line)
+{
+	struct hpn_rdma_dev d;
+	int failed = check_failed;
+
+	junk(&d);
+	snprintf(d.name, sizeof(d.name), "%s", dev);
+	d.port = 1;
+	hpn_rdma_classify(root, &d);
+	CHECK_INT_EQ(d.kind, kind);
+	CHECK_INT_EQ(d.proto, proto);
+	CHECK_INT_EQ(d.erdma, mode);
+	CHECK_STR_EQ(d.pci, pci);
+	CHECK_INT_EQ(hpn_rdma_nccl_ib(&d), proto != HPN_RDMA_PROTO_IWARP);
+	if (check_failed != failed)
+		fprintf(stderr, "\tmode of %s in %s (line %d): kind=%d proto=%s erdma=%s pci=%s\n",
+			dev, root, line, d.kind, hpn_rdma_proto_name(d.proto),
+			hpn_erdma_mode_name(d.erdma), d.pci);
+}
+
+static void test_erdma_names(void)
+{
+	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_ROCE), "roce");
+	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_IB), "ib");
+	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_IWARP), "iwarp");
+	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_UNKNOWN), "unknown");
+	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_IWARP), "iwarp");
+	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_COMPAT), "compat");
+	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_OFED), "ofed");
+	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_NONE), "");
+}
+
+/*
+ * The fixtures' devices in each mode: the iWARP default (sysfs/'s erdma_0),
+ * compat (erdma_0 a channel adapter with RoCE v2 GIDs) and the OFED-style
+ * package (rocep26s0, rdma-core's name of 0000:1a:00.0); the RDMA function
+ * is the device's PCI address, never the ENI's; and the netdev of each.
+ */
+static void test_erdma_modes(void)
+{
+	static const struct want compat = { "erdma_0",	    1,	   HPN_RDMA_ERDMA, "erdma",
+					    "0000:00:06.0", false, false };
+	static const struct want ofed = { "rocep26s0",	  1,	 HPN_RDMA_ERDMA, "erdma",
+					  "0000:1a:00.0", false, false };
+	char line[64];
+
+	check_mode(fixture, "erdma_0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP,
+		   "0000:00:06.0", __LINE__);
+	check_mode(compat_tree, "erdma_0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
+		   "0000:00:06.0", __LINE__);
+	check_mode(ofed_tree, "rocep26s0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED,
+		   "0000:1a:00.0", __LINE__);
+	/* The other drivers of sysfs/ by their node type and link layer. */
+	check_mode(fixture, "mlx5_0", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
+		   "0000:af:00.0", __LINE__);
+	check_mode(fixture, "rxe0", HPN_RDMA_RXE, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE, "",
+		   __LINE__);
+
+	/* The RDMA function is class 0x00ff00 (no network controller), the ENI's 0x020000. */
+	read_line(fixture, "bus/pci/devices/0000:00:06.0/class", line, sizeof(line));
+	CHECK_STR_EQ(line, "0x00ff00");
+	read_line(compat_tree, "bus/pci/devices/0000:00:06.0/class", line, sizeof(line));
+	CHECK_STR_EQ(line, "0x00ff00");
+	read_line(ofed_tree, "bus/pci/devices/0000:1a:00.0/class", line, sizeof(line));
+	CHECK_STR_EQ(line, "0x00ff00");
+	read_line(ofed_tree, "bus/pci/devices/0000:00:05.0/class", line, sizeof(line));
+	CHECK_STR_EQ(line, "0x020000");
+	read_line(compat_tree, "class/infiniband/erdma_0/ports/1/gid_attrs/types/1", line,
+		  sizeof(line));
+	CHECK_STR_EQ(line, "RoCE v2");
+
+	/* Netdev and device, both ways: by the GID table (and, in compat, the node GUID). */
+	check_of_name(compat_tree, "eth2", &compat, __LINE__);
+	check_netdev_of(compat_tree, "erdma_0", 0, "eth2", &compat, __LINE__);
+	check_of_name(ofed_tree, "eth1", &ofed, __LINE__);
+	check_netdev_of(ofed_tree, "rocep26s0", 1, "eth1", &ofed, __LINE__);
+	{
+		struct hpn_link l = tree_link(ofed_tree, "eth1");
+		struct hpn_rdma_dev d;
+		struct hpn_err err = { 0 };
+
+		CHECK_INT_EQ(hpn_rdma_of_netdev(ofed_tree, NULL, &l, &d, &err), 0);
+		CHECK_INT_EQ(d.erdma, HPN_ERDMA_OFED);
+		CHECK_INT_EQ(d.proto, HPN_RDMA_PROTO_ROCE);
+		l = tree_link(fixture, "eth2");
+		CHECK_INT_EQ(hpn_rdma_of_netdev(fixture, NULL, &l, &d, &err), 0);
+		CHECK_INT_EQ(d.erdma, HPN_ERDMA_IWARP);
+		CHECK(!hpn_rdma_nccl_ib(&d));
+	}
+}
+
+/* An RDMA device on PCI function bdf of pci0000:00 bound to driver, node type nt. */
+static void pci_ibdev(const char *root, const char *bdf, const char *driver, const char *ibdev,
+		      const char *nt)
+{
+	char rel[PATH_MAX], target[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "bus/pci/drivers/%s", driver);
+	mkdirs(root, rel);
+	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/driver", bdf);
+	snprintf(target, sizeof(target), "../../../bus/pci/drivers/%s", driver);
+	link_at(root, rel, target);
+	snprintf(rel, sizeof(rel), "bus/pci/devices/%s", bdf);
+	snprintf(target, sizeof(target), "../../../devices/pci0000:00/%s", bdf);
+	link_at(root, rel, target);
+	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/node_type", bdf, ibdev);
+	write_at(root, rel, nt);
+	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/ports/1/link_layer", bdf,
+		 ibdev);
+	write_at(root, rel, "Ethernet");
+	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/device", bdf, ibdev);
+	snprintf(target, sizeof(target), "../../../%s", bdf);
+	link_at(root, rel, target);
+	snprintf(rel, sizeof(rel), "class/infiniband/%s", ibdev);
+	snprintf(target, sizeof(target), "../../devices/pci0000:00/%s/infiniband/%s", bdf, ibdev);
+	link_at(root, rel, target);
+}
+
+/*
+ * Driver and node type decide, never a name: an iWARP erdma device named as
+ * rdma-core would name a RoCE one is iWARP; a compat one under the kernel's
+ * name is compat, under a PCI-like name that is not its function's too; an
+ * mlx5 device named "erdma_9" or "rocep0s9" is mlx5; a device named
+ * "erdma_8" with no driver is nothing of eRDMA.
+ */
+static void test_erdma_not_by_name(void)
+{
+	char root[64];
+
+	tmpdir_make(root, sizeof(root), "rdma-names");
+	pci_ibdev(root, "0000:00:06.0", "erdma", "rocep0s6", "4: RNIC");
+	pci_ibdev(root, "0000:00:07.0", "erdma", "erdma_1", "1: CA");
+	pci_ibdev(root, "0000:00:08.0", "erdma", "rocep0s9", "1: CA");
+	pci_ibdev(root, "0000:00:0a.0", "erdma", "rocep0s10", "1: CA");
+	pci_ibdev(root, "0000:00:09.0", "mlx5_core", "erdma_9", "1: CA");
+	pci_ibdev(root, "0000:00:0b.0", "mlx5_core", "rocep0s11", "1: CA");
+	mkdirs(root, "devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8");
+	write_at(root, "devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8/node_type", "1: CA");
+	link_at(root, "class/infiniband/erdma_8",
+		"../../devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8");
+
+	check_mode(root, "rocep0s6", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP,
+		   "0000:00:06.0", __LINE__);
+	check_mode(root, "erdma_1", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
+		   "0000:00:07.0", __LINE__);
+	check_mode(root, "rocep0s9", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
+		   "0000:00:08.0", __LINE__);
+	check_mode(root, "rocep0s10", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED,
+		   "0000:00:0a.0", __LINE__);
+	check_mode(root, "erdma_9", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
+		   "0000:00:09.0", __LINE__);
+	check_mode(root, "rocep0s11", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
+		   "0000:00:0b.0", __LINE__);
+	check_mode(root, "erdma_8", HPN_RDMA_OTHER, HPN_RDMA_PROTO_UNKNOWN, HPN_ERDMA_NONE, "",
+		   __LINE__);
+	if (tmpdir_rm(root) < 0)
+		perror("remove scratch directory");
+}
+
+static void check_pname(const char *root, const char *pci, enum hpn_rdma_proto proto,
+			const char *want, int line)
+{
+	char got[HPN_IBDEV_MAX] = "untouched";
+	int r = hpn_rdma_persistent_name(root, pci, proto, got);
+
+	if (!want) {
+		CHECK(r < 0);
+		CHECK_STR_EQ(got, "untouched");
+	} else {
+		CHECK_INT_EQ(r, 0);
+		CHECK_STR_EQ(got, want);
+	}
+	if (r < 0 && want)
+		fprintf(stderr, "\tpersistent name of %s (line %d): %d\n", pci, line, r);
+}
+
+/*
+ * rdma-core's rdma_rename NAME_FALLBACK, rule by rule: the example of its
+ * rules file (0000:00:0c.4 InfiniBand is ibp0s12f4), ACK's rocep26s0, the
+ * domain, a slot number, a multi-function device's function 0, ARI, an
+ * on-board index before all, and what has no name.
+ */
+static void test_persistent_name(void)
+{
+	unsigned char cfg[64] = { 0 };
+	char root[64], path[PATH_MAX];
+	FILE *f;
+
+	tmpdir_make(root, sizeof(root), "rdma-pname");
+	mkdirs(root, "devices/pci0000:00/0000:00:0c.4");
+	link_at(root, "bus/pci/devices/0000:00:0c.4", "../../../devices/pci0000:00/0000:00:0c.4");
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_IB, "ibp0s12f4", __LINE__);
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_ROCE, "rocep0s12f4", __LINE__);
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_IWARP, "iwp0s12f4", __LINE__);
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_UNKNOWN, NULL, __LINE__);
+	check_pname(root, "not-pci", HPN_RDMA_PROTO_ROCE, NULL, __LINE__);
+	check_pname(ofed_tree, "0000:1a:00.0", HPN_RDMA_PROTO_ROCE, "rocep26s0", __LINE__);
+	check_pname(compat_tree, "0000:00:06.0", HPN_RDMA_PROTO_ROCE, "rocep0s6", __LINE__);
+	/* Domain 2 is P2; bus and device are decimal. */
+	mkdirs(root, "devices/pci0002:00/0002:af:1f.0");
+	link_at(root, "bus/pci/devices/0002:af:1f.0", "../../../devices/pci0002:00/0002:af:1f.0");
+	check_pname(root, "0002:af:1f.0", HPN_RDMA_PROTO_ROCE, "roceP2p175s31", __LINE__);
+	/* A physical slot holding the device: its number, no bus or device. */
+	write_at(root, "bus/pci/slots/7/address", "0002:af:1f");
+	check_pname(root, "0002:af:1f.0", HPN_RDMA_PROTO_ROCE, "roceP2s7", __LINE__);
+	/* Function 0 of a multi-function device: f0 (bit 7 of the header type). */
+	cfg[0x0e] = 0x80;
+	snprintf(path, sizeof(path), "%s/devices/pci0002:00/0002:af:1f.0/config", root);
+	f = fopen(path, "w");
+	CHECK(f && fwrite(cfg, 1, sizeof(cfg), f) == sizeof(cfg));
+	if (f)
+		fclose(f);
+	check_pname(root, "0002:af:1f.0", HPN_RDMA_PROTO_ROCE, "roceP2s7f0", __LINE__);
+	/* ARI: function 4 of device 12 is function 100. */
+	write_at(root, "devices/pci0000:00/0000:00:0c.4/ari_enabled", "1");
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_ROCE, "rocep0s12f100", __LINE__);
+	/* An on-board index comes before the PCI rule; one above 16383 is not taken. */
+	write_at(root, "devices/pci0000:00/0000:00:0c.4/acpi_index", "16384");
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_ROCE, "rocep0s12f100", __LINE__);
+	write_at(root, "devices/pci0000:00/0000:00:0c.4/acpi_index", "3");
+	check_pname(root, "0000:00:0c.4", HPN_RDMA_PROTO_ROCE, "roceo3", __LINE__);
+	if (tmpdir_rm(root) < 0)
+		perror("remove scratch directory");
+}
+
 int main(void)
 {
 	test_names();
@@ -710,5 +943,9 @@ int main(void)
 	test_soft_name();
 	test_soft_ready();
 	test_cdevs();
+	test_erdma_names();
+	test_erdma_modes();
+	test_erdma_not_by_name();
+	test_persistent_name();
 	return check_done();
 }
