@@ -418,15 +418,47 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 				   "into this pod (select the parent, or use shared mode with "
 				   "mode macvlan)",
 				   dev->name, dev->kind, p->dev.netdev, p->dev.name);
-	hpn_info("RDMA device \"%s\" port %u (%s%s) serves \"%s\"; netns mode %s", p->dev.name,
+	hpn_info("RDMA device \"%s\" port %u (%s%s%s%s) serves \"%s\"; netns mode %s", p->dev.name,
 		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "",
-		 p->dev.netdev, hpn_rdma_netns_name(p->mode));
+		 p->dev.erdma ? " " : "", hpn_erdma_mode_name(p->dev.erdma), p->dev.netdev,
+		 hpn_rdma_netns_name(p->mode));
 	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
 	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
 	/* A child leaves its parent on the host: the soft device cannot die of it. */
 	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE && !p->create)
 		snprintf(n->rdma.soft_type, sizeof(n->rdma.soft_type), "rxe");
 	return 0;
+}
+
+/*
+ * The NIC's RDMA device against the GPU model's profile, before anything
+ * changes: a profile whose ib is on needs a device NCCL's IB transport can
+ * use, which an iWARP one is not (erdma's default mode: its QPs connect
+ * only through iw_cm), then a device of its drivers.
+ */
+static int check_profile(const struct hpn_conf *conf, const struct hpn_rdma_plan *p,
+			 struct hpn_err *err)
+{
+	const struct hpn_nccl_profile *prof = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
+	const struct hpn_rdma_dev *d = &p->dev;
+
+	if (p->found && !p->create && prof->ib == HPN_NCCL_IB_ON && !hpn_rdma_nccl_ib(d)) {
+		if (d->kind == HPN_RDMA_ERDMA)
+			return hpn_err_set(
+				err, HPN_E_RDMA, EPROTONOSUPPORT,
+				"GPU model series %s needs NCCL's IB transport (ib on), "
+				"but RDMA device \"%s\" serving \"%s\" is eRDMA in iWARP "
+				"mode (the erdma driver's default), which NCCL's IB "
+				"transport cannot use: load erdma with compat_mode=1, or "
+				"install the eRDMA controller's OFED package",
+				prof->name, d->name, d->netdev);
+		return hpn_err_set(err, HPN_E_RDMA, EPROTONOSUPPORT,
+				   "GPU model series %s needs NCCL's IB transport (ib on), but "
+				   "RDMA device \"%s\" serving \"%s\" speaks iWARP (%s), which "
+				   "NCCL's IB transport cannot use",
+				   prof->name, d->name, d->netdev, d->driver[0] ? d->driver : "?");
+	}
+	return hpn_nccl_check_driver(prof, p->found ? hpn_rdma_kind_name(d->kind) : NULL, err);
 }
 
 /* A MAC for a macvlan child, chosen before it exists so the journal can name it. */
@@ -517,13 +549,9 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		if (r != -ENODEV)
 			break;
 		r = plan_rdma(a, conf, i, &plans[i].dev, &plans[i].rdma, nic, err);
-		/* The GPU model's profile may need RDMA, or a driver, on every NIC. */
+		/* The GPU model's profile may need RDMA, NCCL's IB, or a driver, on every NIC. */
 		if (r == 0 && conf->nccl.enabled)
-			r = hpn_nccl_check_driver(
-				hpn_nccl_profile(&conf->nccl, conf->gpu_model),
-				plans[i].rdma.found ? hpn_rdma_kind_name(plans[i].rdma.dev.kind)
-						    : NULL,
-				err);
+			r = check_profile(conf, &plans[i].rdma, err);
 		if (r < 0)
 			break;
 		nic->host = plans[i].dev;

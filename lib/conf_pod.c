@@ -100,6 +100,17 @@ static int parse_profile(const cJSON *o, struct hpn_nccl_profile *p, struct hpn_
 	p->name = strdup(o->string);
 	if (!p->name)
 		return -ENOMEM;
+	/* A driver's profile applies to its devices whatever the model: its env alone. */
+	if (hpn_nccl_driver_profile_name(p->name)) {
+		static const char *const model_only[] = { "ib", "drivers", "gpuCounts" };
+
+		for (size_t i = 0; i < HPN_ARRAY_SIZE(model_only); i++)
+			if (cJSON_GetObjectItemCaseSensitive(o, model_only[i]))
+				return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+						   "%s%s: %s names a driver, whose profile is "
+						   "chosen by the bound devices and holds only env",
+						   path, model_only[i], p->name);
+	}
 	r = hpn_conf_str(o, "ib", path, &ib, err);
 	if (r >= 0)
 		r = hpn_conf_pick(path, "ib", ib, ib_modes, HPN_ARRAY_SIZE(ib_modes), &mode, err);

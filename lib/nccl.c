@@ -57,6 +57,24 @@ static const struct hpn_nccl_profile builtin[] = {
 };
 static const struct hpn_nccl_profile auto_profile = { .name = "auto", .ib = HPN_NCCL_IB_AUTO };
 
+/*
+ * Profiles chosen by the driver of the devices NCCL's IB transport uses,
+ * named after it: eRDMA (in RoCE v2: compat, or the OFED-style package) as
+ * PAI's eRDMA training guide sets it (8 QPs per connection, 16 channels at
+ * least, no external net plugin). Not its NCCL_IB_GID_INDEX=1 (computed
+ * from the proof) nor NCCL_IB_HCA=erdma (a prefix that no rdma-core name
+ * such as rocep26s0 has: the exact name is computed), and no traffic class,
+ * service level or timeout: those are a Lingjun RoCE fabric's, not eRDMA's.
+ */
+static const struct hpn_nccl_profile builtin_drivers[] = {
+	{ .name = "erdma",
+	  .ib = HPN_NCCL_IB_AUTO,
+	  .env = { .v = { { (char *)"NCCL_IB_QPS_PER_CONNECTION", (char *)"8" },
+			  { (char *)"NCCL_MIN_NCHANNELS", (char *)"16" },
+			  { (char *)"NCCL_NET_PLUGIN", (char *)"none" } },
+		   .n = 3 } },
+};
+
 static const char *const computed[] = {
 	"NCCL_IB_DISABLE",	    "NCCL_IB_HCA",	   "NCCL_IB_GID_INDEX",
 	"NCCL_IB_ROCE_VERSION_NUM", "NCCL_IB_ADDR_FAMILY", "NCCL_IB_ADDR_RANGE",
@@ -81,9 +99,32 @@ unsigned int hpn_nccl_driver_bit(const char *driver)
 	return 0;
 }
 
+bool hpn_nccl_driver_profile_name(const char *name)
+{
+	for (size_t i = 0; name && i < HPN_ARRAY_SIZE(drivers); i++)
+		if (!strcasecmp(name, drivers[i]))
+			return true;
+	return false;
+}
+
+const struct hpn_nccl_profile *hpn_nccl_driver_profile(const struct hpn_nccl_conf *nc,
+						       const char *driver)
+{
+	if (!hpn_nccl_driver_profile_name(driver))
+		return NULL;
+	for (size_t i = 0; i < nc->n_profiles; i++)
+		if (!strcasecmp(nc->profiles[i].name, driver))
+			return &nc->profiles[i];
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(builtin_drivers); i++)
+		if (!strcasecmp(builtin_drivers[i].name, driver))
+			return &builtin_drivers[i];
+	return NULL;
+}
+
 const struct hpn_nccl_profile *hpn_nccl_profile(const struct hpn_nccl_conf *nc, const char *model)
 {
-	if (!model || !model[0])
+	/* A driver's profile is never a GPU model's. */
+	if (!model || !model[0] || hpn_nccl_driver_profile_name(model))
 		return &auto_profile;
 	for (size_t i = 0; i < nc->n_profiles; i++)
 		if (!strcasecmp(nc->profiles[i].name, model))
@@ -196,6 +237,37 @@ static int set(struct hpn_vars *v, const char *key, const char *value, struct hp
 	return r;
 }
 
+bool hpn_nccl_ib_transport(const char *transport)
+{
+	return transport && strcmp(transport, "iwarp") != 0;
+}
+
+/* Bound, and usable by NCCL's IB transport. */
+static bool ib_usable(const struct hpn_rdma_info *ri)
+{
+	return ri->bound && hpn_nccl_ib_transport(ri->transport);
+}
+
+int hpn_nccl_hca(const char *device, int port, char *out, size_t len)
+{
+	return hpn_snprintf(out, len, "=%s:%d", device, port);
+}
+
+/* The driver every device NCCL's IB transport uses shares, else NULL. */
+static const char *ib_driver(const struct hpn_bound_nic *nics, size_t n)
+{
+	const char *d = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!ib_usable(nics[i].rdma))
+			continue;
+		if (d && strcmp(d, nics[i].rdma->driver))
+			return NULL;
+		d = nics[i].rdma->driver;
+	}
+	return d;
+}
+
 static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_bound_nic *nics, size_t n,
 		     struct hpn_vars *v, struct hpn_err *err)
 {
@@ -213,6 +285,19 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_bound_ni
 		r = hpn_nccl_check_driver(p, ri->driver, err);
 		if (r < 0)
 			return r;
+		/*
+		 * iWARP (erdma's default mode) connects its QPs only through
+		 * iw_cm; NCCL's IB transport connects them itself: never listed.
+		 */
+		if (!ib_usable(ri)) {
+			if (p->ib != HPN_NCCL_IB_ON)
+				continue;
+			return hpn_err_set(err, HPN_E_RDMA, EPROTONOSUPPORT,
+					   "GPU model series %s needs NCCL's IB transport, and "
+					   "RDMA device \"%s\" (%s) speaks iWARP, which it cannot "
+					   "use",
+					   p->name, ri->device, ri->driver);
+		}
 		/* "=" makes NCCL match names exactly: mlx5_1 would also match mlx5_10. */
 		off += (size_t)snprintf(hca + off, sizeof(hca) - off, "%s%s:%d", first ? "," : "",
 					ri->device, ri->port);
@@ -230,7 +315,7 @@ static int render_ib(const struct hpn_nccl_profile *p, const struct hpn_bound_ni
 	r = set(v, "NCCL_IB_DISABLE", "0", err);
 	if (r >= 0)
 		r = set(v, "NCCL_IB_HCA", hca, err);
-	/* InfiniBand and iWARP: NCCL's own GID choice is right; RoCE needs the v2 entry. */
+	/* InfiniBand: NCCL's own GID choice (0, the port GUID's) is right; RoCE needs the v2 entry. */
 	if (r < 0 || !roce)
 		return r;
 	if (same_gid && first->rdma->gid_index >= 0) {
@@ -256,14 +341,18 @@ int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profil
 		    const struct hpn_bound_nic *nics, size_t n, struct hpn_vars *out,
 		    struct hpn_err *err)
 {
+	const struct hpn_nccl_profile *dp = NULL;
 	struct hpn_vars v = { 0 };
-	bool bound = false;
+	bool usable = false;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
-		bound = bound || nics[i].rdma->bound;
-	if (p->ib == HPN_NCCL_IB_ON || (p->ib == HPN_NCCL_IB_AUTO && bound)) {
+		usable = usable || ib_usable(nics[i].rdma);
+	/* Only iWARP bound (or nothing): NCCL's IB transport has no device, sockets carry it. */
+	if (p->ib == HPN_NCCL_IB_ON || (p->ib == HPN_NCCL_IB_AUTO && usable)) {
 		r = render_ib(p, nics, n, &v, err);
+		if (r >= 0)
+			dp = hpn_nccl_driver_profile(nc, ib_driver(nics, n));
 	} else {
 		r = set(&v, "NCCL_IB_DISABLE", "1", err);
 		if (r >= 0)
@@ -272,7 +361,13 @@ int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profil
 	if (r >= 0)
 		r = set(&v, "NCCL_SOCKET_IFNAME",
 			nc->socket_ifname ? nc->socket_ifname : HPN_DEFAULT_SOCKET_IF, err);
-	/* The model's keys, then the network's: the more specific config wins. */
+	/*
+	 * The driver's keys (for the devices NCCL's IB transport uses, all of
+	 * one driver), the model's, then the network's: the more specific
+	 * config wins.
+	 */
+	for (size_t i = 0; r >= 0 && dp && i < dp->env.n; i++)
+		r = set(&v, dp->env.v[i].key, dp->env.v[i].value, err);
 	for (size_t i = 0; r >= 0 && i < p->env.n; i++)
 		r = set(&v, p->env.v[i].key, p->env.v[i].value, err);
 	for (size_t i = 0; r >= 0 && i < nc->env.n; i++)

@@ -83,8 +83,28 @@ bool hpn_nccl_computed_name(const char *s);
 /* The HPN_NCCL_DRV_* bit of a driver name ("mlx5", "erdma", "rxe", "other"); 0 unknown. */
 unsigned int hpn_nccl_driver_bit(const char *driver);
 
-/* Profile for a GPU model series (NULL or ""): the config's, the built-in one, else "auto". */
+/*
+ * Profile for a GPU model series (NULL or ""): the config's, the built-in one, else "auto".
+ * A driver's name ("erdma") names no GPU model: "auto".
+ */
 const struct hpn_nccl_profile *hpn_nccl_profile(const struct hpn_nccl_conf *nc, const char *model);
+/* Is name a driver's ("mlx5", "erdma", "rxe", "other", any case): a profile of its devices? */
+bool hpn_nccl_driver_profile_name(const char *name);
+/*
+ * The profile of the devices of driver (NULL: none) that NCCL's IB transport
+ * uses: the config's of that name, else the built-in one ("erdma": PAI's
+ * eRDMA values), else NULL. Only its env applies, before the model's.
+ */
+const struct hpn_nccl_profile *hpn_nccl_driver_profile(const struct hpn_nccl_conf *nc,
+						       const char *driver);
+/*
+ * Can NCCL's IB transport use a device of this transport ("roce", "ib",
+ * "iwarp")? Not iWARP: its QPs connect only through iw_cm, and NCCL connects
+ * them itself. NULL: no.
+ */
+bool hpn_nccl_ib_transport(const char *transport);
+/* A device's NCCL_IB_HCA as the hints write it, "=mlx5_2:1" (exact, with the port). */
+int hpn_nccl_hca(const char *device, int port, char *out, size_t len);
 /* The pod's GPU count (0: unknown) against the profile; code 7 names both. */
 int hpn_nccl_check_gpus(const struct hpn_nccl_profile *p, int gpus, struct hpn_err *err);
 /* A device of this driver (NULL: none) about to be bound against the profile; code 108. */

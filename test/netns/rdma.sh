@@ -9,8 +9,10 @@
 # no process of the proofs left; that rdmaDevice selects the
 # NIC behind an RDMA device (and 100 for an unknown one); that rdmaNetns
 # "exclusive" on a node in shared mode is refused before anything changes;
-# and that rdmaRequired false attaches a plain netdev whose result says no RDMA
-# device was bound, which CHECK and DEL accept. Real RDMA devices are the vm
+# that rdmaRequired false attaches a plain netdev whose result says no RDMA
+# device was bound, which CHECK and DEL accept; and that eRDMA (the fixtures
+# of its three modes, behind a veth of the ENI's MAC) is judged by its mode
+# against the GPU model's profile before anything changes. Real RDMA devices are the vm
 # tier's job (test/vm).
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
@@ -236,5 +238,66 @@ soft_roce_refused() {
 	refused_unchanged 7 "softRoce not a boolean" 'softRoce'
 }
 scenario "softRoce: refused before any change where the kernel cannot (108, 50), config errors (7)" soft_roce_refused
+
+# erdma_node MODE: the fixture of eRDMA in MODE (iwarp: test/fixtures/sysfs's
+# erdma_0; compat, ofed: test/fixtures/erdma/MODE) copied as $SYS, and its ENI
+# (eth2, or eth1 for ofed) a veth of the tree's MAC in the host netns, up:
+# discovery ties them as on a node (GID table, node GUID = EUI-64 of the MAC).
+erdma_node() {
+	local src
+	case $1 in
+	iwarp) src=$HPN_SRC/test/fixtures/sysfs ENI=eth2 IBDEV=erdma_0 ;;
+	compat) src=$HPN_SRC/test/fixtures/erdma/compat ENI=eth2 IBDEV=erdma_0 ;;
+	ofed) src=$HPN_SRC/test/fixtures/erdma/ofed ENI=eth1 IBDEV=rocep26s0 ;;
+	esac
+	SYS=$T/sysfs-$SCEN
+	rm -rf "$SYS"
+	cp -a "$src" "$SYS"
+	chmod -R u+w "$SYS"
+	mk_nic "$HOST_NS" "$ENI" "peer-$ENI" "$(cat "$SYS/class/net/$ENI/address")"
+	ip -n "$HOST_NS" link set "$ENI" up
+	snap_save "$HOST_NS" "$T/host.before"
+}
+
+# The GPU model's profile against eRDMA's mode, before anything changes: a
+# model whose ib is on refuses iWARP (erdma's default) naming the device and
+# its mode; Type 1 (mlx5 only) refuses eRDMA in any mode, so its traffic class
+# never reaches it; auto takes iWARP (the hints then turn IB off) and compat,
+# the log naming the mode (the proof, which needs a real device, fails after).
+erdma_profiles() {
+	local conf mode
+	erdma_node iwarp
+	conf=$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
+		.nccl.profiles = {H20: {ib: "on", drivers: ["erdma"]}}' --arg d "$ENI" --arg s "$SYS")
+	run_plugin ADD "$(jq -c '.nccl.gpuModel = "H20"' <<<"$conf")"
+	refused_unchanged 108 "iWARP eRDMA, a model with ib on" \
+		'^GPU model series H20 needs NCCL.s IB transport \(ib on\), but RDMA device "erdma_0" serving "eth2" is eRDMA in iWARP mode \(the erdma driver.s default\), which NCCL.s IB transport cannot use: load erdma with compat_mode=1, or install the eRDMA controller.s OFED package'
+	run_plugin ADD "$(jq -c '.nccl.gpuModel = "GU8TF" | .nccl.gpuCount = 8' <<<"$conf")"
+	refused_unchanged 108 "iWARP eRDMA, GU8TF" 'GU8TF needs NCCL.s IB transport .*iWARP mode'
+	run_plugin ADD "$(jq -c '.nccl.gpuModel = "gpu-hpn"' <<<"$conf")"
+	expect_err 108 "iWARP eRDMA, gpu-hpn: taken, then the proof" '"erdma_0" is not visible to libibverbs'
+	grep -q 'RDMA device "erdma_0" port 1 (erdma iwarp) serves "eth2"' "$T/plugin.log" ||
+		fail "the log does not name erdma_0's mode: $(cat "$T/plugin.log")"
+	snap_same "$HOST_NS" "$T/host.before" "host after the rolled-back ADD"
+	expect_no_state "after the rolled-back ADD"
+	ip -n "$HOST_NS" link del "$ENI"
+	for mode in compat ofed; do
+		erdma_node "$mode"
+		conf=$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
+			.nccl.profiles = {H20: {ib: "on", drivers: ["erdma"]}}' --arg d "$ENI" --arg s "$SYS")
+		run_plugin ADD "$(jq -c '.nccl.gpuModel = "GX8SF" | .nccl.gpuCount = 8' <<<"$conf")"
+		refused_unchanged 108 "$mode eRDMA, GX8SF" \
+			'^GPU model series GX8SF needs a mlx5 RDMA device; the NIC.s is erdma( |$)'
+		run_plugin ADD "$(jq -c '.nccl.gpuModel = "H20"' <<<"$conf")"
+		expect_err 108 "$mode eRDMA, a model with ib on: taken, then the proof" \
+			"\"$IBDEV\" is not visible to libibverbs"
+		grep -q "RDMA device \"$IBDEV\" port 1 (erdma $mode) serves \"$ENI\"" "$T/plugin.log" ||
+			fail "the log does not name $IBDEV's mode: $(cat "$T/plugin.log")"
+		snap_same "$HOST_NS" "$T/host.before" "$mode: host after the rolled-back ADD"
+		expect_no_state "$mode: after the rolled-back ADD"
+		ip -n "$HOST_NS" link del "$ENI"
+	done
+}
+scenario "eRDMA: the model's profile against its mode, refused before any change (108)" erdma_profiles
 
 t_done

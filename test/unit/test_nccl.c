@@ -390,14 +390,18 @@ static void test_render(void)
 		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_SOCKET_IFNAME=eth0");
 	hpn_result_free(res);
 
-	/* InfiniBand and iWARP (erdma): NCCL's own GID choice, no GID settings. */
+	/* InfiniBand: NCCL's own GID choice, no GID settings. */
 	res = bound(1, g0, "mlx5", "ib", "10.1.2.3/24");
 	CHECK_RENDER(nc, NULL, res,
 		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==mlx5_2:1;NCCL_SOCKET_IFNAME=eth0");
 	hpn_result_free(res);
+	/*
+	 * iWARP (erdma's default mode): NCCL's IB transport cannot connect its
+	 * QPs (iw_cm only), so IB is off and sockets carry the traffic.
+	 */
 	res = bound(1, g0, "erdma", "iwarp", "10.1.2.3/24");
-	CHECK_RENDER(nc, "gpu-hpn", res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_SOCKET_IFNAME=eth0");
+	CHECK_RENDER(nc, "gpu-hpn", res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
+	CHECK_RENDER(nc, NULL, res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
 	/* Type 1 refuses a device that is not mlx5. */
 	CHECK_RENDER(nc, "GX8SF", res,
 		     "ERR 108: GPU model series GX8SF needs a mlx5 RDMA device; the NIC's is "
@@ -450,6 +454,122 @@ static void test_render(void)
 }
 
 /* The file as NCCL reads it gives exactly the rendered variables. */
+/*
+ * eRDMA by mode, as the proof reports it (driver "erdma", transport): iWARP
+ * turns IB off, or is refused where the model needs IB; compat and the OFED
+ * package are RoCE v2, with the exact HCA and the GID index of the proof,
+ * and the eRDMA profile (PAI's values) on top; never a Type 1 profile's
+ * traffic class or service level. The eRDMA profile is overridable, found
+ * by the devices' driver and never by a GPU model.
+ */
+static void test_render_erdma(void)
+{
+	struct hpn_nccl_conf *nc = nconf();
+	int g1[] = { 1, 1 }, g21[] = { 2, 1 }, g0[] = { 0, 0 };
+	struct hpn_result *res;
+	const struct hpn_nccl_profile *dp;
+
+	/* Compat: RoCE v2, GID 1 from the proof, PAI's values; no TC/SL/timeout. */
+	res = bound(1, g1, "erdma", "roce", "192.168.10.20/24");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
+		     "NCCL_NET_PLUGIN=none");
+	CHECK_RENDER(nc, "gpu-hpn", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
+		     "NCCL_NET_PLUGIN=none");
+	/* A Lingjun RoCE profile never lands its TC/SL on eRDMA: refused. */
+	CHECK_RENDER(nc, "GU8TF", res,
+		     "ERR 108: GPU model series GU8TF needs a mlx5 RDMA device; the NIC's is "
+		     "erdma");
+	/* Type 2 still turns IB off: no eRDMA keys then. */
+	CHECK_RENDER(nc, "P16EN", res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
+	/* The OFED package: the same, under rdma-core's name, matched exactly. */
+	snprintf(res->rdma[0].device, sizeof(res->rdma[0].device), "rocep26s0");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==rocep26s0:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
+		     "NCCL_NET_PLUGIN=none");
+	hpn_result_free(res);
+
+	/* Two ERIs at GIDs 2 and 1 (the controller's own example): -1 and hpn0's range. */
+	res = bound(2, g21, "erdma", "roce", "192.168.10.20/24");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,erdma_3:1;NCCL_IB_GID_INDEX=-1;"
+		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_IB_ADDR_FAMILY=AF_INET;"
+		     "NCCL_IB_ADDR_RANGE=192.168.10.0/24;NCCL_SOCKET_IFNAME=eth0;"
+		     "NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;NCCL_NET_PLUGIN=none");
+	hpn_result_free(res);
+
+	/* iWARP beside a RoCE device: only the RoCE one is NCCL's, and its driver's keys. */
+	res = bound(2, g1, "erdma", "roce", "192.168.10.20/24");
+	snprintf(res->rdma[1].transport, sizeof(res->rdma[1].transport), "iwarp");
+	res->rdma[1].gid_index = 0;
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
+		     "NCCL_NET_PLUGIN=none");
+	/* mlx5 beside eRDMA: no one driver, no driver's keys. */
+	snprintf(res->rdma[1].transport, sizeof(res->rdma[1].transport), "roce");
+	snprintf(res->rdma[1].driver, sizeof(res->rdma[1].driver), "mlx5");
+	snprintf(res->rdma[1].device, sizeof(res->rdma[1].device), "mlx5_3");
+	res->rdma[1].gid_index = 1;
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,mlx5_3:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0");
+	hpn_result_free(res);
+
+	/* A profile whose ib is on refuses iWARP, naming the device. */
+	nc->profiles = calloc(2, sizeof(*nc->profiles));
+	nc->profiles[0] = (struct hpn_nccl_profile){ .name = strdup("H20"),
+						     .ib = HPN_NCCL_IB_ON,
+						     .drivers = HPN_NCCL_DRV_ERDMA };
+	nc->n_profiles = 1;
+	res = bound(1, g0, "erdma", "iwarp", "192.168.10.20/24");
+	CHECK_RENDER(nc, "H20", res,
+		     "ERR 108: GPU model series H20 needs NCCL's IB transport, and RDMA device "
+		     "\"erdma_2\" (erdma) speaks iWARP, which it cannot use");
+	hpn_result_free(res);
+
+	/* The eRDMA profile, overridden by the config's "erdma" (any case), in order. */
+	nc->profiles[1] = (struct hpn_nccl_profile){ .name = strdup("eRDMA") };
+	hpn_vars_set(&nc->profiles[1].env, "NCCL_MIN_NCHANNELS", "32");
+	hpn_vars_set(&nc->profiles[1].env, "NCCL_DEBUG", "INFO");
+	nc->n_profiles = 2;
+	dp = hpn_nccl_driver_profile(nc, "erdma");
+	CHECK(dp == &nc->profiles[1]);
+	CHECK(hpn_nccl_driver_profile(nc, "mlx5") == NULL);
+	CHECK(hpn_nccl_driver_profile(nc, NULL) == NULL);
+	CHECK(hpn_nccl_driver_profile(nc, "H20") == NULL);
+	/* Never a GPU model's profile, even when a pod's model says "erdma". */
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "erdma")->name, "auto");
+	CHECK_STR_EQ(hpn_nccl_profile(nc, "ERDMA")->name, "auto");
+	CHECK(hpn_nccl_driver_profile_name("Mlx5"));
+	CHECK(!hpn_nccl_driver_profile_name("gpu-hpn"));
+	CHECK(!hpn_nccl_driver_profile_name(NULL));
+	res = bound(1, g1, "erdma", "roce", "192.168.10.20/24");
+	CHECK_RENDER(nc, "erdma", res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_MIN_NCHANNELS=32;NCCL_DEBUG=INFO");
+	/* The network's env over the driver's: the more specific wins. */
+	hpn_vars_set(&nc->env, "NCCL_DEBUG", "WARN");
+	CHECK_RENDER(nc, NULL, res,
+		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
+		     "NCCL_SOCKET_IFNAME=eth0;NCCL_MIN_NCHANNELS=32;NCCL_DEBUG=WARN");
+	hpn_result_free(res);
+	{
+		char hca[64];
+
+		CHECK_INT_EQ(hpn_nccl_hca("rocep26s0", 1, hca, sizeof(hca)), 0);
+		CHECK_STR_EQ(hca, "=rocep26s0:1");
+		CHECK(hpn_nccl_ib_transport("roce"));
+		CHECK(hpn_nccl_ib_transport("ib"));
+		CHECK(!hpn_nccl_ib_transport("iwarp"));
+		CHECK(!hpn_nccl_ib_transport(NULL));
+	}
+}
+
 static void test_format_parse(void)
 {
 	struct hpn_nccl_conf *nc = nconf();
@@ -821,6 +941,24 @@ static void test_conf(void)
 		       "nccl.profiles.X.gpuCounts");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"gpuCounts\":[1.5]}}}}",
 		       "nccl.profiles.X.gpuCounts");
+	/* A driver's profile ("erdma"): its env, found by the devices' driver, nothing else. */
+	CHECK_INT_EQ(parse("{" BASE ",\"nccl\":{\"profiles\":{\"erdma\":{\"env\":"
+			   "{\"NCCL_IB_QPS_PER_CONNECTION\":\"4\"}}}}}",
+			   &c, &e),
+		     0);
+	CHECK(hpn_nccl_driver_profile(&c.nccl, "erdma") == &c.nccl.profiles[0]);
+	CHECK_STR_EQ(hpn_nccl_profile(&c.nccl, "erdma")->name, "auto");
+	hpn_conf_free(&c);
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"erdma\":{\"ib\":\"on\"}}}}",
+		       "nccl.profiles.erdma.ib: erdma names a driver, whose profile is chosen by "
+		       "the bound devices and holds only env");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"ERDMA\":{\"drivers\":[\"erdma\"]}}}}",
+		       "nccl.profiles.ERDMA.drivers");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"mlx5\":{\"gpuCounts\":[8]}}}}",
+		       "nccl.profiles.mlx5.gpuCounts");
+	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"erdma\":{\"env\":"
+		       "{\"NCCL_IB_GID_INDEX\":\"1\"}}}}}",
+		       "nccl.profiles.erdma.env.NCCL_IB_GID_INDEX is computed");
 	CHECK_CONF_ERR("{" BASE ",\"nccl\":{\"profiles\":{\"X\":{\"env\":"
 		       "{\"NCCL_IB_DISABLE\":\"0\"}}}}}",
 		       "nccl.profiles.X.env.NCCL_IB_DISABLE is computed");
@@ -897,6 +1035,7 @@ int main(void)
 	test_names();
 	test_profiles();
 	test_render();
+	test_render_erdma();
 	test_format_parse();
 	test_files();
 	test_links();
