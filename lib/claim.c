@@ -461,6 +461,34 @@ static int check_profile(const struct hpn_conf *conf, const struct hpn_rdma_plan
 	return hpn_nccl_check_driver(prof, p->found ? hpn_rdma_kind_name(d->kind) : NULL, err);
 }
 
+/*
+ * An eRDMA NIC of a pod with GPUs (its count known, from any source) must
+ * have an MTU in the pod of 8500 or 1400, Alibaba's rule for GPU instances
+ * (NCCL's LL128 corrupts data over another): the config's mtu, else the
+ * host NIC's, which a move keeps and a child inherits. Refused before
+ * anything changes; erdmaAnyMtu lets it through.
+ */
+static int check_erdma_mtu(const struct hpn_conf *conf, const struct hpn_nic_plan *p,
+			   struct hpn_err *err)
+{
+	const struct hpn_rdma_dev *d = &p->rdma.dev;
+	unsigned int mtu = conf->mtu ? (unsigned int)conf->mtu : p->dev.mtu;
+
+	if (!p->rdma.found || p->rdma.create || d->kind != HPN_RDMA_ERDMA || conf->gpu_count <= 0 ||
+	    conf->erdma_any_mtu || hpn_erdma_gpu_mtu_ok(mtu))
+		return 0;
+	return hpn_err_set(err, conf->mtu ? HPN_E_INVALID_CONFIG : HPN_E_RDMA, EINVAL,
+			   "NIC \"%s\" (eRDMA %s, RDMA device \"%s\") would have MTU %u%s in a "
+			   "pod with %d GPUs: on GPU instances an eRDMA NIC's MTU must be %d "
+			   "(jumbo frames) or %d, or NCCL's LL128 protocol corrupts data (set "
+			   "%s, or erdmaAnyMtu to allow it)",
+			   p->dev.name, hpn_erdma_mode_name(d->erdma), d->name, mtu,
+			   conf->mtu ? " (the config's mtu)" : "", conf->gpu_count,
+			   HPN_ERDMA_GPU_MTU_JUMBO, HPN_ERDMA_GPU_MTU,
+			   conf->mtu ? "mtu to 8500 or 1400"
+				     : "the NIC's MTU, or mtu, to 8500 or 1400");
+}
+
 /* A MAC for a macvlan child, chosen before it exists so the journal can name it. */
 static int child_mac(uint8_t mac[HPN_MAC_LEN])
 {
@@ -552,6 +580,8 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		/* The GPU model's profile may need RDMA, NCCL's IB, or a driver, on every NIC. */
 		if (r == 0 && conf->nccl.enabled)
 			r = check_profile(conf, &plans[i].rdma, err);
+		if (r == 0)
+			r = check_erdma_mtu(conf, &plans[i], err);
 		if (r < 0)
 			break;
 		nic->host = plans[i].dev;

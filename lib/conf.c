@@ -75,6 +75,9 @@ static int parse_rdma(struct hpn_conf *conf, const cJSON *root, struct hpn_err *
 	if (r >= 0)
 		r = hpn_json_bool(root, "softRoce", "", HPN_E_INVALID_CONFIG, &conf->soft_roce,
 				  err);
+	if (r >= 0)
+		r = hpn_json_bool(root, "erdmaAnyMtu", "", HPN_E_INVALID_CONFIG,
+				  &conf->erdma_any_mtu, err);
 	if (r < 0)
 		return r;
 	if (conf->selector == HPN_SEL_RDMA && !conf->rdma_required)

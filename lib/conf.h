@@ -102,6 +102,11 @@ struct hpn_conf {
 	 * on its pod-side interface, deleted again before the NIC leaves the pod.
 	 */
 	bool soft_roce;
+	/*
+	 * erdmaAnyMtu: an eRDMA NIC of a pod with GPUs may have an MTU other
+	 * than the 8500 or 1400 Alibaba requires on GPU instances (rdma.h).
+	 */
+	bool erdma_any_mtu;
 	bool has_ipam;
 	bool pod_selected; /* no podSelector, or the pod's annotation (or label) has the value */
 	int gpu_count; /* annotation, else the pod's GPU resource, else nccl.gpuCount; 0: unknown */

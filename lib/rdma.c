@@ -100,6 +100,11 @@ bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev)
 	return dev->proto != HPN_RDMA_PROTO_IWARP;
 }
 
+bool hpn_erdma_gpu_mtu_ok(unsigned int mtu)
+{
+	return mtu == HPN_ERDMA_GPU_MTU_JUMBO || mtu == HPN_ERDMA_GPU_MTU;
+}
+
 /* ---- RDMA netlink ------------------------------------------------------------ */
 
 /* One nldev attribute table; NULL entries for what the message lacks or is too short. */

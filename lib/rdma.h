@@ -69,6 +69,14 @@ const char *hpn_erdma_mode_name(enum hpn_erdma_mode mode);
 /* Can NCCL's IB transport use the device? Not over iWARP (QPs connect only through iw_cm). */
 bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev);
 /*
+ * The MTUs an eRDMA NIC may have on a GPU instance (ECS, "Enable eRDMA on
+ * GPU-accelerated instances"): 8500 with jumbo frames, else 1400; NCCL's
+ * LL128 protocol corrupts data over any other.
+ */
+#define HPN_ERDMA_GPU_MTU_JUMBO 8500
+#define HPN_ERDMA_GPU_MTU	1400
+bool hpn_erdma_gpu_mtu_ok(unsigned int mtu);
+/*
  * What the OFED-style eRDMA package (rdma-core's rdma_rename, NAME_FALLBACK)
  * names a device of protocol proto on PCI function pci under sysfs_root:
  * "<prefix>o<index>" from the function's acpi_index or index, else

@@ -34,8 +34,8 @@ wrong_types() {
 		  "rdmaNetns", "ifName", "stateDir", "sysfsRoot", "logFile", "logLevel"][] as $f |
 		 [5, true, [], {}, ["nic0"]][] as $v |
 		 {pat: $f, what: "\($f) = \($v | tojson)", conf: ($g | .[$f] = $v)}),
-		([1, "true", [], {}][] as $v |
-		 {pat: "rdmaRequired", what: "rdmaRequired = \($v | tojson)", conf: ($g | .rdmaRequired = $v)}),
+		(["rdmaRequired", "erdmaAnyMtu"][] as $f | [1, "true", [], {}][] as $v |
+		 {pat: $f, what: "\($f) = \($v | tojson)", conf: ($g | .[$f] = $v)}),
 		(["1500", true, [], {}, [1500]][] as $v |
 		 {pat: "mtu", what: "mtu = \($v | tojson)", conf: ($g | .mtu = $v)}),
 		(["ipam", "dns", "prevResult", "runtimeConfig", "args"][] as $f |

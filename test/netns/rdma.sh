@@ -300,4 +300,53 @@ erdma_profiles() {
 }
 scenario "eRDMA: the model's profile against its mode, refused before any change (108)" erdma_profiles
 
+# The MTU of an eRDMA NIC of a pod with GPUs: 8500 or 1400 (Alibaba's rule for
+# GPU instances), else refused before anything changes, naming the NIC, its
+# MTU and the allowed values: 108 for the NIC's own MTU (moved or a child's
+# parent), 7 for the config's mtu; erdmaAnyMtu, a pod of unknown GPU count,
+# or an allowed MTU (the config's or the NIC's) go on to the proof, which
+# fails here (no real device) and rolls back.
+erdma_mtu() {
+	local conf mode want
+	erdma_node compat
+	conf=$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
+		.nccl.gpuCount = 8' --arg d "$ENI" --arg s "$SYS")
+	want='^NIC "eth2" \(eRDMA compat, RDMA device "erdma_0"\) would have MTU 1500 in a pod with 8 GPUs: on GPU instances an eRDMA NIC.s MTU must be 8500 \(jumbo frames\) or 1400, or NCCL.s LL128 protocol corrupts data \(set the NIC.s MTU, or mtu, to 8500 or 1400, or erdmaAnyMtu to allow it\)'
+	run_plugin ADD "$conf"
+	refused_unchanged 108 "compat eRDMA at MTU 1500, 8 GPUs" "$want"
+	run_plugin ADD "$(jq -c '.mtu = 9000' <<<"$conf")"
+	refused_unchanged 7 "compat eRDMA, the config's mtu 9000" \
+		'would have MTU 9000 \(the config.s mtu\) in a pod with 8 GPUs: .*\(set mtu to 8500 or 1400, or erdmaAnyMtu'
+	# The count from the pod's annotation, and a macvlan child (its parent's MTU).
+	run_plugin ADD "$(jq -c 'del(.nccl.gpuCount) | .runtimeConfig = {"io.kubernetes.cri.pod-annotations":
+		{"alibabacloud.com/gpu-count": "4"}}' <<<"$conf")"
+	refused_unchanged 108 "compat eRDMA, 4 GPUs by annotation" 'would have MTU 1500 in a pod with 4 GPUs'
+	run_plugin ADD "$(jq -c 'del(.device) | .master = $d | .mode = "macvlan"' --arg d "$ENI" <<<"$conf")"
+	refused_unchanged 108 "a macvlan child of compat eRDMA" 'NIC "eth2" .* would have MTU 1500 in a pod'
+	# Allowed: on to the proof (which fails here), rolled back, the host as it was.
+	for how in '.mtu = 1400' '.mtu = 8500' '.erdmaAnyMtu = true' 'del(.nccl.gpuCount)'; do
+		run_plugin ADD "$(jq -c "$how" <<<"$conf")"
+		expect_err 108 "compat eRDMA, $how: past the MTU, to the proof" \
+			'"erdma_0" is not visible to libibverbs'
+		snap_same "$HOST_NS" "$T/host.before" "host after $how"
+		expect_no_state "after $how"
+	done
+	ip -n "$HOST_NS" link set "$ENI" mtu 8500
+	snap_save "$HOST_NS" "$T/host.before"
+	run_plugin ADD "$conf"
+	expect_err 108 "compat eRDMA at MTU 8500: to the proof" '"erdma_0" is not visible to libibverbs'
+	snap_same "$HOST_NS" "$T/host.before" "host after the NIC at 8500"
+	ip -n "$HOST_NS" link del "$ENI"
+	# Every mode is eRDMA: the rule holds for iWARP and the OFED package too.
+	for mode in iwarp ofed; do
+		erdma_node "$mode"
+		run_plugin ADD "$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
+			.nccl.gpuCount = 8 | .mtu = 4000' --arg d "$ENI" --arg s "$SYS")"
+		refused_unchanged 7 "$mode eRDMA, mtu 4000" \
+			"^NIC \"$ENI\" \\(eRDMA $mode, RDMA device \"$IBDEV\"\\) would have MTU 4000"
+		ip -n "$HOST_NS" link del "$ENI"
+	done
+}
+scenario "eRDMA of a GPU pod: MTU 8500 or 1400, else refused before any change (108, 7)" erdma_mtu
+
 t_done

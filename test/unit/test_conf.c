@@ -503,6 +503,32 @@ static void test_soft_roce(void)
 		  HPN_E_INVALID_CONFIG, "match.rdmaDevices", __LINE__);
 }
 
+/* erdmaAnyMtu: a boolean, false by default (ADD then holds eRDMA NICs of GPU pods to 8500/1400). */
+static void test_erdma_any_mtu(void)
+{
+	struct hpn_conf conf;
+	struct hpn_err err;
+
+	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.erdma_any_mtu);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"erdmaAnyMtu\":true,\"mtu\":9000}", HPN_CMD_ADD,
+			   &conf, &err),
+		     0);
+	CHECK(conf.erdma_any_mtu);
+	CHECK_INT_EQ(conf.mtu, 9000);
+	hpn_conf_free(&conf);
+	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"erdmaAnyMtu\":null}", HPN_CMD_ADD, &conf, &err), 0);
+	CHECK(!conf.erdma_any_mtu);
+	hpn_conf_free(&conf);
+	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":\"yes\"}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":1}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
+		  __LINE__);
+	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":[true]}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
+		  __LINE__);
+}
+
 static void test_members(void)
 {
 	struct hpn_conf conf;
@@ -1286,6 +1312,7 @@ int main(void)
 	test_rdma_device();
 	test_rdma_options();
 	test_soft_roce();
+	test_erdma_any_mtu();
 	test_members();
 	test_ipam();
 	test_prev_result();
