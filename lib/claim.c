@@ -153,8 +153,13 @@ static int pair_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 	struct hpn_pool_pick picks[HPN_MAX_NICS];
 	int r;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		picks[i].dev = plans[i].dev;
+		/* Its RDMA device when match found it already (its place is NCCL's). */
+		picks[i].has_rdma = plans[i].rdma.found;
+		if (picks[i].has_rdma)
+			picks[i].rdma = plans[i].rdma.dev;
+	}
 	r = hpn_pool_pair(a->ns.host, conf, h, g, n, picks, err);
 	for (size_t i = 0; r == 0 && i < n; i++)
 		plan_gpu(&plans[i], &picks[i]);

@@ -44,6 +44,14 @@ int hpn_pci_pos_of_netdev(const char *sysfs_root, const char *ifname, struct hpn
 	return hpn_pci_pos_of_pci(sysfs_root, pci, ret);
 }
 
+int hpn_pci_pos_of_nic(const char *sysfs_root, const char *ifname, const char *rdma_pci,
+		       struct hpn_pci_pos *ret)
+{
+	if (rdma_pci && rdma_pci[0])
+		return hpn_pci_pos_of_pci(sysfs_root, rdma_pci, ret);
+	return hpn_pci_pos_of_netdev(sysfs_root, ifname, ret);
+}
+
 /* The next '/'-separated component of *p (advanced past it) and its length; 0 at the end. */
 static size_t component(const char **p)
 {

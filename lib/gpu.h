@@ -24,6 +24,14 @@ struct hpn_pci_pos {
 int hpn_pci_pos_of_pci(const char *sysfs_root, const char *bdf, struct hpn_pci_pos *ret);
 /* The PCI function of netdev ifname (a virtio device: its PCI parent); -ENOENT when none. */
 int hpn_pci_pos_of_netdev(const char *sysfs_root, const char *ifname, struct hpn_pci_pos *ret);
+/*
+ * Where a NIC sits as NCCL sees it: its RDMA device's PCI function rdma_pci
+ * when it has one (NCCL places a NIC by class/infiniband/<dev>/device; an
+ * eRDMA device is a function of its own beside the ENI's virtio-net one),
+ * else netdev ifname's. rdma_pci NULL or "": the netdev's.
+ */
+int hpn_pci_pos_of_nic(const char *sysfs_root, const char *ifname, const char *rdma_pci,
+		       struct hpn_pci_pos *ret);
 /* The class of a pair; UNKNOWN when either is not placed. */
 enum hpn_gpu_dist hpn_pci_dist(const struct hpn_pci_pos *a, const struct hpn_pci_pos *b);
 

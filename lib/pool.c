@@ -234,12 +234,30 @@ out:
 }
 
 /*
+ * Where NIC l sits as NCCL sees it: its RDMA device's PCI function (an eRDMA
+ * device's is not its ENI's), rd when match already found it, else found
+ * here; the netdev's function for a NIC without one of its own.
+ */
+static void nic_pos(const struct hpn_conf *conf, struct nl_sock *host, const struct hpn_link *l,
+		    const struct hpn_rdma_dev *rd, struct hpn_pci_pos *pos)
+{
+	struct hpn_rdma_dev found;
+	struct hpn_err e = { 0 };
+
+	if ((!rd || !rd->name[0]) && hpn_rdma_of_netdev(conf->sysfs_root, host, l, &found, &e) == 0)
+		rd = &found;
+	if (hpn_pci_pos_of_nic(conf->sysfs_root, l->name, rd && rd->name[0] ? rd->pci : NULL, pos) <
+	    0)
+		*pos = (struct hpn_pci_pos){ .numa = -1 };
+}
+
+/*
  * Candidates k of c, least used first (stable: name order among equals), as
  * the choice sees them: positions when there are GPUs to be near.
  */
-static struct hpn_gpu_nic *gpu_nics(const struct hpn_conf *conf, const struct hpn_linkv *c,
-				    const unsigned int *load, const struct hpn_gpus *g,
-				    size_t *order)
+static struct hpn_gpu_nic *gpu_nics(struct nl_sock *host, const struct hpn_conf *conf,
+				    const struct hpn_linkv *c, const unsigned int *load,
+				    const struct hpn_gpus *g, size_t *order)
 {
 	struct hpn_gpu_nic *v = calloc(c->n + 1, sizeof(*v));
 
@@ -258,7 +276,7 @@ static struct hpn_gpu_nic *gpu_nics(const struct hpn_conf *conf, const struct hp
 		v[i].free = load[order[i]] != UINT_MAX;
 		v[i].pos.numa = -1;
 		if (g && g->n)
-			hpn_pci_pos_of_netdev(conf->sysfs_root, c->v[order[i]].name, &v[i].pos);
+			nic_pos(conf, host, &c->v[order[i]], &c->rd[order[i]], &v[i].pos);
 	}
 	return v;
 }
@@ -328,7 +346,7 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 					c.n, nfree, nheld, n, nheld ? ": the pool is used up" : "");
 		goto out;
 	}
-	nics = gpu_nics(conf, &c, load, g, order);
+	nics = gpu_nics(host, conf, &c, load, g, order);
 	if (!nics) {
 		r = -ENOMEM;
 		goto out;
@@ -376,10 +394,11 @@ int hpn_pool_pair(struct nl_sock *host, const struct hpn_conf *conf, const struc
 		for (size_t k = 0; !picked && k < n; k++)
 			picked = hpn_link_same_device(&c.v[i], &picks[k].dev);
 		nics[i].free = !picked && !hpn_held_by(h, &c.v[i], conf->mode != HPN_MODE_MOVE);
-		hpn_pci_pos_of_netdev(conf->sysfs_root, c.v[i].name, &nics[i].pos);
+		nic_pos(conf, host, &c.v[i], &c.rd[i], &nics[i].pos);
 	}
 	for (size_t k = 0; k < n; k++) {
-		hpn_pci_pos_of_netdev(conf->sysfs_root, picks[k].dev.name, &nics[c.n + k].pos);
+		nic_pos(conf, host, &picks[k].dev, picks[k].has_rdma ? &picks[k].rdma : NULL,
+			&nics[c.n + k].pos);
 		gp[k].nic = c.n + k;
 	}
 	hpn_gpu_pair(g, nics, c.n + n, n, gp);

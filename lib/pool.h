@@ -76,7 +76,8 @@ struct hpn_pool_pick {
  * n NICs from the pool into picks. Move mode takes NICs no other attachment
  * holds; shared modes the parents with the fewest children. Without GPUs
  * (g NULL or empty) in name order; with them, each the nearest to its GPU
- * (hpn_gpu_assign), the least used and then name order among equals. Code 11
+ * (hpn_gpu_assign: a NIC placed by its RDMA device's PCI function, as NCCL
+ * places it), the least used and then name order among equals. Code 11
  * when too few are free but NICs of runs in flight may come back, 100 when
  * too few are free.
  */
@@ -85,8 +86,9 @@ int hpn_pool_select(struct nl_sock *host, const struct hpn_conf *conf, const str
 		    struct hpn_err *err);
 /*
  * The report of hpn_gpu_pair for NICs chosen elsewhere (the kubelet's):
- * picks[0..n) have dev set; gpu, dist and best are filled against the pool's
- * NICs that h leaves free.
+ * picks[0..n) have dev and has_rdma set (rdma too when it is); gpu, dist and
+ * best are filled against the pool's NICs that h leaves free. Every NIC is
+ * placed where NCCL places it: its RDMA device's PCI function.
  */
 int hpn_pool_pair(struct nl_sock *host, const struct hpn_conf *conf, const struct hpn_holders *h,
 		  const struct hpn_gpus *g, size_t n, struct hpn_pool_pick *picks,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "log.h"
 #include "pool.h"
 #include "rdma.h"
@@ -52,6 +53,13 @@ static void host_dev(const struct hpn_conf *conf, struct nl_sock *host, const st
 	if (!rd && hpn_rdma_of_netdev(conf->sysfs_root, host, l, &found, &e) == 0)
 		rd = &found;
 	d->healthy = true;
+	/* The topology hint is where the RDMA device is (an eRDMA function is its own). */
+	if (rd && rd->pci[0]) {
+		struct hpn_pci_pos pos;
+
+		if (hpn_pci_pos_of_pci(conf->sysfs_root, rd->pci, &pos) == 0)
+			d->numa = pos.numa;
+	}
 	if (rd) {
 		snprintf(d->rdma, sizeof(d->rdma), "%s", rd->name);
 		d->port = rd->port;

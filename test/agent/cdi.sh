@@ -139,6 +139,33 @@ wait_minor() {
 	fail "the spec of $1 does not get minor $2: $(cat "$(cdi_file "$1")" 2>&1)"
 }
 
+# eRDMA (the OFED layout: rocep26s0 on its own PCI function beside the ENI's
+# virtio-net eth1): the device is the ENI's function, its NUMA node the RDMA
+# function's (the ENI's has none); Allocate and the CDI spec name the RDMA
+# device's own uverbs node.
+erdma_specs() {
+	local spec
+	rm -rf "$T/cdi"
+	NODE_CONF='.match = {devices: ["eth*"]}' node_up erdma
+	jq_ok '[.[] | [.id, .health, .numa]] == [["0000:00:05.0", "Healthy", [1]]]' \
+		"ListAndWatch: the ENI's function, the eRDMA function's NUMA node" "$(last_list)"
+	OUT=$("$HPN_KUBELET" allocate -socket "$(plugin_sock)" 0000:00:05.0)
+	jq_ok '[.[0].devices[].host] == ["/dev/infiniband/uverbs3", "/dev/infiniband/rdma_cm"]
+		and .[0].envs == {HPN_RDMA_DEVICE_IDS: "0000:00:05.0", HPN_RDMA_DEVICES: "rocep26s0",
+			HPN_RDMA_UVERBS: "/dev/infiniband/uverbs3"}
+		and .[0].cdi == [$k + "=0000:00:05.0"]' "Allocate: rocep26s0's uverbs3" "$OUT" \
+		--arg k "$CDI_KIND"
+	wait_cdi "0000:00:05.0" "the eRDMA NIC's spec"
+	spec=$(<"$(cdi_file 0000:00:05.0)")
+	jq_ok '.devices[0].containerEdits.env == ["HPN_RDMA_DEVICE_0000_00_05_0=rocep26s0",
+			"HPN_RDMA_UVERBS_0000_00_05_0=/dev/infiniband/uverbs3"]
+		and [.devices[0].containerEdits.deviceNodes[] | [.path, .major, .minor]] ==
+			[["/dev/infiniband/uverbs3", 231, 195], ["/dev/infiniband/rdma_cm", 10, 58]]' \
+		"the CDI spec: rocep26s0's uverbs3 and rdma_cm" "$spec"
+	node_down
+}
+run "eRDMA (OFED layout): the device plugin and the CDI spec find its own uverbs node" erdma_specs
+
 cdi_specs() {
 	local s=$T/sysfs spec n mode
 	rm -rf "$T/cdi"

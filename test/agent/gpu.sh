@@ -30,9 +30,19 @@ U1=GPU-c81d2e47-0b39-4f6c-8e15-6a3b7c90d212 # 0000:05:00.0, minor 1
 U5=GPU-e71f3a96-4b08-4d2e-8c5a-b09d62f1e756 # 0000:85:00.0, minor 5
 
 # mk_node: the eight rail NICs as veths, the node's sysfs and procfs (replaces lib.sh's).
+# mk_node erdma: vm-erdma instead, its ENIs eth1 and eth2 veths of the tree's
+# MACs at MTU 8500 (the eRDMA MTU of GPU pods), their eRDMA devices kept.
 mk_node() {
 	local i
 	rm -rf "$T/node"
+	if [[ ${1:-} == erdma ]]; then
+		"$FIX/mknode.sh" vm-erdma "$T/node" || fail "mknode.sh vm-erdma"
+		for i in 1 2; do
+			mk_nic "$HOST_NS" "eth$i" "peer$i" "$(cat "$T/node/sys/class/net/eth$i/address")"
+			ip -n "$HOST_NS" link set "eth$i" mtu 8500
+		done
+		return 0
+	fi
 	"$FIX/mknode.sh" hgx-h100 "$T/node" || fail "mknode.sh hgx-h100"
 	# Plain NICs: no fake RDMA device for ADD to bind (the proof is the vm tier's).
 	rm -rf "$T/node/sys/class/infiniband"
@@ -206,5 +216,39 @@ kubelet_far() {
 	node_down
 }
 run "the kubelet's far allocation reported; the GPU count from PodResources" kubelet_far
+
+# vm-erdma: each ENI's virtio-net function is SYS to every GPU; its eRDMA
+# function is PHB to the four GPUs of its host bridge. The pool places a NIC
+# where NCCL does, by its RDMA device's function: GPU 5's pod gets eth2 (PHB),
+# GPU 0's eth1, both within near = PHB; the ENIs' own places would have made
+# both SYS and refused them. The proof that follows fails here (a fake
+# device), and ADD rolls back.
+erdma_pool() {
+	local conf
+	local NODE_CONF=".match = {devices: [\"eth*\"]} | .sysfsRoot = \"$T/node/sys\" |
+		.gpus = {nicPerGpu: true, far: \"refuse\", near: \"PHB\", procRoot: \"$T/node/proc\"}"
+	node_up erdma
+	snap_save "$HOST_NS" "$T/host.before"
+	conf=$(conf_with)
+	pod_gpus a "GPU-4d72e9a5-b81c-4063-95f1-a0c38e6b2d74" >"$T/pods.json" # GPU 5, 0000:80:01.0
+	add_pod a "$conf"
+	expect_err 108 "GPU 5's pod: eth2 taken, then the proof" '"erdma_1" is not visible to libibverbs'
+	grep -q 'attach "eth2" pci 0000:00:06.0 as "hpn0" .*, for GPU 0000:80:01.0 at PHB' \
+		"$T/plugin.log" || fail "GPU 5's NIC is not eth2 at PHB: $(cat "$T/plugin.log")"
+	grep -q 'RDMA device "erdma_1" port 1 (erdma iwarp) serves "eth2"' "$T/plugin.log" ||
+		fail "eth2's device is not erdma_1: $(cat "$T/plugin.log")"
+	: >"$T/plugin.log"
+	pod_gpus b "GPU-5c0e8a41-2d7f-4b39-a1c6-08f3e92d4b17" >"$T/pods.json" # GPU 0, 0000:16:00.0
+	add_pod b "$conf"
+	expect_err 108 "GPU 0's pod: eth1 taken, then the proof" '"erdma_0" is not visible to libibverbs'
+	grep -q 'attach "eth1" pci 0000:00:05.0 as "hpn0" .*, for GPU 0000:16:00.0 at PHB' \
+		"$T/plugin.log" || fail "GPU 0's NIC is not eth1 at PHB: $(cat "$T/plugin.log")"
+	snap_same "$HOST_NS" "$T/host.before" "host after the rolled-back ADDs"
+	expect_no_state "after the rolled-back ADDs"
+	ip netns del "${HPNT_PREFIX}p$SCEN-a"
+	ip netns del "${HPNT_PREFIX}p$SCEN-b"
+	node_down
+}
+run "eRDMA: the pool places each NIC by its eRDMA function, as NCCL does" erdma_pool
 
 t_done

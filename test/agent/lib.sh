@@ -32,9 +32,23 @@ pool_conf() {
 # A pool of four: pool0 on NUMA node 0 (mlx5_0: uverbs0 umad0 issm0), pool1
 # and pool2 on node 1 (mlx5_1: uverbs1; mlx5_2: uverbs2), pool3 a plain veth
 # (no PCI function: its name is its ID, no NUMA node, no RDMA device).
+#
+# mk_node erdma instead: eRDMA's OFED layout (test/fixtures/erdma/ofed): the
+# ENI eth1 a veth of the tree's MAC, its RDMA device rocep26s0 on a PCI
+# function of its own (NUMA node 1; the ENI's has none), with uverbs3.
 mk_node() {
 	local s=$T/sysfs i
 	rm -rf "$s"
+	if [[ ${1:-} == erdma ]]; then
+		cp -a "$HPN_SRC/test/fixtures/erdma/ofed" "$s"
+		chmod -R u+w "$s"
+		mk_nic "$HOST_NS" eth1 peer1 "$(cat "$s/class/net/eth1/address")"
+		mkdir -p "$s/class/infiniband_verbs/uverbs3" "$s/class/misc/rdma_cm"
+		echo rocep26s0 >"$s/class/infiniband_verbs/uverbs3/ibdev"
+		echo 231:195 >"$s/class/infiniband_verbs/uverbs3/dev"
+		echo 10:58 >"$s/class/misc/rdma_cm/dev"
+		return 0
+	fi
 	mk_pool 4
 	for i in 0 1 2; do
 		mk_fake_pci "$s" "0000:af:00.$i" "pool$i"

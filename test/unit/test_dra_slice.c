@@ -456,6 +456,65 @@ static void test_virtio(void)
 	CHECK_STR_HAS(err.msg, "\"../eth0\" is not a netdev name");
 }
 
+/*
+ * eRDMA (test/fixtures/sysfs's iWARP erdma_0, erdma/compat, erdma/ofed): the
+ * device named by the ENI's own function, which names it across restarts;
+ * pcieRoot, pciBusID and numaNode those of the RDMA function, where NCCL and
+ * dranet place the NIC (in ofed/ another host bridge and NUMA node).
+ */
+static void check_erdma(const char *tree, const char *ifname, const char *rdma, const char *rpci,
+			const char *path, int numa, const char *transport, int line)
+{
+	char root[PATH_MAX], name[HPN_DRA_NAME_MAX], want[256];
+	struct hpn_err err = { 0 };
+	struct hpn_dra_nic n;
+	char *text;
+	int failed = check_failed;
+
+	snprintf(root, sizeof(root), "%s/%s", HPN_FIXTURES, tree);
+	CHECK_INT_EQ(hpn_dra_nic_read(root, ifname, 0, &n, &err), 0);
+	CHECK_STR_EQ(n.pci, "0000:00:05.0");
+	CHECK_STR_EQ(n.rdma, rdma);
+	CHECK_STR_EQ(n.rdma_pci, rpci);
+	CHECK_STR_EQ(n.pos.path, path);
+	CHECK_INT_EQ(n.pos.numa, numa);
+	CHECK_STR_EQ(n.transport, transport);
+	CHECK_INT_EQ(hpn_dra_device_name(&n, name), 0);
+	CHECK_STR_EQ(name, "pci-0000-00-05-0");
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, &n, 1, 0, 1, &err);
+	CHECK(text != NULL);
+	snprintf(want, sizeof(want), "\"resource.kubernetes.io/pcieRoot\":{\"string\":\"%.*s\"}",
+		 (int)strcspn(path, "/"), path);
+	CHECK_STR_HAS(text, want);
+	snprintf(want, sizeof(want), "\"resource.kubernetes.io/pciBusID\":{\"string\":\"%s\"}",
+		 rpci);
+	CHECK_STR_HAS(text, want);
+	CHECK_STR_LACKS(text, "\"resource.kubernetes.io/pciBusID\":{\"string\":\"0000:00:05.0\"}");
+	if (numa >= 0) {
+		snprintf(want, sizeof(want), "\"resource.kubernetes.io/numaNode\":{\"int\":%d}",
+			 numa);
+		CHECK_STR_HAS(text, want);
+	} else {
+		CHECK_STR_LACKS(text, "numaNode");
+	}
+	snprintf(want, sizeof(want), "\"rdmaDevice\":{\"string\":\"%s\"}", rdma);
+	CHECK_STR_HAS(text, want);
+	if (check_failed != failed)
+		fprintf(stderr, "\t%s %s (line %d): %s\n", tree, ifname, line,
+			text ? text : err.msg);
+	free(text);
+}
+
+static void test_erdma(void)
+{
+	check_erdma("sysfs", "eth2", "erdma_0", "0000:00:06.0", "pci0000:00/0000:00:06.0", -1,
+		    "iwarp", __LINE__);
+	check_erdma("erdma/compat", "eth2", "erdma_0", "0000:00:06.0", "pci0000:00/0000:00:06.0",
+		    -1, "roce", __LINE__);
+	check_erdma("erdma/ofed", "eth1", "rocep26s0", "0000:1a:00.0", "pci0000:1a/0000:1a:00.0", 1,
+		    "roce", __LINE__);
+}
+
 /* 200 NICs: two slices, 128 and 72 devices, each saying the pool has 2. */
 static void test_split(void)
 {
@@ -517,6 +576,7 @@ int main(void)
 	test_more_facts();
 	test_limits();
 	test_virtio();
+	test_erdma();
 	test_split();
 	tmpdir_rm(scratch);
 	return check_done();

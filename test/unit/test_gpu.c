@@ -18,6 +18,7 @@
 #include "check.h"
 #include "gpu.h"
 #include "gpunode.h"
+#include "rdma.h"
 #include "tmpdir.h"
 
 #define MAX_GPUS 8
@@ -36,6 +37,7 @@ struct node {
 	/* NIC k: nvidia-smi's NICk (its legend's RDMA device) and the netdev on it. */
 	char nic_ibdev[MAX_NICS][HPN_IBDEV_MAX];
 	char nic_if[MAX_NICS][HPN_IFNAMSIZ];
+	char nic_pci[MAX_NICS][HPN_PCI_STR]; /* the RDMA device's function */
 	struct hpn_pci_pos nic_pos[MAX_NICS];
 	enum hpn_gpu_dist want[MAX_GPUS][MAX_NICS]; /* the matrix, NODE read as PHB */
 	/* The pool's candidates as the plugin orders them (netdev names, strverscmp). */
@@ -145,25 +147,23 @@ static void read_gpus(struct node *nd)
 	CHECK_INT_EQ(k, nd->n_gpus);
 }
 
-/* The netdev on each legend RDMA device's PCI function: <ibdev>/device/net/<if>. */
+/*
+ * The netdev each legend RDMA device serves, as discovery ties them (rdma.c:
+ * on its PCI function, or an eRDMA function's ENI by its MAC), and the
+ * device's own PCI function, where NCCL and nvidia-smi place the NIC.
+ */
 static void read_nics(struct node *nd)
 {
 	for (size_t k = 0; k < nd->n_nics; k++) {
-		char dir[PATH_MAX * 2];
-		DIR *d;
-		struct dirent *e;
+		struct hpn_rdma_dev rd;
+		struct hpn_err err = { 0 };
 
-		snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/device/net", nd->sys,
-			 nd->nic_ibdev[k]);
-		d = opendir(dir);
-		if (!d) {
-			perror(dir);
+		if (hpn_rdma_netdev_of(nd->sys, NULL, nd->nic_ibdev[k], 0, nd->nic_if[k], &rd,
+				       &err) < 0) {
+			fprintf(stderr, "%s: %s\n", nd->name, err.msg);
 			exit(2);
 		}
-		while ((e = readdir(d)))
-			if (e->d_name[0] != '.')
-				snprintf(nd->nic_if[k], HPN_IFNAMSIZ, "%.15s", e->d_name);
-		closedir(d);
+		snprintf(nd->nic_pci[k], HPN_PCI_STR, "%s", rd.pci);
 	}
 }
 
@@ -196,7 +196,7 @@ static void node_load(struct node *nd, const char *name)
 		CHECK(nd->gpu_pos[k].path[0] != '\0');
 	}
 	for (size_t k = 0; k < nd->n_nics; k++) {
-		r = hpn_pci_pos_of_netdev(nd->sys, nd->nic_if[k], &nd->nic_pos[k]);
+		r = hpn_pci_pos_of_nic(nd->sys, nd->nic_if[k], nd->nic_pci[k], &nd->nic_pos[k]);
 		CHECK_INT_EQ(r, 0);
 		CHECK(nd->nic_pos[k].path[0] != '\0');
 	}
@@ -410,6 +410,53 @@ static void test_netdev_pos(const struct node *vm)
 	CHECK_INT_EQ(hpn_pci_pos_of_netdev(vm->sys, "nosuch0", &p), -ENOENT);
 	CHECK_STR_EQ(p.path, "untouched");
 	CHECK_INT_EQ(p.numa, 7);
+}
+
+/*
+ * vm-erdma: each NIC placed by its eRDMA function, not its ENI's virtio-net
+ * one (on the root bus, no NUMA node: SYS to every GPU, so the choice could
+ * not tell the NICs apart). Every 1-GPU pod gets the NIC of its GPU's host
+ * bridge (PHB), every 2-GPU pod one per host bridge its GPUs are on.
+ */
+static void test_erdma(struct node *nd)
+{
+	static struct hpn_gpus g;
+
+	for (size_t j = 0; j < nd->n_nics; j++) {
+		struct hpn_pci_pos eni;
+
+		CHECK_INT_EQ(hpn_pci_pos_of_netdev(nd->sys, nd->nic_if[j], &eni), 0);
+		CHECK(strcmp(eni.path, nd->nic_pos[j].path) != 0);
+		for (size_t k = 0; k < nd->n_gpus; k++)
+			CHECK_INT_EQ(hpn_pci_dist(&eni, &nd->gpu_pos[k]), HPN_DIST_SYS);
+	}
+	CHECK_STR_EQ(nd->nic_pci[0], "0000:16:04.0");
+	CHECK_STR_EQ(nd->nic_if[0], "eth1");
+	CHECK_STR_EQ(nd->nic_pci[1], "0000:80:04.0");
+	CHECK_STR_EQ(nd->nic_if[1], "eth2");
+	all_free(nd);
+	for (unsigned mask = 1; mask < (1u << nd->n_gpus); mask++) {
+		size_t n = (size_t)__builtin_popcount(mask);
+		struct hpn_gpu_pick picks[2];
+
+		if (n > 2 || resolve_mask(nd, mask, &g) < 0)
+			continue;
+		CHECK_INT_EQ(hpn_gpu_assign(&g, nd->cand, nd->n_nics, n, picks), 0);
+		for (size_t i = 0; i < n; i++) {
+			int k = gpu_index(nd, &g.v[picks[i].gpu]);
+
+			CHECK(k >= 0);
+			if (k < 0)
+				continue;
+			/* Both GPUs on one node: the other NIC is SYS to the second. */
+			if (n == 1 || __builtin_popcount(mask & 0x0f) == 1) {
+				CHECK_INT_EQ(picks[i].dist, row_best(nd, k));
+				CHECK_INT_EQ(picks[i].dist, HPN_DIST_PHB);
+			}
+			if (picks[i].dist == HPN_DIST_PHB)
+				CHECK_INT_EQ(nd->cand_nic[picks[i].nic], k < 4 ? 0 : 1);
+		}
+	}
 }
 
 /* (ii) The kubelet's GPU IDs placed through procfs, on the HGX node. */
@@ -702,12 +749,15 @@ static void test_counts(struct node *nd)
 
 int main(void)
 {
-	static struct node hgx, a800, vm;
+	static struct node hgx, a800, vm, vme;
 
 	tmpdir_make(scratch, sizeof(scratch), "gpu");
 	node_load(&hgx, "hgx-h100");
 	node_load(&a800, "a800-1nic");
 	node_load(&vm, "vm-flat");
+	node_load(&vme, "vm-erdma");
+	CHECK_INT_EQ(vme.n_gpus, 8);
+	CHECK_INT_EQ(vme.n_nics, 2);
 	CHECK_INT_EQ(hgx.n_gpus, 8);
 	CHECK_INT_EQ(hgx.n_nics, 9);
 	CHECK_INT_EQ(a800.n_gpus, 8);
@@ -719,6 +769,8 @@ int main(void)
 	test_matrix(&hgx);
 	test_matrix(&a800);
 	test_matrix(&vm);
+	test_matrix(&vme);
+	test_erdma(&vme);
 	test_netdev_pos(&vm);
 	test_resolve(&hgx);
 	test_all_shapes(&hgx, true);

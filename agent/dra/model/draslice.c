@@ -126,6 +126,7 @@ static int read_rdma(const char *root, struct hpn_dra_nic *nic, struct hpn_err *
 	if (r < 0)
 		return r;
 	snprintf(nic->rdma, sizeof(nic->rdma), "%s", rd.name);
+	snprintf(nic->rdma_pci, sizeof(nic->rdma_pci), "%s", rd.pci);
 	hpn_sysfs_read(nic->link_layer, sizeof(nic->link_layer),
 		       "%s/class/infiniband/%s/ports/%u/link_layer", root, rd.name,
 		       rd.port ? rd.port : 1);
@@ -160,8 +161,6 @@ int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int ra
 	snprintf(nic.ifname, sizeof(nic.ifname), "%s", ifname);
 	if (hpn_sysfs_netdev_pci(sysfs_root, ifname, nic.pci) < 0)
 		nic.pci[0] = '\0';
-	else
-		hpn_pci_pos_of_pci(sysfs_root, nic.pci, &nic.pos);
 	if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/dev_port", sysfs_root, ifname) == 0)
 		nic.dev_port = (unsigned int)strtoul(v, NULL, 0);
 	/* "-1" or EINVAL while the link is down: unknown. */
@@ -180,6 +179,9 @@ int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int ra
 		hpn_err_prefix(err, "NIC \"%s\"", ifname);
 		return r;
 	}
+	/* Placed as NCCL and dranet place it: by the RDMA device's function (eRDMA's own). */
+	if (nic.rdma_pci[0] || nic.pci[0])
+		hpn_pci_pos_of_nic(sysfs_root, ifname, nic.rdma_pci, &nic.pos);
 	*ret = nic;
 	return 0;
 }
@@ -292,7 +294,8 @@ static int device(cJSON *devs, const struct hpn_dra_nic *nic, const char *name, 
 		r = add_str(attrs, "resource.kubernetes.io/pcieRoot", root, nic, err);
 	}
 	if (r == 0)
-		r = add_str(attrs, "resource.kubernetes.io/pciBusID", nic->pci, nic, err);
+		r = add_str(attrs, "resource.kubernetes.io/pciBusID",
+			    nic->rdma_pci[0] ? nic->rdma_pci : nic->pci, nic, err);
 	if (r == 0 && nic->pos.numa >= 0)
 		r = add_attr(attrs, "resource.kubernetes.io/numaNode", "int",
 			     cJSON_CreateNumber(nic->pos.numa), err);

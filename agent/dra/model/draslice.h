@@ -27,25 +27,33 @@
 /* One pool NIC as a DRA device. */
 struct hpn_dra_nic {
 	char ifname[HPN_IFNAMSIZ];
-	char pci[HPN_PCI_STR];	  /* "0000:1b:00.0"; empty: no PCI function of its own */
-	unsigned int dev_port;	  /* the netdev's port on its PCI function (sysfs dev_port) */
-	struct hpn_pci_pos pos;	  /* path empty: sysfs does not place it */
-	char rdma[HPN_IBDEV_MAX]; /* its RDMA device; empty: none */
-	char link_layer[16];	  /* "Ethernet", "InfiniBand"; empty: unknown */
-	char transport[8];	  /* "roce", "ib", "iwarp"; empty: no RDMA device or unknown */
-	unsigned long speed_mbps; /* 0: unknown (link down, virtual) */
-	char driver[128];	  /* the kernel driver: "mlx5_core", "erdma", "virtio_net" */
-	bool softroce_capable;	  /* Ethernet with no hardware RDMA device: rxe could serve it */
-	unsigned int rail;	  /* its index among the pool's NICs, in PCI order */
+	char pci[HPN_PCI_STR]; /* "0000:1b:00.0"; empty: no PCI function of its own */
+	unsigned int dev_port; /* the netdev's port on its PCI function (sysfs dev_port) */
+	/*
+	 * Where NCCL places the NIC: its RDMA device's PCI function (an eRDMA
+	 * device's own, beside the ENI's virtio-net function), else the
+	 * netdev's; path empty: sysfs does not place it.
+	 */
+	struct hpn_pci_pos pos;
+	char rdma[HPN_IBDEV_MAX];   /* its RDMA device; empty: none */
+	char rdma_pci[HPN_PCI_STR]; /* that device's own PCI function; empty: none (software) */
+	char link_layer[16];	    /* "Ethernet", "InfiniBand"; empty: unknown */
+	char transport[8];	    /* "roce", "ib", "iwarp"; empty: no RDMA device or unknown */
+	unsigned long speed_mbps;   /* 0: unknown (link down, virtual) */
+	char driver[128];	    /* the kernel driver: "mlx5_core", "erdma", "virtio_net" */
+	bool softroce_capable;	    /* Ethernet with no hardware RDMA device: rxe could serve it */
+	unsigned int rail;	    /* its index among the pool's NICs, in PCI order */
 };
 
 /*
  * Fills *ret for netdev ifname from sysfs under sysfs_root: its PCI function
- * (a virtio NIC's PCI parent) and place, its driver, speed and dev_port, and
- * its RDMA device (hpn_rdma_of_netdev: RDMA netlink on the real root, sysfs on
- * a fake one) with that device's port 1 link layer and node type; the netdev's
- * type gives the link layer when there is no RDMA device. What sysfs does not
- * say is left empty or 0. Code 100 naming ifname when the netdev is not there.
+ * (a virtio NIC's PCI parent), its driver, speed and dev_port, and its RDMA
+ * device (hpn_rdma_of_netdev: RDMA netlink on the real root, sysfs on a fake
+ * one) with that device's PCI function, port 1 link layer and node type; the
+ * place is the RDMA device's function when it has one, else the netdev's; the
+ * netdev's type gives the link layer when there is no RDMA device. What sysfs
+ * does not say is left empty or 0. Code 100 naming ifname when the netdev is
+ * not there.
  */
 int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int rail,
 		     struct hpn_dra_nic *ret, struct hpn_err *err);
@@ -68,7 +76,8 @@ size_t hpn_dra_slice_split(size_t n);
  * of the pool nics[0..n): a ResourceSlice of resource.k8s.io/v1 as JSON,
  * holding the devices [index * 128, ...) with their attributes
  * (doc/dra.md: the standard resource.kubernetes.io/pcieRoot, pciBusID and
- * numaNode where sysfs gave them, the driver's own unqualified ones), named
+ * numaNode of the RDMA device's PCI function, else the netdev's, where sysfs
+ * gave them; the driver's own unqualified ones), named
  * "<node>-<driver>-<index>" (cut, with a hash, to 253). Checks the API's
  * limits: driver, node and pool names, device names unique in the pool,
  * string values of at most 64 characters (the error names the NIC). The
