@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ipam.h"
+#include "nccl.h"
 #include "nl.h"
 #include "pool.h"
 #include "qos.h"
@@ -158,6 +159,58 @@ static int small_int(const char *s)
 	return errno || end == s || *end || v < 0 || v >= (1L << 20) ? -1 : (int)v;
 }
 
+/* Is sysfs GID text "0000:...:ffff:xxxx:xxxx" an IPv4-mapped address (RoCE's GID of an IPv4 one)? */
+static bool ipv4_gid(const char *g)
+{
+	return strlen(g) == 39 && !strncmp(g, "0000:0000:0000:0000:0000:ffff:", 30);
+}
+
+/*
+ * The GID index NCCL would take on port of rdma for netdev here: 0 on
+ * InfiniBand, the lowest RoCE v2 entry of the netdev's IPv4 address on
+ * RoCE (as ADD's proof chooses, in the pod), -1 when there is none.
+ */
+static int host_gid(const char *root, const struct hpn_doctor_nic *nic)
+{
+	char dir[PATH_MAX], v[64];
+	int found = -1;
+
+	if (!strcmp(nic->transport, "ib"))
+		return 0;
+	if (strcmp(nic->transport, "roce") || !nic->netdev[0] ||
+	    hpn_snprintf(dir, sizeof(dir), "%s/class/infiniband/%s/ports/%u", root, nic->rdma,
+			 nic->port) < 0)
+		return -1;
+	/* The kernel's table has at most a few hundred entries (rxe: 2048 slots). */
+	for (int i = 0; found < 0 && i < 4096; i++) {
+		if (hpn_sysfs_read(v, sizeof(v), "%s/gid_attrs/types/%d", dir, i) < 0) {
+			if (!hpn_sysfs_exists("%s/gids/%d", dir, i))
+				break;
+			continue;
+		}
+		if (strcmp(v, "RoCE v2") ||
+		    hpn_sysfs_read(v, sizeof(v), "%s/gid_attrs/ndevs/%d", dir, i) < 0 ||
+		    strcmp(v, nic->netdev) ||
+		    hpn_sysfs_read(v, sizeof(v), "%s/gids/%d", dir, i) < 0)
+			continue;
+		if (ipv4_gid(v))
+			found = i;
+	}
+	return found;
+}
+
+/* The device's kind, transport and erdma mode from rd, and what NCCL will see of it. */
+static void set_kind(struct hpn_doctor_nic *nic, const struct hpn_rdma_dev *rd)
+{
+	snprintf(nic->kind, sizeof(nic->kind), "%s", hpn_rdma_kind_name(rd->kind));
+	snprintf(nic->transport, sizeof(nic->transport), "%s", hpn_rdma_proto_name(rd->proto));
+	snprintf(nic->erdma_mode, sizeof(nic->erdma_mode), "%s", hpn_erdma_mode_name(rd->erdma));
+	nic->nccl_ib = hpn_rdma_nccl_ib(rd);
+	nic->hca[0] = '\0';
+	if (nic->nccl_ib && nic->port)
+		hpn_nccl_hca(nic->rdma, (int)nic->port, nic->hca, sizeof(nic->hca));
+}
+
 static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 {
 	char v[64];
@@ -179,14 +232,18 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 		char pci[HPN_PCI_STR];
 
 		if (hpn_sysfs_netdev_pci(root, nic->netdev, pci) == 0)
-			memcpy(nic->pci, pci, sizeof(pci));
+			memcpy(nic->netdev_pci, pci, sizeof(pci));
 		if (hpn_sysfs_read(v, sizeof(v), "%s/class/net/%s/mtu", root, nic->netdev) == 0)
 			nic->mtu = small_int(v);
 	}
+	/* The RDMA device's own function (set by the caller) is the NIC's place, as NCCL's. */
+	if (!nic->pci[0])
+		memcpy(nic->pci, nic->netdev_pci, sizeof(nic->pci));
 	/* The kernel says -1 for "no NUMA node", as we do. */
 	if (nic->pci[0] &&
 	    hpn_sysfs_read(v, sizeof(v), "%s/bus/pci/devices/%s/numa_node", root, nic->pci) == 0)
 		nic->numa = small_int(v);
+	nic->gid_index = nic->rdma[0] ? host_gid(root, nic) : -1;
 }
 
 /* Every port of every RDMA device, with the netdev rdma.c's discovery ties to it. */
@@ -230,6 +287,7 @@ static void gather_nics(struct hpn_doctor *d)
 				snprintf(nic->driver, sizeof(nic->driver), "%s", rd.driver);
 				memcpy(nic->pci, rd.pci, sizeof(nic->pci));
 				nic->vf = rd.vf;
+				set_kind(nic, &rd);
 				fill_nic(root, nic);
 				d->n_nics++;
 			}
@@ -255,7 +313,8 @@ static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_
 		if (nic->netdev[0] || nic->held_container[0])
 			continue;
 		if (j->rdma.name[0] ? !strcmp(nic->rdma, j->rdma.name)
-				    : j->pci[0] && !strcmp(nic->pci, j->pci))
+				    : j->pci[0] && (!strcmp(nic->netdev_pci, j->pci) ||
+						    !strcmp(nic->pci, j->pci)))
 			goto found;
 	}
 	if (d->n_nics == HPN_DOCTOR_MAX_NICS)
@@ -263,6 +322,7 @@ static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_
 	nic = &d->nics[d->n_nics++];
 	memset(nic, 0, sizeof(*nic));
 	nic->journal_only = true;
+	nic->gid_index = -1;
 	snprintf(nic->rdma, sizeof(nic->rdma), "%s", j->rdma.name);
 	memcpy(nic->pci, j->pci, sizeof(nic->pci));
 	if (nic->rdma[0]) {
@@ -271,11 +331,17 @@ static struct hpn_doctor_nic *holder_row(struct hpn_doctor *d, const struct hpn_
 		memcpy(rd.name, nic->rdma, sizeof(rd.name));
 		hpn_rdma_classify(d->sysfs_root, &rd);
 		snprintf(nic->driver, sizeof(nic->driver), "%s", rd.driver);
+		/* Its own function, where the tree still shows the device. */
+		if (rd.pci[0])
+			memcpy(nic->pci, rd.pci, sizeof(nic->pci));
+		set_kind(nic, &rd);
 	}
 	nic->mtu = nic->numa = -1;
 found:
 	/* Name it as the host knew it; MTU and the like are the pod's business now. */
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", j->host.name);
+	if (!nic->netdev_pci[0])
+		memcpy(nic->netdev_pci, j->pci, sizeof(nic->netdev_pci));
 	if (!nic->pci[0])
 		memcpy(nic->pci, j->pci, sizeof(nic->pci));
 	nic->mtu = -1;
@@ -517,8 +583,9 @@ static void check_selected(struct hpn_doctor *d)
 	for (size_t i = 0; !nic && i < d->n_nics; i++) {
 		const struct hpn_doctor_nic *n = &d->nics[i];
 
+		/* pciBusID selects a netdev's function (an eRDMA NIC by its ENI's). */
 		if ((c->selector == HPN_SEL_DEVICE && !strcmp(n->netdev, what)) ||
-		    (c->selector == HPN_SEL_PCI && !strcmp(n->pci, what)) ||
+		    (c->selector == HPN_SEL_PCI && !strcmp(n->netdev_pci, what)) ||
 		    (c->selector == HPN_SEL_RDMA && !strcmp(n->rdma, what) &&
 		     (!c->rdma_port || c->rdma_port == n->port) && (n->netdev[0] || c->rdma_port)))
 			nic = n;
@@ -563,6 +630,69 @@ static void check_selected(struct hpn_doctor *d)
 		      nic->rdma, nic->port, nic->netdev);
 }
 
+/* How many GPUs the NVIDIA driver lists under proc_root: a GPU node has some. */
+static size_t node_gpus(const char *proc_root)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *dir;
+
+	if (hpn_snprintf(path, sizeof(path), "%s/driver/nvidia/gpus", proc_root) < 0 ||
+	    !(dir = opendir(path)))
+		return 0;
+	while ((de = readdir(dir)))
+		n += de->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Every eRDMA NIC on the host must have MTU 8500 or 1400 on a GPU instance
+ * (rdma.h): fail on a node with GPUs, where ADD refuses it for pods with
+ * GPUs; warn on one without any (pods there have none), and where
+ * erdmaAnyMtu lets ADD take it. No row on a node without eRDMA.
+ */
+static void check_erdma(struct hpn_doctor *d)
+{
+	char bad[HPN_ERR_MSG] = "", good[HPN_ERR_MSG] = "";
+	size_t n_bad = 0, n = 0, gpus = node_gpus(d->conf.gpus.proc_root);
+	enum hpn_check_state st;
+
+	for (size_t i = 0; i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *nic = &d->nics[i];
+		char *into;
+		size_t len;
+
+		if (strcmp(nic->kind, "erdma") || nic->journal_only || nic->held_container[0] ||
+		    !nic->netdev[0] || nic->mtu < 0)
+			continue;
+		n++;
+		into = hpn_erdma_gpu_mtu_ok((unsigned int)nic->mtu) ? good : bad;
+		n_bad += into == bad;
+		len = strlen(into);
+		hpn_msgf(into + len, sizeof(bad) - len, "%s%s (%s, %s) MTU %d", len ? ", " : "",
+			 nic->netdev, nic->rdma, nic->erdma_mode[0] ? nic->erdma_mode : "?",
+			 nic->mtu);
+	}
+	if (!n)
+		return;
+	if (!n_bad) {
+		CHECK(d, "erdma", HPN_CHECK_OK, "%s: fit for pods with GPUs (%d or %d)", good,
+		      HPN_ERDMA_GPU_MTU_JUMBO, HPN_ERDMA_GPU_MTU);
+		return;
+	}
+	st = gpus && !d->conf.erdma_any_mtu ? HPN_CHECK_FAIL : HPN_CHECK_WARN;
+	CHECK(d, "erdma", st,
+	      "%s: on GPU instances an eRDMA NIC's MTU must be %d (jumbo frames) or %d, or "
+	      "NCCL's LL128 protocol corrupts data; %s",
+	      bad, HPN_ERDMA_GPU_MTU_JUMBO, HPN_ERDMA_GPU_MTU,
+	      d->conf.erdma_any_mtu ? "erdmaAnyMtu lets ADD take it for pods with GPUs"
+	      : gpus		    ? "ADD refuses it for pods with GPUs, and this node has GPUs"
+				    : "ADD refuses it for pods with GPUs (none listed under "
+				      "procRoot/driver/nvidia/gpus here)");
+}
+
 int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_path,
 		   struct hpn_doctor *d)
 {
@@ -605,6 +735,7 @@ int hpn_doctor_run(const char *conf_file, const char *conf_dir, const char *cni_
 	if (d->conf_valid) {
 		check_devices(d);
 		check_selected(d);
+		check_erdma(d);
 	}
 	return 0;
 }

@@ -25,27 +25,42 @@
  * entries of <root>/module/ (loaded modules, and built-in ones with parameters).
  * RoCE QoS (qos.h) of every row's host netdev and of a `device` the config
  * selects: DCB over rtnetlink on the real root only (a fake tree's netdevs
- * are not the kernel's), ECN from the tree on either.
+ * are not the kernel's), ECN from the tree on either. Whether the node has
+ * GPUs (for the eRDMA MTU check): entries of <gpus.procRoot>/driver/nvidia/gpus.
  */
 
 enum hpn_check_state { HPN_CHECK_OK, HPN_CHECK_SKIP, HPN_CHECK_WARN, HPN_CHECK_FAIL };
 
 #define HPN_DOCTOR_MAX_NICS   128
-#define HPN_DOCTOR_MAX_CHECKS 16
+#define HPN_DOCTOR_MAX_CHECKS 17
 #define HPN_DOCTOR_MAX_MODS   16
 #define HPN_DOCTOR_MAX_QOS    (HPN_DOCTOR_MAX_NICS + 1)
 
 /* One RDMA NIC port (or a NIC a pod holds), as the doctor's table shows it. */
 struct hpn_doctor_nic {
 	char netdev[HPN_IFNAMSIZ]; /* in the host netns; empty when none is */
-	char pci[HPN_PCI_STR];	   /* the netdev's PCI function, else the RDMA device's */
+	/*
+	 * The RDMA device's own PCI function, where NCCL places the NIC (an
+	 * eRDMA function is not its ENI's), else the netdev's.
+	 */
+	char pci[HPN_PCI_STR];
+	char netdev_pci[HPN_PCI_STR]; /* the netdev's PCI function (what pciBusID selects) */
 	char driver[32];
 	char rdma[HPN_IBDEV_MAX]; /* empty: a held NIC with no RDMA device */
 	unsigned int port;
 	char state[16];	     /* port state: ACTIVE, DOWN, INIT... */
 	char link_layer[16]; /* Ethernet, InfiniBand */
 	int mtu;	     /* -1: unknown (not in the host netns) */
-	int numa;	     /* -1: none or unknown */
+	int numa;	     /* -1: none or unknown; pci's */
+	/* What the RDMA device is, by its driver and what the driver registered. */
+	char kind[8];	    /* "mlx5", "erdma", "rxe", "other" */
+	char transport[8];  /* "roce", "ib", "iwarp", "unknown" */
+	char erdma_mode[8]; /* erdma's: "iwarp", "compat", "ofed"; empty for others */
+	/* What NCCL sees of it (nccl.h's rules): */
+	bool nccl_ib; /* its IB transport can use the device (not iWARP) */
+	/* InfiniBand: 0; RoCE: the RoCE v2 GID of the netdev's IPv4 address here; -1: none */
+	int gid_index;
+	char hca[HPN_IBDEV_MAX + 16]; /* its NCCL_IB_HCA, "=dev:port"; empty when not nccl_ib */
 	bool vf;
 	bool journal_only; /* known only from a journal: not an RDMA port of the host */
 	/* Held by an attachment in the state store. */

@@ -141,6 +141,36 @@ static void qos_text(const struct hpn_doctor *d, FILE *f)
 		fprintf(f, "(no host netdev to read)\n");
 }
 
+/*
+ * What NCCL sees of each RDMA port: the device's kind and transport (erdma's
+ * mode), whether its IB transport can use it, the GID index of the netdev's
+ * IPv4 address here, and the exact NCCL_IB_HCA the hints write.
+ */
+static void nccl_text(const struct hpn_doctor *d, FILE *f)
+{
+	size_t rows = 0;
+
+	for (size_t i = 0; i < d->n_nics; i++) {
+		const struct hpn_doctor_nic *n = &d->nics[i];
+		char kind[32], gid[16] = "-";
+
+		if (!n->rdma[0] || !n->kind[0])
+			continue;
+		if (!rows++)
+			fprintf(f, "\n%-15s %-4s %-14s %-3s %-4s %s\n", "NCCL VIEW", "PORT", "KIND",
+				"IB", "GID", "NCCL_IB_HCA");
+		snprintf(kind, sizeof(kind), "%s %s", n->kind,
+			 n->erdma_mode[0] ? n->erdma_mode : n->transport);
+		if (n->gid_index >= 0)
+			snprintf(gid, sizeof(gid), "%d", n->gid_index);
+		fprintf(f, "%-15s %-4u %-14s %-3s %-4s %s\n", n->rdma, n->port, kind,
+			n->nccl_ib ? "yes" : "no", gid,
+			n->nccl_ib ? n->hca
+				   : "- (iWARP: its QPs connect through iw_cm only; the hints say "
+				     "NCCL_IB_DISABLE=1)");
+	}
+}
+
 static size_t n_failed(const struct hpn_doctor *d)
 {
 	size_t n = 0;
@@ -208,6 +238,7 @@ char *hpn_doctor_render_text(const struct hpn_doctor *d)
 	}
 	if (!d->n_nics)
 		fprintf(f, "(no RDMA devices)\n");
+	nccl_text(d, f);
 	qos_text(d, f);
 
 	fprintf(f, "\nchecks\n");
@@ -344,7 +375,20 @@ char *hpn_doctor_render_json(const struct hpn_doctor *d)
 		add_str_or_null(o, "linkLayer", n->link_layer);
 		add_int_or_null(o, "mtu", n->mtu);
 		add_int_or_null(o, "numaNode", n->numa);
+		add_str_or_null(o, "netdevPci", n->netdev_pci);
 		cJSON_AddBoolToObject(o, "vf", n->vf);
+		add_str_or_null(o, "kind", n->kind);
+		add_str_or_null(o, "transport", n->transport);
+		add_str_or_null(o, "erdmaMode", n->erdma_mode);
+		if (n->rdma[0] && n->kind[0]) {
+			cJSON *nc = cJSON_AddObjectToObject(o, "nccl");
+
+			cJSON_AddBoolToObject(nc, "ib", n->nccl_ib);
+			add_int_or_null(nc, "gidIndex", n->gid_index);
+			add_str_or_null(nc, "hca", n->hca);
+		} else {
+			cJSON_AddNullToObject(o, "nccl");
+		}
 		if (n->held_container[0]) {
 			cJSON *h = cJSON_AddObjectToObject(o, "heldBy");
 

@@ -62,13 +62,33 @@ tree() {
 	chmod +x "$T/$1/bin/host-local"
 }
 
-# conf NAME JQ-FILTER: writes $T/NAME/net.d/10-hpn.conf for the scenario.
+# etree NAME MODE: a scratch copy of eRDMA's MODE layout (test/fixtures/erdma/MODE),
+# as a healthy shared-mode node with its modules shows it.
+etree() {
+	local s=$T/$1/sys
+	mkdir -p "$T/$1"
+	cp -a "$src/test/fixtures/erdma/$2" "$s"
+	chmod -R u+w "$s"
+	mkdir -p "$s/module/ib_core/parameters" "$s/class/infiniband_verbs/uverbs0" \
+		"$s/class/misc/rdma_cm"
+	echo Y >"$s/module/ib_core/parameters/netns_mode"
+	for m in ib_uverbs ib_cm iw_cm rdma_cm rdma_ucm; do
+		mkdir -p "$s/module/$m"
+	done
+	mkdir -p "$T/$1/state" "$T/$1/bin" "$T/$1/net.d"
+	printf '#!/bin/sh\nexit 0\n' >"$T/$1/bin/host-local"
+	chmod +x "$T/$1/bin/host-local"
+}
+
+# conf NAME JQ-FILTER [JQ ARGS...]: writes $T/NAME/net.d/10-hpn.conf for the scenario.
 conf() {
-	jq -n --arg s "$T/$1/sys" --arg d "$T/$1/state" '{
+	local n=$1 filter=$2
+	shift 2
+	jq -n --arg s "$T/$n/sys" --arg d "$T/$n/state" "$@" '{
 		cniVersion: "1.1.0", name: "hpnt-doctor", type: "hpn-rdma", ifName: "hpn0",
 		sysfsRoot: $s, stateDir: $d,
 		ipam: {type: "host-local", ranges: [[{subnet: "10.200.0.0/16"}]]}
-	} | '"$2" >"$T/$1/net.d/10-hpn.conf"
+	} | '"$filter" >"$T/$n/net.d/10-hpn.conf"
 }
 
 doctor() { # doctor NAME [args]: runs the doctor on the scenario; sets OUT and RC
@@ -180,6 +200,55 @@ else
 		>/dev/null <<<"$OUT" && ok "softRoce with rdma_rxe on $rel: rdma names the release alone" ||
 		fail "softRoce with rdma_rxe: $OUT"
 fi
+
+# 5. eRDMA in compat mode and from the OFED package: each row's PCI function is
+#    the RDMA device's own (not the ENI's, which JSON gives as netdevPci), its
+#    NUMA node that function's; the NCCL view (RoCE v2, the GID index of the
+#    ENI's address, the exact HCA); the MTU check.
+etree erdma-compat compat
+conf erdma-compat '.device = "eth2"'
+compare erdma-compat 0
+etree erdma-ofed ofed
+conf erdma-ofed '.pciBusID = "0000:00:05.0"'
+compare erdma-ofed 0
+doctor erdma-ofed --json
+jq -e '.nics == [{driver: "erdma", erdmaMode: "ofed", heldBy: null, kind: "erdma",
+		linkLayer: "Ethernet", mtu: 8500, nccl: {gidIndex: 1, hca: "=rocep26s0:1", ib: true},
+		netdev: "eth1", netdevPci: "0000:00:05.0", numaNode: 1, pci: "0000:1a:00.0", port: 1,
+		rdmaDevice: "rocep26s0", state: "ACTIVE", transport: "roce", vf: false}]' \
+	>/dev/null <<<"$OUT" && ok "ofed: the RDMA function's place, its mode, NCCL's view" ||
+	fail "ofed: $OUT"
+doctor healthy --json
+jq -e '(.nics[] | select(.rdmaDevice == "erdma_0")) as $e |
+	$e.pci == "0000:00:06.0" and $e.netdevPci == "0000:00:05.0" and $e.erdmaMode == "iwarp" and
+	$e.transport == "iwarp" and $e.nccl == {ib: false, gidIndex: null, hca: null} and
+	(.nics[] | select(.rdmaDevice == "mlx5_0")).nccl == {ib: true, gidIndex: null, hca: "=mlx5_0:1"}' \
+	>/dev/null <<<"$OUT" && ok "iWARP: no IB for NCCL; mlx5: its exact HCA" || fail "iwarp view: $OUT"
+
+# The eRDMA MTU: 8500 or 1400 on a GPU instance. MTU 1500: a warning on a node
+# without GPUs, a failure with them (procRoot lists one), a warning again with
+# erdmaAnyMtu.
+echo 1500 >"$T/erdma-ofed/sys/class/net/eth1/mtu"
+doctor erdma-ofed --json
+jq -e '.ready and (.checks[] | select(.name == "erdma")) ==
+	{name: "erdma", state: "warn", message: ("eth1 (rocep26s0, ofed) MTU 1500: on GPU instances " +
+	"an eRDMA NIC'"'"'s MTU must be 8500 (jumbo frames) or 1400, or NCCL'"'"'s LL128 protocol corrupts " +
+	"data; ADD refuses it for pods with GPUs (none listed under procRoot/driver/nvidia/gpus here)")}' \
+	>/dev/null <<<"$OUT" && ok "eRDMA at MTU 1500 without GPUs: a warning" || fail "mtu warn: $OUT"
+mkdir -p "$T/erdma-ofed/proc/driver/nvidia/gpus/0000:1b:00.0"
+conf erdma-ofed '.pciBusID = "0000:00:05.0" | .gpus.procRoot = $p' --arg p "$T/erdma-ofed/proc"
+doctor erdma-ofed
+[[ $RC == 1 && $OUT == *"fail  erdma     eth1 (rocep26s0, ofed) MTU 1500: "*"ADD refuses it for pods with GPUs, and this node has GPUs"* ]] &&
+	ok "eRDMA at MTU 1500 on a GPU node: not ready" || fail "mtu fail: exit $RC: $OUT"
+conf erdma-ofed '.pciBusID = "0000:00:05.0" | .gpus.procRoot = $p | .erdmaAnyMtu = true' \
+	--arg p "$T/erdma-ofed/proc"
+doctor erdma-ofed
+[[ $RC == 0 && $OUT == *"warn  erdma     eth1 (rocep26s0, ofed) MTU 1500: "*"erdmaAnyMtu lets ADD take it"* ]] &&
+	ok "eRDMA at MTU 1500 with erdmaAnyMtu: a warning" || fail "mtu erdmaAnyMtu: exit $RC: $OUT"
+echo 1400 >"$T/erdma-ofed/sys/class/net/eth1/mtu"
+doctor erdma-ofed
+[[ $RC == 0 && $OUT == *"ok    erdma     eth1 (rocep26s0, ofed) MTU 1400: fit for pods with GPUs (8500 or 1400)"* ]] &&
+	ok "eRDMA at MTU 1400 on a GPU node: ok" || fail "mtu 1400: exit $RC: $OUT"
 
 # STATUS gives the doctor's reason, word for word after "hpn-rdma: " (one set of checks).
 stat_msg=$(CNI_COMMAND=STATUS CNI_PATH="$T/netns/bin" "$plugin" <"$T/netns/net.d/10-hpn.conf" |
