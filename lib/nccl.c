@@ -107,32 +107,36 @@ bool hpn_nccl_driver_profile_name(const char *name)
 	return false;
 }
 
+/* The profile called name (any case): the config's, else one of table[0..n); NULL. */
+static const struct hpn_nccl_profile *find_profile(const struct hpn_nccl_conf *nc, const char *name,
+						   const struct hpn_nccl_profile *table, size_t n)
+{
+	for (size_t i = 0; i < nc->n_profiles; i++)
+		if (!strcasecmp(nc->profiles[i].name, name))
+			return &nc->profiles[i];
+	for (size_t i = 0; i < n; i++)
+		if (!strcasecmp(table[i].name, name))
+			return &table[i];
+	return NULL;
+}
+
 const struct hpn_nccl_profile *hpn_nccl_driver_profile(const struct hpn_nccl_conf *nc,
 						       const char *driver)
 {
 	if (!hpn_nccl_driver_profile_name(driver))
 		return NULL;
-	for (size_t i = 0; i < nc->n_profiles; i++)
-		if (!strcasecmp(nc->profiles[i].name, driver))
-			return &nc->profiles[i];
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(builtin_drivers); i++)
-		if (!strcasecmp(builtin_drivers[i].name, driver))
-			return &builtin_drivers[i];
-	return NULL;
+	return find_profile(nc, driver, builtin_drivers, HPN_ARRAY_SIZE(builtin_drivers));
 }
 
 const struct hpn_nccl_profile *hpn_nccl_profile(const struct hpn_nccl_conf *nc, const char *model)
 {
+	const struct hpn_nccl_profile *p;
+
 	/* A driver's profile is never a GPU model's. */
 	if (!model || !model[0] || hpn_nccl_driver_profile_name(model))
 		return &auto_profile;
-	for (size_t i = 0; i < nc->n_profiles; i++)
-		if (!strcasecmp(nc->profiles[i].name, model))
-			return &nc->profiles[i];
-	for (size_t i = 0; i < HPN_ARRAY_SIZE(builtin); i++)
-		if (!strcasecmp(builtin[i].name, model))
-			return &builtin[i];
-	return &auto_profile;
+	p = find_profile(nc, model, builtin, HPN_ARRAY_SIZE(builtin));
+	return p ? p : &auto_profile;
 }
 
 static void counts_str(uint64_t mask, char *buf, size_t len)

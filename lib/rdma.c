@@ -65,34 +65,25 @@ const char *hpn_rdma_netns_name(enum hpn_rdma_netns mode)
 						: "auto";
 }
 
+/* names[v], or dflt for a value past the table. */
+static const char *enum_name(const char *const *names, size_t n, unsigned int v, const char *dflt)
+{
+	return v < n ? names[v] : dflt;
+}
+
 const char *hpn_rdma_proto_name(enum hpn_rdma_proto proto)
 {
-	switch (proto) {
-	case HPN_RDMA_PROTO_ROCE:
-		return "roce";
-	case HPN_RDMA_PROTO_IB:
-		return "ib";
-	case HPN_RDMA_PROTO_IWARP:
-		return "iwarp";
-	case HPN_RDMA_PROTO_UNKNOWN:
-		break;
-	}
-	return "unknown";
+	/* In the enum's order. */
+	static const char *const names[] = { "unknown", "roce", "ib", "iwarp" };
+
+	return enum_name(names, HPN_ARRAY_SIZE(names), (unsigned int)proto, "unknown");
 }
 
 const char *hpn_erdma_mode_name(enum hpn_erdma_mode mode)
 {
-	switch (mode) {
-	case HPN_ERDMA_IWARP:
-		return "iwarp";
-	case HPN_ERDMA_COMPAT:
-		return "compat";
-	case HPN_ERDMA_OFED:
-		return "ofed";
-	case HPN_ERDMA_NONE:
-		break;
-	}
-	return "";
+	static const char *const names[] = { "", "iwarp", "compat", "ofed" };
+
+	return enum_name(names, HPN_ARRAY_SIZE(names), (unsigned int)mode, "");
 }
 
 bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev)
@@ -652,9 +643,13 @@ int hpn_rdma_persistent_name(const char *root, const char *pci, enum hpn_rdma_pr
 	char norm[HPN_PCI_STR], fn[PATH_MAX], v[32], name[HPN_IBDEV_MAX];
 	int r;
 
-	if (!prefix || hpn_pci_normalise(pci, norm) < 0 ||
-	    sscanf(norm, "%x:%x:%x.%u", &domain, &bus, &slot, &func) != 4)
+	if (!prefix || hpn_pci_normalise(pci, norm) < 0)
 		return -EINVAL;
+	/* "dddd:bb:ss.f", checked by hpn_pci_normalise: each field ends at a separator. */
+	domain = (unsigned int)strtoul(norm, NULL, 16);
+	bus = (unsigned int)strtoul(norm + 5, NULL, 16);
+	slot = (unsigned int)strtoul(norm + 8, NULL, 16);
+	func = (unsigned int)(norm[11] - '0');
 	r = pathf(fn, "%s/bus/pci/devices/%s", root, norm);
 	if (r < 0)
 		return r;

@@ -265,31 +265,27 @@ erdma_node() {
 # never reaches it; auto takes iWARP (the hints then turn IB off) and compat,
 # the log naming the mode (the proof, which needs a real device, fails after).
 erdma_profiles() {
-	local conf mode
-	erdma_node iwarp
-	conf=$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
-		.nccl.profiles = {H20: {ib: "on", drivers: ["erdma"]}}' --arg d "$ENI" --arg s "$SYS")
-	run_plugin ADD "$(jq -c '.nccl.gpuModel = "H20"' <<<"$conf")"
-	refused_unchanged 108 "iWARP eRDMA, a model with ib on" \
-		'^GPU model series H20 needs NCCL.s IB transport \(ib on\), but RDMA device "erdma_0" serving "eth2" is eRDMA in iWARP mode \(the erdma driver.s default\), which NCCL.s IB transport cannot use: load erdma with compat_mode=1, or install the eRDMA controller.s OFED package'
-	run_plugin ADD "$(jq -c '.nccl.gpuModel = "GU8TF" | .nccl.gpuCount = 8' <<<"$conf")"
-	refused_unchanged 108 "iWARP eRDMA, GU8TF" 'GU8TF needs NCCL.s IB transport .*iWARP mode'
-	run_plugin ADD "$(jq -c '.nccl.gpuModel = "gpu-hpn"' <<<"$conf")"
-	expect_err 108 "iWARP eRDMA, gpu-hpn: taken, then the proof" '"erdma_0" is not visible to libibverbs'
-	grep -q 'RDMA device "erdma_0" port 1 (erdma iwarp) serves "eth2"' "$T/plugin.log" ||
-		fail "the log does not name erdma_0's mode: $(cat "$T/plugin.log")"
-	snap_same "$HOST_NS" "$T/host.before" "host after the rolled-back ADD"
-	expect_no_state "after the rolled-back ADD"
-	ip -n "$HOST_NS" link del "$ENI"
-	for mode in compat ofed; do
+	local conf mode gpu_hpn ib_on
+	for mode in iwarp compat ofed; do
 		erdma_node "$mode"
 		conf=$(net_conf 1.0.0 '.device = $d | .ifName = "hpn0" | .sysfsRoot = $s |
 			.nccl.profiles = {H20: {ib: "on", drivers: ["erdma"]}}' --arg d "$ENI" --arg s "$SYS")
+		# Type 1 refuses eRDMA in every mode (iWARP names its mode first: ib is on).
 		run_plugin ADD "$(jq -c '.nccl.gpuModel = "GX8SF" | .nccl.gpuCount = 8' <<<"$conf")"
-		refused_unchanged 108 "$mode eRDMA, GX8SF" \
-			'^GPU model series GX8SF needs a mlx5 RDMA device; the NIC.s is erdma( |$)'
-		run_plugin ADD "$(jq -c '.nccl.gpuModel = "H20"' <<<"$conf")"
-		expect_err 108 "$mode eRDMA, a model with ib on: taken, then the proof" \
+		refused_unchanged 108 "$mode eRDMA, GX8SF" '^GPU model series GX8SF needs '
+		gpu_hpn=$(jq -c '.nccl.gpuModel = "gpu-hpn"' <<<"$conf")
+		ib_on=$(jq -c '.nccl.gpuModel = "H20"' <<<"$conf")
+		if [[ $mode == iwarp ]]; then
+			run_plugin ADD "$ib_on"
+			refused_unchanged 108 "iWARP eRDMA, a model with ib on" \
+				'^GPU model series H20 needs NCCL.s IB transport \(ib on\), but RDMA device "erdma_0" serving "eth2" is eRDMA in iWARP mode \(the erdma driver.s default\), which NCCL.s IB transport cannot use: load erdma with compat_mode=1, or install the eRDMA controller.s OFED package'
+		else
+			jq_ok '.msg | endswith("the NIC'"'"'s is erdma")' "$mode eRDMA, GX8SF: the driver"
+			gpu_hpn=$ib_on
+		fi
+		# Taken (the log names the mode), then the proof fails here and ADD rolls back.
+		run_plugin ADD "$gpu_hpn"
+		expect_err 108 "$mode eRDMA, $(jq -r .nccl.gpuModel <<<"$gpu_hpn"): taken, then the proof" \
 			"\"$IBDEV\" is not visible to libibverbs"
 		grep -q "RDMA device \"$IBDEV\" port 1 (erdma $mode) serves \"$ENI\"" "$T/plugin.log" ||
 			fail "the log does not name $IBDEV's mode: $(cat "$T/plugin.log")"

@@ -506,27 +506,37 @@ static void test_soft_roce(void)
 /* erdmaAnyMtu: a boolean, false by default (ADD then holds eRDMA NICs of GPU pods to 8500/1400). */
 static void test_erdma_any_mtu(void)
 {
-	struct hpn_conf conf;
-	struct hpn_err err;
+	static const struct {
+		const char *member; /* after the device */
+		int flag;	    /* the value parsed; -1: refused with code 7 */
+	} c[] = {
+		{ "", 0 },
+		{ ",\"erdmaAnyMtu\":true,\"mtu\":9000", 1 },
+		{ ",\"erdmaAnyMtu\":false", 0 },
+		{ ",\"erdmaAnyMtu\":null", 0 },
+		{ ",\"erdmaAnyMtu\":\"yes\"", -1 },
+		{ ",\"erdmaAnyMtu\":1", -1 },
+		{ ",\"erdmaAnyMtu\":[true]", -1 },
+	};
 
-	CHECK_INT_EQ(parse("{" BASE "," DEV "}", HPN_CMD_ADD, &conf, &err), 0);
-	CHECK(!conf.erdma_any_mtu);
-	hpn_conf_free(&conf);
-	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"erdmaAnyMtu\":true,\"mtu\":9000}", HPN_CMD_ADD,
-			   &conf, &err),
-		     0);
-	CHECK(conf.erdma_any_mtu);
-	CHECK_INT_EQ(conf.mtu, 9000);
-	hpn_conf_free(&conf);
-	CHECK_INT_EQ(parse("{" BASE "," DEV ",\"erdmaAnyMtu\":null}", HPN_CMD_ADD, &conf, &err), 0);
-	CHECK(!conf.erdma_any_mtu);
-	hpn_conf_free(&conf);
-	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":\"yes\"}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
-		  __LINE__);
-	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":1}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
-		  __LINE__);
-	check_bad("{" BASE "," DEV ",\"erdmaAnyMtu\":[true]}", HPN_E_INVALID_CONFIG, "erdmaAnyMtu",
-		  __LINE__);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char json[256];
+		struct hpn_conf conf;
+		struct hpn_err err;
+		int r;
+
+		snprintf(json, sizeof(json), "{" BASE "," DEV "%s}", c[i].member);
+		r = parse(json, HPN_CMD_ADD, &conf, &err);
+		if (c[i].flag < 0) {
+			CHECK(r < 0);
+			CHECK_INT_EQ(err.code, HPN_E_INVALID_CONFIG);
+			CHECK_STR_HAS(err.msg, "erdmaAnyMtu");
+		} else {
+			CHECK_INT_EQ(r, 0);
+			CHECK_INT_EQ(conf.erdma_any_mtu, c[i].flag);
+		}
+		hpn_conf_free(&conf);
+	}
 }
 
 static void test_members(void)

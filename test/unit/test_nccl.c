@@ -462,63 +462,75 @@ static void test_render(void)
  * traffic class or service level. The eRDMA profile is overridable, found
  * by the devices' driver and never by a GPU model.
  */
+/* What follows NCCL_SOCKET_IFNAME when the erdma profile applies. */
+#define ERDMA_TAIL                                                                                 \
+	"NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"              \
+	"NCCL_NET_PLUGIN=none"
+
 static void test_render_erdma(void)
 {
 	struct hpn_nccl_conf *nc = nconf();
-	int g1[] = { 1, 1 }, g21[] = { 2, 1 }, g0[] = { 0, 0 };
+	int g1[] = { 1, 1 }, g0[] = { 0, 0 };
 	struct hpn_result *res;
 	const struct hpn_nccl_profile *dp;
 
-	/* Compat: RoCE v2, GID 1 from the proof, PAI's values; no TC/SL/timeout. */
-	res = bound(1, g1, "erdma", "roce", "192.168.10.20/24");
-	CHECK_RENDER(nc, NULL, res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
-		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
-		     "NCCL_NET_PLUGIN=none");
-	CHECK_RENDER(nc, "gpu-hpn", res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
-		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
-		     "NCCL_NET_PLUGIN=none");
-	/* A Lingjun RoCE profile never lands its TC/SL on eRDMA: refused. */
-	CHECK_RENDER(nc, "GU8TF", res,
-		     "ERR 108: GPU model series GU8TF needs a mlx5 RDMA device; the NIC's is "
-		     "erdma");
-	/* Type 2 still turns IB off: no eRDMA keys then. */
-	CHECK_RENDER(nc, "P16EN", res, "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0");
-	/* The OFED package: the same, under rdma-core's name, matched exactly. */
-	snprintf(res->rdma[0].device, sizeof(res->rdma[0].device), "rocep26s0");
-	CHECK_RENDER(nc, NULL, res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==rocep26s0:1;NCCL_IB_GID_INDEX=1;"
-		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
-		     "NCCL_NET_PLUGIN=none");
-	hpn_result_free(res);
+	/*
+	 * Each case: the proof's facts for NICs hpn0 (and hpn1: second),
+	 * the pod's model, the settings. PAI's values are the erdma
+	 * profile's; the GID and the HCA are the proof's, exact.
+	 */
+	static const struct {
+		const char *why;
+		size_t n;
+		const char *dev0, *second; /* NIC 0's name; NIC 1's driver:transport:device:gid */
+		int gid0, gid1;
+		const char *model, *want;
+	} cases[] = {
+		{ "compat: RoCE v2, GID 1, PAI's values, no TC/SL/timeout", 1, NULL, NULL, 1, 1,
+		  NULL,
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;" ERDMA_TAIL },
+		{ "compat under gpu-hpn", 1, NULL, NULL, 1, 1, "gpu-hpn",
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;" ERDMA_TAIL },
+		{ "a Lingjun RoCE profile never lands its TC/SL on eRDMA", 1, NULL, NULL, 1, 1,
+		  "GU8TF",
+		  "ERR 108: GPU model series GU8TF needs a mlx5 RDMA device; the NIC's is erdma" },
+		{ "Type 2 turns IB off: no eRDMA keys then", 1, NULL, NULL, 1, 1, "P16EN",
+		  "NCCL_IB_DISABLE=1;NCCL_IB_HCA=;NCCL_SOCKET_IFNAME=eth0" },
+		{ "the OFED package: rdma-core's name, matched exactly", 1, "rocep26s0", NULL, 1, 1,
+		  NULL,
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==rocep26s0:1;NCCL_IB_GID_INDEX=1;" ERDMA_TAIL },
+		{ "two ERIs at GIDs 2 and 1 (the controller's example): -1 and hpn0's range", 2,
+		  NULL, NULL, 2, 1, NULL,
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,erdma_3:1;NCCL_IB_GID_INDEX=-1;"
+		  "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_IB_ADDR_FAMILY=AF_INET;"
+		  "NCCL_IB_ADDR_RANGE=192.168.10.0/24;" ERDMA_TAIL },
+		{ "iWARP beside RoCE: only the RoCE one is NCCL's, with its driver's keys", 2, NULL,
+		  "erdma:iwarp:erdma_3", 1, 0, NULL,
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;" ERDMA_TAIL },
+		{ "mlx5 beside eRDMA: no one driver, no driver's keys", 2, NULL, "mlx5:roce:mlx5_3",
+		  1, 1, NULL,
+		  "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,mlx5_3:1;NCCL_IB_GID_INDEX=1;"
+		  "NCCL_SOCKET_IFNAME=eth0" },
+	};
 
-	/* Two ERIs at GIDs 2 and 1 (the controller's own example): -1 and hpn0's range. */
-	res = bound(2, g21, "erdma", "roce", "192.168.10.20/24");
-	CHECK_RENDER(nc, NULL, res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,erdma_3:1;NCCL_IB_GID_INDEX=-1;"
-		     "NCCL_IB_ROCE_VERSION_NUM=2;NCCL_IB_ADDR_FAMILY=AF_INET;"
-		     "NCCL_IB_ADDR_RANGE=192.168.10.0/24;NCCL_SOCKET_IFNAME=eth0;"
-		     "NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;NCCL_NET_PLUGIN=none");
-	hpn_result_free(res);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int gids[2] = { cases[i].gid0, cases[i].gid1 };
+		char *got;
 
-	/* iWARP beside a RoCE device: only the RoCE one is NCCL's, and its driver's keys. */
-	res = bound(2, g1, "erdma", "roce", "192.168.10.20/24");
-	snprintf(res->rdma[1].transport, sizeof(res->rdma[1].transport), "iwarp");
-	res->rdma[1].gid_index = 0;
-	CHECK_RENDER(nc, NULL, res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1;NCCL_IB_GID_INDEX=1;"
-		     "NCCL_SOCKET_IFNAME=eth0;NCCL_IB_QPS_PER_CONNECTION=8;NCCL_MIN_NCHANNELS=16;"
-		     "NCCL_NET_PLUGIN=none");
-	/* mlx5 beside eRDMA: no one driver, no driver's keys. */
-	snprintf(res->rdma[1].transport, sizeof(res->rdma[1].transport), "roce");
-	snprintf(res->rdma[1].driver, sizeof(res->rdma[1].driver), "mlx5");
-	snprintf(res->rdma[1].device, sizeof(res->rdma[1].device), "mlx5_3");
-	res->rdma[1].gid_index = 1;
-	CHECK_RENDER(nc, NULL, res,
-		     "NCCL_IB_DISABLE=0;NCCL_IB_HCA==erdma_2:1,mlx5_3:1;NCCL_IB_GID_INDEX=1;"
-		     "NCCL_SOCKET_IFNAME=eth0");
-	hpn_result_free(res);
+		res = bound(cases[i].n, gids, "erdma", "roce", "192.168.10.20/24");
+		if (cases[i].dev0)
+			snprintf(res->rdma[0].device, sizeof(res->rdma[0].device), "%s",
+				 cases[i].dev0);
+		if (cases[i].second)
+			sscanf(cases[i].second, "%15[^:]:%7[^:]:%63s", res->rdma[1].driver,
+			       res->rdma[1].transport, res->rdma[1].device);
+		got = render(nc, cases[i].model, res);
+		if (strcmp(got, cases[i].want))
+			fprintf(stderr, "\tcase %zu, %s\n", i, cases[i].why);
+		CHECK_STR_EQ(got, cases[i].want);
+		free(got);
+		hpn_result_free(res);
+	}
 
 	/* A profile whose ib is on refuses iWARP, naming the device. */
 	nc->profiles = calloc(2, sizeof(*nc->profiles));

@@ -169,6 +169,7 @@ static void check_classify(const char *root, const struct want *w, int line)
 	/* Whatever was there before is replaced, not kept. */
 	junk(&d);
 	snprintf(d.name, sizeof(d.name), "%s", w->dev);
+	d.port = w->port;
 	hpn_rdma_classify(root, &d);
 	CHECK_STR_EQ(d.name, w->dev);
 	CHECK_INT_EQ(d.kind, w->kind);
@@ -202,6 +203,16 @@ static void test_names(void)
 	CHECK_STR_EQ(hpn_rdma_netns_name(HPN_RDMA_NETNS_AUTO), "auto");
 	CHECK_STR_EQ(hpn_rdma_netns_name(HPN_RDMA_NETNS_SHARED), "shared");
 	CHECK_STR_EQ(hpn_rdma_netns_name(HPN_RDMA_NETNS_EXCLUSIVE), "exclusive");
+	/* A protocol as the result's transport says it; erdma's modes as the doctor does. */
+	{
+		static const char *const protos[] = { "unknown", "roce", "ib", "iwarp", "unknown" };
+		static const char *const modes[] = { "", "iwarp", "compat", "ofed", "" };
+
+		for (size_t i = 0; i < HPN_ARRAY_SIZE(protos); i++)
+			CHECK_STR_EQ(hpn_rdma_proto_name((enum hpn_rdma_proto)i), protos[i]);
+		for (size_t i = 0; i < HPN_ARRAY_SIZE(modes); i++)
+			CHECK_STR_EQ(hpn_erdma_mode_name((enum hpn_erdma_mode)i), modes[i]);
+	}
 }
 
 static void test_fixture_shape(void)
@@ -702,46 +713,30 @@ static void test_cdevs(void)
 static const char *const compat_tree = HPN_FIXTURES "/erdma/compat";
 static const char *const ofed_tree = HPN_FIXTURES "/erdma/ofed";
 
-/* Device dev under root is of kind, protocol and erdma mode, on PCI function pci. */
-static void check_mode(const char *root, const char *dev, enum hpn_rdma_kind kind,
-		       enum hpn_rdma_proto proto, enum hpn_erdma_mode mode, const char *pci,
-		       int line)
+/* w as check_classify has it, and what its port speaks and erdma's mode. */
+static void check_as(const char *root, const struct want *w, enum hpn_rdma_proto proto,
+		     enum hpn_erdma_mode mode, int line)
 {
-	struct hpn_rdma_dev d;
+	struct hpn_rdma_dev d = { .port = w->port };
 	int failed = check_failed;
 
-	junk(&d);
-	snprintf(d.name, sizeof(d.name), "%s", dev);
-	d.port = 1;
+	check_classify(root, w, line);
+	snprintf(d.name, sizeof(d.name), "%s", w->dev);
 	hpn_rdma_classify(root, &d);
-	CHECK_INT_EQ(d.kind, kind);
 	CHECK_INT_EQ(d.proto, proto);
 	CHECK_INT_EQ(d.erdma, mode);
-	CHECK_STR_EQ(d.pci, pci);
 	CHECK_INT_EQ(hpn_rdma_nccl_ib(&d), proto != HPN_RDMA_PROTO_IWARP);
 	if (check_failed != failed)
-		fprintf(stderr, "\tmode of %s in %s (line %d): kind=%d proto=%s erdma=%s pci=%s\n",
-			dev, root, line, d.kind, hpn_rdma_proto_name(d.proto),
-			hpn_erdma_mode_name(d.erdma), d.pci);
-}
-
-static void test_erdma_names(void)
-{
-	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_ROCE), "roce");
-	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_IB), "ib");
-	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_IWARP), "iwarp");
-	CHECK_STR_EQ(hpn_rdma_proto_name(HPN_RDMA_PROTO_UNKNOWN), "unknown");
-	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_IWARP), "iwarp");
-	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_COMPAT), "compat");
-	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_OFED), "ofed");
-	CHECK_STR_EQ(hpn_erdma_mode_name(HPN_ERDMA_NONE), "");
+		fprintf(stderr, "\t%s in %s (line %d) speaks %s, erdma mode \"%s\"\n", w->dev, root,
+			line, hpn_rdma_proto_name(d.proto), hpn_erdma_mode_name(d.erdma));
 }
 
 /*
  * The fixtures' devices in each mode: the iWARP default (sysfs/'s erdma_0),
  * compat (erdma_0 a channel adapter with RoCE v2 GIDs) and the OFED-style
  * package (rocep26s0, rdma-core's name of 0000:1a:00.0); the RDMA function
- * is the device's PCI address, never the ENI's; and the netdev of each.
+ * is the device's PCI address, never the ENI's; and the netdev of each. The
+ * other devices of sysfs/ by their node type and link layer.
  */
 static void test_erdma_modes(void)
 {
@@ -749,78 +744,56 @@ static void test_erdma_modes(void)
 					    "0000:00:06.0", false, false };
 	static const struct want ofed = { "rocep26s0",	  1,	 HPN_RDMA_ERDMA, "erdma",
 					  "0000:1a:00.0", false, false };
+	static const struct {
+		const char *const *root, *file, *want;
+	} facts[] = {
+		/* The RDMA function is class 0x00ff00 (no network controller), the ENI's not. */
+		{ &fixture, "bus/pci/devices/0000:00:06.0/class", "0x00ff00" },
+		{ &compat_tree, "bus/pci/devices/0000:00:06.0/class", "0x00ff00" },
+		{ &ofed_tree, "bus/pci/devices/0000:1a:00.0/class", "0x00ff00" },
+		{ &ofed_tree, "bus/pci/devices/0000:00:05.0/class", "0x020000" },
+		{ &compat_tree, "class/infiniband/erdma_0/ports/1/gid_attrs/types/1", "RoCE v2" },
+	};
 	char line[64];
 
-	check_mode(fixture, "erdma_0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP,
-		   "0000:00:06.0", __LINE__);
-	check_mode(compat_tree, "erdma_0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
-		   "0000:00:06.0", __LINE__);
-	check_mode(ofed_tree, "rocep26s0", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED,
-		   "0000:1a:00.0", __LINE__);
-	/* The other drivers of sysfs/ by their node type and link layer. */
-	check_mode(fixture, "mlx5_0", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
-		   "0000:af:00.0", __LINE__);
-	check_mode(fixture, "rxe0", HPN_RDMA_RXE, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE, "",
-		   __LINE__);
-
-	/* The RDMA function is class 0x00ff00 (no network controller), the ENI's 0x020000. */
-	read_line(fixture, "bus/pci/devices/0000:00:06.0/class", line, sizeof(line));
-	CHECK_STR_EQ(line, "0x00ff00");
-	read_line(compat_tree, "bus/pci/devices/0000:00:06.0/class", line, sizeof(line));
-	CHECK_STR_EQ(line, "0x00ff00");
-	read_line(ofed_tree, "bus/pci/devices/0000:1a:00.0/class", line, sizeof(line));
-	CHECK_STR_EQ(line, "0x00ff00");
-	read_line(ofed_tree, "bus/pci/devices/0000:00:05.0/class", line, sizeof(line));
-	CHECK_STR_EQ(line, "0x020000");
-	read_line(compat_tree, "class/infiniband/erdma_0/ports/1/gid_attrs/types/1", line,
-		  sizeof(line));
-	CHECK_STR_EQ(line, "RoCE v2");
+	check_as(fixture, &fx[ERDMA_0], HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP, __LINE__);
+	check_as(compat_tree, &compat, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT, __LINE__);
+	check_as(ofed_tree, &ofed, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED, __LINE__);
+	check_as(fixture, &fx[MLX5_0], HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE, __LINE__);
+	check_as(fixture, &fx[MLX4_0_P2], HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE, __LINE__);
+	check_as(fixture, &fx[RXE0], HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE, __LINE__);
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(facts); i++) {
+		read_line(*facts[i].root, facts[i].file, line, sizeof(line));
+		CHECK_STR_EQ(line, facts[i].want);
+	}
 
 	/* Netdev and device, both ways: by the GID table (and, in compat, the node GUID). */
 	check_of_name(compat_tree, "eth2", &compat, __LINE__);
 	check_netdev_of(compat_tree, "erdma_0", 0, "eth2", &compat, __LINE__);
 	check_of_name(ofed_tree, "eth1", &ofed, __LINE__);
 	check_netdev_of(ofed_tree, "rocep26s0", 1, "eth1", &ofed, __LINE__);
-	{
-		struct hpn_link l = tree_link(ofed_tree, "eth1");
-		struct hpn_rdma_dev d;
-		struct hpn_err err = { 0 };
-
-		CHECK_INT_EQ(hpn_rdma_of_netdev(ofed_tree, NULL, &l, &d, &err), 0);
-		CHECK_INT_EQ(d.erdma, HPN_ERDMA_OFED);
-		CHECK_INT_EQ(d.proto, HPN_RDMA_PROTO_ROCE);
-		l = tree_link(fixture, "eth2");
-		CHECK_INT_EQ(hpn_rdma_of_netdev(fixture, NULL, &l, &d, &err), 0);
-		CHECK_INT_EQ(d.erdma, HPN_ERDMA_IWARP);
-		CHECK(!hpn_rdma_nccl_ib(&d));
-	}
 }
 
 /* An RDMA device on PCI function bdf of pci0000:00 bound to driver, node type nt. */
 static void pci_ibdev(const char *root, const char *bdf, const char *driver, const char *ibdev,
 		      const char *nt)
 {
-	char rel[PATH_MAX], target[PATH_MAX];
+	char fn[64], dev[160], rel[PATH_MAX], to[PATH_MAX];
+	/* rel and to, formatted in place: the paths of one step. */
+#define REL(...) (snprintf(rel, sizeof(rel), __VA_ARGS__), rel)
+#define TO(...)	 (snprintf(to, sizeof(to), __VA_ARGS__), to)
 
-	snprintf(rel, sizeof(rel), "bus/pci/drivers/%s", driver);
-	mkdirs(root, rel);
-	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/driver", bdf);
-	snprintf(target, sizeof(target), "../../../bus/pci/drivers/%s", driver);
-	link_at(root, rel, target);
-	snprintf(rel, sizeof(rel), "bus/pci/devices/%s", bdf);
-	snprintf(target, sizeof(target), "../../../devices/pci0000:00/%s", bdf);
-	link_at(root, rel, target);
-	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/node_type", bdf, ibdev);
-	write_at(root, rel, nt);
-	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/ports/1/link_layer", bdf,
-		 ibdev);
-	write_at(root, rel, "Ethernet");
-	snprintf(rel, sizeof(rel), "devices/pci0000:00/%s/infiniband/%s/device", bdf, ibdev);
-	snprintf(target, sizeof(target), "../../../%s", bdf);
-	link_at(root, rel, target);
-	snprintf(rel, sizeof(rel), "class/infiniband/%s", ibdev);
-	snprintf(target, sizeof(target), "../../devices/pci0000:00/%s/infiniband/%s", bdf, ibdev);
-	link_at(root, rel, target);
+	snprintf(fn, sizeof(fn), "devices/pci0000:00/%s", bdf);
+	snprintf(dev, sizeof(dev), "%s/infiniband/%s", fn, ibdev);
+	mkdirs(root, REL("bus/pci/drivers/%s", driver));
+	link_at(root, REL("%s/driver", fn), TO("../../../bus/pci/drivers/%s", driver));
+	link_at(root, REL("bus/pci/devices/%s", bdf), TO("../../../%s", fn));
+	write_at(root, REL("%s/node_type", dev), nt);
+	write_at(root, REL("%s/ports/1/link_layer", dev), "Ethernet");
+	link_at(root, REL("%s/device", dev), TO("../../../%s", bdf));
+	link_at(root, REL("class/infiniband/%s", ibdev), TO("../../%s", dev));
+#undef REL
+#undef TO
 }
 
 /*
@@ -832,34 +805,45 @@ static void pci_ibdev(const char *root, const char *bdf, const char *driver, con
  */
 static void test_erdma_not_by_name(void)
 {
+	/* Each device: its name, function, driver and node type; what it must be classified. */
+	static const struct {
+		const char *ibdev, *bdf, *driver, *node_type;
+		enum hpn_rdma_kind kind;
+		enum hpn_rdma_proto proto;
+		enum hpn_erdma_mode mode;
+	} c[] = {
+		{ "rocep0s6", "0000:00:06.0", "erdma", "4: RNIC", HPN_RDMA_ERDMA,
+		  HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP },
+		{ "erdma_1", "0000:00:07.0", "erdma", "1: CA", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE,
+		  HPN_ERDMA_COMPAT },
+		{ "rocep0s9", "0000:00:08.0", "erdma", "1: CA", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE,
+		  HPN_ERDMA_COMPAT },
+		{ "rocep0s10", "0000:00:0a.0", "erdma", "1: CA", HPN_RDMA_ERDMA,
+		  HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED },
+		{ "erdma_9", "0000:00:09.0", "mlx5_core", "1: CA", HPN_RDMA_MLX5,
+		  HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE },
+		{ "rocep0s11", "0000:00:0b.0", "mlx5_core", "1: CA", HPN_RDMA_MLX5,
+		  HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE },
+	};
+	static const struct want orphan = { "erdma_8", 1, HPN_RDMA_OTHER, "", "", false, false };
 	char root[64];
 
 	tmpdir_make(root, sizeof(root), "rdma-names");
-	pci_ibdev(root, "0000:00:06.0", "erdma", "rocep0s6", "4: RNIC");
-	pci_ibdev(root, "0000:00:07.0", "erdma", "erdma_1", "1: CA");
-	pci_ibdev(root, "0000:00:08.0", "erdma", "rocep0s9", "1: CA");
-	pci_ibdev(root, "0000:00:0a.0", "erdma", "rocep0s10", "1: CA");
-	pci_ibdev(root, "0000:00:09.0", "mlx5_core", "erdma_9", "1: CA");
-	pci_ibdev(root, "0000:00:0b.0", "mlx5_core", "rocep0s11", "1: CA");
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(c); i++)
+		pci_ibdev(root, c[i].bdf, c[i].driver, c[i].ibdev, c[i].node_type);
+	/* No bus device, no driver, no port: not eRDMA whatever its name. */
 	mkdirs(root, "devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8");
 	write_at(root, "devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8/node_type", "1: CA");
 	link_at(root, "class/infiniband/erdma_8",
 		"../../devices/pci0000:00/0000:00:0c.0/infiniband/erdma_8");
 
-	check_mode(root, "rocep0s6", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_IWARP, HPN_ERDMA_IWARP,
-		   "0000:00:06.0", __LINE__);
-	check_mode(root, "erdma_1", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
-		   "0000:00:07.0", __LINE__);
-	check_mode(root, "rocep0s9", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_COMPAT,
-		   "0000:00:08.0", __LINE__);
-	check_mode(root, "rocep0s10", HPN_RDMA_ERDMA, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_OFED,
-		   "0000:00:0a.0", __LINE__);
-	check_mode(root, "erdma_9", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
-		   "0000:00:09.0", __LINE__);
-	check_mode(root, "rocep0s11", HPN_RDMA_MLX5, HPN_RDMA_PROTO_ROCE, HPN_ERDMA_NONE,
-		   "0000:00:0b.0", __LINE__);
-	check_mode(root, "erdma_8", HPN_RDMA_OTHER, HPN_RDMA_PROTO_UNKNOWN, HPN_ERDMA_NONE, "",
-		   __LINE__);
+	for (size_t i = 0; i < HPN_ARRAY_SIZE(c); i++) {
+		const struct want w = { c[i].ibdev, 1,	   c[i].kind, c[i].driver,
+					c[i].bdf,   false, false };
+
+		check_as(root, &w, c[i].proto, c[i].mode, __LINE__);
+	}
+	check_as(root, &orphan, HPN_RDMA_PROTO_UNKNOWN, HPN_ERDMA_NONE, __LINE__);
 	if (tmpdir_rm(root) < 0)
 		perror("remove scratch directory");
 }
@@ -943,7 +927,6 @@ int main(void)
 	test_soft_name();
 	test_soft_ready();
 	test_cdevs();
-	test_erdma_names();
 	test_erdma_modes();
 	test_erdma_not_by_name();
 	test_persistent_name();
