@@ -27,8 +27,7 @@
 #define DP_VERSION	    "v1beta1"
 #define REGISTER_TIMEOUT_MS 5000
 /* protobuf-c's repeated messages are arrays of pointers to them. */
-#define PTR_SIZE     sizeof(void *)
-#define MAX_WATCHERS 8
+#define PTR_SIZE sizeof(void *)
 
 struct deviceplugin {
 	struct dp_opts o;
@@ -37,8 +36,7 @@ struct deviceplugin {
 	struct node *node;
 	struct rpc_server *srv;
 	bool srv_stopping, restart_wanted, registered, registering, quitting;
-	struct rpc_call *watchers[MAX_WATCHERS];
-	size_t n_watchers;
+	struct rpc_streams watchers; /* the ListAndWatch streams */
 	char dp_dir[PATH_MAX];	     /* <kubelet-dir>/device-plugins */
 	char sock_path[PATH_MAX];    /* dp_dir/<endpoint> */
 	char kubelet_sock[PATH_MAX]; /* dp_dir/kubelet.sock */
@@ -80,10 +78,7 @@ static uint8_t *pack_list(const struct agent_devs *devs, size_t *len)
 	}
 	resp.n_devices = n;
 	resp.devices = dp;
-	*len = v1beta1__list_and_watch_response__get_packed_size(&resp);
-	buf = malloc(*len ? *len : 1);
-	if (buf)
-		v1beta1__list_and_watch_response__pack(&resp, buf);
+	buf = rpc_pack((const ProtobufCMessage *)&resp, len);
 out:
 	free(d);
 	free(dp);
@@ -93,33 +88,19 @@ out:
 	return buf;
 }
 
-/* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
-static void watcher_closed(struct rpc_call *c, void *ud)
-{
-	struct deviceplugin *dp = ud;
-
-	for (size_t i = 0; i < dp->n_watchers; i++)
-		if (dp->watchers[i] == c) {
-			dp->watchers[i] = dp->watchers[--dp->n_watchers];
-			hpn_info("ListAndWatch stream closed (%zu open)", dp->n_watchers);
-			return;
-		}
-}
-
 void deviceplugin_broadcast(struct deviceplugin *dp)
 {
 	size_t len;
 	uint8_t *buf;
 
-	if (!dp->n_watchers)
+	if (!dp->watchers.n)
 		return;
 	buf = pack_list(&dp->node->devs, &len);
 	if (!buf) {
 		hpn_error("ListAndWatch: out of memory");
 		return;
 	}
-	for (size_t i = 0; i < dp->n_watchers; i++)
-		rpc_stream_send(dp->watchers[i], buf, len);
+	rpc_streams_send(&dp->watchers, buf, len, NULL);
 	free(buf);
 }
 
@@ -159,21 +140,20 @@ static void list_and_watch(struct rpc_call *c, const uint8_t *req, size_t len, v
 
 	if (!request_ok(c, &v1beta1__empty__descriptor, req, len, "an Empty"))
 		return;
-	if (dp->n_watchers == MAX_WATCHERS) {
-		rpc_fail(c, RPC_RESOURCE_EXHAUSTED, "too many ListAndWatch streams");
-		return;
-	}
 	buf = pack_list(&dp->node->devs, &n);
 	if (!buf) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		return;
 	}
-	dp->watchers[dp->n_watchers++] = c;
-	rpc_call_on_close(c, watcher_closed, dp);
+	if (rpc_streams_add(&dp->watchers, c) < 0) {
+		free(buf);
+		rpc_fail(c, RPC_RESOURCE_EXHAUSTED, "too many ListAndWatch streams");
+		return;
+	}
 	rpc_stream_send(c, buf, n);
 	free(buf);
 	hpn_info("ListAndWatch stream opened: %zu devices sent (%zu open)", dp->node->devs.n,
-		 dp->n_watchers);
+		 dp->watchers.n);
 }
 
 /* ---- unary methods -------------------------------------------------------------- */
@@ -327,7 +307,7 @@ static void stopped(void *ud)
 
 	dp->srv = NULL;
 	dp->srv_stopping = false;
-	dp->n_watchers = 0;
+	dp->watchers.n = 0;
 	if (dp->restart_wanted && !dp->quitting) {
 		dp->restart_wanted = false;
 		serve_again(dp);
@@ -424,7 +404,9 @@ int deviceplugin_start(struct loop *l, struct rpc *rpc, struct node *node, const
 
 	if (!dp)
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
-	*dp = (struct deviceplugin){ .o = *o, .loop = l, .rpc = rpc, .node = node };
+	*dp = (struct deviceplugin){
+		.o = *o, .loop = l, .rpc = rpc, .node = node, .watchers.what = "ListAndWatch"
+	};
 	dp->inotify.fd = dp->retry.fd = -1;
 	if (hpn_snprintf(dp->dp_dir, sizeof(dp->dp_dir), "%s/device-plugins", o->kubelet_dir) < 0 ||
 	    hpn_snprintf(dp->sock_path, sizeof(dp->sock_path), "%s/%s", dp->dp_dir, o->endpoint) <

@@ -331,6 +331,36 @@ void rpc_call_on_close(struct rpc_call *c, void (*fn)(struct rpc_call *c, void *
 	c->on_close_ud = ud;
 }
 
+/* cppcheck-suppress constParameter ; the type rpc_call_on_close takes */
+static void streams_closed(struct rpc_call *c, void *ud)
+{
+	struct rpc_streams *s = ud;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] == c) {
+			s->v[i] = s->v[--s->n];
+			hpn_info("%s stream closed (%zu open)", s->what, s->n);
+			return;
+		}
+}
+
+int rpc_streams_add(struct rpc_streams *s, struct rpc_call *c)
+{
+	if (s->n == RPC_STREAMS_MAX)
+		return -EBUSY;
+	s->v[s->n++] = c;
+	rpc_call_on_close(c, streams_closed, s);
+	return 0;
+}
+
+void rpc_streams_send(const struct rpc_streams *s, const uint8_t *buf, size_t len,
+		      const struct rpc_call *skip)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i] != skip)
+			rpc_stream_send(s->v[i], buf, len);
+}
+
 static void on_recv(struct rpc_op *op, bool ok)
 {
 	struct rpc_call *c = container_of(op, struct rpc_call, op_recv);
@@ -624,16 +654,27 @@ int rpc_unary(struct rpc *r, const char *path, const char *method, const uint8_t
 	return 0;
 }
 
+uint8_t *rpc_pack(const ProtobufCMessage *m, size_t *len)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(n ? n : 1);
+
+	if (buf) {
+		protobuf_c_message_pack(m, buf);
+		*len = n;
+	}
+	return buf;
+}
+
 void rpc_reply_msg(struct rpc_call *c, const ProtobufCMessage *m)
 {
-	size_t len = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len;
+	uint8_t *buf = rpc_pack(m, &len);
 
 	if (!buf) {
 		rpc_fail(c, RPC_INTERNAL, "out of memory");
 		return;
 	}
-	protobuf_c_message_pack(m, buf);
 	rpc_reply(c, buf, len);
 	free(buf);
 }

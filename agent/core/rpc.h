@@ -82,6 +82,8 @@ void rpc_fail(struct rpc_call *c, int status, const char *msg);
 /* A protobuf-c message packed as the unary answer (INTERNAL when there is no memory for it). */
 struct ProtobufCMessage;
 void rpc_reply_msg(struct rpc_call *c, const struct ProtobufCMessage *m);
+/* m packed into malloc'd bytes (*len of them), for rpc_stream_send; NULL: no memory. */
+uint8_t *rpc_pack(const struct ProtobufCMessage *m, size_t *len);
 /* A stream's next message (copied); while one is in flight, only the latest waits. */
 void rpc_stream_send(struct rpc_call *c, const uint8_t *buf, size_t len);
 /*
@@ -91,6 +93,24 @@ void rpc_stream_send(struct rpc_call *c, const uint8_t *buf, size_t len);
  * The service is not told which.
  */
 void rpc_call_on_close(struct rpc_call *c, void (*fn)(struct rpc_call *c, void *ud), void *ud);
+
+/*
+ * The open calls of one stream method, which a service sends the same
+ * message to (ListAndWatch, NodeWatchResources): a call added leaves the set
+ * when it ends (the set takes its on_close), said in the log as "<what>
+ * stream closed (N open)". Zeroed, with what set, it is empty.
+ */
+#define RPC_STREAMS_MAX 8
+struct rpc_streams {
+	const char *what;
+	struct rpc_call *v[RPC_STREAMS_MAX];
+	size_t n;
+};
+/* c joins s; -EBUSY when s is full (c untouched: the caller answers it). */
+int rpc_streams_add(struct rpc_streams *s, struct rpc_call *c);
+/* buf to every call of s but skip (NULL: none). */
+void rpc_streams_send(const struct rpc_streams *s, const uint8_t *buf, size_t len,
+		      const struct rpc_call *skip);
 
 /*
  * A unary client call to the server at unix socket path: done(ud, status,
