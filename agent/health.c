@@ -7,7 +7,9 @@
  * period that finds the worker busy is skipped. A broken attachment makes its
  * NICs' devices Unhealthy to the kubelet (a new ListAndWatch list), is
  * exported (hpn_rdma_attachment_healthy) and logged with what broke; a whole
- * one again makes them Healthy. Beside CHECK, one source main.c wires (NRI's
+ * one again makes them Healthy. Every verdict (whole, broken, could not be
+ * checked) is also its NICs' devices' (agent_devs_set_verdict), which the DRA
+ * driver's health stream tells the kubelet. Beside CHECK, one source main.c wires (NRI's
  * bare containers) may find an attachment broken: its verdict is combined
  * with CHECK's in settle(), at each CHECK result and whenever the source
  * says it changed, and applied the same way. An attachment with a far NIC
@@ -183,20 +185,48 @@ static char **list(struct health *h)
 	return keys;
 }
 
-/* The journals' verdicts as the kubelet sees them: devices of broken attachments Unhealthy. */
+/* The attachment that holds NIC id, its broken one first; NULL: none. */
+static const struct health_entry *holder(const struct health *h, const char *id)
+{
+	const struct health_entry *found = NULL;
+
+	for (size_t i = 0; i < h->st.n; i++)
+		for (size_t k = 0; k < h->st.v[i].n_ids; k++)
+			if (!strcmp(h->st.v[i].ids[k], id) && (!found || h->st.v[i].state == 0))
+				found = &h->st.v[i];
+	return found;
+}
+
+/*
+ * The journals' verdicts as the kubelet sees them: devices of broken
+ * attachments Unhealthy (ListAndWatch), and each NIC's verdict with what was
+ * found (the DRA driver's health stream).
+ */
 static void apply(struct health *h)
 {
 	struct agent_devs *devs = &h->node->devs;
 	int changed = 0;
 
 	for (size_t d = 0; d < devs->n; d++) {
-		const char *id = devs->v[d].id, *why = NULL;
+		const struct health_entry *e = holder(h, devs->v[d].id);
+		enum agent_verdict v = AGENT_VERDICT_NONE;
+		char msg[AGENT_VERDICT_MSG] = "";
 
-		for (size_t i = 0; !why && i < h->st.n; i++)
-			for (size_t k = 0; h->st.v[i].state == 0 && k < h->st.v[i].n_ids; k++)
-				if (!strcmp(h->st.v[i].ids[k], id))
-					why = h->st.v[i].msg;
-		changed |= agent_devs_set_broken(devs, id, why);
+		if (e && e->state == 0) {
+			v = AGENT_VERDICT_BROKEN;
+			hpn_msgf(msg, sizeof(msg), "its attachment is broken (%s): %s", e->reason,
+				 e->msg);
+		} else if (e && e->state == 1) {
+			v = AGENT_VERDICT_WHOLE;
+		} else if (e && e->unchecked) {
+			v = AGENT_VERDICT_UNCHECKED;
+			hpn_msgf(
+				msg, sizeof(msg),
+				"the health loop could not check its attachment%s: not a completed "
+				"attachment of this boot, or an ADD or DEL is working on it",
+				e->pod);
+		}
+		changed |= agent_devs_set_verdict(devs, devs->v[d].id, v, msg);
 	}
 	if (changed)
 		node_devices_changed(h->node);
@@ -301,6 +331,7 @@ static void done(struct loop_job *lj)
 		if (!e)
 			continue; /* gone since the job was posted */
 		e->check_state = r->rc == 1 ? -1 : r->rc == 0 ? 1 : 0;
+		e->unchecked = r->rc == 1;
 		e->check_reason = r->rc < 0 ? (r->reason ? r->reason : "check") : NULL;
 		snprintf(e->check_msg, sizeof(e->check_msg), "%s", r->rc < 0 ? r->msg : "");
 		if (settle(h, e) || r->rc != 1)

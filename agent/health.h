@@ -16,7 +16,8 @@ struct node;
  * The health loop (doc/metrics.md): CHECK's logic over every journal of the
  * network, a batch per period on the loop's worker, with a second source
  * of verdicts (health_source); a broken attachment makes its NICs' devices
- * Unhealthy (node_devices_changed).
+ * Unhealthy, and every verdict is each NIC's device's (agent_devs_set_verdict,
+ * node_devices_changed).
  */
 struct health_opts {
 	int period_s; /* --health-interval */
@@ -39,6 +40,7 @@ struct health_entry {
 	char check_msg[HEALTH_MSG];
 	char sandbox[256]; /* its journal's container ID: the pod sandbox ("": none) */
 	double checked_at; /* unix seconds */
+	bool unchecked;	   /* CHECK's last run could not check it (hpn_check_journal's 1) */
 	bool seen;	   /* its journal was there at the last listing */
 	char pod[340];	   /* " (pod ns/name)" for the log, or empty */
 	char ids[HPN_MAX_NICS][HPN_ALLOC_ID_MAX]; /* its NICs, as devices.c names them */

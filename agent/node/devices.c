@@ -196,6 +196,11 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 			d.broken = old->broken && d.held;
 			if (d.broken)
 				snprintf(d.why, sizeof(d.why), "%s", old->why);
+			if (d.held) {
+				d.verdict = old->verdict;
+				snprintf(d.verdict_msg, sizeof(d.verdict_msg), "%s",
+					 old->verdict_msg);
+			}
 			/* An RDMA device seen before and gone now is a fault of the NIC. */
 			if (!d.rdma[0] && old->rdma[0] && !d.held) {
 				snprintf(d.rdma, sizeof(d.rdma), "%s", old->rdma);
@@ -212,6 +217,8 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 			d.healthy = false;
 			d.held = false;
 			d.broken = false;
+			d.verdict = AGENT_VERDICT_NONE;
+			d.verdict_msg[0] = '\0';
 			d.gone = true;
 			snprintf(d.why, sizeof(d.why), "\"%s\" vanished from the host",
 				 old->ifname);
@@ -219,7 +226,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 		d.base_healthy = d.healthy;
 		d.healthy = d.base_healthy && !d.broken;
 		say_taken(&d, old);
-		changed |= d.taken != old->taken;
+		changed |= d.taken != old->taken || d.verdict != old->verdict;
 		if (d.healthy != old->healthy || d.numa != old->numa) {
 			changed = 1;
 			if (d.healthy)
@@ -251,20 +258,26 @@ done:
 	return r;
 }
 
-int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *why)
+int agent_devs_set_verdict(struct agent_devs *devs, const char *id, enum agent_verdict v,
+			   const char *msg)
 {
 	struct agent_dev *d = find(devs->v, devs->n, id);
-	bool was;
+	bool was, same;
 
-	if (!d || (!d->held && why))
+	if (!d || (!d->held && v != AGENT_VERDICT_NONE))
 		return 0;
+	if (!msg)
+		msg = "";
+	same = d->verdict == v && !strcmp(d->verdict_msg, msg);
 	was = d->healthy;
-	d->broken = why != NULL;
-	if (why)
-		snprintf(d->why, sizeof(d->why), "its attachment is broken: %s", why);
+	d->verdict = v;
+	snprintf(d->verdict_msg, sizeof(d->verdict_msg), "%s", msg);
+	d->broken = v == AGENT_VERDICT_BROKEN;
+	if (d->broken)
+		snprintf(d->why, sizeof(d->why), "%s", msg);
 	d->healthy = d->base_healthy && !d->broken;
 	if (d->healthy == was)
-		return 0;
+		return !same;
 	if (d->healthy)
 		hpn_info("device %s (\"%s\") is Healthy again: its attachment is whole", d->id,
 			 d->ifname);

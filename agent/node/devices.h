@@ -20,6 +20,15 @@ struct nl_sock;
  */
 
 #define HPN_AGENT_MAX_DEVICES 256
+#define AGENT_VERDICT_MSG     512
+
+/* The health loop's verdict on the attachment that holds a device. */
+enum agent_verdict {
+	AGENT_VERDICT_NONE,   /* no journal holds it, its attachment not checked yet, or no loop */
+	AGENT_VERDICT_WHOLE,  /* CHECK found the attachment as ADD left it */
+	AGENT_VERDICT_BROKEN, /* CHECK (or the loop's second source) found it broken */
+	AGENT_VERDICT_UNCHECKED, /* its check could not run: no completed attachment, a run on it */
+};
 
 struct agent_dev {
 	char id[HPN_ALLOC_ID_MAX]; /* PCI address, else netdev name (hpn_alloc_nic_id) */
@@ -42,11 +51,18 @@ struct agent_dev {
 	char why[192]; /* why Unhealthy, for the log */
 	/*
 	 * The health loop found the attachment that holds it broken (health.c,
-	 * agent_devs_set_broken): Unhealthy whatever the host shows, until the
+	 * agent_devs_set_verdict): Unhealthy whatever the host shows, until the
 	 * loop finds it whole again or no journal holds the NIC any more.
 	 */
 	bool broken;
 	bool base_healthy; /* the health the node shows, before broken */
+	/*
+	 * The health loop's last verdict on the attachment that holds it, and
+	 * what it found (broken: what broke; unchecked: why its check could not
+	 * run): the DRA driver's health stream tells the kubelet (drahealth.c).
+	 */
+	enum agent_verdict verdict;
+	char verdict_msg[AGENT_VERDICT_MSG];
 	/*
 	 * Gone from the node: the NIC (neither on the host nor in a journal) or
 	 * its RDMA device; kept in the list, Unhealthy, with rdma as last seen.
@@ -62,18 +78,21 @@ struct agent_devs {
 /*
  * Scans the node into devs, keeping the devices of the last scan (and their
  * order; new ones after) so IDs stay put: a device no longer found is kept,
- * Unhealthy. 1 when the list the kubelet sees (IDs, health, NUMA) changed,
- * 0 when not, -errno.
+ * Unhealthy. 1 when what the kubelet sees (IDs, health, NUMA; a verdict
+ * dropped with its journal) changed, 0 when not, -errno.
  */
 int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct nl_sock *host,
 		    struct hpn_err *err);
 const struct agent_dev *agent_devs_find(const struct agent_devs *devs, const char *id);
 /*
- * Marks the held device id broken (why: what the health loop found) or whole
- * again (why NULL). 1 when its health as the kubelet sees it changed, 0 when
- * not (also for an ID not listed or not held).
+ * The health loop's verdict v on the attachment that holds device id, with
+ * msg (what broke, why no check ran; "" or NULL: none): BROKEN makes it
+ * Unhealthy (why: msg), any other verdict whole again. 1 when what the
+ * kubelet sees of it changed (its health, the verdict or msg), 0 when not
+ * (also for an ID not listed, or a verdict but NONE on a device not held).
  */
-int agent_devs_set_broken(struct agent_devs *devs, const char *id, const char *why);
+int agent_devs_set_verdict(struct agent_devs *devs, const char *id, enum agent_verdict v,
+			   const char *msg);
 
 /*
  * GetPreferredAllocation for one container: size IDs out of avail, every

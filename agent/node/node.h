@@ -24,7 +24,8 @@ struct node {
 	char *conf_text; /* the entry as JSON, for the worker's jobs; conf points into it */
 	struct agent_devs devs;
 	/*
-	 * Set by main.c before node_start: the list the kubelet sees changed; a
+	 * Set by main.c before node_start: what the kubelet sees changed (the
+	 * device plugin's list, a health verdict of the DRA driver's stream); a
 	 * new pool; a scan done (every one, changed or not: what the list does
 	 * not show, such as an RDMA device's numbers, may have changed).
 	 */
@@ -53,7 +54,7 @@ int node_load(struct node *n, const char *path, struct hpn_err *err);
 int node_start(struct node *n, struct loop *l, int poll_s, struct hpn_err *err);
 /* Scans the pool again after this round of events (on_devices when its list changed). */
 void node_rescan(struct node *n);
-/* A service changed devs (agent_devs_set_broken): tell on_devices. */
+/* A service changed devs (agent_devs_set_verdict): tell on_devices. */
 void node_devices_changed(struct node *n);
 void node_free(struct node *n);
 
