@@ -96,7 +96,8 @@ static const char usage[] =
 	"                       " DEFAULT_GPU_DRV "; empty: none)\n"
 	"\n"
 	"DRA driver, the kubelet's side (doc/dra.md):\n"
-	"  --dra                serve DRAPlugin (v1, v1beta1) on\n"
+	"  --dra                serve DRAPlugin (v1, v1beta1) and DRAResourceHealth\n"
+	"                       (v1, v1alpha1: the prepared devices' health) on\n"
 	"                       DIR/plugins/DRIVER/dra.sock and register it at\n"
 	"                       DIR/plugins_registry/DRIVER-reg.sock; claims are read\n"
 	"                       with --kubeconfig, their CDI specs go to --cdi-dir\n"
@@ -566,6 +567,7 @@ static void devices_changed(void *ud)
 
 	if (a->dp)
 		deviceplugin_broadcast(a->dp);
+	dra_devices_changed(a->dra);
 }
 
 /* The lookup's DRA answer: the NICs of the driver's prepared claims for pod uid. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * The DRA driver's kubelet side (drakubelet.h; agent/dra/model/dra.h is the claim
- * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources.
+ * parser): DRAPlugin's NodePrepareResources and NodeUnprepareResources, and
+ * beside them on the socket DRAResourceHealth's stream (drahealth.c's).
  * Prepare's queue and order are agent/dra/model/draprepare.h's machine; this
  * file gives it its ops: the ResourceClaim read from the API on the loop
  * (agent/core/kubeloop.c, FETCHES_MAX at once), the records, a claim checked
@@ -10,7 +11,8 @@
  * is answered from its record, by this process or the next one.
  * It is also the driver's root: dra_start makes and dra_free ends its other
  * parts, the Registration for the plugin watcher (draregister.c), the slice
- * publisher (draslices.c) and the status writer (drastatus.c).
+ * publisher (draslices.c), the status writer (drastatus.c) and the health
+ * stream (drahealth.c).
  */
 #include "drakubelet.h"
 
@@ -29,6 +31,7 @@
 #include "dra-v1.pb-c.h"
 #include "dra.h"
 #include "draclaims.h"
+#include "drahealth.h"
 #include "draprepare.h"
 #include "draregister.h"
 #include "draslice.h"
@@ -66,6 +69,10 @@ typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse Unpr
 #define CLAIM_ERR_MAX 512
 #define STATUS_API_MS 3000 /* one claim's status write, retries included */
 
+/* The health service's two versions, one message set (dra-health-v1alpha1.proto). */
+#define PATH_HEALTH_V1	     "/v1.DRAResourceHealth/"
+#define PATH_HEALTH_V1ALPHA1 "/v1alpha1.DRAResourceHealth/"
+
 /* The UIDs claims_ok lets through are the ones the machine holds. */
 _Static_assert(DRA_CLAIM_UID_MAX == HPN_DRA_PREP_UID_MAX, "draprepare.h's UIDs are draclaims.h's");
 
@@ -96,6 +103,7 @@ struct dra {
 	size_t n_names;
 	struct loop_src retry;
 	struct drastatus *status; /* the claims' status.devices written back */
+	struct drahealth *health; /* the devices' health streamed to the kubelet */
 	struct draslices *slices; /* the pool published as ResourceSlices */
 	bool registered;	  /* the kubelet's last NotifyRegistrationStatus */
 	unsigned long unprepares;
@@ -131,6 +139,7 @@ void dra_metrics(struct sbuf *b, void *ud)
 	expo_counter(b, "hpn_rdma_dra_unprepares_total", "Claims NodeUnprepareResources answered.",
 		     d->unprepares);
 	drastatus_metrics(b, d->status);
+	drahealth_metrics(b, d->health);
 	if (d->slices)
 		draslices_metrics(b, d->slices);
 }
@@ -345,6 +354,7 @@ static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct h
 		}
 		hpn_info("DRA: prepared claim %s/%s (%s): %s", q->ns, q->name, q->uid, nics);
 	}
+	drahealth_changed(d->health);
 	return;
 fail:
 	hpn_warn("DRA: %s", msg);
@@ -548,6 +558,7 @@ static void unprepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *
 	resp.n_claims = n;
 	resp.claims = ep;
 	rpc_reply_msg(c, (const ProtobufCMessage *)&resp);
+	drahealth_changed(d->health);
 out:
 	free(e);
 	free(ep);
@@ -556,11 +567,35 @@ out:
 	PB(node_unprepare_resources_request__free_unpacked)(req, NULL);
 }
 
+/* ---- DRAResourceHealth ---------------------------------------------------------------- */
+
+static void watch_v1(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	const struct dra *d = ud;
+
+	drahealth_watch(d->health, c, buf, len, "v1");
+}
+
+static void watch_v1alpha1(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud)
+{
+	const struct dra *d = ud;
+
+	drahealth_watch(d->health, c, buf, len, "v1alpha1");
+}
+
+void dra_devices_changed(struct dra *d)
+{
+	if (d)
+		drahealth_changed(d->health);
+}
+
 static const struct rpc_method methods[] = {
 	{ PATH_V1 "NodePrepareResources", false, prepare },
 	{ PATH_V1 "NodeUnprepareResources", false, unprepare },
 	{ PATH_V1BETA1 "NodePrepareResources", false, prepare },
 	{ PATH_V1BETA1 "NodeUnprepareResources", false, unprepare },
+	{ PATH_HEALTH_V1 "NodeWatchResources", true, watch_v1 },
+	{ PATH_HEALTH_V1ALPHA1 "NodeWatchResources", true, watch_v1alpha1 },
 };
 
 /* ---- start and stop ------------------------------------------------------------------ */
@@ -579,6 +614,7 @@ void dra_stop(struct dra *d)
 		return;
 	draslices_stop(d->slices);
 	drastatus_stop(d->status);
+	drahealth_stop(d->health);
 	drareg_stop(d->reg);
 	loop_timer_set(&d->retry, LOOP_OFF, 0);
 	if (d->srv && !d->srv_stopping) {
@@ -675,6 +711,11 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 		if (r < 0)
 			goto fail;
 	}
+	r = drahealth_new(l, node, &d->claims, &d->health);
+	if (r < 0) {
+		hpn_err_set(err, HPN_E_INTERNAL, -r, "DRA: device health: %s", strerror(-r));
+		goto fail;
+	}
 	dra_scanned(d);
 	r = loop_timer(l, &d->retry, LOOP_OFF, 0, on_retry, d);
 	if (r < 0) {
@@ -690,8 +731,8 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 	r = drareg_start(l, rpc, o->kubelet_dir, o->driver, d->sock, &d->reg, err);
 	if (r < 0)
 		goto fail;
-	hpn_info("DRA: driver %s for node %s: DRAPlugin v1 and v1beta1 on %s; claims' CDI specs "
-		 "in %s, records in %s",
+	hpn_info("DRA: driver %s for node %s: DRAPlugin v1 and v1beta1, DRAResourceHealth v1 and "
+		 "v1alpha1 on %s; claims' CDI specs in %s, records in %s",
 		 o->driver, o->node_name, d->sock, o->cdi_dir, d->claims.dir);
 	*ret = d;
 	return 0;
@@ -737,6 +778,7 @@ void dra_free(struct dra *d)
 	}
 	hpn_dra_prep_free(&d->prep);
 	drastatus_free(d->status);
+	drahealth_free(d->health);
 	draclaims_free(&d->claims);
 	draslices_free(d->slices);
 	drareg_free(d->reg);

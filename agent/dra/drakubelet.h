@@ -23,8 +23,10 @@ struct sbuf;
  * journal holds, writes a CDI spec of the claim's RDMA character devices and
  * a record of the claim in <state-dir>/dra/<claim UID>.json (read back at
  * start: a prepared claim is answered again without the API);
- * NodeUnprepareResources removes both. dra_start also starts the driver's
- * other parts, draregister.h, draslices.h and drastatus.h, which it owns.
+ * NodeUnprepareResources removes both. Beside DRAPlugin the socket serves
+ * DRAResourceHealth (v1 and v1alpha1), the prepared devices' health
+ * (drahealth.h). dra_start also starts the driver's other parts,
+ * draregister.h, draslices.h, drastatus.h and drahealth.h, which it owns.
  */
 struct kubeloop;
 struct dra_opts {
@@ -53,6 +55,12 @@ const struct dra_claims *dra_prepared(const struct dra *d);
 void dra_reloaded(struct dra *d);
 /* After every scan of the node: the DRA device name of each pool NIC. */
 void dra_scanned(struct dra *d);
+/*
+ * What the kubelet sees of the node's devices changed (node.h's on_devices:
+ * a NIC's health, a health loop verdict): the health streams told, if their
+ * list changed. NULL is fine.
+ */
+void dra_devices_changed(struct dra *d);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */
 void dra_stop(struct dra *d);
 /*

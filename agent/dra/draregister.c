@@ -38,7 +38,15 @@ static void get_info(struct rpc_call *c, const uint8_t *buf, size_t len, void *u
 	Pluginregistration__InfoRequest *req =
 		pluginregistration__info_request__unpack(NULL, len, buf);
 	Pluginregistration__PluginInfo info = PLUGINREGISTRATION__PLUGIN_INFO__INIT;
-	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin" };
+	/*
+	 * The services on the endpoint, "<package>.<service>". A kubelet takes
+	 * the first DRAPlugin it knows and passes over what it does not know
+	 * (1.34, 1.35); 1.37 opens the health stream of the newest
+	 * DRAResourceHealth listed, and only then. 1.36 opens v1alpha1's on
+	 * every driver, listed or not.
+	 */
+	static char *versions[] = { "v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+				    "v1alpha1.DRAResourceHealth" };
 
 	if (!req) {
 		rpc_fail(c, RPC_INVALID_ARGUMENT, "the request is not an InfoRequest");

@@ -13,7 +13,9 @@ struct rpc;
  * The DRA driver's registration with the kubelet's plugin watcher
  * (doc/dra.md, "The kubelet's side"): pluginregistration's Registration
  * service on <kubelet-dir>/plugins_registry/<driver>-reg.sock, type
- * DRAPlugin, versions v1 and v1beta1, the DRAPlugin socket as endpoint. A
+ * DRAPlugin, the services v1.DRAPlugin, v1beta1.DRAPlugin,
+ * v1.DRAResourceHealth and v1alpha1.DRAResourceHealth as its supported
+ * versions, the DRAPlugin socket (which serves them all) as endpoint. A
  * refusal (NotifyRegistrationStatus false), or the socket removed, serves it
  * anew, so the kubelet dials it again.
  */

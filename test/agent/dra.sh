@@ -51,8 +51,10 @@ dra_kubelet() {
 	OUT=$("$HPN_KUBELET" dra-register -dir "$KL" -driver "$DRV") ||
 		fail "dra-register: $OUT $(tail -n 5 "$T/agent.log")"
 	jq_ok '.type == "DRAPlugin" and .name == $d and .endpoint == $e
-		and .versions == ["v1.DRAPlugin", "v1beta1.DRAPlugin"]' \
-		"GetInfo: a DRAPlugin of both versions at the driver's socket" "$OUT" \
+		and .versions == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+			"v1alpha1.DRAResourceHealth"]' \
+		"GetInfo: a DRAPlugin of both versions, then both health versions, at the driver's socket" \
+		"$OUT" \
 		--arg d "$DRV" --arg e "$(dra_sock)"
 	grep -q "the kubelet registered driver $DRV" "$T/agent.log" ||
 		fail "NotifyRegistrationStatus not logged: $(tail -n 5 "$T/agent.log")"
