@@ -15,8 +15,12 @@
 // As the plugin watcher and the DRA manager (dra-register, dra-prepare,
 // dra-unprepare): GetInfo and NotifyRegistrationStatus on a DRA driver's
 // registration socket, NodePrepareResources and NodeUnprepareResources in
-// DRAPlugin v1 or v1beta1 (messages from agent/proto/dra-v1*.proto).
-// What it does not do: scheduling, the Topology Manager, checkpoints.
+// DRAPlugin v1 or v1beta1 (messages from agent/proto/dra-v1*.proto); and
+// (dra-health) the DRA manager's device health stream, DRAResourceHealth's
+// NodeWatchResources in the version the registration lists (as 1.37 picks
+// it) or in v1alpha1 regardless (as 1.36 does), every message recorded.
+// What it does not do: scheduling, the Topology Manager, checkpoints, the
+// pod status the health feeds.
 //
 // serve writes one JSON line per event to -out: {"event":"register",...},
 // {"event":"options",...}, {"event":"list","devices":[...]}, {"event":"list-end"}.
@@ -40,6 +44,7 @@ import (
 	"google.golang.org/grpc"
 
 	dp "hpnkubelet/deviceplugin"
+	drahealth "hpnkubelet/drahealth"
 	drav1 "hpnkubelet/drav1"
 	drav1beta1 "hpnkubelet/drav1beta1"
 	reg "hpnkubelet/pluginregistration"
@@ -70,6 +75,15 @@ const usage = `usage: hpn-kubelet COMMAND [FLAGS]
   dra-unprepare -socket SOCK -version v1|v1beta1 NS/NAME/UID...
                                           as the DRA manager: one call for the
                                           claims; prints the answer as JSON, by UID
+  dra-health -dir DIR -driver NAME -out FILE [-version auto|v1|v1alpha1] [-for DURATION]
+                                          as the DRA manager: GetInfo on the driver's
+                                          registration socket, then NodeWatchResources
+                                          on its endpoint: auto (1.37) the newest
+                                          DRAResourceHealth the registration lists
+                                          (none listed: exit 3), else the version named
+                                          (1.36: v1alpha1, listed or not); one JSON line
+                                          per message to FILE ({"event":"health",...}),
+                                          the stream closed after DURATION or at SIGTERM
   dra-bench -socket SOCK -n N NS/NAME/UID N rounds of one claim (v1): Prepare (the
                                           claim read from the API), Prepare again
                                           (from the record), Unprepare; each answer
@@ -709,6 +723,123 @@ func draBench(args []string) int {
 	return 0
 }
 
+// ---- the DRA manager's device health stream ----------------------------------------
+
+// healthService picks the health service of a registration's list as the 1.37
+// kubelet does: v1 before v1alpha1, "" when neither is listed.
+func healthService(listed []string) string {
+	for _, want := range []string{"v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"} {
+		for _, v := range listed {
+			if v == want {
+				return want
+			}
+		}
+	}
+	return ""
+}
+
+func healthJSON(m *drahealth.NodeWatchResourcesResponse) []interface{} {
+	out := []interface{}{}
+	for _, d := range m.Devices {
+		out = append(out, map[string]interface{}{"pool": d.GetDevice().GetPoolName(),
+			"device": d.GetDevice().GetDeviceName(), "health": d.Health.String(),
+			"message": d.Message, "lastUpdated": d.LastUpdatedTime,
+			"timeout": d.HealthCheckTimeoutSeconds})
+	}
+	return out
+}
+
+func draHealth(args []string) int {
+	fs := flag.NewFlagSet("dra-health", flag.ExitOnError)
+	dir := fs.String("dir", "", "the kubelet's directory")
+	driver := fs.String("driver", "", "the driver's name")
+	out := fs.String("out", "", "events file")
+	version := fs.String("version", "auto", "auto (from the registration), v1 or v1alpha1")
+	dur := fs.Duration("for", 0, "close the stream after this long (0: at SIGTERM)")
+	fs.Parse(args)
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ev := &events{f: f}
+	rconn, err := dialConn(filepath.Join(*dir, "plugins_registry", *driver+"-reg.sock"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	info, err := reg.NewRegistrationClient(rconn).GetInfo(ctx, &reg.InfoRequest{})
+	cancel()
+	rconn.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	service := *version + ".DRAResourceHealth"
+	if *version == "auto" {
+		service = healthService(info.SupportedVersions)
+	}
+	if service == "" {
+		ev.put(map[string]interface{}{"event": "health-none", "versions": info.SupportedVersions})
+		fmt.Fprintln(os.Stderr, "the registration lists no DRAResourceHealth:", info.SupportedVersions)
+		return 3
+	}
+	conn, err := dialConn(info.Endpoint)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	// v1 and v1alpha1 are the same messages: one generated set, the path says which.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	desc := &grpc.StreamDesc{StreamName: "NodeWatchResources", ServerStreams: true}
+	s, err := conn.NewStream(ctx, desc, "/"+service+"/NodeWatchResources")
+	if err == nil {
+		err = s.SendMsg(&drahealth.NodeWatchResourcesRequest{})
+	}
+	if err == nil {
+		err = s.CloseSend()
+	}
+	if err != nil {
+		ev.put(map[string]interface{}{"event": "health-error", "error": err.Error()})
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ev.put(map[string]interface{}{"event": "health-open", "service": service})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		if *dur > 0 {
+			select {
+			case <-sig:
+			case <-time.After(*dur):
+			}
+		} else {
+			<-sig
+		}
+		ev.put(map[string]interface{}{"event": "health-closing"})
+		cancel()
+	}()
+	last := time.Now()
+	for {
+		m := &drahealth.NodeWatchResourcesResponse{}
+		if err := s.RecvMsg(m); err != nil {
+			ev.put(map[string]interface{}{"event": "health-end", "error": err.Error()})
+			if ctx.Err() != nil {
+				return 0
+			}
+			return 1
+		}
+		now := time.Now()
+		ev.put(map[string]interface{}{"event": "health", "service": service,
+			"at": float64(now.UnixNano()) / 1e9, "gap": now.Sub(last).Seconds(),
+			"devices": healthJSON(m)})
+		last = now
+	}
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
@@ -716,7 +847,7 @@ func main() {
 	}
 	cmds := map[string]func([]string) int{"serve": serve, "allocate": allocate,
 		"prefer": prefer, "bench": bench, "podres": podresList,
-		"dra-register": draRegister, "dra-bench": draBench,
+		"dra-register": draRegister, "dra-bench": draBench, "dra-health": draHealth,
 		"dra-prepare":   func(a []string) int { return draCall(a, true) },
 		"dra-unprepare": func(a []string) int { return draCall(a, false) }}
 	f, ok := cmds[os.Args[1]]
