@@ -528,7 +528,8 @@ dev_is() {
 # three times), and whole again HEALTHY; the list resent while nothing changes; a check that cannot
 # run (a DEL holding the journal) UNKNOWN, saying why; 1.36's v1alpha1 stream
 # beside it; Unprepare empties the list; a stream the kubelet closes is
-# dropped (the gauge, the log), and the agent goes on.
+# dropped (the gauge, the log), and the agent goes on; SIGTERM with a stream
+# open ends it.
 claim_health() {
 	local conf t0 lat gaps journal lock_pid n
 	export HPN_DRA_HEALTH_RESEND_MS=1000
@@ -627,6 +628,14 @@ time.sleep(60)' "$journal" >"$T/lock.out" &
 	wait_metric '^hpn_rdma_dra_health_streams 0$' "no stream open, in the metrics"
 	prepare -version v1 "ml/c1/$UID1" >/dev/null || fail "Prepare after the stream closed failed"
 	unprepare_c1
+	# SIGTERM with a stream open: the agent ends it and stops (exit 0, at once: stop_agent).
+	"$HPN_KUBELET" dra-health -dir "$KL" -driver "$DRV" -out "$HEV" 2>>"$T/kubelet.log" &
+	HEALTH_PID=$!
+	wait_health '.event == "health" and .devices == []' "a stream open again, the list empty"
+	stop_agent
+	wait_health '.event == "health-end"' "the stream ended by the agent's stop"
+	wait "$HEALTH_PID" || true
+	HEALTH_PID=
 	flow_down
 }
 run "DRA: the prepared devices' health streamed to the kubelet, from the health loop's verdicts" claim_health
