@@ -19,7 +19,9 @@
 #include "gpu.h"
 #include "health.h"
 #include "log.h"
+#include "nccl.h"
 #include "netns.h"
+#include "nl.h"
 #include "node.h"
 #include "result.h"
 #include "store.h"
@@ -31,6 +33,8 @@
 struct nic_rec {
 	const char *labels[NIC_LABELS + 1];
 	bool have_link, have_rdma;
+	struct hpn_rdma_qos added,
+		qos; /* the result's, and read now (added.dcb[0]: there is one) */
 	struct hpn_link_stats link;
 	struct hpn_rdma_counters *rdma;
 	char port[12];
@@ -63,9 +67,9 @@ static const char *phase_name(enum hpn_phase p)
 	return "unknown";
 }
 
-/* The RDMA device and port ADD bound for NIC i, from the journal's result. */
+/* The RDMA device, port and QoS verdict ADD bound for NIC i, from the journal's result. */
 static void bound_rdma(const struct hpn_journal *j, size_t i, char dev[HPN_IBDEV_MAX],
-		       unsigned int *port)
+		       unsigned int *port, struct hpn_rdma_qos *qos)
 {
 	struct hpn_result *res = NULL;
 	struct hpn_err err = { 0 };
@@ -79,8 +83,28 @@ static void bound_rdma(const struct hpn_journal *j, size_t i, char dev[HPN_IBDEV
 		    res->rdma[k].device[0]) {
 			snprintf(dev, HPN_IBDEV_MAX, "%s", res->rdma[k].device);
 			*port = res->rdma[k].port > 0 ? (unsigned int)res->rdma[k].port : 1;
+			*qos = res->rdma[k].qos;
 		}
 	hpn_result_free(res);
+}
+
+/* Each NIC's QoS now, where ADD read it, against the class its hints gave (ncclqos.c). */
+static void read_qos(const struct node *node, struct att_rec *r)
+{
+	_cleanup_nl_sock_ struct nl_sock *pod = NULL;
+	_cleanup_close_ int home = -1;
+	struct hpn_err e = { 0 };
+	bool any = false;
+
+	for (size_t i = 0; i < r->n_nics; i++)
+		any = any || r->nics[i].added.dcb[0];
+	if (!any || hpn_netns_current(&home) < 0 ||
+	    hpn_nl_open_in(r->pod_fd, home, r->j.netns, &pod, &e) < 0)
+		return;
+	for (size_t i = 0; i < r->n_nics; i++)
+		if (r->nics[i].added.dcb[0])
+			hpn_nccl_qos_now(&r->j.nics[i], &r->nics[i].added, NULL, pod,
+					 node->conf.sysfs_root, &r->nics[i].qos);
 }
 
 static void read_attachment(const struct node *node, struct att_rec *r)
@@ -108,7 +132,7 @@ static void read_attachment(const struct node *node, struct att_rec *r)
 		unsigned int port;
 
 		hpn_alloc_journal_id(&j->nics[i], r->ids[i]);
-		bound_rdma(j, i, r->rdma_dev[i], &port);
+		bound_rdma(j, i, r->rdma_dev[i], &port, &n->added);
 		snprintf(n->port, sizeof(n->port), "%u", port);
 		memcpy(n->labels, r->lab, 12 * sizeof(char *));
 		n->labels[12] = "interface";
@@ -127,6 +151,7 @@ static void read_attachment(const struct node *node, struct att_rec *r)
 	if (j->phase != HPN_PHASE_ATTACHED || j->stale || !j->netns ||
 	    hpn_netns_open(j->netns, &r->pod_fd, &err) < 0)
 		return;
+	read_qos(node, r);
 	for (size_t i = 0; i < r->n_nics; i++) {
 		struct nic_rec *n = &r->nics[i];
 		struct hpn_err e = { 0 };
@@ -395,6 +420,51 @@ static int dist_class(const char *name)
 	return d < 0 ? HPN_DIST_UNKNOWN : d;
 }
 
+/*
+ * Each RoCE NIC's QoS now (read where ADD read it) and whether the class its
+ * hints gave NCCL rides a PFC priority: doc/metrics.md, doc/nccl.md.
+ */
+static void nics_qos(struct sbuf *b, struct att_rec *v, size_t n)
+{
+	static const struct {
+		const char *name, *help;
+	} f[] = {
+		{ "hpn_rdma_nic_dcb",
+		  "1 when the NIC answers DCB (its QoS is known), 0 when it has none (a virtual "
+		  "NIC: no class is known lossless)." },
+		{ "hpn_rdma_nic_pfc_priorities",
+		  "The priorities with PFC on the NIC's port as a mask (bit p: priority p)." },
+		{ "hpn_rdma_nic_trust_dscp", "1 when the NIC classes by DSCP (its DCB APP table "
+					     "has DSCP entries), 0 by PCP." },
+		{ "hpn_rdma_nic_class_lossless",
+		  "1 when the traffic class the pod's NCCL hints give (NCCL_IB_TC, "
+		  "NCCL_IB_FIFO_TC, NCCL_IB_SL) rides a PFC priority on the NIC, 0 when not; "
+		  "absent when the NIC says nothing of PFC." },
+	};
+
+	for (size_t m = 0; m < HPN_ARRAY_SIZE(f); m++) {
+		expo_family(b, f[m].name, "gauge", f[m].help);
+		for (size_t i = 0; i < n; i++)
+			for (size_t k = 0; k < v[i].n_nics; k++) {
+				const struct hpn_rdma_qos *q = &v[i].nics[k].qos;
+				const char *const *lab = v[i].nics[k].labels;
+
+				bool dcb = !strcmp(q->dcb, "ieee");
+
+				if (m == 0 && (dcb || !strcmp(q->dcb, "none")))
+					expo_sample(b, f[m].name, lab, dcb);
+				else if (!dcb)
+					continue;
+				else if (m == 1 && q->pfc >= 0)
+					expo_sample(b, f[m].name, lab, q->pfc);
+				else if (m == 2)
+					expo_sample(b, f[m].name, lab, !strcmp(q->trust, "dscp"));
+				else if (m == 3 && strcmp(q->lossless, "unknown"))
+					expo_sample(b, f[m].name, lab, !strcmp(q->lossless, "yes"));
+			}
+	}
+}
+
 /* The GPU each NIC of a completed attachment serves (journalled at the claim), and how far. */
 static void nics_gpu(struct sbuf *b, struct att_rec *v, size_t n)
 {
@@ -475,9 +545,10 @@ static void attachments(struct sbuf *b, const struct node *node, const struct he
 			if (!strcmp(h->v[k].key, v[i].key) && h->v[k].state >= 0)
 				expo_sample(b, "hpn_rdma_attachment_healthy", v[i].lab,
 					    h->v[k].state);
-	expo_family(b, "hpn_rdma_attachment_broken", "gauge",
-		    "1 for a broken attachment, with what broke: netns, interface, rdma, hints, "
-		    "state (CHECK's), container (a container NRI found without its devices).");
+	expo_family(
+		b, "hpn_rdma_attachment_broken", "gauge",
+		"1 for a broken attachment, with what broke: netns, interface, rdma, qos, hints, "
+		"state (CHECK's), container (a container NRI found without its devices).");
 	for (size_t i = 0; h && i < n; i++)
 		for (size_t k = 0; k < h->n; k++) {
 			const char *lab[15];
@@ -519,5 +590,6 @@ void attachmetrics_render(struct sbuf *b, void *ud)
 	nics_link(b, v, n);
 	nics_rdma(b, v, n);
 	nics_gpu(b, v, n);
+	nics_qos(b, v, n);
 	free_attachments(v, n);
 }

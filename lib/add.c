@@ -239,22 +239,37 @@ static int build_result(const struct hpn_conf *conf, const struct hpn_journal *j
 }
 
 /*
- * Renders the NCCL settings for what own bound into own's "nccl" and the file
+ * Renders the NCCL settings for what own bound into own's "nccl" (its class
+ * against each NIC's QoS as the plan read it: own's rdma[i].qos) and the file
  * text into *ret, for the file the claim journalled (a->j.hints_*).
  */
 static int hints_prepare(struct hpn_attach *a, const struct hpn_env *env,
-			 const struct hpn_conf *conf, struct hpn_result *own, char **ret,
-			 struct hpn_err *err)
+			 const struct hpn_conf *conf, const struct hpn_nic_plan *plans,
+			 struct hpn_result *own, char **ret, struct hpn_err *err)
 {
 	const struct hpn_nccl_profile *p = hpn_nccl_profile(&conf->nccl, conf->gpu_model);
 	struct hpn_bound_nic nics[HPN_MAX_RDMA];
+	struct hpn_rdma_qos qos[HPN_MAX_RDMA];
 	size_t n = hpn_result_bound(own, nics, HPN_ARRAY_SIZE(nics));
 	struct hpn_nccl_owner o;
 	int r;
 
+	/* own's rdma[i] is NIC i's (own_result). */
+	for (size_t i = 0; i < n && i < a->j.n_nics; i++) {
+		nics[i].qos = plans[i].rdma.qos_read ? &plans[i].rdma.qos : NULL;
+		qos[i] = own->rdma[i].qos;
+	}
 	r = hpn_nccl_render(&conf->nccl, p, nics, n, &own->nccl, err);
+	if (r >= 0)
+		r = hpn_nccl_qos(&conf->nccl, nics, n, &own->nccl, qos, err);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (qos[i].dcb[0])
+			snprintf(qos[i].netdev, sizeof(qos[i].netdev), "%s",
+				 plans[i].rdma.qos_netdev);
+		own->rdma[i].qos = qos[i];
+	}
 	if (asprintf(&own->nccl_file, "%s/%s/%s", a->j.hints_dir, a->j.hints_key, HPN_NCCL_FILE) <
 	    0) {
 		own->nccl_file = NULL;
@@ -740,7 +755,7 @@ static int add_steps(struct hpn_attach *a, const struct hpn_env *env, const stru
 
 	r = own_result(a, env, plans, pl, bind, ipam, &own);
 	if (r >= 0 && conf->nccl.enabled)
-		r = hints_prepare(a, env, conf, own, &hints, err);
+		r = hints_prepare(a, env, conf, plans, own, &hints, err);
 	if (r < 0)
 		goto out;
 	/* The full result must fit before the attachment is declared done. */

@@ -39,7 +39,7 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
  * rep->reason which part.
  */
 struct hpn_check_report {
-	/* "netns", "interface", "rdma", "hints" or "state" (the journal or its result); NULL */
+	/* "netns", "interface", "rdma", "qos", "hints" or "state" (the journal or its result); NULL */
 	const char *reason;
 };
 int hpn_check_journal(const struct hpn_conf *conf, const char *key, struct hpn_check_report *rep,

@@ -15,6 +15,28 @@
 #include "verbs.h"
 
 /* Interface i of the attachment's own result, as ADD left it; l is filled. */
+/*
+ * nccl.losslessRequired: the class ADD gave NIC i still rides a PFC priority
+ * (the fabric's QoS can change under a running pod).
+ */
+static int check_qos(struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
+		     const struct hpn_rdma_info *ri, struct hpn_err *err)
+{
+	struct hpn_rdma_qos now;
+
+	if (!conf->nccl.enabled || !conf->nccl.lossless_required || !ri->qos.dcb[0])
+		return 0;
+	hpn_nccl_qos_now(&a->j.nics[i], &ri->qos, a->ns.host, a->ns.pod, conf->sysfs_root, &now);
+	if (!strcmp(now.lossless, "yes"))
+		return 0;
+	a->check_reason = "qos";
+	return hpn_err_set(err, HPN_E_CHECK, EPROTO,
+			   "nccl.losslessRequired: the hints' class on \"%s\" (NCCL_IB_TC=%d, "
+			   "NCCL_IB_SL=%d) is no longer lossless: %s",
+			   a->j.nics[i].pod_ifname, now.tc, now.sl,
+			   now.note[0] ? now.note : "it rides no PFC priority");
+}
+
 static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_conf *conf,
 		     const struct hpn_result *own, size_t i, struct hpn_link *ret,
 		     struct hpn_err *err)
@@ -73,6 +95,9 @@ static int check_nic(struct hpn_attach *a, const struct hpn_env *env, const stru
 			a->check_reason = "rdma";
 			return r;
 		}
+		r = check_qos(a, conf, i, ri, err);
+		if (r < 0)
+			return r;
 	}
 	/* The runtime's copy of the result must still describe this interface. */
 	if (conf->prev_result) {

@@ -2,11 +2,13 @@
 #include "session.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/if_link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "link.h"
@@ -366,6 +368,48 @@ static bool is_stacked(const struct hpn_link *l)
 }
 
 /*
+ * The RoCE QoS that classes the NIC's traffic, read on the host before
+ * anything changes: its netdev's DCB, or for a VF without DCB of its own
+ * (mlx5 gives its VFs none: the PF's port classes their traffic) the PF's.
+ * A read that fails leaves the verdict unknown (ncclqos.c), said in the log.
+ */
+static void plan_qos(const struct hpn_attach *a, const struct hpn_conf *conf, const char *netdev,
+		     struct hpn_rdma_plan *p)
+{
+	char link[PATH_MAX], target[PATH_MAX], pf[1][16];
+	struct hpn_err e = { 0 };
+	size_t n = 0;
+	ssize_t len;
+
+	p->qos_read = true;
+	snprintf(p->qos_netdev, sizeof(p->qos_netdev), "%s", netdev);
+	if (hpn_qos_read(a->ns.host, conf->sysfs_root, netdev, &p->qos, &e) < 0) {
+		hpn_qos_init(&p->qos);
+		hpn_warn("%s", e.msg);
+		return;
+	}
+	if (p->qos.state != HPN_QOS_NO_DCB || !p->dev.vf)
+		return;
+	snprintf(link, sizeof(link), "%s/class/net/%s/device/physfn", conf->sysfs_root, netdev);
+	len = readlink(link, target, sizeof(target) - 1);
+	if (len <= 0)
+		return;
+	target[len] = '\0';
+	if (hpn_sysfs_pci_netdevs(conf->sysfs_root,
+				  strrchr(target, '/') ? strrchr(target, '/') + 1 : target, pf, 1,
+				  &n) < 0 ||
+	    !n)
+		return;
+	snprintf(p->qos_netdev, sizeof(p->qos_netdev), "%s", pf[0]);
+	if (hpn_qos_read(a->ns.host, conf->sysfs_root, pf[0], &p->qos, &e) < 0) {
+		hpn_qos_init(&p->qos);
+		hpn_warn("%s", e.msg);
+		return;
+	}
+	hpn_info("RoCE QoS of VF \"%s\": its PF \"%s\"'s", netdev, pf[0]);
+}
+
+/*
  * The RDMA device behind the selected netdev, and whether the node's netns
  * mode is what the config asks for and the attach mode can work in. Nothing
  * is changed here; the facts go to the journal's NIC n.
@@ -427,6 +471,9 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 		 p->dev.port, hpn_rdma_kind_name(p->dev.kind), p->dev.vf ? " VF" : "",
 		 p->dev.erdma ? " " : "", hpn_erdma_mode_name(p->dev.erdma), p->dev.netdev,
 		 hpn_rdma_netns_name(p->mode));
+	if (conf->nccl.enabled && p->dev.proto == HPN_RDMA_PROTO_ROCE &&
+	    p->dev.kind != HPN_RDMA_ERDMA)
+		plan_qos(a, conf, p->create ? dev->name : p->dev.netdev, p);
 	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
 	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
 	/* A child leaves its parent on the host: the soft device cannot die of it. */
@@ -464,6 +511,49 @@ static int check_profile(const struct hpn_conf *conf, const struct hpn_rdma_plan
 				   prof->name, d->name, d->netdev, d->driver[0] ? d->driver : "?");
 	}
 	return hpn_nccl_check_driver(prof, p->found ? hpn_rdma_kind_name(d->kind) : NULL, err);
+}
+
+/*
+ * nccl.losslessRequired, before anything changes: the hints' class judged
+ * on each NIC's QoS as ADD's hints will judge it (hpn_nccl_render, then
+ * hpn_nccl_qos), from the plan's facts. The class comes from the profile,
+ * the config and the QoS alone; the proof's GID and the addresses, which
+ * are not known yet, change no verdict.
+ */
+static int check_lossless(const struct hpn_conf *conf, const struct hpn_journal_nic *nics,
+			  const struct hpn_nic_plan *plans, size_t n, struct hpn_err *err)
+{
+	struct hpn_rdma_info ri[HPN_MAX_NICS];
+	struct hpn_bound_nic b[HPN_MAX_NICS];
+	struct hpn_vars v = { 0 };
+	int r;
+
+	if (!conf->nccl.enabled || !conf->nccl.lossless_required)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct hpn_rdma_plan *p = &plans[i].rdma;
+
+		ri[i] = (struct hpn_rdma_info){ .interface = (int)i,
+						.bound = p->found,
+						.port = (int)p->dev.port,
+						.gid_index = -1 };
+		snprintf(ri[i].device, sizeof(ri[i].device), "%s", p->dev.name);
+		snprintf(ri[i].driver, sizeof(ri[i].driver), "%s", hpn_rdma_kind_name(p->dev.kind));
+		snprintf(ri[i].transport, sizeof(ri[i].transport), "%s",
+			 hpn_rdma_proto_name(p->dev.proto));
+		b[i] = (struct hpn_bound_nic){ .ifname = nics[i].pod_ifname,
+					       .rdma = &ri[i],
+					       .qos = p->qos_read ? &p->qos : NULL };
+	}
+	r = hpn_nccl_render(&conf->nccl, hpn_nccl_profile(&conf->nccl, conf->gpu_model), b, n, &v,
+			    err);
+	if (r >= 0) {
+		struct hpn_rdma_qos rq[HPN_MAX_NICS];
+
+		r = hpn_nccl_qos(&conf->nccl, b, n, &v, rq, err);
+	}
+	hpn_vars_free(&v);
+	return r;
 }
 
 /*
@@ -623,6 +713,8 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 			 nic->gpu_pci[0] ? nic->gpu_pci : nic->gpu_id, nic->gpu_id[0] ? " at " : "",
 			 nic->gpu_dist);
 	}
+	if (r == 0)
+		r = check_lossless(conf, a->j.nics, plans, n, err);
 out:
 	hpn_holders_free(&h);
 	return r;

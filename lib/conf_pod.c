@@ -145,6 +145,37 @@ static int parse_profile(const cJSON *o, struct hpn_nccl_profile *p, struct hpn_
 	return parse_env(o, path, &p->env, err);
 }
 
+/*
+ * "trafficClass": "profile" | "auto", "losslessRequired": false. With auto
+ * the class is the node's: a network-wide NCCL_IB_TC, NCCL_IB_FIFO_TC or
+ * NCCL_IB_SL in env would contradict it (a profile's is what auto replaces).
+ */
+static int parse_qos(const cJSON *o, struct hpn_nccl_conf *nc, struct hpn_err *err)
+{
+	static const struct hpn_conf_name modes[] = { { "profile", 0 }, { "auto", 1 } };
+	static const char *const derived[] = { "NCCL_IB_TC", "NCCL_IB_FIFO_TC", "NCCL_IB_SL" };
+	_cleanup_free_ char *mode = NULL;
+	int tc_auto = 0, r;
+
+	r = hpn_conf_str(o, "trafficClass", "nccl.", &mode, err);
+	if (r >= 0)
+		r = hpn_conf_pick("nccl.", "trafficClass", mode, modes, HPN_ARRAY_SIZE(modes),
+				  &tc_auto, err);
+	if (r >= 0)
+		r = hpn_json_bool(o, "losslessRequired", "nccl.", HPN_E_INVALID_CONFIG,
+				  &nc->lossless_required, err);
+	if (r < 0)
+		return r;
+	nc->tc_auto = tc_auto;
+	for (size_t i = 0; tc_auto && i < HPN_ARRAY_SIZE(derived); i++)
+		if (hpn_vars_get(&nc->env, derived[i]))
+			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					   "nccl.env.%s contradicts nccl.trafficClass \"auto\", "
+					   "which derives it from the node's lossless class",
+					   derived[i]);
+	return 0;
+}
+
 int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *vroot, struct hpn_err *err)
 {
 	const cJSON *root = vroot;
@@ -180,6 +211,8 @@ int hpn_conf_parse_nccl(struct hpn_conf *conf, const void *vroot, struct hpn_err
 				   "(printable, at most %d bytes)",
 				   HPN_NCCL_VALUE_MAX);
 	r = parse_env(o, "nccl.", &nc->env, err);
+	if (r >= 0)
+		r = parse_qos(o, nc, err);
 	if (r < 0)
 		return r;
 	profiles = cJSON_GetObjectItemCaseSensitive(o, "profiles");

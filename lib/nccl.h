@@ -62,6 +62,14 @@ struct hpn_nccl_conf {
 	 */
 	char *conf_file;
 	char *socket_ifname;
+	/*
+	 * nccl.trafficClass "auto": NCCL_IB_TC, NCCL_IB_FIFO_TC (and under trust
+	 * PCP NCCL_IB_SL) from the node's lossless class (ncclqos.c); "profile"
+	 * (false): as the profile and env say.
+	 */
+	bool tc_auto;
+	/* nccl.losslessRequired: ADD refuses, CHECK fails, when that class is not lossless. */
+	bool lossless_required;
 	struct hpn_vars env; /* extra keys for every pod of the network */
 	/* The config's own profiles, looked up before the built-in ones. */
 	/* Allocated for as many as the config has (each is 1 KB: not in every conf). */
@@ -118,6 +126,36 @@ int hpn_nccl_check_driver(const struct hpn_nccl_profile *p, const char *driver,
 int hpn_nccl_render(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
 		    const struct hpn_bound_nic *nics, size_t n, struct hpn_vars *out,
 		    struct hpn_err *err);
+/*
+ * The traffic class the hints v give NCCL's RoCE QPs against each NIC's QoS
+ * (nics[i].qos, as ADD read it; ncclqos.c). With nc->tc_auto, first
+ * NCCL_IB_TC and NCCL_IB_FIFO_TC (trust DSCP) or NCCL_IB_SL (trust PCP) are
+ * set in v from the first such NIC's one lossless priority. Then out[i] is
+ * NIC i's verdict (left alone for a NIC NCCL's IB transport does not carry
+ * RoCE through, or whose QoS was not read). A class on a NIC with PFC that
+ * misses it is a warning (out[i].note, and the log); with
+ * nc->lossless_required any verdict but lossless fails, code 108 naming the
+ * NIC and why.
+ */
+int hpn_nccl_qos(const struct hpn_nccl_conf *nc, const struct hpn_bound_nic *nics, size_t n,
+		 struct hpn_vars *v, struct hpn_rdma_qos *out, struct hpn_err *err);
+/*
+ * rq's verdict for its tc, fifo_tc and sl on QoS q (NULL or unread: could
+ * not be read) of netdev ifname: dcb, pfc, trust, lossless, and a note (why
+ * it is unknown, or the warning when it misses the priority with PFC).
+ */
+void hpn_nccl_qos_verdict(const struct hpn_qos *q, const char *ifname, struct hpn_rdma_qos *rq);
+struct hpn_journal_nic;
+struct nl_sock;
+/*
+ * The verdict now for the class ADD gave journalled NIC n (added: its
+ * result's rdma qos), read where ADD read it: a moved NIC's own netdev in
+ * the pod (pod, a socket in its netns), a child's parent or a VF's PF on the
+ * host (host). Into ret; an unreadable QoS is "unknown" with the reason.
+ */
+void hpn_nccl_qos_now(const struct hpn_journal_nic *n, const struct hpn_rdma_qos *added,
+		      struct nl_sock *host, struct nl_sock *pod, const char *sysfs_root,
+		      struct hpn_rdma_qos *ret);
 /*
  * The file's text: a '#' header (owner, pod, the NCCL_CONF_FILE it is meant
  * for when conf_file is not NULL or the default, devices) and the KEY=value

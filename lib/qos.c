@@ -367,6 +367,9 @@ int hpn_qos_read_via(hpn_qos_talk talk, void *ctx, const char *sysfs_root, const
 		return r;
 	}
 	hpn_qos_read_ecn(sysfs_root, ifname, &q);
+	/* No DCB: the name asked about (the answer named none). */
+	if (!q.ifname[0])
+		snprintf(q.ifname, sizeof(q.ifname), "%s", ifname);
 	*ret = q;
 	return 0;
 }

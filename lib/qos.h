@@ -41,7 +41,7 @@ enum hpn_qos_dcbx {
 
 struct hpn_qos {
 	enum hpn_qos_state state;
-	char ifname[16]; /* as the kernel's IEEE answer names it; empty before one */
+	char ifname[16]; /* as the kernel's IEEE answer names it (no DCB: the name read); empty before */
 	bool pfc_known;	 /* the answer had DCB_ATTR_IEEE_PFC (the driver has ieee_getpfc) */
 	uint8_t pfc_en;	 /* bit p: PFC is on for priority p (struct ieee_pfc.pfc_en) */
 	uint8_t pfc_cap; /* how many priorities may have PFC at once (ieee_pfc.pfc_cap) */

@@ -299,6 +299,56 @@ static int parse_rdma_gpu(const cJSON *g, const char *what, struct hpn_rdma_info
 	return r;
 }
 
+/*
+ * rdma[i].qos: {"dcb", "netdev", "pfc": [priorities], "trust", "trafficClass",
+ * "fifoTrafficClass", "serviceLevel", "lossless", "note"} (optional).
+ */
+static int parse_rdma_qos(const cJSON *q, const char *what, struct hpn_rdma_qos *rq,
+			  struct hpn_err *err)
+{
+	const cJSON *pfc, *p;
+	char qwhat[48];
+	int r;
+
+	rq->pfc = -1;
+	if (!q || cJSON_IsNull(q))
+		return 0;
+	snprintf(qwhat, sizeof(qwhat), "%sqos.", what);
+	if (!cJSON_IsObject(q))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sqos must be an object", what);
+	r = get_buf(q, "dcb", qwhat, rq->dcb, sizeof(rq->dcb), err);
+	if (r >= 0)
+		r = get_buf(q, "netdev", qwhat, rq->netdev, sizeof(rq->netdev), err);
+	if (r >= 0)
+		r = get_buf(q, "trust", qwhat, rq->trust, sizeof(rq->trust), err);
+	if (r >= 0)
+		r = get_buf(q, "lossless", qwhat, rq->lossless, sizeof(rq->lossless), err);
+	if (r >= 0)
+		r = get_buf(q, "note", qwhat, rq->note, sizeof(rq->note), err);
+	if (r >= 0)
+		r = get_int(q, "trafficClass", qwhat, 0, 255, &rq->tc, NULL, err);
+	if (r >= 0)
+		r = get_int(q, "fifoTrafficClass", qwhat, 0, 255, &rq->fifo_tc, NULL, err);
+	if (r >= 0)
+		r = get_int(q, "serviceLevel", qwhat, 0, 15, &rq->sl, NULL, err);
+	if (r < 0)
+		return r;
+	pfc = cJSON_GetObjectItemCaseSensitive(q, "pfc");
+	if (!pfc || cJSON_IsNull(pfc))
+		return 0;
+	if (!cJSON_IsArray(pfc))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "%spfc must be an array", qwhat);
+	rq->pfc = 0;
+	cJSON_ArrayForEach (p, pfc) {
+		if (!cJSON_IsNumber(p) || p->valuedouble != (int)p->valuedouble ||
+		    p->valueint < 0 || p->valueint > 7)
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "%spfc must hold priorities 0-7", qwhat);
+		rq->pfc |= 1 << p->valueint;
+	}
+	return 0;
+}
+
 static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rdma_info *ri,
 		      struct hpn_err *err)
 {
@@ -342,6 +392,8 @@ static int parse_rdma(const cJSON *o, size_t idx, size_t n_ifaces, struct hpn_rd
 		r = hpn_err_set(err, HPN_E_DECODE, EINVAL, "%sinterface is required", what);
 	if (r >= 0)
 		r = parse_rdma_gpu(cJSON_GetObjectItemCaseSensitive(o, "gpu"), what, ri, err);
+	if (r >= 0)
+		r = parse_rdma_qos(cJSON_GetObjectItemCaseSensitive(o, "qos"), what, &ri->qos, err);
 	return r;
 }
 
@@ -604,6 +656,26 @@ static void add_nonempty(cJSON *o, const char *key, const char *v)
 		cJSON_AddStringToObject(o, key, v);
 }
 
+static void render_rdma_qos(cJSON *o, const struct hpn_rdma_qos *rq)
+{
+	cJSON *q = cJSON_AddObjectToObject(o, "qos"), *pfc;
+
+	if (!q)
+		return;
+	cJSON_AddStringToObject(q, "dcb", rq->dcb);
+	add_nonempty(q, "netdev", rq->netdev);
+	if (rq->pfc >= 0 && (pfc = cJSON_AddArrayToObject(q, "pfc")))
+		for (int p = 0; p < 8; p++)
+			if (rq->pfc & (1 << p))
+				cJSON_AddItemToArray(pfc, cJSON_CreateNumber(p));
+	add_nonempty(q, "trust", rq->trust);
+	cJSON_AddNumberToObject(q, "trafficClass", rq->tc);
+	cJSON_AddNumberToObject(q, "fifoTrafficClass", rq->fifo_tc);
+	cJSON_AddNumberToObject(q, "serviceLevel", rq->sl);
+	cJSON_AddStringToObject(q, "lossless", rq->lossless);
+	add_nonempty(q, "note", rq->note);
+}
+
 static cJSON *render_rdma(const struct hpn_rdma_info *ri)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -641,6 +713,8 @@ static cJSON *render_rdma(const struct hpn_rdma_info *ri)
 		cJSON_AddNumberToObject(o, "lid", ri->lid);
 		cJSON_AddStringToObject(o, "portGUID", ri->port_guid);
 	}
+	if (ri->qos.dcb[0])
+		render_rdma_qos(o, &ri->qos);
 	return o;
 }
 

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "gpu.h"
 #include "nccl.h"
+#include "qos.h"
 #include "rdma.h"
 #include "result.h"
 #include "store.h"
@@ -54,8 +55,11 @@ struct hpn_rdma_plan {
 	bool found;
 	bool create; /* softRoce: dev is to be made on the pod-side interface (softroce.c) */
 	struct hpn_rdma_dev dev;
-	enum hpn_rdma_netns mode; /* the node's */
-	char reason[256];	  /* why nothing is bound, when !found */
+	enum hpn_rdma_netns mode;      /* the node's */
+	char reason[256];	       /* why nothing is bound, when !found */
+	bool qos_read;		       /* qos is the RoCE QoS of the netdev dev serves (claim.c) */
+	struct hpn_qos qos;	       /* state HPN_QOS_UNREAD when the read failed */
+	char qos_netdev[HPN_IFNAMSIZ]; /* the host netdev it was read from */
 };
 
 /*

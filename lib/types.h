@@ -87,41 +87,64 @@ enum {
 };
 
 /*
+ * A NIC's RoCE QoS as ADD read it (lib/qos.c) and where the traffic class the
+ * hints give NCCL lands on it (lib/ncclqos.c): the result's "rdma[i].qos".
+ * Read only for a RoCE device NCCL's IB transport uses (not eRDMA, whose
+ * fabric is the cloud's) while nccl is on.
+ */
+struct hpn_rdma_qos {
+	char dcb[8]; /* "ieee" (the DCB answer), "none" (no DCB), "error" (unread); "": not read */
+	char netdev[16];  /* the host netdev it was read from (a VF's: its PF) */
+	int pfc;	  /* priorities with PFC, bit p; -1: unknown */
+	char trust[8];	  /* "dscp", "pcp"; empty without DCB */
+	int tc;		  /* NCCL_IB_TC the hints give its QPs (0: NCCL's default) */
+	int fifo_tc;	  /* NCCL_IB_FIFO_TC, or tc when the hints leave it unset */
+	int sl;		  /* NCCL_IB_SL (0: NCCL's default) */
+	char lossless[8]; /* "yes", "no", "unknown" */
+	char note[256];	  /* the warning ADD gave, or why the verdict is unknown */
+};
+
+/*
  * The RDMA device bound for one interface: the result's "rdma" list, an
  * hpn-rdma extension (decoders ignore unknown keys). bound false carries the
  * reason (rdmaRequired false and no RDMA device behind the NIC).
  */
 struct hpn_rdma_info {
 	int interface; /* index into interfaces */
-	bool bound;
-	char device[64];
 	int port;
-	int gid_index;	     /* -1: none */
+	int gid_index; /* -1: none */
+	int lid;       /* InfiniBand only */
+	/* Its RoCE QoS and the hints' class on it; qos.dcb empty: not read. */
+	struct hpn_rdma_qos qos;
+	bool bound;
+	bool vf;      /* an SR-IOV VF */
+	bool gpu_far; /* a NIC left free was nearer to that GPU */
+	char device[64];
 	char gid[48];	     /* IPv6 notation */
 	char driver[16];     /* "mlx5", "erdma", "rxe", "other" */
 	char netns_mode[16]; /* "shared" or "exclusive" */
 	char link_layer[16]; /* "Ethernet" or "InfiniBand" */
 	char transport[8];   /* "roce", "iwarp", "ib" */
-	bool vf;	     /* an SR-IOV VF */
 	char pci[16];	     /* the RDMA device's PCI function (eRDMA: not the NIC's) */
-	int lid;	     /* InfiniBand only */
 	char port_guid[20];  /* InfiniBand only */
 	char reason[256];    /* why nothing is bound */
 	/* The pod's GPU this NIC serves (doc/gpu.md); gpu_id empty: none known. */
 	char gpu_id[HPN_GPU_ID_MAX];
 	char gpu_pci[HPN_PCI_STR];   /* empty: procfs does not place it */
 	char gpu_dist[HPN_DIST_STR]; /* NCCL's class of the pair: "PIX" ... "SYS", "unknown" */
-	bool gpu_far;		     /* a NIC left free was nearer to that GPU */
 };
 
 /*
  * One NIC of an attachment as what renders from the binding (the NCCL hints)
  * sees it. The pointers borrow from whoever filled it (a result).
  */
+struct hpn_qos;
+
 struct hpn_bound_nic {
 	const char *ifname;		  /* the pod-side name; NULL: unknown */
 	const char *address;		  /* its first address, IPv4 first (CIDR); NULL: none */
 	const struct hpn_rdma_info *rdma; /* what was bound on it (rdma->bound) */
+	const struct hpn_qos *qos;	  /* its QoS as ADD read it; NULL: not read */
 };
 
 #endif

@@ -164,7 +164,10 @@ pod_b() {
 				distance: "PHB", best: "PHB"}}],
 		result: {cniVersion: "1.0.0", interfaces: [{name: "hpn0", mac: $mac, sandbox: $netns}],
 			ips: [], dns: {},
-			rdma: [{interface: 0, bound: true, device: "mlx5_2", port: 1, gidIndex: 1}]},
+			rdma: [{interface: 0, bound: true, device: "mlx5_2", port: 1, gidIndex: 1,
+				qos: {dcb: "ieee", netdev: "pool2", pfc: [3], trust: "dscp",
+					trafficClass: 104, fifoTrafficClass: 104, serviceLevel: 0,
+					lossless: "yes"}}]},
 		pod: {namespace: "ns2", name: "roce", uid: $uid}}' >"$STATE/$NET/.$CID-b.eth0"
 	mv "$STATE/$NET/.$CID-b.eth0" "$STATE/$NET/$CID-b.eth0"
 	# Journalled first, then moved, as ADD does.
@@ -213,6 +216,9 @@ prometheus_scrapes() {
 	wait_prom 'hpn_rdma_port_state{pod="roce",rdma_device="mlx5_2",port="1"}' \
 		'.[0].value[1] == "4"' "mlx5_2 port 1 ACTIVE"
 	wait_prom 'hpn_rdma_port_active{pod="roce"}' '.[0].value[1] == "1"' "port active"
+	# Its QoS read again where ADD read it (pool2, moved: hpn0 in the pod), a veth: no DCB.
+	wait_prom 'hpn_rdma_nic_dcb{pod="roce",interface="hpn0",nic="pool2"}' '.[0].value[1] == "0"' \
+		"the roce pod's NIC has no DCB"
 	wait_prom 'hpn_rdma_port_physical_state{pod="roce"}' '.[0].value[1] == "5"' "LinkUp"
 	wait_prom 'hpn_rdma_port_cnp_sent_total{pod="roce",namespace="ns2",uid="'$UID_B'",device_id="0000:af:00.2"}' \
 		'.[0].value[1] == "5"' "CNPs sent (np_cnp_sent)"
@@ -255,11 +261,12 @@ prometheus_scrapes() {
 	# draflow.sh and draslices.sh check those families), the pod cache's and
 	# the API calls' (no --kubeconfig here: podcache.sh waits on their
 	# counters), NRI's (no --nri here: the runtime tier's nri.sh reads them)
-	# and the failed commands' (none failed).
+	# the failed commands' (none failed) and the QoS of NICs with DCB (a veth
+	# has none: unit.ncclqos judges those).
 	local e n=0
 	while IFS= read -r e; do
 		n=$((n + 1))
-		if [[ $e =~ hpn_rdma_(gc|runtime|dra|pod_cache|kube|nri)_|code!=\"0\" ]]; then
+		if [[ $e =~ hpn_rdma_(gc|runtime|dra|pod_cache|kube|nri)_|hpn_rdma_nic_(pfc|trust|class)_|code!=\"0\" ]]; then
 			promq "$e" | jq -e '.status == "success"' >/dev/null ||
 				fail "Prometheus refuses the dashboard's $e: $(promq "$e" 2>&1)"
 		else

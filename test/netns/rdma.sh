@@ -98,6 +98,34 @@ netns_mode_mismatch() {
 }
 scenario "rdmaNetns that the node does not have is refused (108)" netns_mode_mismatch
 
+# nccl.losslessRequired on a RoCE NIC without DCB (a veth: the kernel answers
+# DCB_CMD_IEEE_GET with EOPNOTSUPP): refused (108) before anything changes,
+# naming the NIC, its device and why, with or without trafficClass auto;
+# without it ADD goes on to the proof (which fails here) and the log says
+# the verdict. InfiniBand reads no QoS: losslessRequired refuses it too (no
+# class is known lossless), which the message says the same way.
+lossless_required() {
+	local ports
+	setup fake
+	ports="$SYS/devices/pci0000:ae/0000:ae:00.0/$PCI/infiniband/mlx5_0/ports/1"
+	echo Ethernet >"$ports/link_layer"
+	conf=$(net_conf 1.0.0 '.rdmaRequired = true | .device = "nic0" | .ifName = "hpn0" |
+		.sysfsRoot = $s | .nccl.losslessRequired = true' --arg s "$SYS")
+	want='^nccl.losslessRequired: the hints. class on hpn0 \(RDMA device "mlx5_0"\) is not lossless: nic0 reports no DCB: no class is known lossless( |$)'
+	run_plugin ADD "$conf"
+	refused_unchanged 108 "losslessRequired, a RoCE NIC without DCB" "$want"
+	run_plugin ADD "$(jq -c '.nccl.trafficClass = "auto"' <<<"$conf")"
+	refused_unchanged 108 "losslessRequired with trafficClass auto" "$want"
+	run_plugin ADD "$(jq -c 'del(.nccl.losslessRequired)' <<<"$conf")"
+	expect_err 108 "without losslessRequired: on to the proof" '"mlx5_0" is not visible to libibverbs'
+	snap_same "$HOST_NS" "$T/host.before" "host after the proof"
+	expect_no_state "after the proof"
+	# nccl off: no class, nothing read, nothing refused.
+	run_plugin ADD "$(jq -c '.nccl.enabled = false' <<<"$conf")"
+	expect_err 108 "nccl off: on to the proof" '"mlx5_0" is not visible to libibverbs'
+}
+scenario "nccl.losslessRequired without DCB: refused before any change (108)" lossless_required
+
 # A pod of four NICs (a pool, count 4) in which NICs 1 and 3 carry an RDMA
 # device (fake mlx5, so each proof fails: not visible to libibverbs): both are
 # proven at once, and the error is NIC 1's, the first in NIC order, whichever

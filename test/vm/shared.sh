@@ -78,6 +78,9 @@ jq_ok '.interfaces | length == 1 and .[0].name == "hpn0" and .[0].mtu == 1400' "
 jq_ok '.rdma | length == 1 and (.[0] | .interface == 0 and .bound and .device == "rxe0" and
 	.port == 1 and .driver == "rxe" and .netnsMode == "shared" and
 	.gid == ("::ffff:" + $a))' "rdma entry" "$OUT" --arg a "$ADDR"
+# Its RoCE QoS, read from the macvlan's parent (no DCB on a virtual NIC): unknown, and why.
+jq_ok '.rdma[0].qos | .dcb == "none" and (.netdev | length > 0) and .trafficClass == 0 and
+	.lossless == "unknown" and (.note | test("reports no DCB"))' "rdma entry's qos"
 [[ $(ip -n "$POD" -d -o link show hpn0) == *" macvlan mode bridge "* ]] ||
 	fail "hpn0 is not a bridge macvlan: $(ip -n "$POD" -d -o link show hpn0)"
 gid=$(jq -r '.rdma[0].gidIndex' <<<"$result")
