@@ -30,7 +30,7 @@ struct podres {
 
 /*
  * gpu_resources: a comma-separated list of resource names (empty: none);
- * gpu_driver: a DRA driver's name (empty: none); both as main.c checked
+ * gpu_driver: a DRA driver's name (empty: none); both as opts.c checked
  * them. -ENAMETOOLONG when kubelet_dir makes too long a socket path or a
  * name is too long, -E2BIG for more than PODRES_GPU_RESOURCES names.
  */
