@@ -246,7 +246,7 @@ static void fill_nic(const char *root, struct hpn_doctor_nic *nic)
 	nic->gid_index = nic->rdma[0] ? host_gid(root, nic) : -1;
 }
 
-/* Every port of every RDMA device, with the netdev rdma.c's discovery ties to it. */
+/* Every port of every RDMA device, with the netdev rdmasys.c's discovery ties to it. */
 static void gather_nics(struct hpn_doctor *d)
 {
 	const char *root = d->sysfs_root;
@@ -542,7 +542,7 @@ static void check_devices(struct hpn_doctor *d)
 
 /*
  * On a live node, the row of the RDMA port that serves netdev name as ADD finds
- * it: through rtnetlink and rdma.c, so a macvlan or vlan child is served by its
+ * it: through rtnetlink and rdmasys.c, so a macvlan or vlan child is served by its
  * parent's device. NULL when none does (or on a fake root: the table decides).
  */
 static const struct hpn_doctor_nic *served_by(const struct hpn_doctor *d, const char *name)

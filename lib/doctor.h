@@ -13,7 +13,7 @@
 
 /*
  * The node doctor (`hpn-rdma doctor`), whose readiness checks are STATUS's
- * (status.h). Facts are gathered into plain structs (the RDMA NICs through rdma.c's discovery, the netns mode,
+ * (status.h). Facts are gathered into plain structs (the RDMA NICs through rdmasys.c's discovery, the netns mode,
  * kernel modules, which pod holds which NIC per the state store), checked, and
  * rendered as text or JSON for the command layer to print.
  *

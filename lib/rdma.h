@@ -13,9 +13,9 @@ struct nl_sock;
 /*
  * RDMA devices as the kernel shows them: which one belongs to a netdev, the
  * node's RDMA netns mode, and moving a device between netns. RDMA netlink
- * (NETLINK_RDMA, the "nldev" client) when the kernel has it; sysfs under a
- * root that tests point at a fake tree otherwise. Every call acts in the
- * caller's current netns.
+ * (NETLINK_RDMA, the "nldev" client: rdma.c) when the kernel has it; sysfs
+ * (rdmasys.c) under a root that tests point at a fake tree, or when the
+ * kernel has no RDMA netlink. Every call acts in the caller's current netns.
  */
 
 enum hpn_rdma_kind { HPN_RDMA_OTHER, HPN_RDMA_MLX5, HPN_RDMA_ERDMA, HPN_RDMA_RXE };
@@ -58,6 +58,8 @@ struct hpn_rdma_dev {
 	enum hpn_erdma_mode erdma; /* HPN_ERDMA_NONE unless kind is HPN_RDMA_ERDMA */
 };
 
+/* ---- rdma.c: names, and RDMA netlink ------------------------------------------ */
+
 const char *hpn_rdma_kind_name(enum hpn_rdma_kind kind);
 /* The kernel module that registers RDMA devices of a kind (mlx5_ib...); NULL for other. */
 const char *hpn_rdma_kind_module(enum hpn_rdma_kind kind);
@@ -76,49 +78,12 @@ bool hpn_rdma_nccl_ib(const struct hpn_rdma_dev *dev);
 #define HPN_ERDMA_GPU_MTU_JUMBO 8500
 #define HPN_ERDMA_GPU_MTU	1400
 bool hpn_erdma_gpu_mtu_ok(unsigned int mtu);
-/*
- * What the OFED-style eRDMA package (rdma-core's rdma_rename, NAME_FALLBACK)
- * names a device of protocol proto on PCI function pci under sysfs_root:
- * "<prefix>o<index>" from the function's acpi_index or index, else
- * "<prefix>[P<domain>](s<slot>|p<bus>s<device>)[f<function>]", with
- * prefix "roce", "ib" or "iw" (RDMA netlink's protocol names), decimal
- * numbers, the physical slot's number when one of <root>/bus/pci/slots
- * holds the function's address, and the function (ARI: slot * 8 +
- * function) when it is not 0 or the device is multi-function (bit 7 of the
- * config header type). -EINVAL for an address that is not one, or a
- * protocol without a prefix; -ENAMETOOLONG.
- */
-int hpn_rdma_persistent_name(const char *sysfs_root, const char *pci, enum hpn_rdma_proto proto,
-			     char out[HPN_IBDEV_MAX]);
 
 /*
  * The kernel's RDMA netns mode. -EPROTONOSUPPORT when the kernel has no RDMA
  * netlink (no RDMA subsystem at all); err is then left alone.
  */
 int hpn_rdma_netns_mode(enum hpn_rdma_netns *mode, struct hpn_err *err);
-/*
- * The same for the node under sysfs_root: RDMA netlink on the real root; on a
- * fake one the ib_core module parameter (the kernel keeps it in step with
- * "rdma system set netns"), and -EPROTONOSUPPORT without <root>/module/ib_core.
- */
-int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode,
-			     struct hpn_err *err);
-
-/*
- * The RDMA device and port behind netdev l (through its lower device for a
- * macvlan, ipvlan or vlan). -ENODEV, err untouched, when it has none.
- * sysfs_root other than "/sys" means a fake tree: only sysfs is consulted.
- */
-int hpn_rdma_of_netdev(const char *sysfs_root, struct nl_sock *rt, const struct hpn_link *l,
-		       struct hpn_rdma_dev *ret, struct hpn_err *err);
-
-/*
- * The reverse: the netdev served by RDMA device name (port 0: its only port
- * with a netdev). Fills ifname and *ret. Errors name the device (code 100).
- */
-int hpn_rdma_netdev_of(const char *sysfs_root, struct nl_sock *rt, const char *name,
-		       unsigned int port, char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret,
-		       struct hpn_err *err);
 
 /* Is RDMA device name visible in the current netns? 1 yes, 0 no, or -errno;
  * -EPROTONOSUPPORT (err untouched) when the kernel has no RDMA netlink. */
@@ -155,6 +120,68 @@ int hpn_rdma_link_del(const char *name, struct hpn_err *err);
  * node-wide).
  */
 void hpn_rdma_soft_name(const char *network, const char *key, size_t nic, char out[HPN_IBDEV_MAX]);
+
+/*
+ * Every port of every RDMA device in this netns (rdma link show) and the
+ * netdev it serves, if any, in this netns: index and port numbers as the
+ * kernel has them, ndev_index 0 and ndev "" for none. At most
+ * HPN_RDMA_PORTS_MAX ports. About 24 KB: allocate it unzeroed, as
+ * hpn_rdma_port_dump empties it and touches only the rows it fills.
+ * -EPROTONOSUPPORT (err untouched) without RDMA netlink.
+ */
+#define HPN_RDMA_PORTS_MAX 256
+struct hpn_rdma_ports {
+	struct hpn_rdma_port {
+		uint32_t index, port, ndev_index;
+		char name[HPN_IBDEV_MAX];
+		char ndev[HPN_IFNAMSIZ];
+	} rows[HPN_RDMA_PORTS_MAX];
+	size_t n;
+};
+int hpn_rdma_port_dump(struct hpn_rdma_ports *d, struct hpn_err *err);
+
+/* ---- rdmasys.c: through sysfs ------------------------------------------------- */
+
+/*
+ * What the OFED-style eRDMA package (rdma-core's rdma_rename, NAME_FALLBACK)
+ * names a device of protocol proto on PCI function pci under sysfs_root:
+ * "<prefix>o<index>" from the function's acpi_index or index, else
+ * "<prefix>[P<domain>](s<slot>|p<bus>s<device>)[f<function>]", with
+ * prefix "roce", "ib" or "iw" (RDMA netlink's protocol names), decimal
+ * numbers, the physical slot's number when one of <root>/bus/pci/slots
+ * holds the function's address, and the function (ARI: slot * 8 +
+ * function) when it is not 0 or the device is multi-function (bit 7 of the
+ * config header type). -EINVAL for an address that is not one, or a
+ * protocol without a prefix; -ENAMETOOLONG.
+ */
+int hpn_rdma_persistent_name(const char *sysfs_root, const char *pci, enum hpn_rdma_proto proto,
+			     char out[HPN_IBDEV_MAX]);
+
+/*
+ * The RDMA netns mode of the node under sysfs_root: hpn_rdma_netns_mode's on
+ * the real root; on a fake one the ib_core module parameter (the kernel keeps
+ * it in step with "rdma system set netns"), and -EPROTONOSUPPORT without
+ * <root>/module/ib_core.
+ */
+int hpn_rdma_node_netns_mode(const char *sysfs_root, enum hpn_rdma_netns *mode,
+			     struct hpn_err *err);
+
+/*
+ * The RDMA device and port behind netdev l (through its lower device for a
+ * macvlan, ipvlan or vlan). -ENODEV, err untouched, when it has none.
+ * sysfs_root other than "/sys" means a fake tree: only sysfs is consulted.
+ */
+int hpn_rdma_of_netdev(const char *sysfs_root, struct nl_sock *rt, const struct hpn_link *l,
+		       struct hpn_rdma_dev *ret, struct hpn_err *err);
+
+/*
+ * The reverse: the netdev served by RDMA device name (port 0: its only port
+ * with a netdev). Fills ifname and *ret. Errors name the device (code 100).
+ */
+int hpn_rdma_netdev_of(const char *sysfs_root, struct nl_sock *rt, const char *name,
+		       unsigned int port, char ifname[HPN_IFNAMSIZ], struct hpn_rdma_dev *ret,
+		       struct hpn_err *err);
+
 /* Linux 7.1 gave each netns its own rxe socket: before, a pod's rxe sent from the host's. */
 #define HPN_RDMA_SOFT_KERNEL_MAJOR 7
 #define HPN_RDMA_SOFT_KERNEL_MINOR 1

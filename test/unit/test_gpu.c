@@ -148,7 +148,7 @@ static void read_gpus(struct node *nd)
 }
 
 /*
- * The netdev each legend RDMA device serves, as discovery ties them (rdma.c:
+ * The netdev each legend RDMA device serves, as discovery ties them (rdmasys.c:
  * on its PCI function, or an eRDMA function's ENI by its MAC), and the
  * device's own PCI function, where NCCL and nvidia-smi place the NIC.
  */
