@@ -340,7 +340,7 @@ int drahealth_new(struct loop *l, const struct node *node, const struct dra_clai
 	h->cl = cl;
 	h->streams.what = "DRA: device health";
 	h->timer.fd = -1;
-	/* Tests shorten the resend (test/agent/draflow.sh); never longer than the kubelet allows. */
+	/* Tests shorten the resend (test/agent/drahealth.sh); never longer than the kubelet allows. */
 	h->resend_ms = ms >= 100 && ms <= RESEND_MS ? (int)ms : RESEND_MS;
 	r = loop_timer(l, &h->timer, h->resend_ms, h->resend_ms, on_timer, h);
 	if (r < 0) {
