@@ -40,8 +40,8 @@
 # the binaries stripped the same way each time, and oci-pack.sh fixes owners,
 # times and order, so the same inputs give the same digest. The binaries
 # themselves name no build path (CMakeLists.txt maps them out), so a build
-# of the same tree elsewhere is the same input (test/runtime/install.sh
-# checks it). Prints the image's digest.
+# of the same tree elsewhere is the same input (runtime.install checks it:
+# reproducible, test/runtime/install-change.sh). Prints the image's digest.
 set -euo pipefail
 umask 022
 
