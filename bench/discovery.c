@@ -8,7 +8,9 @@
  *
  * Prints one line: "discovery IFNAME ITERATIONS US_PER_CALL FOUND", FOUND
  * being the RDMA device's name or "-" when none serves IFNAME (as on a node
- * without RDMA, where this is the price of rdmaRequired:false).
+ * without RDMA, where this is the price of rdmaRequired:false). Then the
+ * RoCE QoS read ADD adds for a RoCE NIC with nccl on (claim.c's plan_qos,
+ * lib/qos.c): "qos IFNAME ITERATIONS US_PER_CALL DCB", DCB "ieee" or "none".
  */
 #include <errno.h>
 #include <linux/netlink.h>
@@ -20,6 +22,7 @@
 #include "conf.h"
 #include "link.h"
 #include "nl.h"
+#include "qos.h"
 #include "rdma.h"
 
 static long long now_ns(void)
@@ -35,6 +38,7 @@ int main(int argc, char **argv)
 	struct hpn_err err = { 0 };
 	struct nl_sock *sk = NULL;
 	struct hpn_rdma_dev dev;
+	struct hpn_qos q;
 	struct hpn_link l;
 	long n = argc > 2 ? atol(argv[2]) : 1000;
 	long long t0;
@@ -72,6 +76,17 @@ int main(int argc, char **argv)
 	}
 	printf("discovery %s %ld %.2f %s\n", argv[1], n, (double)(now_ns() - t0) / 1e3 / (double)n,
 	       found ? dev.name : "-");
+	t0 = now_ns();
+	r = 0;
+	for (long i = 0; i < n && r >= 0; i++)
+		r = hpn_qos_read(sk, HPN_DEFAULT_SYSFS_ROOT, argv[1], &q, &err);
+	if (r < 0) {
+		fprintf(stderr, "hpn-bench-discovery: %s\n", err.msg);
+		hpn_nl_close(sk);
+		return 2;
+	}
+	printf("qos %s %ld %.2f %s\n", argv[1], n, (double)(now_ns() - t0) / 1e3 / (double)n,
+	       hpn_qos_state_name(q.state));
 	hpn_nl_close(sk);
 	return 0;
 }

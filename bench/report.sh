@@ -333,6 +333,9 @@ report_table() {
 		 "RDMA discovery of one netdev (ADD with rdmaRequired:false; /sys/class/infiniband " +
 		 .rdma_discovery.sys_class_infiniband + "): \(f(.rdma_discovery.us_per_add / 1000)) ms per ADD, found: " +
 		 .rdma_discovery.rdma_device, "" else empty end),
+		(if .rdma_discovery.qos_read then
+		 "RoCE QoS read of one netdev (what ADD adds per RoCE NIC with nccl on; DCB " +
+		 .rdma_discovery.qos_read.dcb + "): \(f(.rdma_discovery.qos_read.us_per_add / 1000)) ms per ADD", "" else empty end),
 		(if .gpu_choice.rows then
 		 "GPU-aware NIC choice (test/fixtures/gpu-nodes, every pod shape, one NIC per GPU): GPUs given a PIX or PXB NIC",
 		 ("node" | pad(12)) + ("GPUs/pod" | lpad(9)) + ("pods" | lpad(6)) + ("GPUs" | lpad(6)) +

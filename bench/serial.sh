@@ -125,16 +125,22 @@ serial_rounds() {
 # cpu_floor: disc and kern, the JSON of the RDMA discovery and of the kernel's
 # part of the CPU floor.
 cpu_floor() {
-	local dn dus dfound
+	local dn dus dfound qn qus qdcb
 	# ADD's RDMA discovery alone (plan_rdma: netns mode, then the device behind
 	# nic0), in the node netns: on this machine, the price of rdmaRequired:false.
 	disc='{"skipped": "hpn-bench-discovery not built"}'
 	if [[ -x $DISCOVERY ]]; then
-		read -r _ _ dn dus dfound < <(ip netns exec "$NODE" "$DISCOVERY" nic0 $((QUICK ? 50 : 5000)))
+		{
+			read -r _ _ dn dus dfound
+			read -r _ _ qn qus qdcb
+		} < <(ip netns exec "$NODE" "$DISCOVERY" nic0 $((QUICK ? 50 : 5000)))
+		# The second line: the RoCE QoS read a RoCE NIC's ADD adds (a veth: no DCB).
 		disc=$(jq -cn --argjson n "$dn" --argjson us "$dus" --arg f "$dfound" \
 			--arg ib "$([[ -d /sys/class/infiniband ]] && echo present || echo absent)" \
+			--argjson qn "$qn" --argjson qus "$qus" --arg qdcb "$qdcb" \
 			'{netdev: "nic0", iterations: $n, us_per_add: $us, rdma_device: $f,
-			  sys_class_infiniband: $ib}')
+			  sys_class_infiniband: $ib,
+			  qos_read: {iterations: $qn, us_per_add: $qus, dcb: $qdcb}}')
 	fi
 	# The kernel's own work of a move-mode ADD+DEL without IPAM (move nic0 into
 	# pod 0 as hpn0, up, move back), looped in one process that starts once: what
