@@ -7,12 +7,14 @@
  * GPU it is nearest to by hpn_gpu_pair, as NCCL in the pod would use it).
  *
  * DIR is a node's fake root as test/fixtures/gpu-nodes/mknode.sh writes it
- * (DIR/sys, DIR/proc). The pool is every netdev with an RDMA device, all
+ * (DIR/sys, DIR/proc). The pool is every netdev an RDMA device serves, all
  * free; the pods are every 1-, 2-, 4- and 8-GPU subset of the node's GPUs,
  * with one NIC per GPU. Prints a table per node and overall, or with --tsv
  * one line per node and shape: name, GPUs per pod, pods, GPUs, GPUs near
  * with the GPU-aware choice, GPUs near with the first match, microseconds
- * spent in hpn_gpu_assign.
+ * spent in hpn_gpu_assign, then GPUs at PHB or nearer (their own NUMA node:
+ * on a node such as vm-erdma, where no NIC shares a switch with a GPU, the
+ * one class there is to win) with each.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +26,10 @@
 #include <unistd.h>
 
 #include "gpu.h"
+#include "rdma.h"
+#include "sysfs.h"
+#include "types.h"
+#include "util.h"
 
 #define MAX_GPUS 16
 #define MAX_NICS 32
@@ -39,7 +45,8 @@ struct node {
 };
 
 struct tally {
-	size_t pods, gpus, aware, first;
+	size_t pods, gpus, aware, first; /* near: PIX or PXB */
+	size_t aware_numa, first_numa;	 /* PHB or nearer: the GPU's own NUMA node */
 	double assign_us;
 };
 
@@ -84,7 +91,12 @@ static int load_gpus(struct node *nd)
 	return nd->n_gpus ? 0 : -ENOENT;
 }
 
-/* The pool: netdevs whose device has an RDMA device, in name order. */
+/*
+ * The pool: netdevs an RDMA device serves, in name order, each placed where
+ * NCCL places it (lib/pool.c does the same): by its RDMA device's PCI
+ * function, which for eRDMA is not the ENI's (hpn_rdma_of_netdev pairs them
+ * by MAC on this fake tree).
+ */
 static int load_nics(struct node *nd)
 {
 	char dir[PATH_MAX + 16];
@@ -97,20 +109,29 @@ static int load_nics(struct node *nd)
 	d = opendir(dir);
 	if (!d)
 		return -errno;
-	while ((e = readdir(d)) && n < MAX_NICS) {
-		char ib[PATH_MAX * 2];
-
-		snprintf(ib, sizeof(ib), "%s/%s/device/infiniband", dir, e->d_name);
-		if (e->d_name[0] != '.' && access(ib, F_OK) == 0)
+	while ((e = readdir(d)) && n < MAX_NICS)
+		if (e->d_name[0] != '.')
 			names[n++] = strdup(e->d_name);
-	}
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), by_version);
 	for (size_t i = 0; i < n; i++) {
-		if (names[i] &&
-		    hpn_pci_pos_of_netdev(nd->sys, names[i], &nd->nics[nd->n_nics].pos) == 0) {
-			snprintf(nd->ifname[nd->n_nics], sizeof(nd->ifname[0]), "%s", names[i]);
-			nd->nics[nd->n_nics++].free = true;
+		struct hpn_link l = { 0 };
+		struct hpn_rdma_dev dev;
+		struct hpn_err err = { 0 };
+		char mac[32];
+
+		if (names[i] && strlen(names[i]) < sizeof(l.name) &&
+		    hpn_sysfs_read(mac, sizeof(mac), "%s/%s/address", dir, names[i]) == 0 &&
+		    hpn_mac_parse(mac, l.mac) == 0) {
+			l.has_mac = true;
+			snprintf(l.name, sizeof(l.name), "%s", names[i]);
+			if (hpn_rdma_of_netdev(nd->sys, NULL, &l, &dev, &err) == 0 &&
+			    hpn_pci_pos_of_nic(nd->sys, names[i], dev.pci,
+					       &nd->nics[nd->n_nics].pos) == 0) {
+				snprintf(nd->ifname[nd->n_nics], sizeof(nd->ifname[0]), "%s",
+					 names[i]);
+				nd->nics[nd->n_nics++].free = true;
+			}
 		}
 		free(names[i]);
 	}
@@ -162,14 +183,18 @@ static int run_shape(const struct node *nd, size_t size, struct tally *t)
 				strerror(-r));
 			return r;
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			t->aware += picks[i].dist <= HPN_DIST_PXB;
+			t->aware_numa += picks[i].dist <= HPN_DIST_PHB;
+		}
 		/* The first match: candidates 0..n-1 (all are free), paired as NCCL would. */
 		for (size_t i = 0; i < n; i++)
 			picks[i].nic = i;
 		hpn_gpu_pair(&g, nd->nics, nd->n_nics, n, picks);
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			t->first += picks[i].dist <= HPN_DIST_PXB;
+			t->first_numa += picks[i].dist <= HPN_DIST_PHB;
+		}
 	}
 	return 0;
 }
@@ -181,8 +206,9 @@ static double pct(size_t a, size_t b)
 
 static void row(const char *name, const char *shape, const struct tally *t)
 {
-	printf("%-12s %5s %6zu %6zu %12.1f%% %12.1f%%\n", name, shape, t->pods, t->gpus,
-	       pct(t->aware, t->gpus), pct(t->first, t->gpus));
+	printf("%-12s %5s %6zu %6zu %12.1f%% %12.1f%% %12.1f%% %12.1f%%\n", name, shape, t->pods,
+	       t->gpus, pct(t->aware, t->gpus), pct(t->first, t->gpus), pct(t->aware_numa, t->gpus),
+	       pct(t->first_numa, t->gpus));
 }
 
 static void add(struct tally *to, const struct tally *t)
@@ -191,6 +217,8 @@ static void add(struct tally *to, const struct tally *t)
 	to->gpus += t->gpus;
 	to->aware += t->aware;
 	to->first += t->first;
+	to->aware_numa += t->aware_numa;
+	to->first_numa += t->first_numa;
 	to->assign_us += t->assign_us;
 }
 
@@ -206,9 +234,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!tsv)
-		printf("GPUs given a NIC behind their own PCIe switches (PIX or PXB), "
-		       "one NIC per GPU, every pod shape\n%-12s %5s %6s %6s %13s %13s\n",
-		       "node", "GPUs", "pods", "GPUs", "gpu-aware", "first-match");
+		printf("GPUs given a NIC behind their own PCIe switches (PIX or PXB), and on "
+		       "their NUMA node (PHB or nearer), one NIC per GPU, every pod shape\n"
+		       "%-12s %5s %6s %6s %13s %13s %13s %13s\n",
+		       "node", "GPUs", "pods", "GPUs", "gpu-aware", "first-match", "aware<=PHB",
+		       "first<=PHB");
 	for (int a = 1 + tsv; a < argc; a++) {
 		struct tally node_all = { 0 };
 		char *eq = strchr(argv[a], '=');
@@ -232,14 +262,16 @@ int main(int argc, char **argv)
 			struct tally t = { 0 };
 			char shape[8];
 
-			if (shapes[s] > nd.n_gpus)
+			/* One NIC per GPU: no pod larger than the NICs. */
+			if (shapes[s] > nd.n_gpus || shapes[s] > nd.n_nics)
 				continue;
 			if (run_shape(&nd, shapes[s], &t) < 0)
 				return 1;
 			snprintf(shape, sizeof(shape), "%zu", shapes[s]);
 			if (tsv)
-				printf("%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%.1f\n", nd.name, shapes[s],
-				       t.pods, t.gpus, t.aware, t.first, t.assign_us);
+				printf("%s\t%zu\t%zu\t%zu\t%zu\t%zu\t%.1f\t%zu\t%zu\n", nd.name,
+				       shapes[s], t.pods, t.gpus, t.aware, t.first, t.assign_us,
+				       t.aware_numa, t.first_numa);
 			else
 				row(nd.name, shape, &t);
 			add(&node_all, &t);
@@ -248,9 +280,10 @@ int main(int argc, char **argv)
 			row(nd.name, "all", &node_all);
 		add(&all, &node_all);
 	}
-	if (!tsv)
-		printf("%-12s %5s %6zu %6zu %12.1f%% %12.1f%%\n(hpn_gpu_assign: %.2f us a pod)\n",
-		       "overall", "all", all.pods, all.gpus, pct(all.aware, all.gpus),
-		       pct(all.first, all.gpus), all.pods ? all.assign_us / (double)all.pods : 0);
+	if (!tsv) {
+		row("overall", "all", &all);
+		printf("(hpn_gpu_assign: %.2f us a pod)\n",
+		       all.pods ? all.assign_us / (double)all.pods : 0);
+	}
 	return 0;
 }

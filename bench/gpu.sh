@@ -12,7 +12,7 @@ gpu_choice() {
 	local nodes=$SRC/test/fixtures/gpu-nodes n args=()
 	gpu='{"skipped": "hpn-bench-gpu-choice not built"}'
 	[[ -x $GPU_CHOICE ]] || return 0
-	for n in hgx-h100 a800-1nic vm-flat; do
+	for n in hgx-h100 a800-1nic vm-flat vm-erdma; do
 		"$nodes/mknode.sh" "$n" "$W/gpu-nodes/$n"
 		args+=("$n=$W/gpu-nodes/$n")
 	done
@@ -20,9 +20,12 @@ gpu_choice() {
 		split("\n") | map(select(length > 0) | split("\t")) |
 		map({node: .[0], gpus_per_pod: (.[1] | tonumber), pods: (.[2] | tonumber),
 		     gpus: (.[3] | tonumber), near_gpu_aware: (.[4] | tonumber),
-		     near_first_match: (.[5] | tonumber), assign_us: (.[6] | tonumber)}) |
+		     near_first_match: (.[5] | tonumber), assign_us: (.[6] | tonumber),
+		     numa_gpu_aware: (.[7] | tonumber), numa_first_match: (.[8] | tonumber)}) |
 		{rows: ., overall: {gpus: (map(.gpus) | add),
 			near_gpu_aware: (map(.near_gpu_aware) | add),
 			near_first_match: (map(.near_first_match) | add),
+			numa_gpu_aware: (map(.numa_gpu_aware) | add),
+			numa_first_match: (map(.numa_first_match) | add),
 			assign_us_per_pod: ((map(.assign_us) | add) / (map(.pods) | add))}}')
 }

@@ -337,15 +337,19 @@ report_table() {
 		 "RoCE QoS read of one netdev (what ADD adds per RoCE NIC with nccl on; DCB " +
 		 .rdma_discovery.qos_read.dcb + "): \(f(.rdma_discovery.qos_read.us_per_add / 1000)) ms per ADD", "" else empty end),
 		(if .gpu_choice.rows then
-		 "GPU-aware NIC choice (test/fixtures/gpu-nodes, every pod shape, one NIC per GPU): GPUs given a PIX or PXB NIC",
+		 "GPU-aware NIC choice (test/fixtures/gpu-nodes, every pod shape, one NIC per GPU): GPUs given a PIX or PXB NIC, and a NIC on their NUMA node (PHB or nearer)",
 		 ("node" | pad(12)) + ("GPUs/pod" | lpad(9)) + ("pods" | lpad(6)) + ("GPUs" | lpad(6)) +
-		 ("gpu-aware" | lpad(11)) + ("first-match" | lpad(13)),
+		 ("gpu-aware" | lpad(11)) + ("first-match" | lpad(13)) + ("aware<=PHB" | lpad(12)) + ("first<=PHB" | lpad(12)),
 		 (.gpu_choice.rows[] | (.node | pad(12)) + (.gpus_per_pod | lpad(9)) + (.pods | lpad(6)) +
 		  (.gpus | lpad(6)) + ((.near_gpu_aware / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(11)) +
-		  ((.near_first_match / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(13))),
+		  ((.near_first_match / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(13)) +
+		  ((.numa_gpu_aware / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(12)) +
+		  ((.numa_first_match / .gpus * 1000 | round / 10 | tostring) + "%" | lpad(12))),
 		 ("overall" | pad(12)) + ("" | lpad(15)) + (.gpu_choice.overall.gpus | lpad(6)) +
 		 ((.gpu_choice.overall.near_gpu_aware / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(11)) +
 		 ((.gpu_choice.overall.near_first_match / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(13)) +
+		 ((.gpu_choice.overall.numa_gpu_aware / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(12)) +
+		 ((.gpu_choice.overall.numa_first_match / .gpu_choice.overall.gpus * 1000 | round / 10 | tostring) + "%" | lpad(12)) +
 		 "   (hpn_gpu_assign: \(f(.gpu_choice.overall.assign_us_per_pod)) us a pod)", ""
 		 elif .gpu_choice.skipped then "GPU choice row skipped: " + .gpu_choice.skipped, "" else empty end),
 		"Targets",
@@ -433,8 +437,9 @@ report_check() {
 			.dra.slices.changes == '"$((2 * DRA_CHANGES))"' and .dra.slices.slices_written > 0 and
 			.dra.slices.slices_per_s > 0)) and
 		# Not a timing: every node and shape counted, and gpu-aware never worse.
-		(.gpu_choice.skipped or ((.gpu_choice.rows | length) == 12 and
-			all(.gpu_choice.rows[]; .gpus > 0 and .near_gpu_aware >= .near_first_match))) and
+		(.gpu_choice.skipped or ((.gpu_choice.rows | length) == 14 and
+			all(.gpu_choice.rows[]; .gpus > 0 and .near_gpu_aware >= .near_first_match and
+				.numa_gpu_aware >= .numa_first_match))) and
 		('"$VM"' == 0 or .vm.skipped or (.vm.floor.virtio.median > 0 and .vm.floor.veth.median > 0 and
 			.vm.hpn.virtio.median > 0 and .vm.hpn.add_ms.softroce.median > 0 and
 			.vm.hpn.add_ms.plain.median > 0)) and
