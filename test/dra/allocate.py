@@ -3,11 +3,12 @@
 """A test-only stand-in for one rule of kube-scheduler's DRA allocator.
 
 It stands for the scheduler's allocation of one ResourceClaim on one node as
-far as `exactly` requests with a count and `constraints[].matchAttribute` go,
-and nothing more: no CEL beyond the DeviceClass form `device.driver == "X"`,
-no request selectors, no `All` mode, no `firstAvailable`, no
-`distinctAttribute`, no admin access, taints, capacity or counters, no other
-claims holding devices, no scoring. What it does not model it refuses
+far as `exactly` requests with a count, `firstAvailable` requests (KEP-4816,
+GA in 1.36: subrequests with a DeviceClass and a count, tried in order) and
+`constraints[].matchAttribute` go, and nothing more: no CEL beyond the
+DeviceClass form `device.driver == "X"`, no request or subrequest selectors,
+no `All` mode, no `distinctAttribute`, no admin access, taints, capacity or
+counters, no other claims holding devices, no scoring. What it does not model it refuses
 (exit 2), never ignores. It exists so that unit.dra-align can show that the
 claim templates of conf/k8s/dra-claims.yaml, over the slices hpn-rdma renders
 and the GPUs' slice, pair each GPU with a NIC under its own PCIe root.
@@ -17,9 +18,14 @@ highest generation of a pool counts, and only when all resourceSliceCount
 slices of it are there; a device is allocated at most once per claim; an
 attribute name without a domain is in the domain of the device's driver;
 matchAttribute holds when every device of the named requests (all requests
-when none are named) has the attribute, of one type and one value. The search
-is first fit with backtracking, over the requests in the claim's order and the
-devices in slice order, so the result is deterministic.
+when none are named) has the attribute, of one type and one value; a
+constraint may name a subrequest as <request>/<subrequest>, and then holds
+only for that subrequest's devices, when it is the one chosen (naming the
+request holds for whichever is). The search is first fit with backtracking,
+over the requests in the claim's order, a firstAvailable request's
+subrequests in theirs, and the devices in slice order, so the result is
+deterministic. A result of a subrequest names it <request>/<subrequest>, as
+the API's allocation results do.
 
 usage: allocate.py --slices FILE... --classes FILE... --claims FILE
                    --template NAME [--drop-constraints]
@@ -114,81 +120,109 @@ def class_drivers(classes):
     return out
 
 
+def exactly_of(where, ex, drivers):
+    """(driver, count) of an `exactly` request or a subrequest."""
+    for k in ("selectors", "adminAccess", "tolerations", "capacity"):
+        if k in ex:
+            raise Refused(f"{where}: {k} is not modelled here")
+    if ex.get("allocationMode", "ExactCount") != "ExactCount":
+        raise Refused(f"{where}: allocationMode {ex['allocationMode']} is not modelled here")
+    count = ex.get("count", 1)
+    if not isinstance(count, int) or count < 1:
+        raise Refused(f"{where}: count {count!r} is not a positive integer")
+    if ex.get("deviceClassName") not in drivers:
+        raise Refused(f"{where}: no DeviceClass {ex.get('deviceClassName')!r}")
+    return drivers[ex["deviceClassName"]], count
+
+
 def requests_of(claim, drivers):
-    """[(request name, driver, count)] of a claim's spec.devices."""
+    """[(request name, [(subrequest name or None, driver, count)])] of a claim's
+    spec.devices: one alternative for `exactly`, a firstAvailable request's in order."""
     out = []
     for r in claim.get("requests", []):
-        ex = r.get("exactly")
-        if "firstAvailable" in r or ex is None:
-            raise Refused(f"request {r.get('name')}: only `exactly` is modelled here")
-        for k in ("selectors", "adminAccess", "tolerations", "capacity"):
-            if k in ex:
-                raise Refused(f"request {r['name']}: exactly.{k} is not modelled here")
-        if ex.get("allocationMode", "ExactCount") != "ExactCount":
-            raise Refused(f"request {r['name']}: allocationMode {ex['allocationMode']} "
-                          "is not modelled here")
-        count = ex.get("count", 1)
-        if not isinstance(count, int) or count < 1:
-            raise Refused(f"request {r['name']}: count {count!r} is not a positive integer")
-        if ex.get("deviceClassName") not in drivers:
-            raise Refused(f"request {r['name']}: no DeviceClass {ex.get('deviceClassName')!r}")
-        out.append((r["name"], drivers[ex["deviceClassName"]], count))
+        ex, fa = r.get("exactly"), r.get("firstAvailable")
+        if (ex is None) == (fa is None):
+            raise Refused(f"request {r.get('name')}: exactly one of exactly, firstAvailable")
+        if ex is not None:
+            out.append((r["name"], [(None,) + exactly_of(f"request {r['name']}", ex, drivers)]))
+            continue
+        if not isinstance(fa, list) or not 1 <= len(fa) <= 8:
+            raise Refused(f"request {r['name']}: firstAvailable must hold 1 to 8 subrequests")
+        subs = [(sub["name"],) + exactly_of(f"request {r['name']}/{sub['name']}", sub, drivers)
+                for sub in fa]
+        if len({x[0] for x in subs}) != len(subs):
+            raise Refused(f"request {r['name']}: a subrequest name twice")
+        out.append((r["name"], subs))
     names = [r[0] for r in out]
     if len(set(names)) != len(names):
         raise Refused("a request name twice")
     return out
 
 
-def constraints_of(claim, names):
-    """[(set of request names, qualified attribute)] of the claim's matchAttribute ones."""
+def constraints_of(claim, reqs):
+    """[(set of request or request/subrequest names, qualified attribute)] of the claim's
+    matchAttribute ones."""
+    known = {name for name, _ in reqs}
+    known |= {f"{name}/{sub}" for name, subs in reqs for sub, _, _ in subs if sub}
     out = []
     for i, c in enumerate(claim.get("constraints", [])):
         if "distinctAttribute" in c or "matchAttribute" not in c:
             raise Refused(f"constraints[{i}]: only matchAttribute is modelled here")
-        reqs = set(c.get("requests") or names)
-        if not reqs <= set(names):
-            raise Refused(f"constraints[{i}]: no request {sorted(reqs - set(names))}")
+        names = set(c.get("requests") or [name for name, _ in reqs])
+        if not names <= known:
+            raise Refused(f"constraints[{i}]: no request {sorted(names - known)}")
         if "/" not in c["matchAttribute"]:
             raise Refused(f"constraints[{i}]: matchAttribute {c['matchAttribute']} "
                           "has no domain (the API requires one)")
-        out.append((reqs, c["matchAttribute"]))
+        out.append((names, c["matchAttribute"]))
     return out
 
 
 def allocate(reqs, cons, devs):
-    """Results [(request, device index)] or None: first fit, backtracking."""
-    slots = [(name, driver) for name, driver, count in reqs for _ in range(count)]
-    chosen = []  # (request, device index)
+    """Results [(request or request/subrequest, device index)] or None: first fit,
+    backtracking."""
+    chosen = []  # (request, subrequest or None, device index)
     used = set()
 
-    def fits(req, di):
+    def applies(names, req, sub):
+        return req in names or (sub is not None and f"{req}/{sub}" in names)
+
+    def fits(req, sub, di):
         attrs = devs[di][3]
         for names, attr in cons:
-            if req not in names:
+            if not applies(names, req, sub):
                 continue
             if attr not in attrs:
                 return False
-            for other, dj in chosen:
-                if other in names and devs[dj][3].get(attr) != attrs[attr]:
+            for oreq, osub, dj in chosen:
+                if applies(names, oreq, osub) and devs[dj][3].get(attr) != attrs[attr]:
                     return False
         return True
 
-    def step(i):
-        if i == len(slots):
-            return True
-        req, driver = slots[i]
+    def fill(ri, sub, driver, left):
+        """count more devices of request ri's subrequest sub, then the requests after."""
+        if left == 0:
+            return step(ri + 1)
+        req = reqs[ri][0]
         for di, d in enumerate(devs):
-            if di in used or d[0] != driver or not fits(req, di):
+            if di in used or d[0] != driver or not fits(req, sub, di):
                 continue
-            chosen.append((req, di))
+            chosen.append((req, sub, di))
             used.add(di)
-            if step(i + 1):
+            if fill(ri, sub, driver, left - 1):
                 return True
             chosen.pop()
             used.discard(di)
         return False
 
-    return list(chosen) if step(0) else None
+    def step(ri):
+        if ri == len(reqs):
+            return True
+        return any(fill(ri, sub, driver, count) for sub, driver, count in reqs[ri][1])
+
+    if not step(0):
+        return None
+    return [(req if sub is None else f"{req}/{sub}", di) for req, sub, di in chosen]
 
 
 def main():
@@ -210,14 +244,15 @@ def main():
         spec = c["spec"]["spec"] if c["kind"] == "ResourceClaimTemplate" else c["spec"]
         claim = spec.get("devices", {})
         reqs = requests_of(claim, drivers)
-        cons = [] if a.drop_constraints else constraints_of(claim, [r[0] for r in reqs])
+        cons = [] if a.drop_constraints else constraints_of(claim, reqs)
     except (Refused, KeyError, TypeError, OSError, yaml.YAMLError) as e:
         print(f"allocate.py: {e}", file=sys.stderr)
         return 2
     got = allocate(reqs, cons, devs)
     if got is None:
         per = {}
-        for _, d, k in reqs:
+        for _, subs in reqs:
+            _, d, k = subs[-1]
             per[d] = per.get(d, 0) + k
         want = ", ".join(f"{k} of {d}" for d, k in per.items())
         print(f"allocate.py: {a.template} cannot be allocated on these slices ({want}; "
