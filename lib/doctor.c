@@ -425,8 +425,29 @@ static void gather_modules(struct hpn_doctor *d)
 			snprintf(d->modules[d->n_modules++], sizeof(d->modules[0]), "%s", mods[i]);
 }
 
-/* The QoS of host netdev name, once per name. */
-static void add_qos(struct hpn_doctor *d, struct nl_sock *rt, const char *name)
+/*
+ * The class the config's hints give a RoCE NIC on o's netdev, with the GPU
+ * model the config names (the pod's own, from its annotation, is unknown
+ * here), judged on o's QoS: what ADD would write and warn of.
+ */
+static void judge(struct hpn_doctor *d, struct hpn_doctor_qos *o, const char *driver)
+{
+	if (!driver || !d->conf_valid || !d->conf.nccl.enabled)
+		return;
+	o->judged = true;
+	hpn_nccl_class(&d->conf.nccl, hpn_nccl_profile(&d->conf.nccl, d->conf.gpu_model), driver,
+		       &o->q, o->netdev, &o->hints);
+	if (!o->dcb_asked && o->hints.lossless[0])
+		snprintf(o->hints.note, sizeof(o->hints.note),
+			 "DCB not asked (a fake tree: its netdevs are not the kernel's)");
+}
+
+/*
+ * The QoS of host netdev name, once per name; driver: the driver of the RoCE
+ * device (not eRDMA's) whose traffic it classes, which the hints' class is
+ * judged for, else NULL.
+ */
+static void add_qos(struct hpn_doctor *d, struct nl_sock *rt, const char *name, const char *driver)
 {
 	struct hpn_doctor_qos *o;
 	struct hpn_err e = { 0 };
@@ -442,6 +463,7 @@ static void add_qos(struct hpn_doctor *d, struct nl_sock *rt, const char *name)
 	hpn_qos_init(&o->q);
 	if (hpn_sysfs_fake(d->sysfs_root)) {
 		hpn_qos_read_ecn(d->sysfs_root, name, &o->q);
+		judge(d, o, driver);
 		return;
 	}
 	o->dcb_asked = true;
@@ -451,6 +473,7 @@ static void add_qos(struct hpn_doctor *d, struct nl_sock *rt, const char *name)
 		hpn_msgf(o->error, sizeof(o->error), "%s", e.msg);
 	if (o->error[0])
 		hpn_qos_read_ecn(d->sysfs_root, name, &o->q);
+	judge(d, o, driver);
 }
 
 /*
@@ -470,11 +493,13 @@ static void gather_qos(struct hpn_doctor *d)
 		const struct hpn_doctor_nic *n = &d->nics[i];
 
 		if (n->netdev[0] && !n->held_container[0] && !n->journal_only)
-			add_qos(d, rt, n->netdev);
+			add_qos(d, rt, n->netdev,
+				!strcmp(n->transport, "roce") && strcmp(n->kind, "erdma") ? n->kind
+											  : NULL);
 	}
 	if (d->conf_valid && d->conf.selector == HPN_SEL_DEVICE && sel && hpn_valid_ifname(sel) &&
 	    hpn_sysfs_exists("%s/class/net/%s", d->sysfs_root, sel))
-		add_qos(d, rt, sel);
+		add_qos(d, rt, sel, d->conf.soft_roce ? "rxe" : NULL);
 }
 
 /* ---- checks only the doctor makes ------------------------------------------------ */

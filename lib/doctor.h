@@ -77,6 +77,9 @@ struct hpn_doctor_qos {
 	bool dcb_asked;		 /* DCB was asked of the kernel (a live root) */
 	struct hpn_qos q;	 /* state HPN_QOS_UNREAD when DCB was not asked or failed */
 	char error[HPN_ERR_MSG]; /* why DCB could not be read; empty when it was */
+	/* The class the config's hints give a RoCE NIC here, and its verdict (hpn_nccl_class). */
+	bool judged; /* a valid config with nccl on: hints is set */
+	struct hpn_rdma_qos hints;
 };
 
 struct hpn_doctor_check {

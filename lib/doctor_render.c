@@ -112,7 +112,25 @@ static const char *qos_dcb_text(const struct hpn_doctor_qos *o)
 	return o->dcb_asked ? "error" : "not read";
 }
 
-/* The RoCE QoS table: one row per netdev, an error under its row. */
+/* Under a QoS row: the class the config's hints give a RoCE NIC there, and whether it is lossless. */
+static void hints_text(const struct hpn_doctor *d, const struct hpn_doctor_qos *o, FILE *f)
+{
+	const struct hpn_rdma_qos *h = &o->hints;
+	const char *model = d->conf.gpu_model ? d->conf.gpu_model : "auto";
+
+	if (!o->judged)
+		return;
+	if (!h->lossless[0]) {
+		fprintf(f, "  hints (%s): %s\n", model, h->note);
+		return;
+	}
+	fprintf(f,
+		"  hints (%s%s): NCCL_IB_TC=%d NCCL_IB_FIFO_TC=%d NCCL_IB_SL=%d, lossless %s%s%s\n",
+		model, d->conf.nccl.tc_auto ? ", trafficClass auto" : "", h->tc, h->fifo_tc, h->sl,
+		h->lossless, h->note[0] ? ": " : "", h->note);
+}
+
+/* The RoCE QoS table: one row per netdev, an error under its row, the hints' class below. */
 static void qos_text(const struct hpn_doctor *d, FILE *f)
 {
 	fprintf(f, "\n%-15s %-8s %-8s %-6s %-9s %-8s %-8s %s\n", "QOS NETDEV", "DCB", "PFC",
@@ -136,6 +154,7 @@ static void qos_text(const struct hpn_doctor *d, FILE *f)
 		fputc('\n', f);
 		if (o->error[0])
 			fprintf(f, "  %s\n", o->error);
+		hints_text(d, o, f);
 	}
 	if (!d->n_qos)
 		fprintf(f, "(no host netdev to read)\n");
@@ -284,12 +303,35 @@ static cJSON *prio_array(uint8_t mask)
 	return a;
 }
 
+/* "hints": the class the config's hints give a RoCE NIC there, and its verdict; null: not judged. */
+static void hints_json(const struct hpn_doctor_qos *o, cJSON *j)
+{
+	const struct hpn_rdma_qos *h = &o->hints;
+	cJSON *x;
+
+	if (!o->judged) {
+		cJSON_AddNullToObject(j, "hints");
+		return;
+	}
+	x = cJSON_AddObjectToObject(j, "hints");
+	if (!x)
+		return;
+	if (h->lossless[0]) {
+		cJSON_AddNumberToObject(x, "trafficClass", h->tc);
+		cJSON_AddNumberToObject(x, "fifoTrafficClass", h->fifo_tc);
+		cJSON_AddNumberToObject(x, "serviceLevel", h->sl);
+	}
+	add_str_or_null(x, "lossless", h->lossless);
+	add_str_or_null(x, "note", h->note);
+}
+
 static void qos_json(const struct hpn_doctor_qos *o, cJSON *j)
 {
 	const struct hpn_qos *q = &o->q;
 	bool dcb = q->state == HPN_QOS_DCB;
 	cJSON *m, *e;
 
+	hints_json(o, j);
 	cJSON_AddStringToObject(j, "netdev", o->netdev);
 	cJSON_AddStringToObject(j, "dcb", hpn_qos_state_name(q->state));
 	cJSON_AddBoolToObject(j, "dcbAsked", o->dcb_asked);

@@ -145,6 +145,15 @@ int hpn_nccl_qos(const struct hpn_nccl_conf *nc, const struct hpn_bound_nic *nic
  * it is unknown, or the warning when it misses the priority with PFC).
  */
 void hpn_nccl_qos_verdict(const struct hpn_qos *q, const char *ifname, struct hpn_rdma_qos *rq);
+/*
+ * The class ADD would give a RoCE NIC of driver driver with QoS q (netdev
+ * ifname) under profile p, and its verdict, into out (hpn_nccl_qos on one
+ * NIC, never refusing); lossless empty and a note when no class is given
+ * (IB off, the profile refusing the driver). For the doctor.
+ */
+void hpn_nccl_class(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		    const char *driver, const struct hpn_qos *q, const char *ifname,
+		    struct hpn_rdma_qos *out);
 struct hpn_journal_nic;
 struct nl_sock;
 /*

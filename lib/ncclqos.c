@@ -240,3 +240,27 @@ void hpn_nccl_qos_now(const struct hpn_journal_nic *n, const struct hpn_rdma_qos
 	if (q.state == HPN_QOS_UNREAD)
 		snprintf(ret->note, sizeof(ret->note), "%.255s", e.msg);
 }
+
+void hpn_nccl_class(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		    const char *driver, const struct hpn_qos *q, const char *ifname,
+		    struct hpn_rdma_qos *out)
+{
+	struct hpn_rdma_info ri = { .bound = true, .port = 1, .gid_index = -1 };
+	struct hpn_bound_nic b = { .ifname = ifname, .rdma = &ri, .qos = q };
+	struct hpn_nccl_conf judged = *nc;
+	struct hpn_err err = { 0 };
+	struct hpn_vars v = { 0 };
+
+	*out = (struct hpn_rdma_qos){ .pfc = -1 };
+	snprintf(ri.device, sizeof(ri.device), "%s", "dev");
+	snprintf(ri.driver, sizeof(ri.driver), "%s", driver);
+	snprintf(ri.transport, sizeof(ri.transport), "roce");
+	/* A verdict, never a refusal: the doctor says what ADD would. */
+	judged.lossless_required = false;
+	if (hpn_nccl_render(&judged, p, &b, 1, &v, &err) < 0 ||
+	    hpn_nccl_qos(&judged, &b, 1, &v, out, &err) < 0)
+		snprintf(out->note, sizeof(out->note), "%.255s", err.msg);
+	else if (!out->lossless[0])
+		snprintf(out->note, sizeof(out->note), "NCCL's IB transport is off: no class");
+	hpn_vars_free(&v);
+}

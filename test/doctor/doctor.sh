@@ -141,9 +141,26 @@ doctor healthy --json
 jq -e '(.qos | map({(.netdev): .}) | add) as $q | (.qos | length) == 7 and
 	$q.ens1f0np0 == {netdev: "ens1f0np0", dcb: "unread", dcbAsked: false, error: null,
 		pfc: null, pfcCap: null, trust: null, dscpPrio: null, dcbx: null, dcbxRaw: null,
-		ecn: {np: [3], rp: [3, 4]}} and
+		ecn: {np: [3], rp: [3, 4]},
+		hints: {trafficClass: 0, fifoTrafficClass: 0, serviceLevel: 0, lossless: "unknown",
+			note: "DCB not asked (a fake tree: its netdevs are not the kernel'"'"'s)"}} and
 	$q.eth2.ecn == {np: null, rp: null} and $q.eth2.dcb == "unread"' >/dev/null <<<"$OUT" &&
 	ok "QoS on a fake tree: DCB not asked, ECN from the tree" || fail "QoS on a fake tree: $OUT"
+# The class the config's hints give a RoCE NIC there: Type 1's with GU8TF, none with P16EN.
+conf healthy '.pciBusID = "0000:af:00.0" | .nccl.gpuModel = "GU8TF"'
+doctor healthy --json
+jq -e '(.qos[] | select(.netdev == "ens1f0np0") | .hints) == {trafficClass: 136,
+	fifoTrafficClass: 136, serviceLevel: 5, lossless: "unknown",
+	note: "DCB not asked (a fake tree: its netdevs are not the kernel'"'"'s)"}' >/dev/null <<<"$OUT" &&
+	ok "QoS: GU8TF's class judged" || fail "QoS: GU8TF's class: $OUT"
+doctor healthy
+grep -q '^  hints (GU8TF): NCCL_IB_TC=136 NCCL_IB_FIFO_TC=136 NCCL_IB_SL=5, lossless unknown: ' <<<"$OUT" &&
+	ok "QoS: GU8TF's class in the text" || fail "QoS: GU8TF's class in the text: $OUT"
+conf healthy '.pciBusID = "0000:af:00.0" | .nccl.gpuModel = "P16EN"'
+doctor healthy --json
+jq -e '(.qos[] | select(.netdev == "ens1f0np0") | .hints) ==
+	{lossless: null, note: "NCCL'"'"'s IB transport is off: no class"}' >/dev/null <<<"$OUT" &&
+	ok "QoS: P16EN gives no class" || fail "QoS: P16EN: $OUT"
 
 # 2. No RDMA devices (ib_core loaded, no device registered).
 tree nodev

@@ -32,6 +32,7 @@
 
 #include "check.h"
 #include "doctor.h"
+#include "nccl.h"
 #include "qos.h"
 #include "tmpdir.h"
 #include "util.h"
@@ -257,13 +258,18 @@ static void mlx5_common(struct msg *m, uint8_t dcbx)
 }
 
 /* The issue's lossy case: PFC on 3, DSCP 26 -> 3 but 34 -> 4 (NCCL_IB_TC=136 lands on 4). */
-static void lossy(struct msg *m)
+static void lossy_as(struct msg *m, const char *ifname)
 {
 	static const uint16_t apps[][3] = { { SEL_DSCP, 3, 26 },
 					    { SEL_DSCP, 4, 34 },
 					    { SEL_DSCP, 6, 48 } };
 
-	ieee_answer(m, "ens1f0np0", 1 << 3, apps, 3, DCBX_MLX5_HOST);
+	ieee_answer(m, ifname, 1 << 3, apps, 3, DCBX_MLX5_HOST);
+}
+
+static void lossy(struct msg *m)
+{
+	lossy_as(m, "ens1f0np0");
 }
 
 /* Trust PCP: mlx5 keeps no DSCP entry; PFC on 3. */
@@ -891,7 +897,13 @@ static const char doctor_table[] =
 	"ens2d1          ieee     none     pcp    host      -        -        -\n"
 	"ens1f0np0       ieee     3        dscp   host      3        3        "
 	"0-7:0 8-15:1 16-23:2 24-31:3 32-39:4 40-47:5 48-55:6 56-63:7\n"
+	"  hints (GU8TF): NCCL_IB_TC=136 NCCL_IB_FIFO_TC=136 NCCL_IB_SL=5, lossless no: "
+	"NCCL_IB_TC=136 (DSCP 34) on ens1f0np0 rides priority 4 without PFC (trust DSCP; PFC is on "
+	"for 3)\n"
 	"ens1f1np1       ieee     3        dscp   host      -        -        26:3 34:4 48:6\n"
+	"  hints (GU8TF): NCCL_IB_TC=136 NCCL_IB_FIFO_TC=136 NCCL_IB_SL=5, lossless no: "
+	"NCCL_IB_TC=136 (DSCP 34) on ens1f1np1 rides priority 4 without PFC (trust DSCP; PFC is on "
+	"for 3)\n"
 	"ens1f0v0        none     -        -      -         -        -        -\n"
 	"eth1            none     -        -      -         -        -        -\n";
 
@@ -906,13 +918,21 @@ static void test_doctor(void)
 		exit(2);
 	d->sysfs_root = "/sys";
 	mlx5_common(&mlx5, DCBX_MLX5_HOST);
-	lossy(&lossy5);
+	lossy_as(&lossy5, "ens1f1np1");
 	ieee_answer(&mlx4, "ens2", 0, NULL, 0, DCBX_MLX5_HOST); /* mlx4_en reports the same */
 	doctor_row(d, "eth2", NULL, HPN_QOS_NO_DCB, 0);
 	doctor_row(d, "ens2", &mlx4, 0, 0);
 	doctor_row(d, "ens2d1", &mlx4, 0, 0);
 	doctor_row(d, "ens1f0np0", &mlx5, 0, 1 << 3);
 	doctor_row(d, "ens1f1np1", &lossy5, 0, 0);
+	/* The mlx5 rows judged for the GU8TF config, as hpn_doctor_run judges a RoCE NIC's row. */
+	d->conf.gpu_model = (char *)"GU8TF";
+	d->conf.nccl.enabled = true;
+	for (size_t i = 3; i < 5; i++) {
+		d->qos[i].judged = true;
+		hpn_nccl_class(&d->conf.nccl, hpn_nccl_profile(&d->conf.nccl, "GU8TF"), "mlx5",
+			       &d->qos[i].q, d->qos[i].netdev, &d->qos[i].hints);
+	}
 	doctor_row(d, "ens1f0v0", NULL, HPN_QOS_NO_DCB, 0);
 	doctor_row(d, "eth1", NULL, HPN_QOS_NO_DCB, 0);
 	text = hpn_doctor_render_text(d);
@@ -937,7 +957,10 @@ static void test_doctor(void)
 		char *one = cJSON_PrintUnformatted(cJSON_GetArrayItem(qos, 4));
 
 		CHECK_STR_EQ(one,
-			     "{\"netdev\":\"ens1f1np1\",\"dcb\":\"ieee\",\"dcbAsked\":true,"
+			     "{\"hints\":{\"trafficClass\":136,\"fifoTrafficClass\":136,"
+			     "\"serviceLevel\":5,\"lossless\":\"no\",\"note\":\"NCCL_IB_TC=136 (DSCP "
+			     "34) on ens1f1np1 rides priority 4 without PFC (trust DSCP; PFC is on for "
+			     "3)\"},\"netdev\":\"ens1f1np1\",\"dcb\":\"ieee\",\"dcbAsked\":true,"
 			     "\"error\":null,\"pfc\":[3],\"pfcCap\":8,\"trust\":\"dscp\","
 			     "\"dscpPrio\":{\"26\":[3],\"34\":[4],\"48\":[6]},\"dcbx\":\"host\","
 			     "\"dcbxRaw\":13,\"ecn\":{\"np\":null,\"rp\":null}}");
@@ -952,6 +975,7 @@ static void test_doctor(void)
 	}
 	cJSON_Delete(root);
 	free(json);
+	d->conf.gpu_model = NULL;
 	free(d);
 }
 

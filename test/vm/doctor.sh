@@ -60,6 +60,10 @@ jq_ok '[.qos[] | {netdev, dcb, dcbAsked, error}] ==
 	[{netdev: $nic, dcb: "none", dcbAsked: true, error: null},
 	 {netdev: "mv0", dcb: "none", dcbAsked: true, error: null}]' \
 	"doctor --json: RoCE QoS of the NIC and of the macvlan it selects" "$OUT" --arg nic "$nic0"
+# The class the hints give rxe0's RoCE there: the kernel answers no DCB, so no class is known lossless.
+jq_ok '.qos[] | select(.netdev == $nic) | .hints | .lossless == "unknown" and .trafficClass == 0 and
+	.note == ($nic + " reports no DCB: no class is known lossless")' \
+	"doctor --json: the hints' class on the NIC, judged on the kernel's answer" "$OUT" --arg nic "$nic0"
 run_plugin STATUS "$(conf '.cniVersion = "1.1.0"')"
 expect_ok "STATUS on the node the doctor calls ready"
 
