@@ -956,14 +956,15 @@ static void test_doctor(void)
 	if (cJSON_GetArraySize(qos) == 8) {
 		char *one = cJSON_PrintUnformatted(cJSON_GetArrayItem(qos, 4));
 
-		CHECK_STR_EQ(one,
-			     "{\"hints\":{\"trafficClass\":136,\"fifoTrafficClass\":136,"
-			     "\"serviceLevel\":5,\"lossless\":\"no\",\"note\":\"NCCL_IB_TC=136 (DSCP "
-			     "34) on ens1f1np1 rides priority 4 without PFC (trust DSCP; PFC is on for "
-			     "3)\"},\"netdev\":\"ens1f1np1\",\"dcb\":\"ieee\",\"dcbAsked\":true,"
-			     "\"error\":null,\"pfc\":[3],\"pfcCap\":8,\"trust\":\"dscp\","
-			     "\"dscpPrio\":{\"26\":[3],\"34\":[4],\"48\":[6]},\"dcbx\":\"host\","
-			     "\"dcbxRaw\":13,\"ecn\":{\"np\":null,\"rp\":null}}");
+		CHECK_STR_EQ(
+			one,
+			"{\"hints\":{\"trafficClass\":136,\"fifoTrafficClass\":136,"
+			"\"serviceLevel\":5,\"lossless\":\"no\",\"note\":\"NCCL_IB_TC=136 (DSCP "
+			"34) on ens1f1np1 rides priority 4 without PFC (trust DSCP; PFC is on for "
+			"3)\"},\"netdev\":\"ens1f1np1\",\"dcb\":\"ieee\",\"dcbAsked\":true,"
+			"\"error\":null,\"pfc\":[3],\"pfcCap\":8,\"trust\":\"dscp\","
+			"\"dscpPrio\":{\"26\":[3],\"34\":[4],\"48\":[6]},\"dcbx\":\"host\","
+			"\"dcbxRaw\":13,\"ecn\":{\"np\":null,\"rp\":null}}");
 		free(one);
 		one = cJSON_PrintUnformatted(cJSON_GetArrayItem(qos, 3));
 		CHECK_STR_HAS(one, "\"34\":[4],\"35\":[4]");
