@@ -211,6 +211,8 @@ FIELDS = {
     "deviceRequest": {"name", "exactly", "firstAvailable"},
     "exactly": {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
                 "tolerations", "capacity"},
+    "subRequest": {"name", "deviceClassName", "selectors", "allocationMode", "count",
+                   "tolerations", "capacity"},
     "constraint": {"requests", "matchAttribute", "distinctAttribute"},
     "podResourceClaim": {"name", "resourceClaimName", "resourceClaimTemplateName"},
     "containerClaim": {"name", "request"},
@@ -233,6 +235,7 @@ METRICS_PROXY_IMAGE = re.compile(r"^quay\.io/brancz/kube-rbac-proxy(:v\d+\.\d+\.
                                  r"(@sha256:[0-9a-f]{64})?$")
 DRA_GPU_CLASS = "gpu.nvidia.com"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+NUMA_NODE = "resource.kubernetes.io/numaNode"
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 passed = failed = 0
@@ -1006,7 +1009,9 @@ def dra_class(d, where, driver):
 
 
 def dra_template(d, where, nic_class):
-    """A ResourceClaimTemplate hpn-gpuN-rdmaN: N GPU/NIC pairs, each under one PCIe root."""
+    """A ResourceClaimTemplate hpn-gpuN-rdmaN: N GPU/NIC pairs, each under one PCIe root;
+    hpn-gpuN-rdmaN-nearest: each GPU then its NIC as firstAvailable root, numa, any, the
+    first two held to the GPU by a constraint on PCIE_ROOT and NUMA_NODE."""
     spec = d.get("spec", {})
     fields(spec, "ResourceClaimTemplate.spec", f"{where}.spec")
     claim = spec.get("spec", {})
@@ -1016,37 +1021,59 @@ def dra_template(d, where, nic_class):
     reqs, cons = devs.get("requests", []), devs.get("constraints", [])
     check(len(reqs) <= 32 and len(cons) <= 32,
           f"{where}: at most 32 requests and 32 constraints (the API's limits)")
-    cls = {}
+    name = d["metadata"]["name"]
+    m = re.match(r"^hpn-gpu(\d+)-rdma(\d+)(-nearest)?$", name)
+    if not check(m and m.group(1) == m.group(2), f"{where}: named hpn-gpu<N>-rdma<N>[-nearest]"):
+        return None
+    nearest = bool(m.group(3))
+    cls = {}  # request (or request/subrequest) -> DeviceClass
     for i, r in enumerate(reqs):
         rw = f"{where}.spec.spec.devices.requests[{i}]"
         fields(r, "deviceRequest", rw)
-        ex = r.get("exactly", {})
-        fields(ex, "exactly", f"{rw}.exactly")
         check(isinstance(r.get("name"), str) and LABEL.match(r["name"]) and r["name"] not in cls,
               f"{rw}: a name of its own, a DNS label")
+        if "firstAvailable" in r and nearest:
+            subs = r["firstAvailable"]
+            for j, sub in enumerate(subs):
+                fields(sub, "subRequest", f"{rw}.firstAvailable[{j}]")
+                check(sub.get("allocationMode", "ExactCount") == "ExactCount" and
+                      sub.get("count", 1) == 1, f"{rw}.firstAvailable[{j}]: one device")
+                cls[f"{r.get('name')}/{sub.get('name')}"] = sub.get("deviceClassName")
+            check([x.get("name") for x in subs] == ["root", "numa", "any"] and
+                  len({x.get("deviceClassName") for x in subs}) == 1 and len(subs) <= 8,
+                  f"{rw}: firstAvailable root, numa, any, of one DeviceClass (at most 8)")
+            cls[r.get("name")] = subs[0].get("deviceClassName") if subs else None
+            continue
+        ex = r.get("exactly", {})
+        fields(ex, "exactly", f"{rw}.exactly")
         check("firstAvailable" not in r and ex.get("allocationMode", "ExactCount") ==
               "ExactCount" and ex.get("count", 1) == 1,
               f"{rw}: exactly one device (exactly, ExactCount, count 1)")
         cls[r.get("name")] = ex.get("deviceClassName")
-    name = d["metadata"]["name"]
-    m = re.match(r"^hpn-gpu(\d+)-rdma(\d+)$", name)
-    if not check(m and m.group(1) == m.group(2), f"{where}: named hpn-gpu<N>-rdma<N>"):
-        return None
     n = int(m.group(1))
-    check(sorted(cls.values()) == sorted([DRA_GPU_CLASS] * n + [nic_class] * n),
+    top = {r: c for r, c in cls.items() if "/" not in r}
+    check(sorted(top.values()) == sorted([DRA_GPU_CLASS] * n + [nic_class] * n),
           f"{where}: {n} GPU requests ({DRA_GPU_CLASS}) and {n} NIC requests ({nic_class})")
     paired = []
     for i, c in enumerate(cons):
         cw = f"{where}.spec.spec.devices.constraints[{i}]"
         fields(c, "constraint", cw)
         rs = c.get("requests", [])
-        check(c.get("matchAttribute") == PCIE_ROOT and len(rs) == 2 and
+        want = PCIE_ROOT if not nearest or (len(rs) == 2 and rs[1].endswith("/root")) \
+            else NUMA_NODE
+        check(c.get("matchAttribute") == want and len(rs) == 2 and
               sorted(cls.get(r) for r in rs) == sorted([DRA_GPU_CLASS, nic_class]),
-              f"{cw}: one GPU and one NIC request under one {PCIE_ROOT}")
+              f"{cw}: one GPU and one NIC request (or subrequest) under one {want}")
         paired += rs
-    check(len(cons) == n and sorted(paired) == sorted(cls),
-          f"{where}: {n} constraints, every request in exactly one")
-    return n
+    if nearest:
+        want = sorted(r for r in cls if r.startswith("gpu-")) * 2 + \
+            sorted(r for r in cls if r.startswith("nic-") and r.split("/")[-1] in ("root", "numa"))
+        check(len(cons) == 2 * n and sorted(paired) == sorted(want),
+              f"{where}: {2 * n} constraints, each GPU in two, each NIC's root and numa in one")
+    else:
+        check(len(cons) == n and sorted(paired) == sorted(cls),
+              f"{where}: {n} constraints, every request in exactly one")
+    return n, nearest
 
 
 def dra(files, driver):
@@ -1060,7 +1087,8 @@ def dra(files, driver):
                  f"k8s/dra-claims.yaml[{i}] is a ResourceClaimTemplate"):
             sizes.add(dra_template(d, f"k8s/dra-claims.yaml[{i}]", driver))
             names.add(d["metadata"]["name"])
-    check(sizes == {1, 2, 4, 8}, "k8s/dra-claims.yaml: templates for 1, 2, 4 and 8 GPUs")
+    check(sizes == {(n, near) for n in (1, 2, 4, 8) for near in (False, True)},
+          "k8s/dra-claims.yaml: templates for 1, 2, 4 and 8 GPUs, strict and -nearest")
     for i, d in enumerate(files.get("dra-pod.yaml", [])):
         where = f"k8s/dra-pod.yaml[{i}]"
         pod = d.get("spec", {})
