@@ -24,18 +24,12 @@ import itertools
 import json
 import sys
 
+import checkalign
 from allocate import devices, load
+from checkalign import check
 
 GPU_DRIVER, NIC_DRIVER = "gpu.nvidia.com", "hpn-rdma.alibabacloud.com"
 ROOT, NUMA = "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/numaNode"
-failed = 0
-
-
-def check(ok, what):
-    global failed
-    print(("ok: " if ok else "FAIL: ") + what)
-    failed += not ok
-    return ok
 
 
 def pair_class(g, n):
@@ -117,7 +111,7 @@ def main():
         check(score(classes) == want, line)
     else:
         print("ok: " + line)
-    return 1 if failed else 0
+    return 1 if checkalign.failed else 0
 
 
 if __name__ == "__main__":
