@@ -61,6 +61,7 @@ struct health_result {
 	int rc; /* 0 healthy, 1 not checked, <0 broken */
 	const char *reason;
 	char msg[HEALTH_MSG];
+	char warning[HEALTH_MSG]; /* hpn_check_report's: breaks nothing, said once */
 };
 
 struct health_job {
@@ -118,6 +119,24 @@ static void gpus_look(struct health_entry *e, const char *key, const struct hpn_
 			 n->gpu_id, n->gpu_pci[0] ? n->gpu_pci : "not placed", n->gpu_dist,
 			 n->gpu_best);
 	}
+}
+
+/*
+ * CHECK's warning (a lossy hints class), said when it appears or changes and
+ * when it is gone: the attachment stays healthy, its NICs' devices Healthy.
+ */
+static void warn_once(struct health_entry *e, const struct health_result *r)
+{
+	if (r->rc != 0 || !strcmp(e->warning, r->warning))
+		return;
+	if (r->warning[0])
+		hpn_warn("health: attachment %s%s: %s (it stays healthy; nccl.losslessRequired "
+			 "would make it broken)",
+			 e->key, e->pod, r->warning);
+	else
+		hpn_info("health: attachment %s%s: no longer warned of: %s", e->key, e->pod,
+			 e->warning);
+	snprintf(e->warning, sizeof(e->warning), "%s", r->warning);
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -299,6 +318,7 @@ static void run(struct loop_job *lj)
 		snprintf(res->key, sizeof(res->key), "%s", j->keys[i]);
 		res->rc = hpn_check_journal(&conf, j->keys[i], &rep, &err);
 		res->reason = rep.reason;
+		snprintf(res->warning, sizeof(res->warning), "%s", rep.warning);
 		if (res->rc < 0)
 			snprintf(res->msg, sizeof(res->msg), "%s",
 				 err.msg[0] ? err.msg : strerror(-res->rc));
@@ -330,6 +350,7 @@ static void done(struct loop_job *lj)
 			h->st.checks_broken++;
 		if (!e)
 			continue; /* gone since the job was posted */
+		warn_once(e, r);
 		e->check_state = r->rc == 1 ? -1 : r->rc == 0 ? 1 : 0;
 		e->unchecked = r->rc == 1;
 		e->check_reason = r->rc < 0 ? (r->reason ? r->reason : "check") : NULL;

@@ -45,7 +45,8 @@ struct health_entry {
 	char pod[340];	   /* " (pod ns/name)" for the log, or empty */
 	char ids[HPN_MAX_NICS][HPN_ALLOC_ID_MAX]; /* its NICs, as devices.c names them */
 	size_t n_ids;
-	bool gpus_seen; /* its NICs' GPUs were looked at (far ones warned about, once) */
+	bool gpus_seen;		  /* its NICs' GPUs were looked at (far ones warned about, once) */
+	char warning[HEALTH_MSG]; /* CHECK's last warning, said once (a lossy hints class) */
 };
 struct health_stats {
 	uint64_t checks_healthy, checks_broken, checks_skipped;

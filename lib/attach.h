@@ -41,6 +41,12 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 struct hpn_check_report {
 	/* "netns", "interface", "rdma", "qos", "hints" or "state" (the journal or its result); NULL */
 	const char *reason;
+	/*
+	 * What breaks nothing but is worth saying, on success too: the class the
+	 * hints give NCCL rides no PFC priority on a NIC that has one, without
+	 * nccl.losslessRequired (which makes it a failure, reason "qos"). "": none.
+	 */
+	char warning[HPN_ERR_MSG];
 };
 int hpn_check_journal(const struct hpn_conf *conf, const char *key, struct hpn_check_report *rep,
 		      struct hpn_err *err);

@@ -2,6 +2,7 @@
 #include "attach.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,19 +17,28 @@
 
 /* Interface i of the attachment's own result, as ADD left it; l is filled. */
 /*
- * nccl.losslessRequired: the class ADD gave NIC i still rides a PFC priority
- * (the fabric's QoS can change under a running pod).
+ * The class ADD gave NIC i against the NIC's QoS now (the fabric's can
+ * change under a running pod): with nccl.losslessRequired anything but
+ * lossless fails; without, a class that misses the NIC's PFC priority is the
+ * check's warning (the first such NIC's).
  */
 static int check_qos(struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
 		     const struct hpn_rdma_info *ri, struct hpn_err *err)
 {
 	struct hpn_rdma_qos now;
 
-	if (!conf->nccl.enabled || !conf->nccl.lossless_required || !ri->qos.dcb[0])
+	if (!conf->nccl.enabled || !ri->qos.dcb[0])
 		return 0;
 	hpn_nccl_qos_now(&a->j.nics[i], &ri->qos, a->ns.host, a->ns.pod, conf->sysfs_root, &now);
 	if (!strcmp(now.lossless, "yes"))
 		return 0;
+	if (!conf->nccl.lossless_required) {
+		if (!a->check_warning[0] && !strcmp(now.lossless, "no") && now.pfc > 0)
+			snprintf(a->check_warning, sizeof(a->check_warning),
+				 "the hints' class on \"%s\" is lossy: %s", a->j.nics[i].pod_ifname,
+				 now.note);
+		return 0;
+	}
 	a->check_reason = "qos";
 	return hpn_err_set(err, HPN_E_CHECK, EPROTO,
 			   "nccl.losslessRequired: the hints' class on \"%s\" (NCCL_IB_TC=%d, "
@@ -302,6 +312,8 @@ int hpn_check(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn
 			goto out;
 	}
 	r = check_recorded(&a, env, conf, err);
+	if (r == 0 && a.check_warning[0])
+		hpn_warn("CHECK: %s", a.check_warning);
 out:
 	hpn_attach_close(&a);
 	return r;
@@ -352,6 +364,7 @@ int hpn_check_journal(const struct hpn_conf *conf, const char *key, struct hpn_c
 	if (r >= 0)
 		r = check_recorded(&a, &env, conf, err);
 	rep->reason = a.check_reason;
+	snprintf(rep->warning, sizeof(rep->warning), "%s", a.check_warning);
 	if (r >= 0)
 		goto out;
 	/*

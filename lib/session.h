@@ -47,6 +47,8 @@ struct hpn_attach {
 	bool ipam_added; /* IPAM ADD succeeded in this run: a rollback must release it */
 	/* CHECK: which part of the attachment failed (hpn_check_report), NULL when none did. */
 	const char *check_reason;
+	/* CHECK: what it found that breaks nothing (a lossy hints class, ncclqos.c); "": none. */
+	char check_warning[HPN_ERR_MSG];
 	struct hpn_journal j; /* last, as its NIC list is (hpn_attach_open) */
 };
 
