@@ -9,10 +9,11 @@
  * (by its UID) that prepared DRA claims of our driver reserve is answered
  * their NICs ("source": "dra"); else the answer comes from the kubelet's
  * PodResources List, asked per request: the kubelet's word, never a cache of
- * it. The GPUs come from PodResources either way. Two more questions: the
- * pod ("query": "pod", from the pod cache) and the NRI link ("query": "nri",
- * from what main.c gives: whether the agent is registered with the runtime
- * now), both answered at once from memory. Root only: the socket is 0600 and
+ * it. The GPUs come from PodResources either way, the scheduler's claim for
+ * the pod's extended resources named by its status in the pod cache. Two
+ * more questions: the pod ("query": "pod", from the pod cache) and the NRI
+ * link ("query": "nri", from what main.c gives: whether the agent is
+ * registered with the runtime now), both answered at once from memory. Root only: the socket is 0600 and
  * the peer's credentials are checked.
  */
 #include <errno.h>
@@ -276,6 +277,8 @@ static void on_io(struct loop_src *s)
 {
 	struct lookup_conn *c = s->ud;
 	struct hpn_err err = { 0 };
+	struct podres_xclaim xc;
+	bool have_xc;
 	char *nl;
 
 	if (c->out) {
@@ -330,7 +333,11 @@ static void on_io(struct loop_src *s)
 	c->asked = true;
 	c->dra = c->lk->pod_nics && c->req.uid[0] ? c->lk->pod_nics(c->lk->pod_nics_ud, c->req.uid)
 						  : NULL;
-	if (podres_pod_devices(c->lk->pr, &c->req, LIST_TIMEOUT_MS, answered, c) < 0)
+	/* The scheduler's claim for the pod's extended resources, from its status (the cache). */
+	have_xc = podwatch_xclaim(c->lk->pw, &c->req, xc.name, sizeof(xc.name), xc.resources,
+				  sizeof(xc.resources));
+	if (podres_pod_devices(c->lk->pr, &c->req, have_xc ? &xc : NULL, LIST_TIMEOUT_MS, answered,
+			       c) < 0)
 		refuse(c, "out of memory");
 }
 

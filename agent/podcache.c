@@ -28,6 +28,8 @@
 #include "util.h"
 
 #define PODS_MAX 4096
+/* Distinct resources of an extended-resource claim kept: as many as --gpu-resource names. */
+#define XRES_MAX 8
 /* An entry's struct and its allocations' headers, counted beside its strings. */
 #define ENTRY_OVERHEAD 128
 
@@ -38,6 +40,8 @@ static void entry_free(struct pod_entry *e)
 	free(e->uid);
 	free(e->mirror);
 	free(e->json);
+	free(e->xclaim);
+	free(e->xres);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -205,6 +209,62 @@ static cJSON *trimmed(const struct hpn_alloc_keys *k, const cJSON *meta, const c
 }
 
 /*
+ * status.extendedResourceClaimStatus into e (KEP-5004, "Pod API"): the
+ * claim's name and its requestMappings' resources. The scheduler writes it,
+ * no tenant; still each name is checked, and a status of another form, or
+ * serving more than XRES_MAX resources, is not kept (the lookup then counts
+ * the claim's devices as any other claim's). -ENOMEM alone is an error.
+ */
+static int xclaim_of(const cJSON *pod, struct pod_entry *e)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status");
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(st, "extendedResourceClaimStatus");
+	const cJSON *maps = cJSON_GetObjectItemCaseSensitive(x, "requestMappings"), *m;
+	const char *claim = str_of(x, "resourceClaimName");
+	const char *names[XRES_MAX];
+	size_t n = 0, len = 0;
+	char *out;
+
+	if (!claim || !hpn_k8s_dns_subdomain(claim) || !cJSON_IsArray(maps))
+		return 0;
+	cJSON_ArrayForEach (m, maps) {
+		const char *r = str_of(m, "resourceName");
+		bool seen = false;
+
+		if (!r || !hpn_k8s_qualified_name(r) || strlen(r) >= HPN_ALLOC_RESOURCE_MAX)
+			return 0;
+		for (size_t i = 0; i < n; i++)
+			seen |= !strcmp(names[i], r);
+		if (seen)
+			continue;
+		if (n == XRES_MAX)
+			return 0;
+		names[n++] = r;
+		len += strlen(r) + 1;
+	}
+	if (!n)
+		return 0;
+	out = malloc(len);
+	e->xclaim = strdup(claim);
+	if (!out || !e->xclaim) {
+		free(out);
+		free(e->xclaim);
+		e->xclaim = NULL;
+		return -ENOMEM;
+	}
+	len = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+
+		memcpy(out + len, names[i], l);
+		len += l;
+		out[len++] = i + 1 < n ? ',' : '\0';
+	}
+	e->xres = out;
+	return 0;
+}
+
+/*
  * A Pod from the API made an entry: identity checked (names as the API's
  * rules have them; the rest is hpn_pod_parse's, in the plugin), the JSON
  * trimmed to k, or left out (json NULL) when over pod_max bytes.
@@ -235,7 +295,8 @@ static int entry_of(const struct hpn_alloc_keys *k, size_t pod_max, const cJSON 
 	e.name = strdup(name);
 	e.uid = strdup(uid);
 	e.mirror = mirror ? strdup(mirror) : NULL;
-	if (!e.json || !e.ns || !e.name || !e.uid || (mirror && !e.mirror)) {
+	if (!e.json || !e.ns || !e.name || !e.uid || (mirror && !e.mirror) ||
+	    xclaim_of(pod, &e) < 0) {
 		entry_free(&e);
 		return -ENOMEM;
 	}
@@ -244,7 +305,8 @@ static int entry_of(const struct hpn_alloc_keys *k, size_t pod_max, const cJSON 
 		e.json = NULL;
 	}
 	e.bytes = ENTRY_OVERHEAD + strlen(e.ns) + strlen(e.name) + strlen(e.uid) +
-		  (e.mirror ? strlen(e.mirror) : 0) + (e.json ? strlen(e.json) : 0);
+		  (e.mirror ? strlen(e.mirror) : 0) + (e.json ? strlen(e.json) : 0) +
+		  (e.xclaim ? strlen(e.xclaim) + strlen(e.xres) : 0);
 	*ret = e;
 	return 0;
 }

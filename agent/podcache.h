@@ -16,6 +16,13 @@ struct pod_entry {
 	char *ns, *name, *uid;
 	char *mirror; /* a static pod's kubernetes.io/config.mirror, or NULL */
 	char *json;   /* the trimmed Pod; NULL: kept by name only (too large, or nul) */
+	/*
+	 * status.extendedResourceClaimStatus (KEP-5004): the ResourceClaim the
+	 * scheduler made for the extended resources DRA backs, and the distinct
+	 * resourceName of its requestMappings, comma-separated; NULL: none, or
+	 * not of the API's form. The lookup's GPUs (podwatch_xclaim).
+	 */
+	char *xclaim, *xres;
 	size_t bytes; /* counted against PODWATCH_BYTES_MAX */
 	bool nul;     /* its JSON held \u0000, which hpn_pod_parse refuses: the API says so */
 };

@@ -45,6 +45,8 @@ int podres_init(struct podres *p, struct rpc *rpc, const char *kubelet_dir, cons
 struct pod_ask {
 	struct podres *p;
 	struct hpn_alloc_req req;
+	/* The pod's extended-resource claim, its devices GPUs whatever their driver ("": none). */
+	char xclaim[PODRES_DRIVER_MAX];
 	int timeout_ms;
 	podres_fn done;
 	void *ud;
@@ -89,9 +91,11 @@ static void add_gpu(struct hpn_alloc *al, const char *id, struct gpu_skips *sk)
 }
 
 /* The NIC resource's IDs, then the GPUs, of one container. */
-static void container(const struct podres *p, const V1__ContainerResources *cr,
+static void container(const struct pod_ask *q, const V1__ContainerResources *cr,
 		      struct hpn_alloc *al, struct gpu_skips *sk)
 {
+	const struct podres *p = q->p;
+
 	for (size_t d = 0; d < cr->n_devices; d++) {
 		const V1__ContainerDevices *cd = cr->devices[d];
 
@@ -116,15 +120,22 @@ static void container(const struct podres *p, const V1__ContainerResources *cr,
 					 cd->device_ids[i]);
 		}
 	}
-	if (!p->gpu_driver[0])
-		return;
 	for (size_t d = 0; d < cr->n_dynamic_resources; d++) {
 		const V1__DynamicResource *dr = cr->dynamic_resources[d];
+		/*
+		 * The kubelet lists the scheduler's claim, all its devices, for
+		 * each container its status maps (KEP-5004, "Actuation"), after
+		 * the container's own claims; claim_namespace is the pod's.
+		 */
+		bool gpus = q->xclaim[0] && dr->claim_name && dr->claim_namespace &&
+			    !strcmp(dr->claim_name, q->xclaim) &&
+			    !strcmp(dr->claim_namespace, q->req.namespace);
 
 		for (size_t i = 0; i < dr->n_claim_resources; i++) {
 			const V1__ClaimResource *c = dr->claim_resources[i];
 
-			if (c->driver_name && !strcmp(c->driver_name, p->gpu_driver))
+			if (gpus || (p->gpu_driver[0] && c->driver_name &&
+				     !strcmp(c->driver_name, p->gpu_driver)))
 				add_gpu(al, c->device_name, sk);
 		}
 	}
@@ -167,7 +178,7 @@ static void listed(void *ud, int status, const char *msg, const uint8_t *buf, si
 			continue;
 		al.pod_known = true;
 		for (size_t c = 0; c < pr->n_containers; c++)
-			container(p, pr->containers[c], &al, &sk);
+			container(q, pr->containers[c], &al, &sk);
 	}
 	if (sk.bad)
 		hpn_warn("PodResources: pod %s/%s: %zu GPU IDs skipped, not of a GPU ID's syntax "
@@ -183,8 +194,37 @@ out:
 	free(q);
 }
 
-int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int timeout_ms,
-		       podres_fn done, void *ud)
+/*
+ * Are the devices of xc's claim all GPUs? When each resource it serves is a
+ * GPU resource. PodResources does not say which request a device serves, so
+ * a claim that serves another resource too counts only its devices of the GPU
+ * driver, as any claim; said.
+ */
+static bool xclaim_gpus(const struct podres *p, const struct hpn_alloc_req *req,
+			const struct podres_xclaim *xc)
+{
+	size_t gpu = 0, other = 0;
+
+	for (const char *s = xc->resources; *s;) {
+		size_t len = strcspn(s, ",");
+		bool is = false;
+
+		for (size_t i = 0; i < p->n_gpu_resources; i++)
+			is |= strlen(p->gpu_resources[i]) == len &&
+			      !memcmp(p->gpu_resources[i], s, len);
+		gpu += is;
+		other += !is;
+		s += len + (s[len] == ',');
+	}
+	if (gpu && other)
+		hpn_warn("PodResources: pod %s/%s: claim %s serves GPUs and other resources (%s): "
+			 "only its devices of --gpu-driver are GPUs",
+			 req->namespace, req->name, xc->name, xc->resources);
+	return gpu && !other;
+}
+
+int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req,
+		       const struct podres_xclaim *xc, int timeout_ms, podres_fn done, void *ud)
 {
 	V1__ListPodResourcesRequest lr = V1__LIST_POD_RESOURCES_REQUEST__INIT;
 	struct pod_ask *q = calloc(1, sizeof(*q));
@@ -195,6 +235,8 @@ int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int ti
 		return -ENOMEM;
 	q->p = p;
 	q->req = *req;
+	if (xc && xclaim_gpus(p, req, xc))
+		snprintf(q->xclaim, sizeof(q->xclaim), "%s", xc->name);
 	q->timeout_ms = timeout_ms;
 	q->done = done;
 	q->ud = ud;

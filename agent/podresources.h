@@ -38,13 +38,27 @@ int podres_init(struct podres *p, struct rpc *rpc, const char *kubelet_dir, cons
 		const char *gpu_resources, const char *gpu_driver);
 
 /*
+ * The claim the scheduler made for the pod's extended resources that DRA
+ * backs (KEP-5004), as the pod's status.extendedResourceClaimStatus names it:
+ * the claim, and the resources its requestMappings serve (comma-separated).
+ */
+#define PODRES_XRES_MAX (PODRES_GPU_RESOURCES * HPN_ALLOC_RESOURCE_MAX)
+struct podres_xclaim {
+	char name[PODRES_DRIVER_MAX]; /* a DNS subdomain, as a claim's name */
+	char resources[PODRES_XRES_MAX];
+};
+
+/*
  * done(ud, devices, NULL) or done(ud, NULL, error) on the loop, within
  * timeout_ms: the pod's devices of the resource and its GPUs (al->gpus:
  * per container in the kubelet's order, the GPU resources' IDs, then its
- * claims' devices of the GPU driver; each once).
+ * claims' devices of the GPU driver, and every device of xc's claim when
+ * each resource xc serves is a GPU resource, whatever its driver: the
+ * scheduler's claim for nvidia.com/gpu; each once). xc NULL: the pod has
+ * none, or the agent does not know it; copied.
  */
 typedef void (*podres_fn)(void *ud, const struct hpn_alloc *al, const char *error);
-int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int timeout_ms,
-		       podres_fn done, void *ud);
+int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req,
+		       const struct podres_xclaim *xc, int timeout_ms, podres_fn done, void *ud);
 
 #endif

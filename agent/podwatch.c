@@ -714,3 +714,15 @@ int podwatch_offline_watch(struct podwatch *pw, const char *data, size_t len)
 	}
 	return r;
 }
+
+bool podwatch_xclaim(struct podwatch *pw, const struct hpn_alloc_req *req, char *claim,
+		     size_t claim_len, char *res, size_t res_len)
+{
+	const struct pod_entry *e = pw ? pods_find(&pw->cache, req->namespace, req->name) : NULL;
+
+	/* Another pod under the name (a UID given and not its own) has another claim. */
+	if (!e || !e->xclaim || (req->uid[0] && strcmp(e->uid, req->uid)))
+		return false;
+	return hpn_snprintf(claim, claim_len, "%s", e->xclaim) >= 0 &&
+	       hpn_snprintf(res, res_len, "%s", e->xres) >= 0;
+}

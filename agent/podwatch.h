@@ -2,6 +2,7 @@
 #ifndef HPN_AGENT_PODWATCH_H
 #define HPN_AGENT_PODWATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "alloc.h"
@@ -60,6 +61,17 @@ void podwatch_metrics(struct sbuf *b, void *ud);
  * (or a static pod's mirror annotation) is req->uid; else "unknown" with why.
  */
 char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req);
+
+/*
+ * The pod's extended-resource claim (KEP-5004), for the lookup's GPUs: true
+ * when the cache holds req's pod (its UID, when req has one) with a
+ * status.extendedResourceClaimStatus, its claim's name copied into claim and
+ * the resources it serves (comma-separated) into res; false otherwise (pw
+ * NULL: no cache), neither written. The cache need not be synced: a claim
+ * name once written stays the pod's.
+ */
+bool podwatch_xclaim(struct podwatch *pw, const struct hpn_alloc_req *req, char *claim,
+		     size_t claim_len, char *res, size_t res_len);
 
 /*
  * The same cache with no loop and no API, for the fuzzer

@@ -35,15 +35,28 @@ static char tmp[64], sock_path[96];
 
 /* ---- stand-ins for the kubelet's and the API's answers -------------------------- */
 
-int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req, int timeout_ms,
-		       podres_fn fn, void *ud)
+int podres_pod_devices(struct podres *p, const struct hpn_alloc_req *req,
+		       const struct podres_xclaim *xc, int timeout_ms, podres_fn fn, void *ud)
 {
 	(void)p;
 	(void)req;
+	(void)xc;
 	(void)timeout_ms;
 	(void)fn;
 	(void)ud;
 	return -ENOSYS;
+}
+
+bool podwatch_xclaim(struct podwatch *pw, const struct hpn_alloc_req *req, char *claim,
+		     size_t claim_len, char *res, size_t res_len)
+{
+	(void)pw;
+	(void)req;
+	(void)claim;
+	(void)claim_len;
+	(void)res;
+	(void)res_len;
+	return false;
 }
 
 char *podwatch_answer(struct podwatch *pw, const struct hpn_alloc_req *req)
