@@ -11,12 +11,17 @@
 # pod on the same switch (contention); a third with no near NIC left,
 # refused (gpus.far "refuse") with nothing changed, or given the nearest
 # (allow); unknown GPUs; the kubelet's far allocation attached and reported;
-# the GPU count from PodResources against the model's profile.
+# the GPU count from PodResources against the model's profile; GPUs in the
+# claim the scheduler made for nvidia.com/gpu (KEP-5004), the pod's status
+# read from the API stand-in (test/kube) by the agent's pod cache, given the
+# NICs the device plugin's same GPUs get.
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=dralib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
 
 t_init
 agent_require
@@ -216,6 +221,100 @@ kubelet_far() {
 	node_down
 }
 run "the kubelet's far allocation reported; the GPU count from PodResources" kubelet_far
+
+# ---- GPUs the scheduler claimed (KEP-5004) ----------------------------------------
+
+# A node without NVIDIA's device plugin on Kubernetes 1.34+: the pod asks
+# nvidia.com/gpu: 2, the scheduler allocates two GPUs of a DeviceClass whose
+# extendedResourceName is nvidia.com/gpu in a claim it makes, names it in
+# the pod's status.extendedResourceClaimStatus, and the kubelet lists it
+# under dynamic_resources (the stand-in's "extended"). The driver is not
+# --gpu-driver: the claim makes its devices GPUs. XDRV stands for a cloud's
+# own GPU DRA driver, which names its devices as NVIDIA's does.
+XDRV=gpu.example-cloud.com
+XCLAIM=x-extended-resources-7kq2d
+
+# sched_api: the API stand-in (dralib.sh's, without the DRA driver) holding
+# pod ns1/x with the scheduler's claim in its status, and the agent's flags
+# to watch it (the pod cache).
+sched_api() {
+	dra_api
+	mkdir -p "$KUBE_WORK/pods/ns1"
+	jq -n --arg c "$XCLAIM" '{kind: "Pod", apiVersion: "v1",
+		metadata: {namespace: "ns1", name: "x", uid: "uid-x"},
+		spec: {nodeName: "node1", containers: [{name: "main", image: "busybox",
+			resources: {limits: {"nvidia.com/gpu": "2"}}}]},
+		status: {extendedResourceClaimStatus: {resourceClaimName: $c,
+			requestMappings: [{containerName: "main", resourceName: "nvidia.com/gpu",
+				requestName: "container-0-request-0"}]}}}' >"$KUBE_WORK/pods/ns1/x.json"
+	AGENT_FLAGS=(--cri-socket none --node-name node1 --kubeconfig "$KUBE_WORK/agent.kubeconfig"
+		--service-account "$KUBE_WORK/sa")
+}
+
+# picks POD: what ADD gave pod POD, without the GPUs' IDs (the two sources
+# name them differently): each hpnN's host NIC, then per NIC of the result its
+# GPU's PCI address, class and far flag, then the journal's address, class
+# and best class.
+picks() {
+	local i nic n=
+	for i in 0 1 2; do
+		ip -n "${HPNT_PREFIX}p$SCEN-$1" link show "hpn$i" >/dev/null 2>&1 || break
+		for nic in "${!MACS[@]}"; do
+			[[ $(mac_of "${HPNT_PREFIX}p$SCEN-$1" "hpn$i") == "${MACS[$nic]}" ]] && n+="hpn$i=$nic "
+		done
+	done
+	echo "$n"
+	jq -c '[.rdma[] | .gpu | [.pciID, .distance, (.far // false)]]' <<<"$OUT"
+	jq -c '[.nics[].gpu | [.pci, .distance, .best]]' "$(state_files | head -n1)"
+}
+
+sched_claim() {
+	local conf plugin scheduler
+	if ! command -v openssl >/dev/null; then
+		echo "skipped: openssl is not installed (the API stand-in's certificates)"
+		return 0
+	fi
+	sched_api
+	node_up plain
+	wait_log "pod cache: 1 pods of node node1 listed" "the pod cache's first list"
+	save_macs
+	conf=$(conf_with)
+
+	# The device plugin's GPUs 5 and 0, in the kubelet's order.
+	pod_gpus d "$U5" "$U0" >"$T/pods.json"
+	add_pod d "$conf"
+	expect_result "ADD of the device plugin's GPUs 5 and 0"
+	plugin=$(picks d)
+	del_pod d "$conf"
+
+	# The same GPUs in the scheduler's claim, in the same order, beside a
+	# claim of the container's own of another driver (not GPUs).
+	jq -cn --arg c "$XCLAIM" --arg drv "$XDRV" '[{namespace: "ns1", name: "x",
+		containers: [{name: "main", dynamic: [{claim: "x-scratch", namespace: "ns1",
+			driver: "fpga.example.com", pool: "node1", device: "gpu-1"}]}],
+		extended: {claim: $c, containers: ["main"], devices: [
+			{driver: $drv, pool: "node1", device: "gpu-5", cdi: ["k8s.gpu.example-cloud.com/gpu=gpu-5"]},
+			{driver: $drv, pool: "node1", device: "gpu-0", cdi: ["k8s.gpu.example-cloud.com/gpu=gpu-0"]}]}}]' \
+		>"$T/pods.json"
+	: >"$T/plugin.log"
+	add_pod x "$conf"
+	expect_result "ADD of the scheduler's claim of GPUs 5 and 0"
+	scheduler=$(picks x)
+	[[ $scheduler == "$plugin" ]] || fail "the scheduler's claim's NICs are not the device plugin's:
+device plugin: $plugin
+claim:         $scheduler"
+	[[ $(head -n1 <<<"$scheduler") == "hpn0=ens1np0 hpn1=ens5np0 " ]] ||
+		fail "the NICs are not GPU 0's and GPU 5's switches': $scheduler"
+	jq_ok '[.rdma[].gpu.id] == ["gpu-0", "gpu-5"]' "the claim's GPUs, by their device names"
+	grep -q 'for GPU 0000:85:00.0 at PIX' "$T/plugin.log" || fail "the log names hpn1's GPU"
+	del_pod x "$conf"
+	expect_no_state "after the DELs"
+	node_down
+	kube_stop
+	unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
+	AGENT_FLAGS=(--cri-socket none)
+}
+run "GPUs the scheduler claimed for nvidia.com/gpu: the device plugin's NICs, order and classes" sched_claim
 
 # vm-erdma: each ENI's virtio-net function is SYS to every GPU; its eRDMA
 # function is PHB to the four GPUs of its host bridge. The pool places a NIC

@@ -177,11 +177,40 @@ func (r *registration) Register(ctx context.Context, req *dp.RegisterRequest) (*
 
 // The pods file: [{"namespace","name","containers":[{"name",
 // "devices":[{"resource","ids":[...]}],
-// "dynamic":[{"claim","namespace","driver","pool","device","cdi":[...]}]}]}]
-// Each "dynamic" entry is one claim with one allocated device.
+// "dynamic":[{"claim","namespace","driver","pool","device","cdi":[...]}]}],
+// "extended":{"claim","containers":[...],"devices":[{"driver","pool","device","cdi"}]}}]
+// Each "dynamic" entry is one claim with one allocated device. "extended" is
+// the claim the scheduler made for the pod's extended resources that DRA
+// backs (KEP-5004, Kubernetes 1.34+ with DRAExtendedResource): the pod's
+// status.extendedResourceClaimStatus names it and maps it to "containers".
+// As kubelet 1.34-1.36 lists it (GetContainerClaimInfos): after a mapped
+// container's own claims, one entry of the whole claim, every device in the
+// allocation's order, whatever request of whichever container it serves; no
+// device plugin "devices" for those resources (the device manager skips
+// them).
+type claimDevice struct {
+	Driver string   `json:"driver"`
+	Pool   string   `json:"pool"`
+	Device string   `json:"device"`
+	CDI    []string `json:"cdi"`
+}
+
+func (d claimDevice) resource() *pr.ClaimResource {
+	res := &pr.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
+	for _, n := range d.CDI {
+		res.CdiDevices = append(res.CdiDevices, &pr.CDIDevice{Name: n})
+	}
+	return res
+}
+
 type podFile []struct {
-	Namespace  string `json:"namespace"`
-	Name       string `json:"name"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Extended  *struct {
+		Claim      string        `json:"claim"`
+		Containers []string      `json:"containers"`
+		Devices    []claimDevice `json:"devices"`
+	} `json:"extended"`
 	Containers []struct {
 		Name    string `json:"name"`
 		Devices []struct {
@@ -189,12 +218,9 @@ type podFile []struct {
 			IDs      []string `json:"ids"`
 		} `json:"devices"`
 		Dynamic []struct {
-			Claim     string   `json:"claim"`
-			Namespace string   `json:"namespace"`
-			Driver    string   `json:"driver"`
-			Pool      string   `json:"pool"`
-			Device    string   `json:"device"`
-			CDI       []string `json:"cdi"`
+			Claim     string `json:"claim"`
+			Namespace string `json:"namespace"`
+			claimDevice
 		} `json:"dynamic"`
 	} `json:"containers"`
 }
@@ -228,13 +254,21 @@ func (p *podResources) List(ctx context.Context, req *pr.ListPodResourcesRequest
 				cr.Devices = append(cr.Devices, &pr.ContainerDevices{ResourceName: d.Resource, DeviceIds: d.IDs})
 			}
 			for _, d := range c.Dynamic {
-				res := &pr.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
-				for _, n := range d.CDI {
-					res.CdiDevices = append(res.CdiDevices, &pr.CDIDevice{Name: n})
-				}
 				cr.DynamicResources = append(cr.DynamicResources, &pr.DynamicResource{
 					ClaimName: d.Claim, ClaimNamespace: d.Namespace,
-					ClaimResources: []*pr.ClaimResource{res}})
+					ClaimResources: []*pr.ClaimResource{d.resource()}})
+			}
+			if x := pod.Extended; x != nil {
+				for _, name := range x.Containers {
+					if name != c.Name {
+						continue
+					}
+					dr := &pr.DynamicResource{ClaimName: x.Claim, ClaimNamespace: pod.Namespace}
+					for _, d := range x.Devices {
+						dr.ClaimResources = append(dr.ClaimResources, d.resource())
+					}
+					cr.DynamicResources = append(cr.DynamicResources, dr)
+				}
 			}
 			x.Containers = append(x.Containers, cr)
 		}
