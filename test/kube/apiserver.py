@@ -52,10 +52,23 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
     publishes (422 Invalid, a Status with one cause per field): driver and
     pool names, pool generation and resourceSliceCount, exactly one of
     nodeName, nodeSelector (one term), allNodes, perDeviceNodeSelection;
-    at most 128 devices (names DNS labels, unique), 32 attributes and
+    at most 128 devices (names DNS labels, unique), 64 when any device has
+    a taint (ResourceSliceMaxDevicesWithAdvancedFeatures), 32 attributes and
     capacities per device, attribute names (a C identifier of at most 32,
     optionally after "domain/"), each attribute exactly one of int, bool,
-    string (at most 64) and version (semver, at most 64).
+    string (at most 64) and version (semver, at most 64); a device's taints
+    (KEP-5055), unless they are the stored device's own: at most 16, each a
+    key that is a label name ([prefix/]name: a DNS subdomain of at most 253,
+    a name of at most 63 of [A-Za-z0-9._-] alphanumeric at both ends),
+    a value that is empty or a label value, an effect of NoSchedule,
+    NoExecute or None (a NotSupported cause, as validateDeviceTaint gives).
+    A taint's timeAdded is a metav1.Time: RFC 3339, else 400 as the decoder
+    refuses it; stored in UTC to the second; now when absent (the API's
+    default). The feature gate DRADeviceTaints is on (1.36 on) unless the
+    --mode file's name with ".gates" after it holds "DRADeviceTaints=false"
+    (read at every write): then a slice's taints are dropped before
+    validation, unless the stored slice has some, as the ResourceSlice
+    strategy's dropDisabledFields does.
   ResourceClaims (namespaced), from RDIR/{ns}/resourceclaims/{name}.json,
   which the tests write: GET .../resourceclaims/{name} and its /status, and
   PATCH .../resourceclaims/{name}/status as server-side apply only
@@ -78,8 +91,8 @@ Left out: watches of slices and claims, pagination of anything but pods, managed
 fields' per-field merge and apply conflicts between managers, json-patch,
 merge and strategic-merge patches, dryRun, finalizers, admission, the other
 resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
-not send (counters, taints, capacity request policies, per-device node
-selection, CEL).
+not send (counters, capacity request policies, per-device node selection,
+list attributes, CEL).
 
 TokenRequest (the agent asks for the plugin's ServiceAccount's token):
   POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token, a TokenRequest
@@ -147,6 +160,7 @@ The server exits by itself after --lifetime seconds (default 600).
 """
 import argparse
 import base64
+import datetime
 import http.server
 import ipaddress
 import json
@@ -348,6 +362,96 @@ def check_attribute(errs, attr, field):
         errs.invalid(field, attr, "exactly one value must be specified")
 
 
+TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
+RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?"
+                        r"([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def check_label_name(errs, key, field):
+    """metav1validation.ValidateLabelName: a qualified name, [prefix/]name."""
+    if not isinstance(key, str) or not key:
+        return errs.required(field)
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or not is_subdomain(prefix)):
+        errs.invalid(field, key, "prefix part must be a DNS subdomain (RFC 1123)")
+    if not name or len(name) > 63 or not LABEL_NAME_RE.match(name):
+        errs.invalid(field, key, "name part must consist of alphanumeric characters, '-', "
+                     "'_' or '.', and must start and end with an alphanumeric character "
+                     "(at most 63)")
+    if key.count("/") > 1:
+        errs.invalid(field, key, "a qualified name must consist of an optional prefix and a name")
+
+
+def check_taints(errs, taints, field):
+    if not isinstance(taints, list):
+        return errs.invalid(field, taints, "must be a list")
+    if len(taints) > 16:
+        errs.too_many(field, len(taints), 16)
+    for i, t in enumerate(taints):
+        f = f"{field}[{i}]"
+        if not isinstance(t, dict):
+            errs.invalid(f, t, "must be an object")
+            continue
+        check_label_name(errs, t.get("key"), f + ".key")
+        v = t.get("value", "")
+        if v and (not isinstance(v, str) or len(v) > 63 or not LABEL_NAME_RE.match(v)):
+            errs.invalid(f + ".value", v, "a valid label must be an empty string or consist "
+                         "of alphanumeric characters, '-', '_' or '.', and must start and end "
+                         "with an alphanumeric character (at most 63)")
+        e = t.get("effect")
+        if not e:
+            errs.required(f + ".effect")
+        elif e not in TAINT_EFFECTS:
+            errs.add("FieldValueNotSupported", f + ".effect",
+                     f'Unsupported value: {json.dumps(e)}: supported values: '
+                     + ", ".join(json.dumps(x) for x in TAINT_EFFECTS))
+
+
+def decode_taint_times(obj):
+    """The taints' timeAdded decoded as metav1.Time is: RFC 3339 or a 400,
+    stored in UTC to the second, now when absent."""
+    devices = (obj.get("spec") or {}).get("devices") if isinstance(obj.get("spec"), dict) else None
+    for dev in devices if isinstance(devices, list) else []:
+        for t in (dev.get("taints") or []) if isinstance(dev, dict) else []:
+            if not isinstance(t, dict):
+                continue
+            v = t.get("timeAdded")
+            if v is None:
+                t["timeAdded"] = now_rfc3339()
+                continue
+            m = RFC3339_RE.match(v) if isinstance(v, str) else None
+            try:
+                when = datetime.datetime.fromisoformat(v.upper().replace("Z", "+00:00")) \
+                    if m else None
+            except ValueError:
+                when = None
+            if when is None:
+                raise bad_request(f'ResourceSlice in version "v1" cannot be handled as a '
+                                  f'ResourceSlice: parsing time {json.dumps(v)} as '
+                                  f'"2006-01-02T15:04:05Z07:00": cannot parse')
+            t["timeAdded"] = when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def has_taints(spec):
+    devices = spec.get("devices") if isinstance(spec, dict) else None
+    return any(isinstance(d, dict) and d.get("taints") for d in devices or [])
+
+
+def drop_disabled_taints(obj, old, gates_path):
+    """DRADeviceTaints off: the new slice's taints dropped, unless the
+    stored one uses them (dropDisabledDRADeviceTaintsFields)."""
+    try:
+        with open(gates_path) as f:
+            off = "DRADeviceTaints=false" in f.read().split()
+    except FileNotFoundError:
+        return
+    if not off or (old and has_taints(old.get("spec"))):
+        return
+    for dev in (obj.get("spec") or {}).get("devices") or []:
+        if isinstance(dev, dict):
+            dev.pop("taints", None)
+
+
 def check_slice(obj, old=None):
     """A ResourceSlice's metadata.name and spec; old: the stored one (PUT)."""
     errs = Errors()
@@ -403,10 +507,14 @@ def check_slice(obj, old=None):
     elif len(where) > 1:
         errs.invalid("spec", "{" + ", ".join(where) + "}", one_of + " is required, but several are set")
     devices = spec.get("devices") or []
+    # ResourceSliceMaxDevicesWithAdvancedFeatures when any device has a taint.
+    max_devices = 64 if has_taints(spec) else 128
+    old_devices = {d.get("name"): d for d in ((old or {}).get("spec") or {}).get("devices") or []
+                   if isinstance(d, dict)}
     if not isinstance(devices, list):
         errs.invalid("spec.devices", devices, "must be a list")
-    elif len(devices) > 128:
-        errs.too_many("spec.devices", len(devices), 128)
+    elif len(devices) > max_devices:
+        errs.too_many("spec.devices", len(devices), max_devices)
     else:
         seen = set()
         for i, dev in enumerate(devices):
@@ -425,6 +533,11 @@ def check_slice(obj, old=None):
                 check_attribute(errs, attr, f"{field}.attributes[{key}]")
             for key in caps:
                 check_qualified_name(errs, key, field + ".capacity")
+            taints = dev.get("taints")
+            # Taints as the stored device has them are not validated again (ratcheting).
+            was = old_devices.get(dev.get("name"))
+            if taints is not None and not (was and was.get("taints") == taints):
+                check_taints(errs, taints, field + ".taints")
             if dev.get("name") in seen:
                 errs.duplicate(field, dev.get("name"))
             seen.add(dev.get("name"))
@@ -1239,6 +1352,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise invalid("ResourceSlice", "", [{
                 "reason": "FieldValueRequired", "field": "metadata.name",
                 "message": "Required value: name or generateName is required"}])
+        decode_taint_times(obj)
+        drop_disabled_taints(obj, None, self.server.cfg.mode.path + ".gates")
         causes = check_slice(obj)
         if causes:
             raise invalid("ResourceSlice", name, causes)
@@ -1265,6 +1380,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            f'"{name}": the object has been modified (resourceVersion '
                            f'{old["metadata"]["resourceVersion"]}, not {rv}): read it again',
                            details={"name": name, "group": GROUP, "kind": "resourceslices"})
+        decode_taint_times(obj)
+        drop_disabled_taints(obj, old, self.server.cfg.mode.path + ".gates")
         causes = check_slice(obj, old)
         if causes:
             raise invalid("ResourceSlice", name, causes)

@@ -3,7 +3,8 @@
 # the stand-in API server, without root (ctest unit.kube-slices; the prologue
 # in suite.sh): a pod read and the errors of the general call; ResourceSlices
 # created, listed by field selector, updated (409 on a stale resourceVersion)
-# and deleted, the API's validation met (422 naming the field); retries go
+# and deleted, the API's validation met (422 naming the field; a device's
+# taints and the 64 devices of a tainted slice too); retries go
 # through 503 for GET and PUT, never for POST; kubectl reads the same slices
 # with the same kubeconfig. Nothing leaves loopback.
 # Prints "N passed, N failed" last; exits 1 on any failure, 77 (SKIP) without
@@ -199,6 +200,64 @@ bad_slice "a string attribute over 64" 'spec.devices[1].attributes[rdmaDevice].s
 	'Too long: may not be more than 64' '.spec.devices[1].attributes.rdmaDevice.string = ("m" * 65)'
 bad_slice "a version that is not semver" 'spec.devices[0].attributes[firmware].version' 'semver' \
 	'.spec.devices[0].attributes.firmware.version = "28.39"'
+
+# Device taints (KEP-5055, as the DRA driver publishes an unhealthy NIC): the
+# API's checks of key, value, effect, count, and 64 devices to a tainted slice.
+TAINT='{key: "rdma.hpn.example.com/unhealthy", value: "PortDown", effect: "NoSchedule",
+	timeAdded: "2026-12-04T13:07:59Z"}'
+bad_slice "a taint key whose prefix is not a DNS subdomain" 'spec.devices[0].taints[0].key' \
+	'prefix part' ".spec.devices[0].taints = [$TAINT | .key = \"Bad_Domain/x\"]"
+bad_slice "a taint key with no name" 'spec.devices[0].taints[0].key' 'name part' \
+	".spec.devices[0].taints = [$TAINT | .key = \"example.com/\"]"
+bad_slice "a taint key's name over 63" 'spec.devices[0].taints[0].key' 'name part' \
+	".spec.devices[0].taints = [$TAINT | .key = (\"x\" * 64)]"
+bad_slice "a taint without a key" 'spec.devices[0].taints[0].key' 'Required value' \
+	".spec.devices[0].taints = [$TAINT | del(.key)]"
+bad_slice "a taint value that is not a label value" 'spec.devices[0].taints[0].value' \
+	'a valid label' ".spec.devices[0].taints = [$TAINT | .value = \"port down\"]"
+bad_slice "a taint value over 63" 'spec.devices[0].taints[0].value' 'a valid label' \
+	".spec.devices[0].taints = [$TAINT | .value = (\"v\" * 64)]"
+bad_slice "an effect the API does not know" 'spec.devices[0].taints[0].effect' \
+	'Unsupported value: "PreferNoSchedule": supported values: "NoExecute", "NoSchedule", "None"' \
+	".spec.devices[0].taints = [$TAINT | .effect = \"PreferNoSchedule\"]"
+bad_slice "a taint without an effect" 'spec.devices[0].taints[0].effect' 'Required value' \
+	".spec.devices[0].taints = [$TAINT | del(.effect)]"
+bad_slice "17 taints" 'spec.devices[0].taints' 'Too many: 17: must have at most 16' \
+	".spec.devices[0].taints = [range(17) | $TAINT | .key = \"t\(.)\"]"
+bad_slice "65 devices, one tainted" spec.devices 'Too many: 65: must have at most 64' \
+	".spec.devices = [range(65) | {name: \"nic\(.)\"}] | .spec.devices[64].taints = [$TAINT]"
+slice "$W/wide.json" node1-wide node5 '.spec.devices = [range(128) | {name: "nic\(.)"}]'
+req -n "$KT" POST "$SLICES" "$W/wide.json"
+expect_status "128 devices, none tainted: 201" 201 '(.spec.devices | length) == 128'
+jq --argjson t "$(jq -nc "$TAINT")" '.spec.devices[5].taints = [$t]' <<<"$BODY" >"$W/wide2.json"
+req "$KT" PUT "$SLICES/node1-wide" "$W/wide2.json"
+expect_status "one of them tainted: 422, 64 at most" 422 \
+	'.details.causes | any(.field == "spec.devices" and (.message | test("Too many: 128: must have at most 64")))'
+req -w "ResourceSlice node1-wide" "$KT" DELETE "$SLICES/node1-wide"
+slice "$W/t1.json" node1-tainted node1 ".spec.devices[0].taints = [$TAINT | .timeAdded = \"2026-12-04T14:07:59.25+01:00\"] |
+	.spec.devices[1].taints = [$TAINT | del(.timeAdded, .value) | .effect = \"None\"]"
+req -n "$KT" POST "$SLICES" "$W/t1.json"
+expect_status "a tainted slice: 201, the time in UTC to the second, an absent one now" 201 \
+	'.spec.devices[0].taints[0].timeAdded == "2026-12-04T13:07:59Z" and
+	 .spec.devices[0].taints[0].effect == "NoSchedule" and .spec.devices[1].taints[0].effect == "None" and
+	 (.spec.devices[1].taints[0].timeAdded | fromdateiso8601) > (now - 60)'
+slice "$W/t2.json" node1-badtime node1 ".spec.devices[0].taints = [$TAINT | .timeAdded = \"2026-12-04 13:07:59\"]"
+req -n "$KT" POST "$SLICES" "$W/t2.json"
+expect_status "a timeAdded that is not RFC 3339: 400, as the decoder refuses it" 400 \
+	'.message | test("parsing time \"2026-12-04 13:07:59\"")'
+# DRADeviceTaints off (before 1.36): taints dropped, unless the stored slice has some.
+echo "DRADeviceTaints=false" >"$W/mode.gates"
+slice "$W/t3.json" node1-gateoff node1 ".spec.devices[0].taints = [$TAINT]"
+req -n "$KT" POST "$SLICES" "$W/t3.json"
+expect_status "the gate off: the slice stored, its taints dropped" 201 \
+	'(.spec.devices[0] | has("taints") | not)'
+req "$KT" GET "$SLICES/node1-tainted"
+jq '.spec.devices[0].taints[0].value = "RDMADeviceGone"' <<<"$BODY" >"$W/t4.json"
+req "$KT" PUT "$SLICES/node1-tainted" "$W/t4.json"
+expect_status "the gate off: a slice that has taints keeps them" 200 \
+	'.spec.devices[0].taints[0].value == "RDMADeviceGone"'
+rm -f "$W/mode.gates"
+req -w "ResourceSlice node1-gateoff" "$KT" DELETE "$SLICES/node1-gateoff"
 
 # Retries: idempotent calls go through 503s, POST does not.
 echo "status 503 2" >"$W/mode"
