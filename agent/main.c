@@ -436,7 +436,8 @@ static int start(struct agent *a, struct opts *o)
 						  .dev_root = o->dp.dev_root,
 						  .cdi_hook = o->cdi_hook,
 						  .api_timeout_ms = DRA_API_MS,
-						  .kube = a->kube },
+						  .kube = a->kube,
+						  .taint_effect = o->dra_taint_effect },
 			      &a->dra, &err);
 		if (r < 0)
 			goto fail;

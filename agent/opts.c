@@ -77,6 +77,9 @@ static const char usage[] =
 	"                       DIR/plugins_registry/DRIVER-reg.sock; claims are read\n"
 	"                       with --kubeconfig, their CDI specs go to --cdi-dir\n"
 	"  --dra-driver NAME    the driver's name (default " HPN_DRA_DRIVER ")\n"
+	"  --dra-taint-effect E  an unhealthy NIC stays in the ResourceSlices with the\n"
+	"                       taint DRIVER/unhealthy of effect E: NoSchedule (the\n"
+	"                       default), NoExecute (its pods evicted) or None\n"
 	"  --node-name NAME     this node, the pool's name in claims (default\n"
 	"                       $NODE_NAME, else the host name)\n"
 	"\n"
@@ -246,6 +249,13 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'N':
 		o->dra_driver = v;
 		return true;
+	case 'T':
+		o->dra_taint_effect = v;
+		if (hpn_dra_taint_effect_valid(v))
+			return true;
+		fprintf(stderr,
+			"hpn-rdma-agent: --dra-taint-effect is NoSchedule, NoExecute or None\n");
+		return false;
 	case 'n':
 		o->node_name = v;
 		return true;
@@ -435,6 +445,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 		{ "plugin-token-seconds", required_argument, NULL, 'Q' },
 		{ "dra", no_argument, NULL, 'R' },
 		{ "dra-driver", required_argument, NULL, 'N' },
+		{ "dra-taint-effect", required_argument, NULL, 'T' },
 		{ "node-name", required_argument, NULL, 'n' },
 		{ "nri", optional_argument, NULL, 'i' },
 		{ "nri-name", required_argument, NULL, 'Y' },

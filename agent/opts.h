@@ -18,7 +18,7 @@ struct opts {
 	const char *metrics_address;
 	const char *gpu_resources, *gpu_driver;
 	bool dra;
-	const char *dra_driver, *node_name;
+	const char *dra_driver, *node_name, *dra_taint_effect;
 	const char *nri_socket, *nri_name, *nri_index; /* nri_socket NULL: no NRI */
 	int poll_s;
 	struct dp_opts dp;

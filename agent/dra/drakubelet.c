@@ -585,8 +585,10 @@ static void watch_v1alpha1(struct rpc_call *c, const uint8_t *buf, size_t len, v
 
 void dra_devices_changed(struct dra *d)
 {
-	if (d)
-		drahealth_changed(d->health);
+	if (!d)
+		return;
+	drahealth_changed(d->health);
+	draslices_scanned(d->slices);
 }
 
 static const struct rpc_method methods[] = {
@@ -705,7 +707,8 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 					     .node_name = o->node_name,
 					     .kube = o->kube,
 					     .kubeconfig = o->kubeconfig,
-					     .api_timeout_ms = o->api_timeout_ms };
+					     .api_timeout_ms = o->api_timeout_ms,
+					     .taint_effect = o->taint_effect };
 
 		r = draslices_start(l, node, &so, &d->slices, err);
 		if (r < 0)

@@ -39,6 +39,7 @@ struct dra_opts {
 	const char *cdi_hook;	/* the specs' createRuntime hook (--cdi-hook; none: no spec) */
 	int api_timeout_ms;	/* one claim's GET, retries included */
 	struct kubeloop *kube;	/* the API's calls, on the loop */
+	const char *taint_effect; /* an unhealthy NIC's taint in the slices (NULL: NoSchedule) */
 };
 
 struct dra;
@@ -58,7 +59,7 @@ void dra_scanned(struct dra *d);
 /*
  * What the kubelet sees of the node's devices changed (node.h's on_devices:
  * a NIC's health, a health loop verdict): the health streams told, if their
- * list changed. NULL is fine.
+ * list changed, and the slices rendered again (a taint). NULL is fine.
  */
 void dra_devices_changed(struct dra *d);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */

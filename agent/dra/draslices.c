@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -41,11 +42,13 @@ struct round {
 	char *key;	    /* the pool rendered at generation 0, as the round started */
 	struct hpn_dra_nic *nics;
 	size_t n;
+	size_t tainted; /* NICs of nics with a taint */
 	long floor; /* the generation we last published: a new one goes above */
 	double t0;  /* the list's start */
 	struct hpn_err err;
 	long gen;   /* the generation in the API after the round */
 	bool wrote; /* the round wrote (or deleted) a slice */
+	bool bumped; /* at a new generation: every slice written */
 	size_t slices;
 	unsigned long writes;		 /* slices PUT or POSTed */
 	struct hpn_dra_slices_plan plan; /* what the list's answer asks of the round */
@@ -57,7 +60,10 @@ struct round {
 	char path[1024], what[384];
 };
 
-/* A NIC as sysfs last showed it: what it keeps in the slices while a pod holds it. */
+/*
+ * A NIC as sysfs last showed it: what it keeps in the slices while a pod
+ * holds it; and since when it is unhealthy (its taint's timeAdded).
+ */
 struct seen {
 	char id[HPN_ALLOC_ID_MAX];
 	struct hpn_dra_nic nic;
@@ -72,6 +78,8 @@ struct draslices_stats {
 	double write_s;		 /* the time rounds that wrote took, from their list on */
 	long generation;	 /* the pool generation last published (0: none yet) */
 	size_t slices;		 /* the slices of the pool after the last good round */
+	size_t tainted;		 /* its devices with our taint then */
+	bool taints_dropped;	 /* the API dropped the taints of a slice written */
 };
 
 struct draslices {
@@ -87,6 +95,13 @@ struct draslices {
 	bool stopping, down;
 	bool dirty;	    /* scanned since the last rendering */
 	long long dirty_at; /* CLOCK_MONOTONIC ms: the first scan since */
+	long long seen_at;  /* its wall clock, s: when a NIC found unhealthy then became so */
+	/*
+	 * The API drops taints (its DRADeviceTaints gate off): the rounds
+	 * publish the pool without them, as the API holds it, until the
+	 * pool changes (then they are tried again); said once.
+	 */
+	bool no_taints, said_dropped;
 	long long due;	    /* CLOCK_MONOTONIC ms: the next round, change or not */
 	struct seen *seen;  /* the pool's NICs as last read from sysfs, by ID */
 	size_t n_seen;
@@ -146,12 +161,18 @@ static void round_end(struct round *rd, int r)
 		s->backoff_ms =
 			s->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : s->backoff_ms * 2;
 	} else {
-		if (rd->wrote) {
+		if (rd->wrote && rd->bumped) {
 			s->st.publishes++;
 			s->st.write_s += took_s;
 			hpn_info("DRA: published %zu ResourceSlice(s) of pool %s, generation %ld, "
-				 "%zu device(s)",
-				 rd->slices, s->o.node_name, rd->gen, rd->n);
+				 "%zu device(s), %zu tainted",
+				 rd->slices, s->o.node_name, rd->gen, rd->n, rd->tainted);
+		} else if (rd->wrote) {
+			s->st.publishes++;
+			s->st.write_s += took_s;
+			hpn_info("DRA: wrote %lu of the %zu ResourceSlice(s) of pool %s over, "
+				 "generation %ld kept (no device moved), %zu device(s), %zu tainted",
+				 rd->writes, rd->slices, s->o.node_name, rd->gen, rd->n, rd->tainted);
 		} else {
 			s->st.unchanged++;
 		}
@@ -164,6 +185,7 @@ static void round_end(struct round *rd, int r)
 		s->backoff_ms = BACKOFF_MIN_MS;
 		s->st.generation = rd->gen;
 		s->st.slices = rd->slices;
+		s->st.tainted = rd->tainted;
 		free(s->done_key);
 		s->done_key = TAKE_PTR(rd->key);
 		/* Rendered anew while the round ran: another one soon. */
@@ -297,6 +319,32 @@ static void reread_done(void *ud, struct kube_result *res)
 }
 
 /*
+ * A slice written: when the API's answer lost the taints it carried (the
+ * API server's DRADeviceTaints gate off), the pool is published without
+ * them until it changes, as the API holds it: else every round would write
+ * them again (said once, and in the metrics).
+ */
+static void taints_kept(struct round *rd, const struct kube_result *res)
+{
+	struct draslices *s = rd->s;
+
+	if (!hpn_dra_slice_taints_dropped(rd->plan.v[rd->at], res->a.body, res->a.len)) {
+		/* Kept (this slice's, or none to keep): a round of the pool's taints says so. */
+		if (rd->tainted)
+			s->st.taints_dropped = false;
+		return;
+	}
+	s->no_taints = true;
+	s->st.taints_dropped = true;
+	if (!s->said_dropped)
+		hpn_warn("DRA: the API server dropped the device taints of %s (its feature gate "
+			 "DRADeviceTaints is off: Kubernetes before 1.36?); the pool's unhealthy "
+			 "NICs are published without them, and allocated (said once)",
+			 rd->what);
+	s->said_dropped = true;
+}
+
+/*
  * A slice's PUT or POST ended. A 409 reads the slice again for its
  * resourceVersion (changed, or made, by someone else since the list); a PUT
  * answered 404 (deleted meanwhile) POSTs; a POST answered 409 (made
@@ -314,6 +362,7 @@ static void write_done(void *ud, struct kube_result *res)
 	}
 	st = res->a.status;
 	if (st >= 200 && st <= 299) {
+		taints_kept(rd, res);
 		rd->writes++;
 		rd->at++;
 		write_next(rd);
@@ -363,9 +412,14 @@ static void write_send(struct round *rd)
 		round_end(rd, r);
 }
 
-/* Our slices written in order, each with the resourceVersion listed; then the deletes. */
+/*
+ * Our slices written in order, each with the resourceVersion listed (those
+ * the API holds as they are left alone); then the deletes.
+ */
 static void write_next(struct round *rd)
 {
+	while (rd->at < rd->plan.count && !rd->plan.put[rd->at])
+		rd->at++;
 	if (rd->at == rd->plan.count) {
 		rd->del = 0;
 		delete_next(rd);
@@ -408,6 +462,7 @@ static void list_done(void *ud, struct kube_result *res)
 		return;
 	}
 	rd->wrote = true;
+	rd->bumped = rd->plan.bumped;
 	rd->at = 0;
 	write_next(rd);
 }
@@ -456,15 +511,40 @@ static void round_start(struct draslices *s)
 	}
 	memcpy(rd->nics, s->want, s->n_want * sizeof(*rd->nics));
 	rd->n = s->n_want;
+	for (size_t i = 0; i < rd->n; i++) {
+		if (s->no_taints)
+			rd->nics[i].taint = (struct hpn_dra_taint){ 0 };
+		rd->tainted += rd->nics[i].taint.effect[0] != '\0';
+	}
 	rd->floor = s->st.generation;
 	rd->s = s;
 	s->round = rd;
 	list_start(rd);
 }
 
-/* Renders the pool's devices the scheduler may allocate: the healthy ones, and
- * those a pod holds, but never one ADD took from the pool for a pod that no
- * claim gave it (taken). true when they differ from the last rendering. */
+/*
+ * An unhealthy NIC's taint: the flag's effect, why in a word, since when
+ * (what was seen before, else the scan that found it).
+ */
+static void taint(const struct draslices *s, const struct agent_dev *ad, const struct seen *was,
+		  struct hpn_dra_nic *nic)
+{
+	const char *why = agent_dev_fault(ad);
+
+	nic->taint = (struct hpn_dra_taint){ 0 };
+	if (!why)
+		return;
+	snprintf(nic->taint.effect, sizeof(nic->taint.effect), "%s", s->o.taint_effect);
+	snprintf(nic->taint.value, sizeof(nic->taint.value), "%s", why);
+	nic->taint.since = was && was->nic.taint.since ? was->nic.taint.since : s->seen_at;
+}
+
+/*
+ * Renders the pool's devices the scheduler may see: every NIC that is there,
+ * an unhealthy one with the driver's taint, and those a pod holds, but never
+ * one that vanished, nor one ADD took from the pool for a pod that no claim
+ * gave it (taken). true when they differ from the last rendering.
+ */
 static bool render(struct draslices *s)
 {
 	const struct agent_devs *devs = &s->node->devs;
@@ -486,7 +566,7 @@ static bool render(struct draslices *s)
 		struct hpn_dra_nic *nic = &nics[n];
 		const struct seen *was = NULL;
 
-		if ((!ad->healthy && !ad->held) || ad->taken)
+		if ((ad->fault == AGENT_FAULT_VANISHED && !ad->held) || ad->taken)
 			continue;
 		for (size_t k = 0; k < s->n_seen && !was; k++)
 			if (!strcmp(s->seen[k].id, ad->id))
@@ -505,6 +585,7 @@ static bool render(struct draslices *s)
 				snprintf(nic->ifname, sizeof(nic->ifname), "%s", ad->ifname);
 			nic->rail = (unsigned int)i;
 		}
+		taint(s, ad, was, nic);
 		if (nic->ifname[0] || nic->pci[0]) {
 			snprintf(seen[n_seen].id, sizeof(seen[0].id), "%s", ad->id);
 			seen[n_seen++].nic = *nic;
@@ -515,7 +596,7 @@ static bool render(struct draslices *s)
 	s->seen = seen;
 	s->n_seen = n_seen;
 	/* The slices at generation 0 tell one pool from another. */
-	count = hpn_dra_slice_split(n);
+	count = hpn_dra_slice_split(nics, n);
 	for (size_t i = 0; i < count; i++) {
 		char *t = hpn_dra_slice_render(s->o.driver, s->o.node_name, s->o.node_name, 0, nics,
 					       n, i, count, &err);
@@ -545,6 +626,8 @@ static bool render(struct draslices *s)
 	s->want = nics;
 	s->n_want = n;
 	s->want_key = key;
+	/* The pool changed: its taints tried again (an API server upgraded meanwhile keeps them). */
+	s->no_taints = false;
 	return true;
 }
 
@@ -587,6 +670,7 @@ void draslices_scanned(struct draslices *s)
 	if (!s->dirty) {
 		s->dirty = true;
 		s->dirty_at = now;
+		s->seen_at = (long long)time(NULL);
 	}
 	left = s->dirty_at + DEBOUNCE_MAX_MS - now;
 	if (!s->round)
@@ -614,6 +698,14 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 	expo_gauge(b, "hpn_rdma_dra_slices",
 		   "The pool's ResourceSlices in the API after the last good round.",
 		   (double)sl->slices);
+	expo_gauge(b, "hpn_rdma_dra_tainted_devices",
+		   "The pool's devices published with the driver's unhealthy taint after the last "
+		   "good round (0 while the API server drops taints).",
+		   (double)sl->tainted);
+	expo_gauge(b, "hpn_rdma_dra_taints_dropped",
+		   "1: the API server dropped the device taints of a slice written (its "
+		   "DRADeviceTaints feature gate is off); the pool is published without them.",
+		   sl->taints_dropped ? 1 : 0);
 }
 
 int draslices_start(struct loop *l, struct node *node, const struct draslices_opts *o,
@@ -632,6 +724,15 @@ int draslices_start(struct loop *l, struct node *node, const struct draslices_op
 				   "DRA: the ResourceSlices need the Kubernetes API's loop");
 	}
 	*s = (struct draslices){ .o = *o, .loop = l, .node = node };
+	if (!s->o.taint_effect)
+		s->o.taint_effect = "NoSchedule";
+	if (!hpn_dra_taint_effect_valid(s->o.taint_effect)) {
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				"DRA: taint effect \"%s\" is none of NoSchedule, NoExecute, None",
+				s->o.taint_effect);
+		free(s);
+		return r;
+	}
 	s->timer.fd = -1;
 	s->backoff_ms = BACKOFF_MIN_MS;
 	/* Tests shorten the resync (test/agent/draslices.sh). */

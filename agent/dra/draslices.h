@@ -15,7 +15,10 @@ struct sbuf;
  * the API from the loop (kubeloop.h: list, PUT, POST, DELETE, one request at a
  * time) when they change, and checked again every 60 s (sooner, backing off,
  * after a failure) so slices wiped or edited by someone else are put back.
- * Never deleted at exit: the kubelet does that when the driver stays gone.
+ * An unhealthy NIC that is still there stays, with the driver's taint; a
+ * taint or an attribute changed rewrites only its slice, at the generation
+ * the API holds. Never deleted at exit: the kubelet does that when the
+ * driver stays gone.
  */
 struct draslices_opts {
 	const char *driver;	/* spec.driver */
@@ -23,6 +26,7 @@ struct draslices_opts {
 	struct kubeloop *kube;	/* the API's calls; borrowed, outlives the publisher */
 	const char *kubeconfig; /* read for every request (kube_call) */
 	int api_timeout_ms;	/* one request, retries included */
+	const char *taint_effect; /* an unhealthy NIC's taint: NoSchedule, NoExecute, None */
 };
 
 struct draslices;

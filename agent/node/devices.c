@@ -65,6 +65,7 @@ static void host_dev(const struct hpn_conf *conf, struct nl_sock *host, const st
 		d->port = rd->port;
 		if (port_down(conf->sysfs_root, rd->name, rd->port)) {
 			d->healthy = false;
+			d->fault = AGENT_FAULT_PORT_DOWN;
 			snprintf(d->why, sizeof(d->why), "RDMA device %s port %u is DOWN", rd->name,
 				 rd->port ? rd->port : 1);
 		}
@@ -207,6 +208,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 				d.port = old->port;
 				d.healthy = false;
 				d.gone = true;
+				d.fault = AGENT_FAULT_RDMA_GONE;
 				snprintf(d.why, sizeof(d.why), "its RDMA device %s vanished",
 					 old->rdma);
 			}
@@ -220,6 +222,7 @@ int agent_devs_scan(struct agent_devs *devs, const struct hpn_conf *conf, struct
 			d.verdict = AGENT_VERDICT_NONE;
 			d.verdict_msg[0] = '\0';
 			d.gone = true;
+			d.fault = AGENT_FAULT_VANISHED;
 			snprintf(d.why, sizeof(d.why), "\"%s\" vanished from the host",
 				 old->ifname);
 		}
@@ -284,6 +287,25 @@ int agent_devs_set_verdict(struct agent_devs *devs, const char *id, enum agent_v
 	else
 		hpn_warn("device %s (\"%s\") is Unhealthy: %s", d->id, d->ifname, d->why);
 	return 1;
+}
+
+const char *agent_dev_fault(const struct agent_dev *d)
+{
+	if (d->healthy)
+		return NULL;
+	if (d->broken)
+		return "AttachmentBroken";
+	switch (d->fault) {
+	case AGENT_FAULT_VANISHED:
+		return "Vanished";
+	case AGENT_FAULT_RDMA_GONE:
+		return "RDMADeviceGone";
+	case AGENT_FAULT_PORT_DOWN:
+		return "PortDown";
+	case AGENT_FAULT_NONE:
+		break;
+	}
+	return "Unhealthy";
 }
 
 /* ---- GetPreferredAllocation ------------------------------------------------------ */

@@ -30,6 +30,14 @@ enum agent_verdict {
 	AGENT_VERDICT_UNCHECKED, /* its check could not run: no completed attachment, a run on it */
 };
 
+/* Why the node shows a device Unhealthy (its health before the health loop's verdict). */
+enum agent_fault {
+	AGENT_FAULT_NONE,
+	AGENT_FAULT_VANISHED,	/* the NIC: neither on the host nor in a journal */
+	AGENT_FAULT_RDMA_GONE,	/* its RDMA device vanished, the netdev still there */
+	AGENT_FAULT_PORT_DOWN,	/* its RDMA port is DOWN */
+};
+
 struct agent_dev {
 	char id[HPN_ALLOC_ID_MAX]; /* PCI address, else netdev name (hpn_alloc_nic_id) */
 	char ifname[HPN_IFNAMSIZ]; /* on the host (before ADD moved it) */
@@ -68,6 +76,7 @@ struct agent_dev {
 	 * its RDMA device; kept in the list, Unhealthy, with rdma as last seen.
 	 */
 	bool gone;
+	enum agent_fault fault; /* why base_healthy is false */
 };
 
 struct agent_devs {
@@ -93,6 +102,13 @@ const struct agent_dev *agent_devs_find(const struct agent_devs *devs, const cha
  */
 int agent_devs_set_verdict(struct agent_devs *devs, const char *id, enum agent_verdict v,
 			   const char *msg);
+
+/*
+ * Why d is Unhealthy, one word (a label value, the DRA taint's: doc/dra.md,
+ * "Taints"): AttachmentBroken (the health loop's verdict), PortDown,
+ * RDMADeviceGone, Vanished; NULL when it is Healthy.
+ */
+const char *agent_dev_fault(const struct agent_dev *d);
 
 /*
  * GetPreferredAllocation for one container: size IDs out of avail, every

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
 	qsort(nics, n, sizeof(*nics), by_pci);
 	for (size_t i = 0; i < n; i++)
 		nics[i].rail = (unsigned int)i;
-	slices = hpn_dra_slice_split(n);
+	slices = hpn_dra_slice_split(nics, n);
 	printf("[");
 	for (size_t s = 0; s < slices; s++) {
 		char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, argv[2], argv[2], 1, nics, n, s,

@@ -7,23 +7,30 @@
  * broken API server, or other writers of slices, may make it.
  *
  * Input: a byte (bits 0-1: the pool's size, 0, 1, 3 or 130 NICs, two
- * slices; bits 2-3: the generation published last, 0, 1, 7 or 10^15 - 1),
- * then the list's body.
+ * slices; bits 2-3: the generation published last, 0, 1, 7 or 10^15 - 1;
+ * bits 4-5: the unhealthy NICs, with the driver's taint: none, NIC 1
+ * (NoSchedule), every third (NoExecute), all (None)), then the list's body.
  *
  * Checked, beyond the sanitizers: refused, code 109 naming what was listed,
  * exactly when the answer is not JSON with items an array of at most 64;
  * else the pool's slices, hpn_dra_slice_split of them, each named once, of
- * the driver, node and pool, at one generation: either nothing to write,
- * when the listed items are exactly the pool's slices (by name, spec for
- * spec) at the highest generation listed, at least the last one; or the
- * slices at a generation above the last one and every one listed (at most
- * 10^15 - 1, what it reads: found by this target, the publisher wrote 10^15
- * after 10^15 - 1 and, not reading it back, wrote again every round), each
- * to be written over the resourceVersion listed under its name (none: made
- * anew), then the listed slices before the first without a name that are
- * not ours deleted, in order, and never one of ours. And the round
- * converges: the API then holding just what was written (a resourceVersion
- * each), the next round, with this generation as the last, writes nothing.
+ * the driver, node and pool, at one generation, holding the pool's devices
+ * in order, each once, at most 128 to a slice and 64 to a slice with a
+ * taint; a tainted device's timeAdded its own or one the list holds for it
+ * (same name, key and effect). Then either nothing to write, when the
+ * listed items are exactly the pool's slices (by name, spec for spec) at
+ * the highest generation listed, at least the last one; or, when they are
+ * exactly the pool's slices by name at that generation, of as many slices,
+ * each with our devices by name in order, just the slices whose spec
+ * differs written over at that generation; or every slice at a generation
+ * above the last one and every one listed (at most 10^15 - 1, what it
+ * reads: found by this target, the publisher wrote 10^15 after 10^15 - 1
+ * and, not reading it back, wrote again every round); each written over the
+ * resourceVersion listed under its name (none: made anew), then the listed
+ * slices before the first without a name that are not ours deleted, in
+ * order, and never one of ours. And the round converges: the API then
+ * holding just what was written (a resourceVersion each), the next round,
+ * with this generation as the last, writes nothing.
  */
 #include <errno.h>
 #include <string.h>
@@ -38,7 +45,11 @@
 #define NODE "gpu-node-17"
 #define WHAT "the ResourceSlices of node " NODE " and driver " DRV
 
-static struct hpn_dra_nic nics[130];
+static struct hpn_dra_nic nics[130], pnics[130]; /* pnics: nics, this input's taints */
+/* 2026-12-04T13:07:59Z: when the unhealthy NICs were first seen so. */
+#define SINCE	 1796389679LL
+#define SINCE_S	 "2026-12-04T13:07:59Z"
+#define TAINT	 DRV "/unhealthy"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -96,10 +107,75 @@ static const cJSON *item_named(const cJSON *items, const char *name)
 	return NULL;
 }
 
-/* The pool's slices at p->gen, as the render makes them. */
-static void check_slices(const struct hpn_dra_slices_plan *p, size_t n)
+/* A listed device named name has our taint of effect with timeAdded t. */
+static bool listed_time(const cJSON *items, const char *name, const char *effect, const char *t)
 {
-	FUZZ_ASSERT(p->count == hpn_dra_slice_split(n) && p->v && p->gen > 0);
+	const cJSON *it, *dev, *taint;
+
+	cJSON_ArrayForEach (it, items)
+		cJSON_ArrayForEach (dev, at(at(it, "spec", NULL), "devices", NULL)) {
+			const char *dn = cJSON_GetStringValue(at(dev, "name", NULL));
+
+			if (!dn || strcmp(dn, name))
+				continue;
+			cJSON_ArrayForEach (taint, at(dev, "taints", NULL)) {
+				const char *k = cJSON_GetStringValue(at(taint, "key", NULL));
+				const char *e = cJSON_GetStringValue(at(taint, "effect", NULL));
+				const char *ta = cJSON_GetStringValue(at(taint, "timeAdded", NULL));
+
+				if (k && e && ta && !strcmp(k, TAINT) && !strcmp(e, effect) &&
+				    !strcmp(ta, t))
+					return true;
+			}
+		}
+	return false;
+}
+
+/*
+ * Slice s's devices: the pool's next ones, in order (*next: the first not
+ * yet seen), at most 128, 64 when one has a taint; each taint ours, as the
+ * NIC's, its time its own or one listed for it.
+ */
+static void check_devices(const cJSON *s, size_t n, size_t *next, const cJSON *items)
+{
+	const cJSON *dev, *devs = at(at(s, "spec", NULL), "devices", NULL);
+	size_t count = 0;
+	bool tainted = false;
+
+	cJSON_ArrayForEach (dev, devs) {
+		const struct hpn_dra_nic *nic = &pnics[*next];
+		const cJSON *t = at(dev, "taints", NULL);
+		char name[HPN_DRA_NAME_MAX];
+
+		FUZZ_ASSERT(*next < n && hpn_dra_device_name(nic, name) == 0 &&
+			    !strcmp(cJSON_GetStringValue(at(dev, "name", NULL)), name));
+		if (nic->taint.effect[0]) {
+			const cJSON *t0 = cJSON_GetArrayItem(t, 0);
+			const char *when = cJSON_GetStringValue(at(t0, "timeAdded", NULL));
+
+			FUZZ_ASSERT(cJSON_GetArraySize(t) == 1 &&
+				    !strcmp(cJSON_GetStringValue(at(t0, "key", NULL)), TAINT) &&
+				    !strcmp(cJSON_GetStringValue(at(t0, "effect", NULL)),
+					    nic->taint.effect) &&
+				    when);
+			FUZZ_ASSERT(!strcmp(when, SINCE_S) ||
+				    listed_time(items, name, nic->taint.effect, when));
+			tainted = true;
+		} else {
+			FUZZ_ASSERT(!t);
+		}
+		count++;
+		(*next)++;
+	}
+	FUZZ_ASSERT(count <= (tainted ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES));
+}
+
+/* The pool's slices at p->gen, as the render makes them. */
+static void check_slices(const struct hpn_dra_slices_plan *p, size_t n, const cJSON *items)
+{
+	size_t next = 0;
+
+	FUZZ_ASSERT(p->count == hpn_dra_slice_split(pnics, n) && p->v && p->gen > 0);
 	for (size_t i = 0; i < p->count; i++) {
 		const cJSON *s = p->v[i], *pool = at(s, "spec", "pool");
 		const char *name = hpn_dra_slice_meta(s, "name");
@@ -112,7 +188,47 @@ static void check_slices(const struct hpn_dra_slices_plan *p, size_t n)
 			    !strcmp(cJSON_GetStringValue(at(pool, "name", NULL)), NODE));
 		FUZZ_ASSERT(at(pool, "generation", NULL)->valuedouble == (double)p->gen &&
 			    at(pool, "resourceSliceCount", NULL)->valuedouble == (double)p->count);
+		check_devices(s, n, &next, items);
 	}
+	FUZZ_ASSERT(next == n);
+}
+
+/* Two slices' devices have the same names in the same order. */
+static bool same_names(const cJSON *a, const cJSON *b)
+{
+	const cJSON *da = at(at(a, "spec", NULL), "devices", NULL);
+	const cJSON *db = at(at(b, "spec", NULL), "devices", NULL);
+	int len = cJSON_GetArraySize(da);
+
+	if (!cJSON_IsArray(da) || !cJSON_IsArray(db) || len != cJSON_GetArraySize(db))
+		return false;
+	for (int i = 0; i < len; i++) {
+		const char *na = cJSON_GetStringValue(at(cJSON_GetArrayItem(da, i), "name", NULL));
+		const char *nb = cJSON_GetStringValue(at(cJSON_GetArrayItem(db, i), "name", NULL));
+
+		if (!na || !nb || strcmp(na, nb))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The list is the pool's slices by name, as many, each at gen of a pool of
+ * as many slices, with the pool's devices as the plan places them.
+ */
+static bool in_place(const struct hpn_dra_slices_plan *p, const cJSON *items, long gen)
+{
+	if ((size_t)cJSON_GetArraySize(items) != p->count)
+		return false;
+	for (size_t i = 0; i < p->count; i++) {
+		const cJSON *l = item_named(items, hpn_dra_slice_meta(p->v[i], "name"));
+		const cJSON *c = at(at(l, "spec", "pool"), "resourceSliceCount", NULL);
+
+		if (!l || listed_gen(l) != gen || !cJSON_IsNumber(c) ||
+		    c->valuedouble != (double)p->count || !same_names(l, p->v[i]))
+			return false;
+	}
+	return true;
 }
 
 /* The API holding exactly what p wrote: the next round writes nothing. */
@@ -134,7 +250,7 @@ static void converges(const struct hpn_dra_slices_plan *p, size_t n)
 	}
 	body = cJSON_PrintUnformatted(list);
 	FUZZ_ASSERT(body);
-	FUZZ_ASSERT(hpn_dra_slices_plan(body, strlen(body), WHAT, DRV, NODE, nics, n, p->gen, &next,
+	FUZZ_ASSERT(hpn_dra_slices_plan(body, strlen(body), WHAT, DRV, NODE, pnics, n, p->gen, &next,
 					&err) == 0);
 	FUZZ_ASSERT(!next.write && next.gen == p->gen && next.count == p->count && !next.n_del);
 	hpn_dra_slices_plan_free(&next);
@@ -158,7 +274,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = sizes[data[0] & 3];
 	floor = floors[(data[0] >> 2) & 3];
-	r = hpn_dra_slices_plan((const char *)data + 1, size - 1, WHAT, DRV, NODE, nics, n, floor,
+	memcpy(pnics, nics, sizeof(pnics));
+	for (size_t i = 0; i < n; i++) {
+		static const char *const effects[] = { "", "NoSchedule", "NoExecute", "None" };
+		unsigned int how = (data[0] >> 4) & 3;
+		struct hpn_dra_taint *t = &pnics[i].taint;
+
+		if ((how == 1 && i == 1) || (how == 2 && i % 3 == 0) || how == 3) {
+			snprintf(t->effect, sizeof(t->effect), "%s", effects[how]);
+			snprintf(t->value, sizeof(t->value), "%s", how == 3 ? "" : "PortDown");
+			t->since = SINCE;
+		}
+	}
+	r = hpn_dra_slices_plan((const char *)data + 1, size - 1, WHAT, DRV, NODE, pnics, n, floor,
 				&p, &err);
 	/* The list as the publisher must read it: cJSON's own reading of the text. */
 	list = cJSON_ParseWithLength((const char *)data + 1, size - 1);
@@ -169,7 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	}
 	FUZZ_ASSERT(r == 0 && !err.code);
-	check_slices(&p, n);
+	check_slices(&p, n, items);
 	cJSON_ArrayForEach (it, items)
 		if (listed_gen(it) > max_gen)
 			max_gen = listed_gen(it);
@@ -185,10 +313,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		goto out;
 	}
-	/* Above both, or at the bound that is read back. */
-	if (max_gen < floor)
-		max_gen = floor;
-	FUZZ_ASSERT(p.gen == (max_gen < HPN_DRA_GENERATION_MAX ? max_gen + 1 : max_gen));
+	if (max_gen > 0 && max_gen >= floor && in_place(&p, items, max_gen)) {
+		/* Our devices where the API holds them: the slices that differ, at its generation. */
+		FUZZ_ASSERT(!p.bumped && p.gen == max_gen && !p.n_del);
+		for (size_t i = 0; i < p.count; i++) {
+			const cJSON *l = item_named(items, hpn_dra_slice_meta(p.v[i], "name"));
+
+			FUZZ_ASSERT(p.put[i] == !cJSON_Compare(at(l, "spec", NULL),
+							       at(p.v[i], "spec", NULL), true));
+		}
+	} else {
+		/* Above both, or at the bound that is read back; every slice written. */
+		if (max_gen < floor)
+			max_gen = floor;
+		FUZZ_ASSERT(p.bumped &&
+			    p.gen == (max_gen < HPN_DRA_GENERATION_MAX ? max_gen + 1 : max_gen));
+		for (size_t i = 0; i < p.count; i++)
+			FUZZ_ASSERT(p.put[i]);
+	}
 	for (size_t i = 0; i < p.count; i++) {
 		const cJSON *l = item_named(items, hpn_dra_slice_meta(p.v[i], "name"));
 		const char *rv = l ? hpn_dra_slice_meta(l, "resourceVersion") : NULL;

@@ -7,7 +7,10 @@
  * facts mknode.sh does not write (speed, driver, link layer, node type, a NIC
  * without PCI function) added to the scratch tree; vm-flat's virtio-net NIC;
  * device names stable and DNS labels; the API's limits refused with messages;
- * 200 NICs in two slices.
+ * 200 NICs in two slices; an unhealthy NIC's taint (its fields, the API's
+ * limits on them, 64 devices in a slice that has one) and the publisher's
+ * rounds around it (one slice written over at the same generation, the
+ * timeAdded the API holds kept, a device gone a new generation).
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -352,7 +355,7 @@ static void test_limits(void)
 	memset(&err, 0, sizeof(err));
 	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 0, two, 2, 0, 2, &err);
 	CHECK(text == NULL);
-	CHECK_STR_HAS(err.msg, "takes 1 slices of 128");
+	CHECK_STR_HAS(err.msg, "the pool takes 1 slices (of 128 devices, 64 with a taint)");
 	/* A value longer than 64: the NIC named. */
 	memset(&err, 0, sizeof(err));
 	memset(two[1].driver, 'd', 70);
@@ -523,15 +526,15 @@ static void test_split(void)
 	size_t total = 0;
 	char first_name[300] = "";
 
-	CHECK_INT_EQ(hpn_dra_slice_split(0), 1);
-	CHECK_INT_EQ(hpn_dra_slice_split(1), 1);
-	CHECK_INT_EQ(hpn_dra_slice_split(128), 1);
-	CHECK_INT_EQ(hpn_dra_slice_split(129), 2);
-	CHECK_INT_EQ(hpn_dra_slice_split(200), 2);
 	if (!nics)
 		exit(2);
 	for (unsigned i = 0; i < 200; i++)
 		fake_nic(&nics[i], i);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 0), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 1), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 128), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 129), 2);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 200), 2);
 	for (size_t s = 0; s < 2; s++) {
 		char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 7, nics, 200, s, 2,
 						  &err);
@@ -563,6 +566,304 @@ static void test_split(void)
 	free(nics);
 }
 
+
+/* The taints of device name in slice s ("" when it has none). */
+static const cJSON *taints(const cJSON *s, const char *name)
+{
+	return cJSON_GetObjectItemCaseSensitive(device_named(s, name), "taints");
+}
+
+static const char *taint_str(const cJSON *s, const char *name, const char *field)
+{
+	return cJSON_GetStringValue(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(taints(s, name), 0), field));
+}
+
+/* 2026-12-04T13:07:59Z */
+#define WHEN 1796389679LL
+
+static void set_taint(struct hpn_dra_nic *n, const char *effect, const char *value,
+		      long long since)
+{
+	snprintf(n->taint.effect, sizeof(n->taint.effect), "%s", effect);
+	snprintf(n->taint.value, sizeof(n->taint.value), "%s", value);
+	n->taint.since = since;
+}
+
+/* An unhealthy NIC's taint as the API wants it; what it refuses, refused here. */
+static void test_taint_fields(void)
+{
+	struct hpn_dra_nic two[2];
+	struct hpn_err err = { 0 };
+	char *text;
+	cJSON *s;
+
+	fake_nic(&two[0], 0);
+	fake_nic(&two[1], 1);
+	set_taint(&two[1], "NoSchedule", "PortDown", WHEN);
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err);
+	s = cJSON_Parse(text ? text : "");
+	CHECK(s != NULL);
+	CHECK(taints(s, "pci-0000-10-00-0") == NULL);
+	CHECK_INT_EQ(cJSON_GetArraySize(taints(s, "pci-0000-10-00-1")), 1);
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-1", "key"), HPN_DRA_DRIVER "/unhealthy");
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-1", "value"), "PortDown");
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-1", "effect"), "NoSchedule");
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-1", "timeAdded"), "2026-12-04T13:07:59Z");
+	cJSON_Delete(s);
+	free(text);
+	/* The other effects; no value: none written. */
+	set_taint(&two[1], "NoExecute", "", WHEN);
+	set_taint(&two[0], "None", "RDMADeviceGone", 1);
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err);
+	s = cJSON_Parse(text ? text : "");
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-1", "effect"), "NoExecute");
+	CHECK(taint_str(s, "pci-0000-10-00-1", "value") == NULL);
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-0", "effect"), "None");
+	CHECK_STR_EQ(taint_str(s, "pci-0000-10-00-0", "timeAdded"), "1970-01-01T00:00:01Z");
+	cJSON_Delete(s);
+	free(text);
+	/* What the API refuses: an effect it does not know, a value no label value, no time. */
+	fake_nic(&two[0], 0);
+	set_taint(&two[1], "PreferNoSchedule", "PortDown", WHEN);
+	CHECK(hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err) == NULL);
+	CHECK_STR_HAS(err.msg, "NIC \"ens1\": taint effect \"PreferNoSch\" is none of");
+	memset(&err, 0, sizeof(err));
+	set_taint(&two[1], "NoSchedule", "port down", WHEN);
+	CHECK(hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err) == NULL);
+	CHECK_STR_HAS(err.msg, "NIC \"ens1\": taint value \"port down\" is not a label value");
+	set_taint(&two[1], "NoSchedule", "PortDown-", WHEN);
+	CHECK(hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err) == NULL);
+	memset(two[1].taint.value, 'v', 63);
+	two[1].taint.value[63] = '\0';
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err);
+	CHECK(text != NULL);
+	free(text);
+	memset(&err, 0, sizeof(err));
+	set_taint(&two[1], "NoSchedule", "PortDown", 0);
+	CHECK(hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 2, two, 2, 0, 1, &err) == NULL);
+	CHECK_STR_HAS(err.msg, "NIC \"ens1\": taint time 0");
+	CHECK(hpn_dra_label_value("") && hpn_dra_label_value("a.b_c-D9") &&
+	      !hpn_dra_label_value("_a") && !hpn_dra_label_value("a/b"));
+	CHECK(hpn_dra_taint_effect_valid("None") && !hpn_dra_taint_effect_valid("noschedule") &&
+	      !hpn_dra_taint_effect_valid(NULL));
+}
+
+/* slice s of count of the 200 NICs: its devices' rails, [first, last). */
+static void check_slice_rails(const struct hpn_dra_nic *nics, size_t s, size_t count,
+			      unsigned first, unsigned last, int line)
+{
+	struct hpn_err err = { 0 };
+	char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 1, nics, 200, s, count,
+					  &err);
+	cJSON *o = cJSON_Parse(text ? text : "");
+	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(o, "spec"), "devices");
+	int failed = check_failed;
+
+	CHECK_INT_EQ(cJSON_GetArraySize(devs), last - first);
+	CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, 0), "rail"), first);
+	CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, (int)(last - first) - 1), "rail"),
+		     last - 1);
+	if (failed != check_failed)
+		fprintf(stderr, "\tslice %zu of %zu (line %d): %s\n", s, count, line,
+			text ? "" : err.msg);
+	cJSON_Delete(o);
+	free(text);
+}
+
+/* A slice with a taint holds 64 devices at most; the others stay at 128. */
+static void test_taint_split(void)
+{
+	struct hpn_dra_nic *nics = calloc(200, sizeof(*nics));
+
+	if (!nics)
+		exit(2);
+	for (unsigned i = 0; i < 200; i++)
+		fake_nic(&nics[i], (uint8_t)i);
+	/* NIC 5 unhealthy: its slice 64, the next ones 128 and the rest. */
+	set_taint(&nics[5], "NoSchedule", "PortDown", WHEN);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 200), 3);
+	check_slice_rails(nics, 0, 3, 0, 64, __LINE__);
+	check_slice_rails(nics, 1, 3, 64, 192, __LINE__);
+	check_slice_rails(nics, 2, 3, 192, 200, __LINE__);
+	/* NIC 100: the 100 before it one slice, then it and 63 more, then the rest. */
+	nics[5].taint = (struct hpn_dra_taint){ 0 };
+	set_taint(&nics[100], "NoSchedule", "PortDown", WHEN);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 200), 3);
+	check_slice_rails(nics, 0, 3, 0, 100, __LINE__);
+	check_slice_rails(nics, 1, 3, 100, 164, __LINE__);
+	check_slice_rails(nics, 2, 3, 164, 200, __LINE__);
+	/* 64 tainted NICs fill one slice; every NIC tainted: four slices of 64 at most. */
+	for (unsigned i = 0; i < 200; i++)
+		set_taint(&nics[i], "NoExecute", "Vanished", WHEN);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 64), 1);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 65), 2);
+	CHECK_INT_EQ(hpn_dra_slice_split(nics, 200), 4);
+	check_slice_rails(nics, 3, 4, 192, 200, __LINE__);
+	free(nics);
+}
+
+/* The API's list holding exactly plan p's slices (resourceVersion "7" each). */
+static char *list_of(const struct hpn_dra_slices_plan *p)
+{
+	cJSON *list = cJSON_CreateObject(), *items = cJSON_AddArrayToObject(list, "items");
+	char *body;
+
+	for (size_t i = 0; i < p->count; i++) {
+		cJSON *c = cJSON_Duplicate(p->v[i], true);
+
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(c, "metadata"),
+					"resourceVersion", "7");
+		cJSON_AddItemToArray(items, c);
+	}
+	body = cJSON_PrintUnformatted(list);
+	cJSON_Delete(list);
+	return body;
+}
+
+static int plan(const char *body, const struct hpn_dra_nic *nics, size_t n, long floor,
+		struct hpn_dra_slices_plan *p)
+{
+	struct hpn_err err = { 0 };
+	int r = hpn_dra_slices_plan(body, strlen(body), "the slices", HPN_DRA_DRIVER, "n1", nics, n,
+				    floor, p, &err);
+
+	if (r < 0)
+		fprintf(stderr, "\tplan: %s\n", err.msg);
+	return r;
+}
+
+/*
+ * The publisher's rounds around a taint: published at generation 1; NIC 1
+ * unhealthy, its slice written over at 1 (no new generation); the same
+ * again, nothing written; a restarted agent that saw it later keeps the
+ * API's timeAdded; another effect is a new taint (its own time); recovered,
+ * the taint gone at 1; a NIC gone, generation 2.
+ */
+static void test_taint_rounds(void)
+{
+	struct hpn_dra_nic nics[3];
+	struct hpn_dra_slices_plan p;
+	char *body;
+	cJSON *got;
+
+	for (unsigned i = 0; i < 3; i++)
+		fake_nic(&nics[i], (uint8_t)i);
+	CHECK_INT_EQ(plan("{\"items\":[]}", nics, 3, 0, &p), 0);
+	CHECK(p.write && p.bumped && p.gen == 1 && p.count == 1 && p.put[0]);
+	body = list_of(&p);
+	hpn_dra_slices_plan_free(&p);
+
+	set_taint(&nics[1], "NoSchedule", "PortDown", WHEN);
+	CHECK_INT_EQ(plan(body, nics, 3, 1, &p), 0);
+	CHECK(p.write && !p.bumped && p.gen == 1 && p.put[0] && !p.n_del);
+	CHECK_STR_EQ(p.rv[0], "7");
+	CHECK_STR_EQ(taint_str(p.v[0], "pci-0000-10-00-1", "timeAdded"), "2026-12-04T13:07:59Z");
+	free(body);
+	body = list_of(&p);
+	hpn_dra_slices_plan_free(&p);
+	CHECK_INT_EQ(plan(body, nics, 3, 1, &p), 0);
+	CHECK(!p.write && p.gen == 1);
+	hpn_dra_slices_plan_free(&p);
+	/* Restarted (floor 0), seen unhealthy an hour later: the API's time kept, nothing written. */
+	nics[1].taint.since = WHEN + 3600;
+	CHECK_INT_EQ(plan(body, nics, 3, 0, &p), 0);
+	CHECK(!p.write && p.gen == 1);
+	CHECK_STR_EQ(taint_str(p.v[0], "pci-0000-10-00-1", "timeAdded"), "2026-12-04T13:07:59Z");
+	hpn_dra_slices_plan_free(&p);
+	/* Another effect: another taint, timed anew, still in place. */
+	snprintf(nics[1].taint.effect, sizeof(nics[1].taint.effect), "NoExecute");
+	CHECK_INT_EQ(plan(body, nics, 3, 1, &p), 0);
+	CHECK(p.write && !p.bumped && p.gen == 1);
+	CHECK_STR_EQ(taint_str(p.v[0], "pci-0000-10-00-1", "timeAdded"), "2026-12-04T14:07:59Z");
+	hpn_dra_slices_plan_free(&p);
+	/* A timeAdded the API would not have written is not taken. */
+	got = cJSON_Parse(body);
+	free(body);
+	cJSON_ReplaceItemInObjectCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+					   device_named(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+									       got, "items"),
+								       0),
+							"pci-0000-10-00-1"),
+					   "taints"),
+				   0),
+		"timeAdded", cJSON_CreateString("2026-02-30T13:07:59Z"));
+	body = cJSON_PrintUnformatted(got);
+	cJSON_Delete(got);
+	snprintf(nics[1].taint.effect, sizeof(nics[1].taint.effect), "NoSchedule");
+	CHECK_INT_EQ(plan(body, nics, 3, 1, &p), 0);
+	CHECK(p.write && !p.bumped);
+	CHECK_STR_EQ(taint_str(p.v[0], "pci-0000-10-00-1", "timeAdded"), "2026-12-04T14:07:59Z");
+	hpn_dra_slices_plan_free(&p);
+	/* Recovered: the taint gone, in place. */
+	nics[1].taint = (struct hpn_dra_taint){ 0 };
+	CHECK_INT_EQ(plan(body, nics, 3, 1, &p), 0);
+	CHECK(p.write && !p.bumped && p.gen == 1 && taints(p.v[0], "pci-0000-10-00-1") == NULL);
+	free(body);
+	body = list_of(&p);
+	hpn_dra_slices_plan_free(&p);
+	/* A NIC gone: the device set changed, a new generation. */
+	CHECK_INT_EQ(plan(body, nics, 2, 1, &p), 0);
+	CHECK(p.write && p.bumped && p.gen == 2 && p.put[0]);
+	hpn_dra_slices_plan_free(&p);
+	free(body);
+}
+
+/* Taints: 64 devices to a slice, so one taint in a slice of 100 moves devices: a new generation. */
+static void test_taint_moves(void)
+{
+	struct hpn_dra_nic *nics = calloc(100, sizeof(*nics));
+	struct hpn_dra_slices_plan p;
+	char *body;
+
+	if (!nics)
+		exit(2);
+	for (unsigned i = 0; i < 100; i++)
+		fake_nic(&nics[i], (uint8_t)i);
+	CHECK_INT_EQ(plan("{\"items\":[]}", nics, 100, 0, &p), 0);
+	CHECK(p.count == 1 && p.gen == 1);
+	body = list_of(&p);
+	hpn_dra_slices_plan_free(&p);
+	set_taint(&nics[99], "NoSchedule", "PortDown", WHEN);
+	CHECK_INT_EQ(plan(body, nics, 100, 1, &p), 0);
+	CHECK(p.write && p.bumped && p.gen == 2 && p.count == 2 && p.put[0] && p.put[1]);
+	hpn_dra_slices_plan_free(&p);
+	free(body);
+	free(nics);
+}
+
+/* The API's answer to a write without the taints sent: dropped (its gate off). */
+static void test_taints_dropped(void)
+{
+	struct hpn_dra_nic nic;
+	struct hpn_err err = { 0 };
+	char *text;
+	cJSON *sent, *devs;
+	char *without;
+
+	fake_nic(&nic, 0);
+	set_taint(&nic, "NoSchedule", "PortDown", WHEN);
+	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 1, &nic, 1, 0, 1, &err);
+	sent = cJSON_Parse(text ? text : "");
+	CHECK(!hpn_dra_slice_taints_dropped(sent, text, strlen(text)));
+	devs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sent, "spec"),
+						"devices");
+	without = cJSON_PrintUnformatted(sent);
+	CHECK(!hpn_dra_slice_taints_dropped(sent, without, strlen(without)));
+	free(without);
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetArrayItem(devs, 0), "taints");
+	without = cJSON_PrintUnformatted(sent);
+	cJSON_Delete(sent);
+	sent = cJSON_Parse(text);
+	CHECK(hpn_dra_slice_taints_dropped(sent, without, strlen(without)));
+	CHECK(!hpn_dra_slice_taints_dropped(sent, "not json", 8));
+	cJSON_Delete(sent);
+	free(without);
+	free(text);
+}
+
 int main(void)
 {
 	char dest[512];
@@ -578,6 +879,11 @@ int main(void)
 	test_virtio();
 	test_erdma();
 	test_split();
+	test_taint_fields();
+	test_taint_split();
+	test_taint_rounds();
+	test_taint_moves();
+	test_taints_dropped();
 	tmpdir_rm(scratch);
 	return check_done();
 }

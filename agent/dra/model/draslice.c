@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdma.h"
@@ -68,6 +69,25 @@ static bool pool_name(const char *s)
 		start = i + 1;
 	}
 	return true;
+}
+
+bool hpn_dra_label_value(const char *v)
+{
+	size_t len = strlen(v);
+
+	if (!len)
+		return true;
+	if (len > 63 || !isalnum((unsigned char)v[0]) || !isalnum((unsigned char)v[len - 1]))
+		return false;
+	return strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+	       len;
+}
+
+bool hpn_dra_taint_effect_valid(const char *effect)
+{
+	return effect &&
+	       (!strcmp(effect, "NoSchedule") || !strcmp(effect, "NoExecute") ||
+		!strcmp(effect, "None"));
 }
 
 /* The basename of the symlink <dir>/driver's text: the kernel driver bound to dir. */
@@ -217,9 +237,44 @@ int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX
 	return 0;
 }
 
-size_t hpn_dra_slice_split(size_t n)
+/*
+ * The pool's slices, NICs in order, each as full as the API allows (128, 64
+ * once a device of it has a taint): their count, and slice want's devices
+ * [*first, *last) when it is one of them.
+ */
+static size_t layout(const struct hpn_dra_nic *nics, size_t n, size_t want, size_t *first,
+		     size_t *last)
 {
-	return n ? (n + HPN_DRA_MAX_DEVICES - 1) / HPN_DRA_MAX_DEVICES : 1;
+	size_t count = 0, start = 0;
+	bool tainted = false;
+
+	for (size_t i = 0; i < n; i++) {
+		bool t = nics[i].taint.effect[0] != '\0';
+		size_t cap = tainted || t ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES;
+
+		if (i - start + 1 > cap) {
+			if (count == want) {
+				*first = start;
+				*last = i;
+			}
+			count++;
+			start = i;
+			tainted = false;
+		}
+		tainted = tainted || t;
+	}
+	if (count == want) {
+		*first = start;
+		*last = n;
+	}
+	return count + 1;
+}
+
+size_t hpn_dra_slice_split(const struct hpn_dra_nic *nics, size_t n)
+{
+	size_t first, last;
+
+	return layout(nics, n, SIZE_MAX, &first, &last);
 }
 
 /*
@@ -274,7 +329,55 @@ static int add_str(cJSON *attrs, const char *key, const char *v, const struct hp
 	return add_attr(attrs, key, "string", cJSON_CreateString(v), err);
 }
 
-static int device(cJSON *devs, const struct hpn_dra_nic *nic, const char *name, struct hpn_err *err)
+/* "2026-12-04T13:07:59Z": a metav1.Time as the API writes one (RFC 3339, UTC, seconds). */
+static int rfc3339(long long t, char out[32])
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || !gmtime_r(&tt, &tm) || tm.tm_year + 1900 > 9999 ||
+	    !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * devices[].taints: the NIC's one taint, "<driver>/unhealthy" (a label
+ * name: the driver is a DNS subdomain of at most 63), its value, effect and
+ * timeAdded, each as the API checks it.
+ */
+static int add_taint(cJSON *dev, const char *driver, const struct hpn_dra_nic *nic,
+		     struct hpn_err *err)
+{
+	const struct hpn_dra_taint *t = &nic->taint;
+	char key[128], when[32];
+	cJSON *taints, *o;
+
+	if (!hpn_dra_taint_effect_valid(t->effect))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "NIC \"%s\": taint effect \"%.12s\" is none of NoSchedule, "
+				   "NoExecute, None",
+				   nic->ifname, t->effect);
+	if (!hpn_dra_label_value(t->value))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "NIC \"%s\": taint value \"%.64s\" is not a label value",
+				   nic->ifname, t->value);
+	if (rfc3339(t->since, when) < 0)
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+				   "NIC \"%s\": taint time %lld is no date of years 1970-9999",
+				   nic->ifname, t->since);
+	snprintf(key, sizeof(key), "%s/%s", driver, HPN_DRA_TAINT_NAME);
+	if (!(taints = cJSON_AddArrayToObject(dev, "taints")) || !(o = cJSON_CreateObject()) ||
+	    !cJSON_AddItemToArray(taints, o) || !cJSON_AddStringToObject(o, "key", key) ||
+	    (t->value[0] && !cJSON_AddStringToObject(o, "value", t->value)) ||
+	    !cJSON_AddStringToObject(o, "effect", t->effect) ||
+	    !cJSON_AddStringToObject(o, "timeAdded", when))
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int device(cJSON *devs, const char *driver, const struct hpn_dra_nic *nic, const char *name,
+		  struct hpn_err *err)
 {
 	cJSON *dev = cJSON_CreateObject(), *attrs;
 	int r = 0;
@@ -324,6 +427,8 @@ static int device(cJSON *devs, const struct hpn_dra_nic *nic, const char *name, 
 			err, HPN_E_INTERNAL, E2BIG,
 			"NIC \"%s\": %d attributes, more than the %d resource.k8s.io allows",
 			nic->ifname, cJSON_GetArraySize(attrs), HPN_DRA_MAX_ATTRS);
+	if (r == 0 && nic->taint.effect[0])
+		r = add_taint(dev, driver, nic, err);
 	return r;
 }
 
@@ -354,7 +459,7 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 	char(*names)[HPN_DRA_NAME_MAX] = NULL;
 	cJSON *root = NULL, *spec, *p, *devs;
 	char name[254];
-	size_t first, last;
+	size_t first = 0, last = 0;
 	char *text = NULL;
 
 	if (!driver || !dns_subdomain(driver, strlen(driver), 63)) {
@@ -376,12 +481,13 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 			pool ? pool : "");
 		return NULL;
 	}
-	if (generation < 0 || slice_count != hpn_dra_slice_split(n) || slice_index >= slice_count) {
+	if (generation < 0 || slice_count != layout(nics, n, slice_index, &first, &last) ||
+	    slice_index >= slice_count) {
 		hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
-			    "slice %zu of %zu (generation %ld) for %zu devices: a pool of %zu "
-			    "devices takes %zu slices of %d",
-			    slice_index, slice_count, generation, n, n, hpn_dra_slice_split(n),
-			    HPN_DRA_MAX_DEVICES);
+			    "slice %zu of %zu (generation %ld) for %zu devices: the pool takes %zu "
+			    "slices (of %d devices, %d with a taint)",
+			    slice_index, slice_count, generation, n, hpn_dra_slice_split(nics, n),
+			    HPN_DRA_MAX_DEVICES, HPN_DRA_MAX_DEVICES_TAINTED);
 		return NULL;
 	}
 	names = calloc(n ? n : 1, sizeof(*names));
@@ -391,8 +497,6 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 	}
 	if (device_names(nics, n, names, err) < 0)
 		goto out;
-	first = slice_index * HPN_DRA_MAX_DEVICES;
-	last = first + HPN_DRA_MAX_DEVICES < n ? first + HPN_DRA_MAX_DEVICES : n;
 	slice_name(node, driver, slice_index, name);
 	root = cJSON_CreateObject();
 	if (!root || !cJSON_AddStringToObject(root, "apiVersion", "resource.k8s.io/v1") ||
@@ -411,7 +515,7 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 		goto out;
 	}
 	for (size_t i = first; i < last; i++)
-		if (device(devs, &nics[i], names[i], err) < 0)
+		if (device(devs, driver, &nics[i], names[i], err) < 0)
 			goto out;
 	text = hpn_json_print(TAKE_PTR(root));
 	if (!text)
@@ -450,9 +554,91 @@ static void free_all(cJSON **v, size_t count)
 	free(v);
 }
 
-/* The slices of the pool at generation gen, parsed; NULL with err set. */
+static const cJSON *at(const cJSON *obj, const char *a, const char *b)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, a);
+
+	return b ? cJSON_GetObjectItemCaseSensitive(v, b) : v;
+}
+
+/* A timeAdded as the API writes one (RFC 3339, UTC, whole seconds), of a date that exists. */
+static bool api_time(const char *s)
+{
+	struct tm tm = { 0 };
+	char again[32];
+	int n = 0;
+
+	if (!s || strlen(s) != 20 ||
+	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+	    n != 20)
+		return false;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	/* Written back the same: no 30 February, no second 60, no sign or space in a field. */
+	return rfc3339((long long)timegm(&tm), again) == 0 && !strcmp(again, s);
+}
+
+/* The listed device named name whose taints hold key with effect: that taint. */
+static const cJSON *listed_taint(const cJSON *items, const char *name, const char *key,
+				 const char *effect)
+{
+	const cJSON *it, *dev, *t;
+
+	cJSON_ArrayForEach (it, items) {
+		cJSON_ArrayForEach (dev, at(at(it, "spec", NULL), "devices", NULL)) {
+			const char *dn = cJSON_GetStringValue(at(dev, "name", NULL));
+
+			if (!dn || strcmp(dn, name))
+				continue;
+			cJSON_ArrayForEach (t, at(dev, "taints", NULL)) {
+				const char *k = cJSON_GetStringValue(at(t, "key", NULL));
+				const char *e = cJSON_GetStringValue(at(t, "effect", NULL));
+
+				if (k && e && !strcmp(k, key) && !strcmp(e, effect) &&
+				    api_time(cJSON_GetStringValue(at(t, "timeAdded", NULL))))
+					return t;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Our taints keep the timeAdded the API holds for them (the device's name,
+ * our key, the same effect): when the agent first saw the NIC unhealthy is
+ * what it wrote before a restart, not when it saw it again.
+ */
+static int keep_times(const cJSON *items, cJSON **v, size_t count, const char *driver,
+		      struct hpn_err *err)
+{
+	char key[128];
+
+	snprintf(key, sizeof(key), "%s/%s", driver, HPN_DRA_TAINT_NAME);
+	for (size_t i = 0; i < count; i++) {
+		cJSON *dev;
+
+		cJSON_ArrayForEach (dev, at(at(v[i], "spec", NULL), "devices", NULL)) {
+			cJSON *t = cJSON_GetArrayItem(at(dev, "taints", NULL), 0);
+			const cJSON *was;
+
+			if (!t)
+				continue;
+			was = listed_taint(items, cJSON_GetStringValue(at(dev, "name", NULL)), key,
+					   cJSON_GetStringValue(at(t, "effect", NULL)));
+			if (was && !cJSON_ReplaceItemInObjectCaseSensitive(
+					   t, "timeAdded",
+					   cJSON_CreateString(cJSON_GetStringValue(
+						   at(was, "timeAdded", NULL)))))
+				return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		}
+	}
+	return 0;
+}
+
+/* The slices of the pool at generation gen, parsed, taints' times as listed; NULL with err set. */
 static cJSON **render_all(const char *driver, const char *node, const struct hpn_dra_nic *nics,
-			  size_t n, long gen, size_t count, struct hpn_err *err)
+			  size_t n, long gen, size_t count, const cJSON *items, struct hpn_err *err)
 {
 	cJSON **v = calloc(count, sizeof(void *)); /* cJSON pointers */
 
@@ -472,6 +658,10 @@ static cJSON **render_all(const char *driver, const char *node, const struct hpn
 			free_all(v, i + 1);
 			return NULL;
 		}
+	}
+	if (keep_times(items, v, count, driver, err) < 0) {
+		free_all(v, count);
+		return NULL;
 	}
 	return v;
 }
@@ -497,8 +687,47 @@ static bool up_to_date(const cJSON *items, cJSON *const *v, size_t count)
 	for (size_t i = 0; i < count; i++) {
 		const cJSON *it = item_named(items, hpn_dra_slice_meta(v[i], "name"));
 
-		if (!it || !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(it, "spec"),
-					  cJSON_GetObjectItemCaseSensitive(v[i], "spec"), true))
+		if (!it || !cJSON_Compare(at(it, "spec", NULL), at(v[i], "spec", NULL), true))
+			return false;
+	}
+	return true;
+}
+
+/* Two slices' devices: the same names in the same order. */
+static bool same_names(const cJSON *a, const cJSON *b)
+{
+	const cJSON *da = at(at(a, "spec", NULL), "devices", NULL);
+	const cJSON *db = at(at(b, "spec", NULL), "devices", NULL);
+
+	if (!cJSON_IsArray(da) || !cJSON_IsArray(db) ||
+	    cJSON_GetArraySize(da) != cJSON_GetArraySize(db))
+		return false;
+	for (da = da->child, db = db->child; da && db; da = da->next, db = db->next) {
+		const char *na = cJSON_GetStringValue(at(da, "name", NULL));
+		const char *nb = cJSON_GetStringValue(at(db, "name", NULL));
+
+		if (!na || !nb || strcmp(na, nb))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The API holds exactly our slices, each at generation gen of a pool of
+ * count slices, each with our devices: what changed (a taint, an attribute)
+ * can be written over them in place, one slice at a time.
+ */
+static bool same_devices(const cJSON *items, cJSON *const *v, size_t count, long gen)
+{
+	if ((size_t)cJSON_GetArraySize(items) != count)
+		return false;
+	for (size_t i = 0; i < count; i++) {
+		const cJSON *it = item_named(items, hpn_dra_slice_meta(v[i], "name"));
+		const cJSON *c = at(at(it, "spec", NULL), "pool", NULL);
+
+		c = at(c, "resourceSliceCount", NULL);
+		if (!it || gen_of(it) != gen || !cJSON_IsNumber(c) ||
+		    c->valuedouble != (double)count || !same_names(it, v[i]))
 			return false;
 	}
 	return true;
@@ -534,6 +763,32 @@ static int plan_writes(const cJSON *items, struct hpn_dra_slices_plan *p, struct
 	return 0;
 }
 
+/*
+ * v at the generation the API holds, written over the slices that differ:
+ * 0 with p->write set, or 1 when the API does not hold our devices as v
+ * places them (v freed: a new generation).
+ */
+static int plan_in_place(const cJSON *items, struct hpn_dra_slices_plan *p, long api_gen,
+			 struct hpn_err *err)
+{
+	if (up_to_date(items, p->v, p->count)) {
+		p->gen = api_gen;
+		return 0;
+	}
+	if (!same_devices(items, p->v, p->count, api_gen)) {
+		free_all(p->v, p->count);
+		p->v = NULL;
+		return 1;
+	}
+	p->gen = api_gen;
+	p->write = true;
+	for (size_t i = 0; i < p->count; i++)
+		p->put[i] = !cJSON_Compare(at(item_named(items, hpn_dra_slice_meta(p->v[i], "name")),
+					      "spec", NULL),
+					   at(p->v[i], "spec", NULL), true);
+	return plan_writes(items, p, err);
+}
+
 int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const char *driver,
 			const char *node, const struct hpn_dra_nic *nics, size_t n, long floor,
 			struct hpn_dra_slices_plan *ret, struct hpn_err *err)
@@ -541,6 +796,7 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 	struct hpn_dra_slices_plan *p = ret;
 	const cJSON *items, *it;
 	long api_gen = 0;
+	int r;
 
 	*p = (struct hpn_dra_slices_plan){ 0 };
 	p->list = cJSON_ParseWithLength(body, len);
@@ -551,18 +807,18 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 	cJSON_ArrayForEach (it, items)
 		if (gen_of(it) > api_gen)
 			api_gen = gen_of(it);
-	p->count = hpn_dra_slice_split(n);
-	/* What is there already, at its own generation: nothing to write. */
+	p->count = hpn_dra_slice_split(nics, n);
+	p->put = calloc(p->count, sizeof(*p->put));
+	if (!p->put)
+		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	/* What is there already, at its own generation: nothing, or some slices, to write. */
 	if (api_gen > 0 && api_gen >= floor) {
-		p->v = render_all(driver, node, nics, n, api_gen, p->count, err);
+		p->v = render_all(driver, node, nics, n, api_gen, p->count, items, err);
 		if (!p->v)
 			return -EINVAL;
-		if (up_to_date(items, p->v, p->count)) {
-			p->gen = api_gen;
-			return 0;
-		}
-		free_all(p->v, p->count);
-		p->v = NULL;
+		r = plan_in_place(items, p, api_gen, err);
+		if (r <= 0)
+			return r;
 	}
 	/*
 	 * Above every generation there, so the scheduler takes ours as the
@@ -572,18 +828,42 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 	 */
 	p->gen = api_gen > floor ? api_gen : floor;
 	p->gen = p->gen < HPN_DRA_GENERATION_MAX ? p->gen + 1 : HPN_DRA_GENERATION_MAX;
-	p->v = render_all(driver, node, nics, n, p->gen, p->count, err);
+	p->v = render_all(driver, node, nics, n, p->gen, p->count, items, err);
 	if (!p->v)
 		return -EINVAL;
 	p->write = true;
+	p->bumped = true;
+	for (size_t i = 0; i < p->count; i++)
+		p->put[i] = true;
 	return plan_writes(items, p, err);
 }
 
 void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p)
 {
 	free_all(p->v, p->count);
+	free(p->put);
 	free(p->rv);
 	free(p->del);
 	cJSON_Delete(p->list);
 	*p = (struct hpn_dra_slices_plan){ 0 };
+}
+
+/* The taints of a slice's devices, all of them. */
+static int taints_of(const cJSON *slice)
+{
+	const cJSON *dev;
+	int n = 0;
+
+	cJSON_ArrayForEach (dev, at(at(slice, "spec", NULL), "devices", NULL))
+		n += cJSON_GetArraySize(at(dev, "taints", NULL));
+	return n;
+}
+
+bool hpn_dra_slice_taints_dropped(const cJSON *sent, const char *body, size_t len)
+{
+	cJSON *got = cJSON_ParseWithLength(body, len);
+	bool dropped = got && taints_of(got) < taints_of(sent);
+
+	cJSON_Delete(got);
+	return dropped;
 }

@@ -20,9 +20,26 @@
 /* resource.k8s.io/v1 limits (ResourceSliceMaxDevices, ...MaxAttributesAndCapacitiesPerDevice,
  * DeviceAttributeMaxValueLength). */
 #define HPN_DRA_MAX_DEVICES 128
+/* ResourceSliceMaxDevicesWithAdvancedFeatures: a slice where any device has a taint. */
+#define HPN_DRA_MAX_DEVICES_TAINTED 64
+#define HPN_DRA_MAX_TAINTS	    16 /* DeviceTaintsMaxLength: taints of one device */
 #define HPN_DRA_MAX_ATTRS   32
 #define HPN_DRA_MAX_VALUE   64
 #define HPN_DRA_NAME_MAX    64 /* a device name, a DNS label (63) with the NUL */
+
+/*
+ * The taint a device is published with (KEP-5055, Device.taints): the
+ * driver's key "<driver>/unhealthy" (HPN_DRA_TAINT_NAME), a value, an
+ * effect; the scheduler allocates a tainted device only to a claim that
+ * tolerates it (NoSchedule), the eviction controller also evicts the pods
+ * using it (NoExecute), None only says so.
+ */
+#define HPN_DRA_TAINT_NAME "unhealthy"
+struct hpn_dra_taint {
+	char effect[12];  /* "NoSchedule", "NoExecute" or "None"; "": no taint */
+	char value[64];	  /* why, a label value (63 at most, [A-Za-z0-9._-]); "": none */
+	long long since;  /* timeAdded, seconds since the epoch: when it was first seen */
+};
 
 /* One pool NIC as a DRA device. */
 struct hpn_dra_nic {
@@ -43,7 +60,13 @@ struct hpn_dra_nic {
 	char driver[128];	    /* the kernel driver: "mlx5_core", "erdma", "virtio_net" */
 	bool softroce_capable;	    /* Ethernet with no hardware RDMA device: rxe could serve it */
 	unsigned int rail;	    /* its index among the pool's NICs, in PCI order */
+	struct hpn_dra_taint taint; /* the caller's, not sysfs's: unhealthy but present */
 };
+
+/* An effect a device taint may have: "NoSchedule", "NoExecute", "None" (Kubernetes 1.35 on). */
+bool hpn_dra_taint_effect_valid(const char *effect);
+/* A label value as the API checks one: at most 63 of [A-Za-z0-9._-], alphanumeric at both ends. */
+bool hpn_dra_label_value(const char *v);
 
 /*
  * Fills *ret for netdev ifname from sysfs under sysfs_root: its PCI function
@@ -68,20 +91,27 @@ int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int ra
  */
 int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX]);
 
-/* How many ResourceSlices a pool of n devices takes (at least 1: an empty pool is one slice). */
-size_t hpn_dra_slice_split(size_t n);
+/*
+ * How many ResourceSlices the pool nics[0..n) takes (at least 1: an empty
+ * pool is one slice). The NICs go in order, each slice as full as the API
+ * lets it be: 128 devices, 64 when any of them has a taint (a tainted NIC
+ * after 64 untainted ones starts the next slice).
+ */
+size_t hpn_dra_slice_split(const struct hpn_dra_nic *nics, size_t n);
 
 /*
- * Slice slice_index of slice_count (which must be hpn_dra_slice_split(n))
- * of the pool nics[0..n): a ResourceSlice of resource.k8s.io/v1 as JSON,
- * holding the devices [index * 128, ...) with their attributes
- * (doc/dra.md: the standard resource.kubernetes.io/pcieRoot, pciBusID and
- * numaNode of the RDMA device's PCI function, else the netdev's, where sysfs
- * gave them; the driver's own unqualified ones), named
- * "<node>-<driver>-<index>" (cut, with a hash, to 253). Checks the API's
- * limits: driver, node and pool names, device names unique in the pool,
- * string values of at most 64 characters (the error names the NIC). The
- * caller frees the text; NULL with err set on failure.
+ * Slice slice_index of slice_count (which must be hpn_dra_slice_split) of
+ * the pool nics[0..n): a ResourceSlice of resource.k8s.io/v1 as JSON,
+ * holding that slice's devices with their attributes (doc/dra.md: the
+ * standard resource.kubernetes.io/pcieRoot, pciBusID and numaNode of the
+ * RDMA device's PCI function, else the netdev's, where sysfs gave them; the
+ * driver's own unqualified ones) and, for a NIC with one, its taint
+ * "<driver>/unhealthy" with value, effect and timeAdded (RFC 3339, UTC),
+ * named "<node>-<driver>-<index>" (cut, with a hash, to 253). Checks the
+ * API's limits: driver, node and pool names, device names unique in the
+ * pool, string values of at most 64 characters, a taint's effect and value
+ * (the error names the NIC). The caller frees the text; NULL with err set
+ * on failure.
  */
 char *hpn_dra_slice_render(const char *driver, const char *node, const char *pool, long generation,
 			   const struct hpn_dra_nic *nics, size_t n, size_t slice_index,
@@ -102,17 +132,27 @@ const char *hpn_dra_slice_meta(const struct cJSON *obj, const char *key);
  * What a round of the ResourceSlice publisher writes, decided from the API's
  * answer to the list of the slices of node and driver: nothing when the API
  * holds the pool's slices already at a generation of their own (one
- * listed, at least floor, our last); else the slices at a generation above
- * every one listed and floor (HPN_DRA_GENERATION_MAX at most: one listed
- * above it is not read, and the generation written is one the next round
- * reads), each to be PUT over the resourceVersion listed for its name or
- * POSTed, then the listed slices not ours DELETEd.
+ * listed, at least floor, our last). When it holds exactly our slices, each
+ * at that generation with the devices ours has (by name, in order), only
+ * the slices that differ (a taint, an attribute) are PUT, at that
+ * generation: every device stays in its slice, so whichever of the old and
+ * new slices a reader sees, it sees each device once. Otherwise (a device
+ * added, removed or moved to another slice, a slice missing or someone
+ * else's) every slice at a generation above every one listed and floor
+ * (HPN_DRA_GENERATION_MAX at most: one listed above it is not read, and
+ * the generation written is one the next round reads), each to be PUT over
+ * the resourceVersion listed for its name or POSTed, then the listed slices
+ * not ours DELETEd. A taint of ours the list holds on a device of the same
+ * name with the same effect keeps its timeAdded (a restarted agent does not
+ * move it).
  */
 struct hpn_dra_slices_plan {
 	struct cJSON **v; /* the pool's slices at gen, count of them (hpn_dra_slice_split) */
 	size_t count;
 	long gen;
-	bool write;	    /* v to write; false: the API holds them already */
+	bool write;	    /* some of v to write; false: the API holds them already */
+	bool *put;	    /* v[i] to write (write only); false: the API holds it as it is */
+	bool bumped;	    /* gen is a new generation (write): every slice written */
 	const char **rv;    /* v[i]'s resourceVersion in the list, "" when not listed */
 	const char **del;   /* names of the listed slices not ours, in the list's order, n_del */
 	size_t n_del;	    /* (a listed slice without a name ends them) */
@@ -130,5 +170,12 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 			const char *node, const struct hpn_dra_nic *nics, size_t n, long floor,
 			struct hpn_dra_slices_plan *ret, struct hpn_err *err);
 void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p);
+
+/*
+ * The API's answer body[0..len) to the write of slice sent holds fewer
+ * taints than sent: an API server whose DRADeviceTaints feature gate is off
+ * (Kubernetes before 1.36, unless turned on) drops them and stores the rest.
+ */
+bool hpn_dra_slice_taints_dropped(const struct cJSON *sent, const char *body, size_t len);
 
 #endif
