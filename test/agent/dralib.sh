@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# The DRA tests' helpers (dra.sh, draflow.sh), sourced after ../netns/lib.sh
-# and lib.sh: the API stand-in of test/kube with the agent's service account,
-# claims in it, and the kubelet stand-in's DRA calls.
+# The DRA tests' helpers (dra.sh, draflow.sh, draslices.sh, drataint.sh),
+# sourced after ../netns/lib.sh and lib.sh: the API stand-in of test/kube
+# with the agent's service account, claims in it, the slices it holds, and
+# the kubelet stand-in's DRA calls.
 # shellcheck source=../kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
 
@@ -82,3 +83,55 @@ claim_spec() {
 	echo "$T/cdi/alibabacloud.com-hpn-rdma_claim-$1.json"
 }
 
+# slices: every slice the stand-in holds, one JSON array (read again when
+# the stand-in replaced a file under us).
+slices() {
+	local f i
+	for ((i = 0; i < 20; i++)); do
+		shopt -s nullglob
+		f=("$KUBE_RESOURCES"/resourceslices/*.json)
+		shopt -u nullglob
+		((${#f[@]})) || {
+			echo '[]'
+			return 0
+		}
+		jq -s . "${f[@]}" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "cannot read the slices in $KUBE_RESOURCES/resourceslices"
+}
+
+# wait_slices FILTER WHAT [SECONDS [jq args...]]: FILTER holds on slices
+# within SECONDS (default 10); OUT is the slices then.
+wait_slices() {
+	local filter=$1 what=$2 secs=${3:-10} i
+	shift 2
+	(($# > 0)) && shift
+	for ((i = 0; i < secs * 10; i++)); do
+		OUT=$(slices)
+		jq -e "$@" "$filter" <<<"$OUT" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "$what: jq '$filter' not true within ${secs}s on: $OUT
+agent log: $(tail -n 10 "$T/agent.log")"
+}
+
+gen() {
+	jq '[.[].spec.pool.generation] | max // 0' <<<"$(slices)"
+}
+
+# kubectl_slices: kubectl get resourceslices of node1 and our driver, -o json,
+# as the agent's service account, into OUT; 1 (said) without kubectl.
+kubectl_slices() {
+	if ! command -v kubectl >/dev/null; then
+		info "kubectl not installed: its reading of the slices not checked"
+		return 1
+	fi
+	kubeconfig "$KUBE_WORK/kubectl.kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
+		"token: dra-agent-token"
+	OUT=$(HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl \
+		--kubeconfig "$KUBE_WORK/kubectl.kubeconfig" --cache-dir "$KUBE_WORK/kcache" \
+		--request-timeout 10s get resourceslices \
+		--field-selector "spec.nodeName=node1,spec.driver=$DRV" -o json) ||
+		fail "kubectl get resourceslices: $OUT"
+}

@@ -18,14 +18,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# shellcheck source=../kube/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
+# shellcheck source=dralib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
 
 t_init
 agent_require
 command -v curl >/dev/null || skip "curl is not installed"
 
-DRV=hpn-rdma.alibabacloud.com
 # The resync, shortened so that a wiped slice comes back within seconds.
 export HPN_DRA_RESYNC_MS=1000
 
@@ -57,43 +56,6 @@ api() {
 		-H "Authorization: Bearer dra-agent-token" "$@"
 }
 
-# slices: every slice the stand-in holds, one JSON array (read again when
-# the stand-in replaced a file under us).
-slices() {
-	local f i
-	for ((i = 0; i < 20; i++)); do
-		shopt -s nullglob
-		f=("$KUBE_RESOURCES"/resourceslices/*.json)
-		shopt -u nullglob
-		((${#f[@]})) || {
-			echo '[]'
-			return 0
-		}
-		jq -s . "${f[@]}" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	fail "cannot read the slices in $KUBE_RESOURCES/resourceslices"
-}
-
-# wait_slices FILTER WHAT [SECONDS [jq args...]]: FILTER holds on slices
-# within SECONDS (default 10); OUT is the slices then.
-wait_slices() {
-	local filter=$1 what=$2 secs=${3:-10} i
-	shift 2
-	(($# > 0)) && shift
-	for ((i = 0; i < secs * 10; i++)); do
-		OUT=$(slices)
-		jq -e "$@" "$filter" <<<"$OUT" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "$what: jq '$filter' not true within ${secs}s on: $OUT
-agent log: $(tail -n 10 "$T/agent.log")"
-}
-
-gen() {
-	jq '[.[].spec.pool.generation] | max // 0' <<<"$(slices)"
-}
-
 NAMES='["net-pool3","pci-0000-af-00-0","pci-0000-af-00-1","pci-0000-af-00-2"]'
 # The device names with a net- name's hash cut off, sorted.
 NAMES_OF='([.[].spec.devices[].name | sub("^(?<p>net-[a-z0-9-]*?)-[0-9a-f]{8}$"; "\(.p)")] | sort)'
@@ -120,18 +82,9 @@ publish() {
 	jq_ok '[.[0].spec.devices[] | select(.name | startswith("net-pool3")) | .attributes |
 		has("resource.kubernetes.io/pcieRoot")] == [false]' \
 		"pool3 (no PCI function) has no pcieRoot" "$OUT"
-	if command -v kubectl >/dev/null; then
-		kubeconfig "$KUBE_WORK/kubectl.kubeconfig" "https://127.0.0.1:$KUBE_PORT_good" file \
-			"token: dra-agent-token"
-		OUT=$(HOME=$KUBE_WORK ip netns exec "$HOST_NS" kubectl \
-			--kubeconfig "$KUBE_WORK/kubectl.kubeconfig" --cache-dir "$KUBE_WORK/kcache" \
-			--request-timeout 10s get resourceslices \
-			--field-selector "spec.nodeName=node1,spec.driver=$DRV" -o json) ||
-			fail "kubectl get resourceslices: $OUT"
+	if kubectl_slices; then
 		jq_ok "[.items[]] | $NAMES_OF == \$n" "kubectl reads the slice's devices" "$OUT" \
 			--argjson n "$NAMES"
-	else
-		info "kubectl not installed: its reading of the slices not checked"
 	fi
 	g=$(gen)
 	ip -n "$HOST_NS" link del pool1
