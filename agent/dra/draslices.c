@@ -43,11 +43,11 @@ struct round {
 	struct hpn_dra_nic *nics;
 	size_t n;
 	size_t tainted; /* NICs of nics with a taint */
-	long floor; /* the generation we last published: a new one goes above */
-	double t0;  /* the list's start */
+	long floor;	/* the generation we last published: a new one goes above */
+	double t0;	/* the list's start */
 	struct hpn_err err;
-	long gen;   /* the generation in the API after the round */
-	bool wrote; /* the round wrote (or deleted) a slice */
+	long gen;    /* the generation in the API after the round */
+	bool wrote;  /* the round wrote (or deleted) a slice */
 	bool bumped; /* at a new generation: every slice written */
 	size_t slices;
 	unsigned long writes;		 /* slices PUT or POSTed */
@@ -102,8 +102,8 @@ struct draslices {
 	 * pool changes (then they are tried again); said once.
 	 */
 	bool no_taints, said_dropped;
-	long long due;	    /* CLOCK_MONOTONIC ms: the next round, change or not */
-	struct seen *seen;  /* the pool's NICs as last read from sysfs, by ID */
+	long long due;	   /* CLOCK_MONOTONIC ms: the next round, change or not */
+	struct seen *seen; /* the pool's NICs as last read from sysfs, by ID */
 	size_t n_seen;
 	int backoff_ms, resync_ms;
 	struct draslices_stats st;
@@ -170,9 +170,11 @@ static void round_end(struct round *rd, int r)
 		} else if (rd->wrote) {
 			s->st.publishes++;
 			s->st.write_s += took_s;
-			hpn_info("DRA: wrote %lu of the %zu ResourceSlice(s) of pool %s over, "
-				 "generation %ld kept (no device moved), %zu device(s), %zu tainted",
-				 rd->writes, rd->slices, s->o.node_name, rd->gen, rd->n, rd->tainted);
+			hpn_info(
+				"DRA: wrote %lu of the %zu ResourceSlice(s) of pool %s over, "
+				"generation %ld kept (no device moved), %zu device(s), %zu tainted",
+				rd->writes, rd->slices, s->o.node_name, rd->gen, rd->n,
+				rd->tainted);
 		} else {
 			s->st.unchanged++;
 		}

@@ -21,11 +21,11 @@ struct sbuf;
  * driver stays gone.
  */
 struct draslices_opts {
-	const char *driver;	/* spec.driver */
-	const char *node_name;	/* spec.nodeName and the pool's name */
-	struct kubeloop *kube;	/* the API's calls; borrowed, outlives the publisher */
-	const char *kubeconfig; /* read for every request (kube_call) */
-	int api_timeout_ms;	/* one request, retries included */
+	const char *driver;	  /* spec.driver */
+	const char *node_name;	  /* spec.nodeName and the pool's name */
+	struct kubeloop *kube;	  /* the API's calls; borrowed, outlives the publisher */
+	const char *kubeconfig;	  /* read for every request (kube_call) */
+	int api_timeout_ms;	  /* one request, retries included */
 	const char *taint_effect; /* an unhealthy NIC's taint: NoSchedule, NoExecute, None */
 };
 

@@ -33,9 +33,9 @@ enum agent_verdict {
 /* Why the node shows a device Unhealthy (its health before the health loop's verdict). */
 enum agent_fault {
 	AGENT_FAULT_NONE,
-	AGENT_FAULT_VANISHED,	/* the NIC: neither on the host nor in a journal */
-	AGENT_FAULT_RDMA_GONE,	/* its RDMA device vanished, the netdev still there */
-	AGENT_FAULT_PORT_DOWN,	/* its RDMA port is DOWN */
+	AGENT_FAULT_VANISHED,  /* the NIC: neither on the host nor in a journal */
+	AGENT_FAULT_RDMA_GONE, /* its RDMA device vanished, the netdev still there */
+	AGENT_FAULT_PORT_DOWN, /* its RDMA port is DOWN */
 };
 
 struct agent_dev {

@@ -47,9 +47,9 @@
 
 static struct hpn_dra_nic nics[130], pnics[130]; /* pnics: nics, this input's taints */
 /* 2026-12-04T13:07:59Z: when the unhealthy NICs were first seen so. */
-#define SINCE	 1796389679LL
-#define SINCE_S	 "2026-12-04T13:07:59Z"
-#define TAINT	 DRV "/unhealthy"
+#define SINCE	1796389679LL
+#define SINCE_S "2026-12-04T13:07:59Z"
+#define TAINT	DRV "/unhealthy"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -250,8 +250,8 @@ static void converges(const struct hpn_dra_slices_plan *p, size_t n)
 	}
 	body = cJSON_PrintUnformatted(list);
 	FUZZ_ASSERT(body);
-	FUZZ_ASSERT(hpn_dra_slices_plan(body, strlen(body), WHAT, DRV, NODE, pnics, n, p->gen, &next,
-					&err) == 0);
+	FUZZ_ASSERT(hpn_dra_slices_plan(body, strlen(body), WHAT, DRV, NODE, pnics, n, p->gen,
+					&next, &err) == 0);
 	FUZZ_ASSERT(!next.write && next.gen == p->gen && next.count == p->count && !next.n_del);
 	hpn_dra_slices_plan_free(&next);
 	cJSON_free(body);

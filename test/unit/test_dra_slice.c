@@ -566,7 +566,6 @@ static void test_split(void)
 	free(nics);
 }
 
-
 /* The taints of device name in slice s ("" when it has none). */
 static const cJSON *taints(const cJSON *s, const char *name)
 {
@@ -582,8 +581,7 @@ static const char *taint_str(const cJSON *s, const char *name, const char *field
 /* 2026-12-04T13:07:59Z */
 #define WHEN 1796389679LL
 
-static void set_taint(struct hpn_dra_nic *n, const char *effect, const char *value,
-		      long long since)
+static void set_taint(struct hpn_dra_nic *n, const char *effect, const char *value, long long since)
 {
 	snprintf(n->taint.effect, sizeof(n->taint.effect), "%s", effect);
 	snprintf(n->taint.value, sizeof(n->taint.value), "%s", value);
@@ -654,8 +652,8 @@ static void check_slice_rails(const struct hpn_dra_nic *nics, size_t s, size_t c
 			      unsigned first, unsigned last, int line)
 {
 	struct hpn_err err = { 0 };
-	char *text = hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 1, nics, 200, s, count,
-					  &err);
+	char *text =
+		hpn_dra_slice_render(HPN_DRA_DRIVER, "big", "big", 1, nics, 200, s, count, &err);
 	cJSON *o = cJSON_Parse(text ? text : "");
 	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(o, "spec"), "devices");
@@ -663,8 +661,7 @@ static void check_slice_rails(const struct hpn_dra_nic *nics, size_t s, size_t c
 
 	CHECK_INT_EQ(cJSON_GetArraySize(devs), last - first);
 	CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, 0), "rail"), first);
-	CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, (int)(last - first) - 1), "rail"),
-		     last - 1);
+	CHECK_INT_EQ(attr_int(cJSON_GetArrayItem(devs, (int)(last - first) - 1), "rail"), last - 1);
 	if (failed != check_failed)
 		fprintf(stderr, "\tslice %zu of %zu (line %d): %s\n", s, count, line,
 			text ? "" : err.msg);
@@ -782,13 +779,14 @@ static void test_taint_rounds(void)
 	got = cJSON_Parse(body);
 	free(body);
 	cJSON_ReplaceItemInObjectCaseSensitive(
-		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-					   device_named(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-									       got, "items"),
-								       0),
-							"pci-0000-10-00-1"),
-					   "taints"),
-				   0),
+		cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(
+				device_named(
+					cJSON_GetArrayItem(
+						cJSON_GetObjectItemCaseSensitive(got, "items"), 0),
+					"pci-0000-10-00-1"),
+				"taints"),
+			0),
 		"timeAdded", cJSON_CreateString("2026-02-30T13:07:59Z"));
 	body = cJSON_PrintUnformatted(got);
 	cJSON_Delete(got);

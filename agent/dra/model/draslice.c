@@ -85,9 +85,8 @@ bool hpn_dra_label_value(const char *v)
 
 bool hpn_dra_taint_effect_valid(const char *effect)
 {
-	return effect &&
-	       (!strcmp(effect, "NoSchedule") || !strcmp(effect, "NoExecute") ||
-		!strcmp(effect, "None"));
+	return effect && (!strcmp(effect, "NoSchedule") || !strcmp(effect, "NoExecute") ||
+			  !strcmp(effect, "None"));
 }
 
 /* The basename of the symlink <dir>/driver's text: the kernel driver bound to dir. */
@@ -783,9 +782,9 @@ static int plan_in_place(const cJSON *items, struct hpn_dra_slices_plan *p, long
 	p->gen = api_gen;
 	p->write = true;
 	for (size_t i = 0; i < p->count; i++)
-		p->put[i] = !cJSON_Compare(at(item_named(items, hpn_dra_slice_meta(p->v[i], "name")),
-					      "spec", NULL),
-					   at(p->v[i], "spec", NULL), true);
+		p->put[i] = !cJSON_Compare(
+			at(item_named(items, hpn_dra_slice_meta(p->v[i], "name")), "spec", NULL),
+			at(p->v[i], "spec", NULL), true);
 	return plan_writes(items, p, err);
 }
 

@@ -23,9 +23,9 @@
 /* ResourceSliceMaxDevicesWithAdvancedFeatures: a slice where any device has a taint. */
 #define HPN_DRA_MAX_DEVICES_TAINTED 64
 #define HPN_DRA_MAX_TAINTS	    16 /* DeviceTaintsMaxLength: taints of one device */
-#define HPN_DRA_MAX_ATTRS   32
-#define HPN_DRA_MAX_VALUE   64
-#define HPN_DRA_NAME_MAX    64 /* a device name, a DNS label (63) with the NUL */
+#define HPN_DRA_MAX_ATTRS	    32
+#define HPN_DRA_MAX_VALUE	    64
+#define HPN_DRA_NAME_MAX	    64 /* a device name, a DNS label (63) with the NUL */
 
 /*
  * The taint a device is published with (KEP-5055, Device.taints): the
@@ -36,9 +36,9 @@
  */
 #define HPN_DRA_TAINT_NAME "unhealthy"
 struct hpn_dra_taint {
-	char effect[12];  /* "NoSchedule", "NoExecute" or "None"; "": no taint */
-	char value[64];	  /* why, a label value (63 at most, [A-Za-z0-9._-]); "": none */
-	long long since;  /* timeAdded, seconds since the epoch: when it was first seen */
+	char effect[12]; /* "NoSchedule", "NoExecute" or "None"; "": no taint */
+	char value[64];	 /* why, a label value (63 at most, [A-Za-z0-9._-]); "": none */
+	long long since; /* timeAdded, seconds since the epoch: when it was first seen */
 };
 
 /* One pool NIC as a DRA device. */
