@@ -564,18 +564,14 @@ static const cJSON *at(const cJSON *obj, const char *a, const char *b)
 static bool api_time(const char *s)
 {
 	struct tm tm = { 0 };
+	const char *end;
 	char again[32];
-	int n = 0;
 
-	if (!s || strlen(s) != 20 ||
-	    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
-	    n != 20)
+	if (!s || strlen(s) != 20)
 		return false;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
+	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	/* Written back the same: no 30 February, no second 60, no sign or space in a field. */
-	return rfc3339((long long)timegm(&tm), again) == 0 && !strcmp(again, s);
+	return end && !*end && rfc3339((long long)timegm(&tm), again) == 0 && !strcmp(again, s);
 }
 
 /* The listed device named name whose taints hold key with effect: that taint. */
@@ -795,7 +791,6 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 	struct hpn_dra_slices_plan *p = ret;
 	const cJSON *items, *it;
 	long api_gen = 0;
-	int r;
 
 	*p = (struct hpn_dra_slices_plan){ 0 };
 	p->list = cJSON_ParseWithLength(body, len);
@@ -812,6 +807,8 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 		return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	/* What is there already, at its own generation: nothing, or some slices, to write. */
 	if (api_gen > 0 && api_gen >= floor) {
+		int r;
+
 		p->v = render_all(driver, node, nics, n, api_gen, p->count, items, err);
 		if (!p->v)
 			return -EINVAL;
