@@ -6,6 +6,16 @@
 # shellcheck source=../kube/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../kube/lib.sh"
 
+# dra_init: the scenarios' scratch tree (t_init), or a skip that says why (the
+# agent or the kubelet stand-in not built, no curl); kubectl and curl reach
+# the stand-in, not a proxy.
+dra_init() {
+	t_init
+	agent_require
+	command -v curl >/dev/null || skip "curl is not installed"
+	unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
+}
+
 DRV=hpn-rdma.alibabacloud.com
 UID1=5b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f10
 POD_A=7e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b

@@ -21,9 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=dralib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
 
-t_init
-agent_require
-command -v curl >/dev/null || skip "curl is not installed"
+dra_init
 
 # The resync, shortened so that a wiped slice comes back within seconds.
 export HPN_DRA_RESYNC_MS=1000

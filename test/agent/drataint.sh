@@ -23,11 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=dralib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/dralib.sh"
 
-t_init
-agent_require
-command -v curl >/dev/null || skip "curl is not installed"
-# kubectl must reach the stand-in, not a proxy; its cache stays in the scratch dir.
-unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy ALL_PROXY all_proxy NO_PROXY no_proxy
+dra_init
 
 # The resync, shortened: a round every second shows whether a taint is written again.
 export HPN_DRA_RESYNC_MS=1000

@@ -193,23 +193,30 @@ static void check_slices(const struct hpn_dra_slices_plan *p, size_t n, const cJ
 	FUZZ_ASSERT(next == n);
 }
 
+/* A slice's device names in order, as a JSON array (a nameless device null); NULL: no list. */
+static cJSON *names_of(const cJSON *slice)
+{
+	const cJSON *devs = at(at(slice, "spec", NULL), "devices", NULL), *dev;
+	cJSON *names = cJSON_IsArray(devs) ? cJSON_CreateArray() : NULL;
+
+	cJSON_ArrayForEach (dev, devs) {
+		const cJSON *n = at(dev, "name", NULL);
+
+		FUZZ_ASSERT(cJSON_AddItemToArray(
+			names, cJSON_IsString(n) ? cJSON_Duplicate(n, false) : cJSON_CreateNull()));
+	}
+	return names;
+}
+
 /* Two slices' devices have the same names in the same order. */
 static bool same_names(const cJSON *a, const cJSON *b)
 {
-	const cJSON *da = at(at(a, "spec", NULL), "devices", NULL);
-	const cJSON *db = at(at(b, "spec", NULL), "devices", NULL);
-	int len = cJSON_GetArraySize(da);
+	cJSON *na = names_of(a), *nb = names_of(b);
+	bool same = na && nb && cJSON_Compare(na, nb, true);
 
-	if (!cJSON_IsArray(da) || !cJSON_IsArray(db) || len != cJSON_GetArraySize(db))
-		return false;
-	for (int i = 0; i < len; i++) {
-		const char *na = cJSON_GetStringValue(at(cJSON_GetArrayItem(da, i), "name", NULL));
-		const char *nb = cJSON_GetStringValue(at(cJSON_GetArrayItem(db, i), "name", NULL));
-
-		if (!na || !nb || strcmp(na, nb))
-			return false;
-	}
-	return true;
+	cJSON_Delete(na);
+	cJSON_Delete(nb);
+	return same;
 }
 
 /*

@@ -252,6 +252,25 @@ class Errors:
     def too_many(self, field, got, limit):
         self.add("FieldValueTooMany", field, f"Too many: {got}: must have at most {limit} items")
 
+    def not_supported(self, field, value, values):
+        self.add("FieldValueNotSupported", field,
+                 f"Unsupported value: {json.dumps(value)}: supported values: "
+                 + ", ".join(json.dumps(v) for v in sorted(values)))
+
+    def objects(self, items, field, limit):
+        """A list of at most limit objects: each (its field, it); what is
+        not a list, or not an object, said."""
+        if not isinstance(items, list):
+            self.invalid(field, items, "must be a list")
+            return
+        if len(items) > limit:
+            self.too_many(field, len(items), limit)
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                yield f"{field}[{i}]", item
+            else:
+                self.invalid(f"{field}[{i}]", item, "must be an object")
+
     def duplicate(self, field, value):
         self.add("FieldValueDuplicate", field, f"Duplicate value: {json.dumps(value)}")
 
@@ -383,15 +402,7 @@ def check_label_name(errs, key, field):
 
 
 def check_taints(errs, taints, field):
-    if not isinstance(taints, list):
-        return errs.invalid(field, taints, "must be a list")
-    if len(taints) > 16:
-        errs.too_many(field, len(taints), 16)
-    for i, t in enumerate(taints):
-        f = f"{field}[{i}]"
-        if not isinstance(t, dict):
-            errs.invalid(f, t, "must be an object")
-            continue
+    for f, t in errs.objects(taints, field, 16):
         check_label_name(errs, t.get("key"), f + ".key")
         v = t.get("value", "")
         if v and (not isinstance(v, str) or len(v) > 63 or not LABEL_NAME_RE.match(v)):
@@ -402,9 +413,7 @@ def check_taints(errs, taints, field):
         if not e:
             errs.required(f + ".effect")
         elif e not in TAINT_EFFECTS:
-            errs.add("FieldValueNotSupported", f + ".effect",
-                     f'Unsupported value: {json.dumps(e)}: supported values: '
-                     + ", ".join(json.dumps(x) for x in TAINT_EFFECTS))
+            errs.not_supported(f + ".effect", e, TAINT_EFFECTS)
 
 
 def decode_taint_times(obj):
@@ -563,24 +572,14 @@ def key_text(k):
 
 
 def check_conditions(errs, conds, field):
-    if not isinstance(conds, list):
-        return errs.invalid(field, conds, "must be a list")
-    if len(conds) > 8:
-        errs.too_many(field, len(conds), 8)
-    for j, c in enumerate(conds):
-        f = f"{field}[{j}]"
-        if not isinstance(c, dict):
-            errs.invalid(f, c, "must be an object")
-            continue
+    for f, c in errs.objects(conds, field, 8):
         t = c.get("type") or ""
         if not t:
             errs.required(f + ".type")
         elif not (LABEL_NAME_RE.match(t.rpartition("/")[2]) and len(t.rpartition("/")[2]) <= 63):
             errs.invalid(f + ".type", t, "must be a qualified name")
         if c.get("status") not in ("True", "False", "Unknown"):
-            errs.add("FieldValueNotSupported", f + ".status",
-                     f'Unsupported value: {json.dumps(c.get("status"))}: supported values: '
-                     '"False", "True", "Unknown"')
+            errs.not_supported(f + ".status", c.get("status"), ("True", "False", "Unknown"))
         if not c.get("lastTransitionTime"):
             errs.required(f + ".lastTransitionTime", "must be set")
         reason = c.get("reason") or ""
