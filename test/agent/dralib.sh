@@ -145,3 +145,14 @@ kubectl_slices() {
 		--field-selector "spec.nodeName=node1,spec.driver=$DRV" -o json) ||
 		fail "kubectl get resourceslices: $OUT"
 }
+
+# plugin_conf FILTER: into CONF, the CNI config a scenario's ADD runs with
+# (agent_net_conf, FILTER applied), reading a copy of the fake tree without
+# RDMA devices: the host kernel has none to bind.
+plugin_conf() {
+	local psys=$T/psys-$SCEN
+	rm -rf "$psys"
+	cp -a "$T/sysfs" "$psys"
+	find "$psys" -depth -name infiniband -exec rm -rf {} +
+	CONF=$(jq -c --arg s "$psys" "$1"' | .sysfsRoot = $s' <<<"$(agent_net_conf)")
+}

@@ -198,17 +198,13 @@ run "agent restart: the same device names, the generation never going back" rest
 # Neither is a new generation: pool1 keeps the attributes it was read with.
 pod_nic() {
 	local -a AGENT_FLAGS
-	local g conf psys
+	local g conf
 	slices_api
 	node_up
 	wait_slices 'length == 1' "one ResourceSlice after start"
 	g=$(gen)
-	# The plugin's tree has no RDMA devices: the host kernel has none to bind.
-	psys=$T/psys-$SCEN
-	cp -a "$T/sysfs" "$psys"
-	find "$psys" -depth -name infiniband -exec rm -rf {} +
-	conf=$(jq -c --arg s "$psys" 'del(.match) | .device = "pool1" | .sysfsRoot = $s' \
-		<<<"$(agent_net_conf)")
+	plugin_conf 'del(.match) | .device = "pool1"'
+	conf=$CONF
 	run_plugin ADD "$conf"
 	expect_result "ADD of pool1"
 	mv "$T/sysfs/class/net/pool1" "$T/pool1.sysfs"
@@ -236,15 +232,13 @@ run "a pod's NIC: ADD and DEL change no slice" pod_nic
 # pool0 leaves the slices (a new generation) until DEL gives it back.
 pool_pick() {
 	local -a AGENT_FLAGS
-	local g conf psys
+	local g conf
 	slices_api
 	node_up
 	wait_slices 'length == 1' "one ResourceSlice after start"
 	g=$(gen)
-	psys=$T/psys-$SCEN
-	cp -a "$T/sysfs" "$psys"
-	find "$psys" -depth -name infiniband -exec rm -rf {} +
-	conf=$(jq -c --arg s "$psys" '.sysfsRoot = $s' <<<"$(agent_net_conf)")
+	plugin_conf .
+	conf=$CONF
 	run_plugin ADD "$conf" CNI_ARGS="K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=selected;K8S_POD_UID=cd-34"
 	expect_result "ADD of a selected pod with no allocation: a pool pick"
 	has_link "$HOST_NS" pool0 && fail "the pool pick was not pool0"

@@ -189,14 +189,10 @@ run "DRADeviceTaints off: dropped, said once, no write every round" gate_off
 # it is, at the same generation.
 broken() {
 	local -a AGENT_FLAGS
-	local g conf psys ns
+	local g ns
 	taint_start --health-interval 1
-	psys=$T/psys-$SCEN
-	cp -a "$T/sysfs" "$psys"
-	find "$psys" -depth -name infiniband -exec rm -rf {} +
-	conf=$(jq -c --arg s "$psys" 'del(.match) | .device = "pool1" | .sysfsRoot = $s' \
-		<<<"$(agent_net_conf)")
-	run_plugin ADD "$conf"
+	plugin_conf 'del(.match) | .device = "pool1"'
+	run_plugin ADD "$CONF"
 	expect_result "ADD of pool1"
 	settle
 	g=$(gen)
@@ -208,7 +204,7 @@ broken() {
 	ip -n "$ns" link set hpn0 mtu 1500
 	wait_slices '[.[].spec.devices[] | select(.name == "pci-0000-af-00-1")][0].taints == null' \
 		"pool1's attachment whole again: the taint gone" 15
-	run_plugin DEL "$conf"
+	run_plugin DEL "$CONF"
 	expect_ok "DEL of pool1"
 	node_down
 	kube_stop
