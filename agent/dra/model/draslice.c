@@ -431,6 +431,22 @@ static int device(cJSON *devs, const char *driver, const struct hpn_dra_nic *nic
 	return r;
 }
 
+struct cJSON *hpn_dra_nic_attrs(const struct hpn_dra_nic *nic, struct hpn_err *err)
+{
+	cJSON *devs = cJSON_CreateArray(), *attrs = NULL;
+
+	if (!devs) {
+		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		return NULL;
+	}
+	/* The driver names only a taint, which is not an attribute. */
+	if (device(devs, HPN_DRA_DRIVER, nic, "x", err) == 0)
+		attrs = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetArrayItem(devs, 0),
+								"attributes");
+	cJSON_Delete(devs);
+	return attrs;
+}
+
 /* The names of every device of the pool, each a DNS label, none twice. */
 static int device_names(const struct hpn_dra_nic *nics, size_t n, char (*names)[HPN_DRA_NAME_MAX],
 			struct hpn_err *err)

@@ -91,6 +91,14 @@ int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int ra
  */
 int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX]);
 
+struct cJSON;
+/*
+ * The NIC's attributes as its device in the slice has them (a
+ * DeviceAttribute object by name: the device metadata's, drameta.h); the
+ * caller frees it. NULL with err set (a value over the API's limit, no memory).
+ */
+struct cJSON *hpn_dra_nic_attrs(const struct hpn_dra_nic *nic, struct hpn_err *err);
+
 /*
  * How many ResourceSlices the pool nics[0..n) takes (at least 1: an empty
  * pool is one slice). The NICs go in order, each slice as full as the API
