@@ -59,6 +59,9 @@ struct lookup {
 	/* The DRA driver's claims' NICs for a pod (NULL: the driver is off). */
 	struct hpn_alloc *(*pod_nics)(void *ud, const char *uid);
 	void *pod_nics_ud;
+	/* The pod's ADD done: its DRA claims' networkData written (NULL: the driver is off). */
+	int (*attached)(void *ud, const char *uid);
+	void *attached_ud;
 	struct podwatch *pw; /* the pod question's cache, or NULL */
 	/* The NRI link's state now (NULL: the agent runs without --nri). */
 	void (*nri_state)(void *ud, struct hpn_nri_state *ret);
@@ -320,6 +323,23 @@ static void on_io(struct loop_src *s)
 		answer_nri(c);
 		return;
 	}
+	if (c->req.query == HPN_ALLOC_QUERY_ATTACHED) {
+		int w = c->lk->attached && c->req.uid[0]
+				? c->lk->attached(c->lk->attached_ud, c->req.uid)
+				: 0;
+		char *json = malloc(64);
+
+		if (w < 0) {
+			free(json);
+			refuse(c, "the pod's DRA claims' device metadata could not be written");
+			return;
+		}
+		if (json)
+			snprintf(json, 64, "{\"version\":%d,\"written\":%d}",
+				 HPN_ALLOC_PROTO_VERSION, w);
+		reply(c, json);
+		return;
+	}
 	if (c->req.query == HPN_ALLOC_QUERY_POD) {
 		char *json = c->lk->pw ? podwatch_answer(c->lk->pw, &c->req)
 				       : hpn_podask_reply_render(NULL, "no pod cache: the agent "
@@ -401,6 +421,12 @@ void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const
 {
 	lk->pod_nics = pod_nics;
 	lk->pod_nics_ud = ud;
+}
+
+void lookup_attached(struct lookup *lk, int (*attached)(void *ud, const char *uid), void *ud)
+{
+	lk->attached = attached;
+	lk->attached_ud = ud;
 }
 
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw)

@@ -24,6 +24,12 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
  */
 void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const char *uid),
 		void *ud);
+/*
+ * The "attached" question (the plugin's ADD of a pod done): attached(ud, uid)
+ * writes what the pod's DRA claims hold of its attachment, before the
+ * answer; a negative errno is an "error" reply. Without it: answered at once.
+ */
+void lookup_attached(struct lookup *lk, int (*attached)(void *ud, const char *uid), void *ud);
 /* The pod question ("query": "pod") answered from pw's cache (it must outlive lk). */
 void lookup_set_pods(struct lookup *lk, struct podwatch *pw);
 /*

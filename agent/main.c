@@ -139,6 +139,13 @@ static struct hpn_alloc *dra_pod_nics(void *ud, const char *uid)
 	return draclaims_pod_nics(dra_prepared(a->dra), a->dra_driver, uid);
 }
 
+static int dra_attached(void *ud, const char *uid)
+{
+	const struct agent *a = ud;
+
+	return dra_pod_attached(a->dra, uid);
+}
+
 /* The lookup's NRI answer: registered with the runtime now, and which one. */
 static void nri_state(void *ud, struct hpn_nri_state *ret)
 {
@@ -443,6 +450,7 @@ static int start(struct agent *a, struct opts *o)
 			goto fail;
 		a->dra_driver = o->dra_driver;
 		lookup_dra(a->lookup, dra_pod_nics, a);
+		lookup_attached(a->lookup, dra_attached, a);
 	}
 	if (o->nri_socket) {
 		r = nri_start(a->loop, &a->node,

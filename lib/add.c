@@ -827,6 +827,31 @@ out:
 	return r;
 }
 
+/*
+ * The pod's NICs came from its DRA claims: the agent is told that ADD is
+ * done, and waits with its answer until the claims' device metadata files
+ * hold the pod's networkData (doc/dra.md), so a container the runtime
+ * creates after ADD mounts the file with it. Best effort: the attachment
+ * stands whatever the agent says (a file without networkData, logged).
+ */
+static void tell_attached(const struct hpn_env *env, const struct hpn_conf *conf)
+{
+	const char *sock = conf->agent.socket ? conf->agent.socket : HPN_DEFAULT_AGENT_SOCKET;
+	struct hpn_alloc_req req;
+	struct hpn_err err = { 0 };
+
+	if (hpn_alloc_req_set(&req, hpn_env_arg(env, "K8S_POD_NAMESPACE"),
+			      hpn_env_arg(env, "K8S_POD_NAME"), hpn_env_arg(env, "K8S_POD_UID"),
+			      &err) < 0 ||
+	    hpn_attached_tell(sock, conf->agent.timeout_ms, &req, &err) < 0)
+		hpn_warn("pod %s/%s: hpn-rdma-agent not told that ADD is done (%s): its DRA "
+			 "claims' device metadata lacks networkData",
+			 req.namespace, req.name, err.msg);
+	else
+		hpn_info("pod %s/%s: hpn-rdma-agent wrote its DRA claims' networkData",
+			 req.namespace, req.name);
+}
+
 /* CNI_NETNS, which must be a netns and not the one the plugin runs in. */
 static int open_pod_netns(const struct hpn_env *env, int *ret_fd, struct hpn_err *err)
 {
@@ -976,5 +1001,7 @@ out:
 	free(plans);
 	free(gpus);
 	hpn_attach_close(&a);
+	if (r == 0 && allocated && !strcmp(al.source, "dra"))
+		tell_attached(env, conf);
 	return r;
 }

@@ -95,6 +95,7 @@ int hpn_alloc_req_set(struct hpn_alloc_req *req, const char *ns, const char *nam
 static const char *const query_words[] = {
 	[HPN_ALLOC_QUERY_POD] = "pod",
 	[HPN_ALLOC_QUERY_NRI] = "nri",
+	[HPN_ALLOC_QUERY_ATTACHED] = "attached",
 };
 
 /* keys as the request's "keys" object into o: false without memory. */
@@ -276,10 +277,12 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 			q = HPN_ALLOC_QUERY_POD;
 		else if (!strcmp(query, "nri"))
 			q = HPN_ALLOC_QUERY_NRI;
+		else if (!strcmp(query, "attached"))
+			q = HPN_ALLOC_QUERY_ATTACHED;
 		else
 			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-					"query \"%s\" is not \"pod\" or \"nri\" (or absent: the "
-					"devices)",
+					"query \"%s\" is not \"pod\", \"nri\" or \"attached\" (or "
+					"absent: the devices)",
 					query);
 	}
 	/* The NRI question may name no pod; any pod named is checked alike. */
@@ -681,6 +684,34 @@ int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_a
 		return r;
 	}
 	return hpn_alloc_reply_parse(buf, got, ret, err);
+}
+
+int hpn_attached_tell(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		      struct hpn_err *err)
+{
+	struct hpn_alloc_req q = *req;
+	_cleanup_free_ char *line = NULL, *buf = NULL;
+	_cleanup_cjson_ cJSON *o = NULL;
+	const cJSON *e;
+	size_t got = 0;
+	int r;
+
+	q.query = HPN_ALLOC_QUERY_ATTACHED;
+	line = hpn_alloc_req_render(&q);
+	if (!line)
+		return -ENOMEM;
+	r = hpn_agent_ask(socket_path, timeout_ms, line, HPN_NRI_REPLY_MAX, &buf, &got, err);
+	if (r < 0)
+		return r;
+	o = hpn_json_parse(buf, got);
+	if (!cJSON_IsObject(o))
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "hpn-rdma-agent's reply is not a "
+							       "JSON object");
+	e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	if (cJSON_IsString(e))
+		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %.200s",
+				   e->valuestring);
+	return 0;
 }
 
 int hpn_nri_ask(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,

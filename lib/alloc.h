@@ -43,6 +43,8 @@ enum hpn_alloc_query {
 	HPN_ALLOC_QUERY_DEVICES, /* absent: the pod's devices (struct hpn_alloc) */
 	HPN_ALLOC_QUERY_POD,	 /* "pod": the pod (lib/podask.h) */
 	HPN_ALLOC_QUERY_NRI,	 /* "nri": the agent's NRI link (struct hpn_nri_state) */
+	/* "attached": the pod's ADD completed (its DRA claims' device metadata get networkData) */
+	HPN_ALLOC_QUERY_ATTACHED,
 };
 
 /*
@@ -159,6 +161,16 @@ int hpn_agent_ask(const char *socket_path, int timeout_ms, const char *line, siz
  */
 int hpn_alloc_lookup(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
 		     struct hpn_alloc *ret, struct hpn_err *err);
+
+/*
+ * Tells the agent at socket_path that ADD of req's pod completed, within
+ * timeout_ms, and waits for its answer: the agent writes the networkData of
+ * the pod's DRA claims' device metadata before it answers. 0; the errors of
+ * hpn_agent_ask; an "error" reply code 11, -EAGAIN (an agent older than the
+ * question refuses it).
+ */
+int hpn_attached_tell(const char *socket_path, int timeout_ms, const struct hpn_alloc_req *req,
+		      struct hpn_err *err);
 
 /*
  * Asks the agent at socket_path about its NRI link, within timeout_ms; req

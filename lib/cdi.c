@@ -201,9 +201,12 @@ static cJSON *edits_to_json(const struct hpn_cdi_dev *d)
 
 	for (size_t k = 0; ok && k < d->n_nodes; k++)
 		ok = hpn_json_push(nodes, node_to_json(&d->nodes[k]));
+	if (ok && (d->hints.host_path[0] || d->n_mounts))
+		ok = (mounts = cJSON_AddArrayToObject(edits, "mounts")) != NULL;
 	if (ok && d->hints.host_path[0])
-		ok = (mounts = cJSON_AddArrayToObject(edits, "mounts")) &&
-		     hpn_json_push(mounts, mount_to_json(&d->hints));
+		ok = hpn_json_push(mounts, mount_to_json(&d->hints));
+	for (size_t k = 0; ok && k < d->n_mounts; k++)
+		ok = hpn_json_push(mounts, mount_to_json(&d->mounts[k]));
 	if (ok && d->hook.path[0])
 		ok = (hooks = cJSON_AddArrayToObject(edits, "hooks")) &&
 		     hpn_json_push(hooks, hook_to_json(d));
@@ -296,6 +299,13 @@ static int check_dev(const struct hpn_cdi_dev *d, struct hpn_err *err)
 			"CDI device %s: the hints mount of \"%.128s\" at \"%.128s\" is not "
 			"between absolute paths",
 			d->id, d->hints.host_path, d->hints.container_path);
+	for (size_t k = 0; k < d->n_mounts; k++)
+		if (d->mounts[k].host_path[0] != '/' || d->mounts[k].container_path[0] != '/')
+			return hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
+					   "CDI device %s: the mount of \"%.128s\" at \"%.128s\" "
+					   "is not between absolute paths",
+					   d->id, d->mounts[k].host_path,
+					   d->mounts[k].container_path);
 	return 0;
 }
 

@@ -73,6 +73,13 @@ struct hpn_cdi_dev {
 		char container_path[HPN_CDI_PATH_MAX];
 	} hints;
 	/*
+	 * More read-only bind mounts of the same options after the hints one
+	 * (a DRA claim's device metadata files, agent/dra/draclaims.c):
+	 * borrowed, n_mounts of them, each path absolute; NULL: none.
+	 */
+	const struct hpn_cdi_mount *mounts;
+	size_t n_mounts;
+	/*
 	 * The createRuntime hook the spec names, `<path> cdi-hook --state-dir
 	 * <state_dir> --network <network> <id>` (lib/cdihook.h): the runtime gives
 	 * the device only to a container of the pod that holds the NIC (of a

@@ -42,6 +42,8 @@ char *draclaims_rec_render(const struct dra_rec *r)
 	cJSON_AddStringToObject(root, "uid", r->uid);
 	cJSON_AddStringToObject(root, "namespace", r->ns);
 	cJSON_AddStringToObject(root, "name", r->name);
+	if (r->pod_claim[0])
+		cJSON_AddStringToObject(root, "podClaim", r->pod_claim);
 	pods = cJSON_AddArrayToObject(root, "pods");
 	for (size_t i = 0; pods && i < r->n_pods; i++)
 		cJSON_AddItemToArray(pods, cJSON_CreateString(r->pods[i]));
@@ -102,7 +104,7 @@ static bool rec_rdma_ok(const char *s)
 static bool rec_valid(const struct dra_rec *r)
 {
 	if (!draclaims_uid_ok(r->uid) || !hpn_k8s_dns_label(r->ns) ||
-	    !hpn_k8s_dns_subdomain(r->name))
+	    !hpn_k8s_dns_subdomain(r->name) || (r->pod_claim[0] && !hpn_k8s_dns_label(r->pod_claim)))
 		return false;
 	for (size_t i = 0; i < r->n_pods; i++)
 		if (!hpn_k8s_uid(r->pods[i]))
@@ -127,7 +129,9 @@ int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r)
 	memset(r, 0, sizeof(*r));
 	ok = cJSON_IsObject(root) && rec_str(root, "uid", r->uid, sizeof(r->uid), false) &&
 	     rec_str(root, "namespace", r->ns, sizeof(r->ns), false) &&
-	     rec_str(root, "name", r->name, sizeof(r->name), false);
+	     rec_str(root, "name", r->name, sizeof(r->name), false) &&
+	     (!cJSON_GetObjectItemCaseSensitive(root, "podClaim") ||
+	      rec_str(root, "podClaim", r->pod_claim, sizeof(r->pod_claim), false));
 	pods = cJSON_GetObjectItemCaseSensitive(root, "pods");
 	devs = cJSON_GetObjectItemCaseSensitive(root, "devices");
 	ok = ok && cJSON_IsArray(pods) && cJSON_IsArray(devs) &&
@@ -272,6 +276,7 @@ int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim
 	}
 	snprintf(r->ns, sizeof(r->ns), "%s", cl->ns);
 	snprintf(r->name, sizeof(r->name), "%s", cl->name);
+	snprintf(r->pod_claim, sizeof(r->pod_claim), "%s", cl->pod_claim);
 	for (size_t i = 0; i < cl->n_pods; i++)
 		snprintf(r->pods[r->n_pods++], sizeof(r->pods[0]), "%s", cl->pods[i]);
 	for (size_t i = 0; i < cl->n; i++) {
@@ -357,6 +362,220 @@ static void load_all(struct dra_claims *cl)
 		hpn_info("DRA: %zu prepared claims read back from %s", n, cl->dir);
 }
 
+/* ---- the claim's device metadata files ------------------------------------------------ */
+
+/*
+ * The index of the first device of each of r's requests (a request's
+ * "/<subrequest>" aside: one file a request), in result order: how many.
+ */
+static size_t meta_requests(const struct dra_rec *r, size_t first[HPN_DRA_MAX_RESULTS])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n; i++) {
+		char a[64], b[64];
+		bool seen = false;
+
+		hpn_drameta_base_request(r->devs[i].request, a, sizeof(a));
+		for (size_t k = 0; k < n && !seen; k++) {
+			hpn_drameta_base_request(r->devs[first[k]].request, b, sizeof(b));
+			seen = !strcmp(a, b);
+		}
+		if (!seen)
+			first[n++] = i;
+	}
+	return n;
+}
+
+/* The directory of the file of request (its base) of claim uid: <meta_dir>/<uid>/<request>. */
+static int meta_dir_of(const struct dra_claims *cl, const char *uid, const char *request,
+		       char out[PATH_MAX])
+{
+	char base[64];
+
+	hpn_drameta_base_request(request, base, sizeof(base));
+	return hpn_snprintf(out, PATH_MAX, "%s/%s/%s", cl->meta_dir, uid, base);
+}
+
+/* text as <dir>/metadata.json, 0644, atomically (temp file, fsync, rename); dirs 0755. */
+static int meta_install(const char *dir, const char *text, char *msg, size_t len)
+{
+	struct hpn_err err = { 0 };
+	int dfd, r;
+
+	if (hpn_mkdir_p(dir, 0755) < 0) {
+		hpn_msgf(msg, len, "device metadata: create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (dfd < 0) {
+		hpn_msgf(msg, len, "device metadata: open %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	r = hpn_install_file(dfd, "metadata.json", text, strlen(text), 0644, &err);
+	close(dfd);
+	if (r < 0) {
+		hpn_msgf(msg, len, "device metadata: %s", err.msg);
+		return r;
+	}
+	return 0;
+}
+
+/* Claim uid's files and directories gone (none there: fine). */
+static void meta_remove(const struct dra_claims *cl, const char *uid)
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (!cl->meta_dir[0] || hpn_snprintf(dir, sizeof(dir), "%s/%s", cl->meta_dir, uid) < 0)
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int dfd = dirfd(d);
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* Our own names only: <request>/metadata.json, and a temp file a crash left. */
+		{
+			int rfd = openat(dfd, de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			DIR *rd = rfd >= 0 ? fdopendir(rfd) : NULL;
+			struct dirent *f;
+
+			if (!rd) {
+				if (rfd >= 0)
+					close(rfd);
+				continue;
+			}
+			while ((f = readdir(rd)))
+				if (f->d_type == DT_REG || f->d_type == DT_UNKNOWN)
+					unlinkat(rfd, f->d_name, 0);
+			closedir(rd);
+		}
+		if (unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			hpn_warn("DRA: claim %s: remove %s/%s: %s", uid, dir, de->d_name,
+				 strerror(errno));
+	}
+	closedir(d);
+	if (rmdir(dir) < 0 && errno != ENOENT)
+		hpn_warn("DRA: claim %s: remove %s: %s", uid, dir, strerror(errno));
+}
+
+/* The files of claims with no record (unprepared while the agent was down): removed. */
+static void meta_sweep(const struct dra_claims *cl)
+{
+	DIR *d = cl->meta_dir[0] ? opendir(cl->meta_dir) : NULL;
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (draclaims_uid_ok(de->d_name) && !draclaims_find(cl, de->d_name)) {
+			hpn_info("DRA: device metadata of claim %s, which has no record: removed",
+				 de->d_name);
+			meta_remove(cl, de->d_name);
+		}
+	closedir(d);
+}
+
+/* One file a request of r, generation 1, attributes attrs[i] (NULL: none). */
+static int meta_add(const struct dra_claims *cl, const struct dra_rec *r,
+		    const cJSON *const *attrs, char *msg, size_t len)
+{
+	size_t first[HPN_DRA_MAX_RESULTS], n = meta_requests(r, first);
+	struct hpn_drameta_dev devs[HPN_DRA_MAX_RESULTS];
+
+	for (size_t k = 0; k < n; k++) {
+		const char *req = r->devs[first[k]].request;
+		struct hpn_drameta m = { .ns = r->ns,
+					 .name = r->name,
+					 .uid = r->uid,
+					 .driver = cl->driver,
+					 .pod_claim = r->pod_claim,
+					 .request = req,
+					 .generation = 1,
+					 .devs = devs };
+		char dir[PATH_MAX], *text;
+		int ret;
+
+		for (size_t i = first[k]; i < r->n; i++) {
+			char a[64], b[64];
+
+			hpn_drameta_base_request(req, a, sizeof(a));
+			hpn_drameta_base_request(r->devs[i].request, b, sizeof(b));
+			if (strcmp(a, b))
+				continue;
+			devs[m.n++] = (struct hpn_drameta_dev){ .pool = r->devs[i].pool,
+								.device = r->devs[i].device,
+								.attrs = attrs ? attrs[i] : NULL };
+		}
+		if (meta_dir_of(cl, r->uid, req, dir) < 0) {
+			hpn_msgf(msg, len, "device metadata: %s/%s: path too long", cl->meta_dir,
+				 r->uid);
+			return -ENAMETOOLONG;
+		}
+		text = hpn_drameta_render(&m);
+		if (!text) {
+			hpn_msgf(msg, len, "device metadata: out of memory");
+			return -ENOMEM;
+		}
+		ret = meta_install(dir, text, msg, len);
+		free(text);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int draclaims_meta_net(const struct dra_claims *cl, const struct dra_rec *r,
+		       const struct hpn_drameta_net *const *net, char *msg, size_t len)
+{
+	size_t first[HPN_DRA_MAX_RESULTS], n;
+	const char *pools[HPN_DRA_MAX_RESULTS], *names[HPN_DRA_MAX_RESULTS];
+	int written = 0;
+
+	if (!cl->meta_dir[0])
+		return 0;
+	n = meta_requests(r, first);
+	for (size_t i = 0; i < r->n; i++) {
+		pools[i] = r->devs[i].pool;
+		names[i] = r->devs[i].device;
+	}
+	for (size_t k = 0; k < n; k++) {
+		char dir[PATH_MAX], path[PATH_MAX + 16], *text = NULL, *out = NULL;
+		struct hpn_err err = { 0 };
+		bool changed = false;
+		size_t tlen;
+		int ret;
+
+		if (meta_dir_of(cl, r->uid, r->devs[first[k]].request, dir) < 0 ||
+		    hpn_snprintf(path, sizeof(path), "%s/metadata.json", dir) < 0) {
+			hpn_msgf(msg, len, "device metadata of claim %s: path too long", r->uid);
+			return -ENAMETOOLONG;
+		}
+		ret = hpn_read_file(path, REC_MAX, &text, &tlen, &err);
+		if (ret < 0) {
+			hpn_msgf(msg, len, "device metadata: %s", err.msg);
+			return ret;
+		}
+		ret = hpn_drameta_set_net(text, tlen, pools, names, net, r->n, &out, &changed);
+		free(text);
+		if (ret < 0) {
+			hpn_msgf(msg, len, "device metadata: %s is not a file of ours", path);
+			return ret;
+		}
+		ret = changed ? meta_install(dir, out, msg, len) : 0;
+		free(out);
+		if (ret < 0)
+			return ret;
+		written += changed;
+	}
+	return written;
+}
+
 /* ---- the claim's CDI spec ---------------------------------------------------------- */
 
 void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX])
@@ -415,11 +634,12 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 		     size_t len)
 {
 	struct hpn_cdi_dev *cd = calloc(1, sizeof(*cd));
+	struct hpn_cdi_mount *mounts = calloc(HPN_DRA_MAX_RESULTS, sizeof(*mounts));
 	struct hpn_err err = { 0 };
 	char why[HPN_ERR_MSG] = "";
 	int ret = 0;
 
-	if (!cd) {
+	if (!cd || !mounts) {
 		hpn_msgf(msg, len, "out of memory");
 		return -ENOMEM;
 	}
@@ -456,6 +676,29 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 	}
 	cdispecs_cm_node(cl->sysfs_root, cl->dev_root, cd);
 	claim_hints(cl, r, say, cd);
+	if (cl->meta_dir[0]) {
+		size_t first[HPN_DRA_MAX_RESULTS], n = meta_requests(r, first);
+
+		for (size_t k = 0; k < n; k++) {
+			const char *req = r->devs[first[k]].request;
+			struct hpn_cdi_mount *m = &mounts[cd->n_mounts];
+			char dir[PATH_MAX];
+
+			if (meta_dir_of(cl, r->uid, req, dir) < 0 ||
+			    hpn_snprintf(m->host_path, sizeof(m->host_path), "%s/metadata.json",
+					 dir) < 0 ||
+			    hpn_drameta_container_path(r->name, r->pod_claim, req, cl->driver,
+						       m->container_path,
+						       sizeof(m->container_path)) < 0) {
+				hpn_msgf(msg, len, "device metadata of request %s: path too long",
+					 req);
+				ret = -ENAMETOOLONG;
+				goto out;
+			}
+			cd->n_mounts++;
+		}
+		cd->mounts = mounts;
+	}
 	ret = hpn_cdi_write(cl->cdi_dir, HPN_CDI_AGENT, cd, &err);
 	if (ret < 0)
 		hpn_msgf(msg, len, "CDI spec: %s", err.msg);
@@ -463,6 +706,7 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 		ret = 0;
 out:
 	free(cd);
+	free(mounts);
 	return ret;
 }
 
@@ -540,6 +784,11 @@ int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct
 		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
 				   "DRA: the network's name, the CDI hook, sysfsRoot, device root "
 				   "or CDI directory too long");
+	if (o->meta_dir &&
+	    (hpn_snprintf(cl->meta_dir, sizeof(cl->meta_dir), "%s", o->meta_dir) < 0 ||
+	     hpn_snprintf(cl->driver, sizeof(cl->driver), "%s", o->driver) < 0))
+		return hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				   "DRA: the device metadata directory or driver name too long");
 	draclaims_set_hints(cl, o->nccl);
 	if (hpn_mkdir_p(cl->dir, 0700) < 0)
 		return hpn_err_set(err, HPN_E_IO, errno, "DRA: create %s: %s", cl->dir,
@@ -549,24 +798,31 @@ int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct
 			 "hook is there",
 			 why);
 	load_all(cl);
+	meta_sweep(cl);
 	respec_all(cl);
 	return 0;
 }
 
-int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len)
+int draclaims_add(struct dra_claims *cl, struct dra_rec *r, const struct cJSON *const *attrs,
+		  char *msg, size_t len)
 {
 	struct hpn_err err = { 0 };
 	char cmsg[384] = "";
-	int ret = cdi_write(cl, r, true, cmsg, sizeof(cmsg));
+	int ret = cl->meta_dir[0] ? meta_add(cl, r, attrs, cmsg, sizeof(cmsg)) : 0;
 
+	/* The files before the spec that mounts them, the spec before the record. */
+	if (ret == 0)
+		ret = cdi_write(cl, r, true, cmsg, sizeof(cmsg));
 	if (ret < 0) {
 		hpn_msgf(msg, len, "%s", cmsg);
+		meta_remove(cl, r->uid);
 		return ret;
 	}
 	ret = rec_write(cl, r, &err);
 	if (ret < 0) {
 		hpn_msgf(msg, len, "record: %s", err.msg);
 		cdi_remove(cl, r->uid);
+		meta_remove(cl, r->uid);
 		return ret;
 	}
 	r->next = cl->recs;
@@ -605,6 +861,7 @@ int draclaims_drop(struct dra_claims *cl, const char *uid, struct dra_rec **gone
 
 	*gone = NULL;
 	cdi_remove(cl, uid);
+	meta_remove(cl, uid);
 	r = rec_remove(cl, uid);
 	if (r < 0)
 		return r;

@@ -6,11 +6,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct cJSON;
+
 #include "alloc.h"
 #include "cdi.h"
 #include "devices.h"
 #include "dra-v1.pb-c.h"
 #include "dra.h"
+#include "drameta.h"
 #include "draslice.h"
 #include "err.h"
 #include "nccl.h"
@@ -45,6 +48,7 @@ struct dra_rec {
 	char uid[DRA_CLAIM_UID_MAX + 1];
 	char ns[64];
 	char name[254];
+	char pod_claim[64]; /* the claim's pod-claim-name annotation ("": none) */
 	char pods[HPN_DRA_MAX_PODS][HPN_POD_UID_MAX + 1];
 	size_t n_pods;
 	struct dra_rec_dev devs[HPN_DRA_MAX_RESULTS];
@@ -65,6 +69,12 @@ struct dra_claims {
 	 */
 	bool hints;
 	char hints_dir[PATH_MAX], hints_at[HPN_CDI_PATH_MAX];
+	/*
+	 * The claims' device metadata files (KEP-5304, drameta.h):
+	 * <meta_dir>/<uid>/<request>/metadata.json, 0644, mounted read-only by
+	 * the claim's spec at the documented path; meta_dir empty: none.
+	 */
+	char meta_dir[PATH_MAX], driver[64];
 	struct dra_rec *recs;
 };
 
@@ -73,6 +83,7 @@ struct draclaims_opts {
 	const char *sysfs_root, *dev_root, *cdi_dir;
 	const char *hook; /* --cdi-hook (empty, not an executable: no spec, no claim prepared) */
 	const struct hpn_nccl_conf *nccl; /* the config's hints (NULL: off) */
+	const char *meta_dir, *driver;	  /* the device metadata files (NULL: none) */
 };
 
 /*
@@ -82,11 +93,21 @@ struct draclaims_opts {
 int draclaims_open(struct dra_claims *cl, const struct draclaims_opts *o, struct hpn_err *err);
 struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid);
 /*
- * Claim r (malloc'd) prepared: its spec and then its record written, and r
- * listed (the list owns it). Else msg says why and nothing is left
- * (-ENOEXEC: no hook, so no spec).
+ * Claim r (malloc'd) prepared: its device metadata files (generation 1, each
+ * device's attributes attrs[i], NULL: none; attrs NULL: none at all), its
+ * spec and then its record written, and r listed (the list owns it). Else
+ * msg says why and nothing is left (-ENOEXEC: no hook, so no spec).
  */
-int draclaims_add(struct dra_claims *cl, struct dra_rec *r, char *msg, size_t len);
+int draclaims_add(struct dra_claims *cl, struct dra_rec *r, const struct cJSON *const *attrs,
+		  char *msg, size_t len);
+/*
+ * The networkData of claim r's devices: net[i] for r->devs[i] (NULL: none),
+ * written into its metadata files, each file whose content changes rewritten
+ * atomically with its generation raised. The number of files rewritten, or
+ * -errno (msg says which file).
+ */
+int draclaims_meta_net(const struct dra_claims *cl, const struct dra_rec *r,
+		       const struct hpn_drameta_net *const *net, char *msg, size_t len);
 /*
  * Prepared claim r answered again: its spec written anew if it is gone (a
  * CDI dir wiped, a node's tmpfs after an agent restart), removed if the hook

@@ -16,6 +16,7 @@
  */
 #include "drakubelet.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -94,13 +95,19 @@ struct dra {
 	struct rpc_server *srv;
 	struct drareg *reg; /* Registration for the kubelet's plugin watcher */
 	bool srv_stopping;
-	char plugin_dir[PATH_MAX], sock[PATH_MAX];
+	char plugin_dir[PATH_MAX], sock[PATH_MAX], meta_dir[PATH_MAX];
 	struct dra_claims claims;
 	/* What the driver took from the config at start (a reload frees the config's strings). */
 	char state_dir[PATH_MAX], network[256];
 	struct hpn_dra_prep prep; /* NodePrepareResources' calls; its prepares[api][ok] */
 	char names[HPN_AGENT_MAX_DEVICES][HPN_DRA_NAME_MAX]; /* node->devs.v[i]'s DRA name */
 	size_t n_names;
+	/*
+	 * node->devs.v[i] as sysfs last showed it (nic_ok[i]): its attributes for
+	 * the device metadata; a NIC in a pod keeps those of its last read.
+	 */
+	struct hpn_dra_nic nics[HPN_AGENT_MAX_DEVICES];
+	bool nic_ok[HPN_AGENT_MAX_DEVICES];
 	struct loop_src retry;
 	struct drastatus *status; /* the claims' status.devices written back */
 	struct drahealth *health; /* the devices' health streamed to the kubelet */
@@ -157,16 +164,27 @@ void dra_scanned(struct dra *d)
 		const struct agent_dev *ad = &devs->v[i];
 		struct hpn_dra_nic nic = { 0 };
 		struct hpn_err err = { 0 };
+		bool ok = hpn_dra_nic_read(d->node->conf.sysfs_root, ad->ifname, (unsigned int)i,
+					   &nic, &err) == 0;
 
 		/* A NIC moved into a pod is not in the host's sysfs: named by its ID alone. */
-		if (hpn_dra_nic_read(d->node->conf.sysfs_root, ad->ifname, (unsigned int)i, &nic,
-				     &err) < 0) {
+		if (!ok) {
 			memset(&nic, 0, sizeof(nic));
 			if (hpn_pci_normalise(ad->id, nic.pci) < 0)
 				snprintf(nic.ifname, sizeof(nic.ifname), "%s", ad->ifname);
 		}
 		if (hpn_dra_device_name(&nic, d->names[i]) < 0)
 			d->names[i][0] = '\0';
+		if (ok) {
+			d->nics[i] = nic;
+			d->nic_ok[i] = true;
+		} else if (d->nic_ok[i]) {
+			char was[HPN_DRA_NAME_MAX];
+
+			/* Another NIC at this place since: its last read is not this one's. */
+			if (hpn_dra_device_name(&d->nics[i], was) < 0 || strcmp(was, d->names[i]))
+				d->nic_ok[i] = false;
+		}
 	}
 	d->n_names = devs->n;
 	draslices_scanned(d->slices);
@@ -310,6 +328,23 @@ static bool from_record(void *ud, struct hpn_dra_prep_claim *q)
 	return true;
 }
 
+/* The attributes of device name as the slice publishes them (NULL: not read, or an error). */
+static cJSON *device_attrs(const struct dra *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_names; i++) {
+		struct hpn_err err = { 0 };
+		cJSON *a;
+
+		if (strcmp(d->names[i], name) || !d->nic_ok[i])
+			continue;
+		a = hpn_dra_nic_attrs(&d->nics[i], &err);
+		if (!a)
+			hpn_warn("DRA: device %s: no attributes in its metadata: %s", name, err.msg);
+		return a;
+	}
+	return NULL;
+}
+
 /*
  * ops.prepare: the claim read from the API, checked against the node: every
  * result of ours a NIC of this node's pool that no other pod holds. The
@@ -336,8 +371,15 @@ static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct h
 		goto fail;
 	{
 		char cmsg[448] = "";
+		cJSON *attrs[HPN_DRA_MAX_RESULTS] = { 0 };
+		int ar;
 
-		if (draclaims_add(&d->claims, r, cmsg, sizeof(cmsg)) < 0) {
+		for (size_t i = 0; i < r->n; i++)
+			attrs[i] = device_attrs(d, r->devs[i].device);
+		ar = draclaims_add(&d->claims, r, (const cJSON *const *)attrs, cmsg, sizeof(cmsg));
+		for (size_t i = 0; i < r->n; i++)
+			cJSON_Delete(attrs[i]);
+		if (ar < 0) {
 			hpn_msgf(msg, len, "claim %s/%s: %s", q->ns, q->name, cmsg);
 			goto fail;
 		}
@@ -497,6 +539,48 @@ static void prepare(struct rpc_call *c, const uint8_t *buf, size_t len, void *ud
 	hpn_info("DRA: NodePrepareResources for %zu claims", n);
 out:
 	PB(node_prepare_resources_request__free_unpacked)(req, NULL);
+}
+
+/* ---- the device metadata's networkData, at the pod's ADD ----------------------------- */
+
+int dra_pod_attached(struct dra *d, const char *uid)
+{
+	int written = 0;
+
+	if (!d || !uid[0])
+		return 0;
+	for (const struct dra_rec *r = d->claims.recs; r; r = r->next) {
+		struct hpn_drameta_net *nets = calloc(HPN_DRA_MAX_RESULTS, sizeof(*nets));
+		const struct hpn_drameta_net *netp[HPN_DRA_MAX_RESULTS] = { 0 };
+		bool have[HPN_DRA_MAX_RESULTS] = { 0 }, reserved = false;
+		char msg[448] = "";
+		int w;
+
+		for (size_t p = 0; p < r->n_pods; p++)
+			reserved |= !strcmp(r->pods[p], uid);
+		if (!reserved || !nets) {
+			free(nets);
+			continue;
+		}
+		w = drastatus_pod_nets(d->state_dir, d->network, r, uid, nets, have, msg,
+				       sizeof(msg));
+		for (size_t i = 0; w == 0 && i < r->n; i++)
+			netp[i] = have[i] ? &nets[i] : NULL;
+		if (w == 0)
+			w = draclaims_meta_net(&d->claims, r, netp, msg, sizeof(msg));
+		free(nets);
+		if (w < 0) {
+			hpn_warn("DRA: claim %s/%s: networkData not written: %s", r->ns, r->name,
+				 msg);
+			return w;
+		}
+		if (w > 0)
+			hpn_info("DRA: claim %s/%s: networkData of pod %s in its device metadata "
+				 "(%d files)",
+				 r->ns, r->name, uid, w);
+		written += w;
+	}
+	return written;
 }
 
 /* ---- NodeUnprepareResources -------------------------------------------------------- */
@@ -681,8 +765,16 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 				"DRA: stateDir or the network's name is too long");
 		goto fail;
 	}
+	if (hpn_snprintf(d->meta_dir, sizeof(d->meta_dir), "%s/dra-device-metadata",
+			 d->plugin_dir) < 0) {
+		r = hpn_err_set(err, HPN_E_INVALID_CONFIG, ENAMETOOLONG,
+				"DRA: %s/dra-device-metadata is too long", d->plugin_dir);
+		goto fail;
+	}
 	r = draclaims_open(&d->claims,
-			   &(struct draclaims_opts){ .state_dir = d->state_dir,
+			   &(struct draclaims_opts){ .meta_dir = d->meta_dir,
+						     .driver = o->driver,
+						     .state_dir = d->state_dir,
 						     .network = d->network,
 						     .sysfs_root = node->conf.sysfs_root,
 						     .dev_root = o->dev_root,

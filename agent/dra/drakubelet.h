@@ -62,6 +62,14 @@ void dra_scanned(struct dra *d);
  * list changed, and the slices rendered again (a taint). NULL is fine.
  */
 void dra_devices_changed(struct dra *d);
+/*
+ * The plugin's ADD of pod uid completed (the lookup's "attached" question):
+ * the networkData of every prepared claim reserved for it written into the
+ * claims' device metadata files from the journals, before ADD returns and so
+ * before the runtime creates a container. The files rewritten, or -errno
+ * (logged). NULL is fine (0).
+ */
+int dra_pod_attached(struct dra *d, const char *uid);
 /* At SIGTERM: both servers stop (their sockets removed); claims waiting get UNAVAILABLE. */
 void dra_stop(struct dra *d);
 /*

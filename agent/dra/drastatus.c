@@ -112,7 +112,8 @@ static void atts_free(struct att *v, size_t n)
  * NULL when the journals cannot be listed (msg says why): then nothing is
  * known, and no status may be cleared for it.
  */
-static struct att *atts_read(const struct job *jb, size_t *ret_n, char *msg, size_t len)
+static struct att *atts_read(const char *state_dir, const char *network, size_t *ret_n, char *msg,
+			     size_t len)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
@@ -121,7 +122,7 @@ static struct att *atts_read(const struct job *jb, size_t *ret_n, char *msg, siz
 	size_t n = 0, k = 0;
 
 	*ret_n = 0;
-	if (hpn_store_open_here(jb->state_dir, jb->network, &st, &err) < 0 ||
+	if (hpn_store_open_here(state_dir, network, &st, &err) < 0 ||
 	    hpn_store_keys(&st, &keys, &err) < 0) {
 		hpn_msgf(msg, len, "list the journals: %s", err.msg);
 		hpn_store_close(&st);
@@ -206,6 +207,57 @@ static bool render_nic(cJSON *dev, const struct att *a, size_t i, const char *wh
 	return true;
 }
 
+/* The networkData of NIC i of attachment a (the device metadata's, drameta.h). */
+static void nic_net(const struct att *a, size_t i, struct hpn_drameta_net *out)
+{
+	const struct hpn_result *res = a->res;
+	int ifc = -1;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->ifname, sizeof(out->ifname), "%s", a->j.nics[i].pod_ifname);
+	for (size_t k = 0; k < res->n_ifaces && ifc < 0; k++)
+		if (res->ifaces[k].sandbox && res->ifaces[k].sandbox[0] && res->ifaces[k].name &&
+		    !strcmp(res->ifaces[k].name, out->ifname))
+			ifc = (int)k;
+	if (ifc < 0)
+		return;
+	for (size_t k = 0; res->ifaces[ifc].mac && res->ifaces[ifc].mac[k] && k + 1 < 64; k++)
+		out->mac[k] = (char)tolower((unsigned char)res->ifaces[ifc].mac[k]);
+	for (size_t k = 0; k < res->n_ips && out->n_ips < HPN_DRAMETA_MAX_IPS; k++)
+		if (res->ips[k].interface == ifc && res->ips[k].address)
+			snprintf(out->ips[out->n_ips++], sizeof(out->ips[0]), "%s",
+				 res->ips[k].address);
+}
+
+int drastatus_pod_nets(const char *state_dir, const char *network, const struct dra_rec *r,
+		       const char *pod, struct hpn_drameta_net *nets, bool *have, char *msg,
+		       size_t len)
+{
+	size_t n_atts = 0;
+	struct att *atts = atts_read(state_dir, network, &n_atts, msg, len);
+
+	if (!atts)
+		return -EIO;
+	for (size_t d = 0; d < r->n; d++) {
+		have[d] = false;
+		for (size_t k = 0; k < n_atts && !have[d]; k++) {
+			if (strcmp(atts[k].j.pod.uid, pod))
+				continue;
+			for (size_t i = 0; i < atts[k].j.n_nics && !have[d]; i++) {
+				char id[HPN_ALLOC_ID_MAX];
+
+				hpn_alloc_journal_id(&atts[k].j.nics[i], id);
+				if (!strcmp(id, r->devs[d].nic)) {
+					nic_net(&atts[k], i, &nets[d]);
+					have[d] = true;
+				}
+			}
+		}
+	}
+	atts_free(atts, n_atts);
+	return 0;
+}
+
 /*
  * The apply body of claim r: its devices that an attachment of a pod it is
  * reserved for holds, in result order. when: the conditions' time ("" for
@@ -277,7 +329,7 @@ static void job_run(struct loop_job *lj)
 	struct job *jb = (struct job *)lj;
 	size_t n_atts = 0;
 	char when[32], why[256] = "";
-	struct att *atts = atts_read(jb, &n_atts, why, sizeof(why));
+	struct att *atts = atts_read(jb->state_dir, jb->network, &n_atts, why, sizeof(why));
 
 	now_rfc3339(when);
 	for (size_t i = 0; !atts && i < jb->n; i++) {

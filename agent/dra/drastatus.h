@@ -4,7 +4,13 @@
 
 #include "err.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "drameta.h"
+
 struct dra_claims;
+struct dra_rec;
 struct kubeloop;
 struct loop;
 struct sbuf;
@@ -36,6 +42,15 @@ struct drastatus;
 /* Strings are copied; cl is borrowed and must outlive the writer. */
 int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct drastatus_opts *o,
 		    struct drastatus **ret, struct hpn_err *err);
+/*
+ * The networkData of claim r's devices that pod's completed attachments
+ * hold, read from the plugin's journals in state_dir/network (blocking file
+ * reads): nets[i] and have[i] for r->devs[i]. -EIO when the journals cannot
+ * be listed (msg says why).
+ */
+int drastatus_pod_nets(const char *state_dir, const char *network, const struct dra_rec *r,
+		       const char *pod, struct hpn_drameta_net *nets, bool *have, char *msg,
+		       size_t len);
 /* The hpn_rdma_dra_status_writes_total family into b (exposition.h), for dra_metrics. */
 void drastatus_metrics(struct sbuf *b, const struct drastatus *s);
 /* At SIGTERM: a write under way is cancelled and no other starts (the next start writes). */

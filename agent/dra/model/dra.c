@@ -169,6 +169,26 @@ static int parse_meta(const struct ctx *c, const cJSON *root, const char *ns, co
 				   "different claim (the one asked for was deleted and another "
 				   "created under its name)",
 				   c->ns, c->name, got_uid, SHOWN(b, uid));
+	{
+		/* The pod's own name for a claim made from a template: a DNS label, as the pod's. */
+		const cJSON *annos, *pc;
+
+		r = member(c, meta, "metadata", "annotations", cJSON_Object, &annos);
+		if (r == 0 && annos)
+			r = member(c, annos, "metadata.annotations",
+				   "resource.kubernetes.io/pod-claim-name", cJSON_String, &pc);
+		else
+			pc = NULL;
+		if (r < 0)
+			return r;
+		if (pc && !hpn_k8s_dns_label(pc->valuestring))
+			return bad(c,
+				   "annotation resource.kubernetes.io/pod-claim-name \"%s\" is "
+				   "not a DNS label",
+				   SHOWN(b, pc->valuestring));
+		if (pc)
+			snprintf(claim->pod_claim, sizeof(claim->pod_claim), "%s", pc->valuestring);
+	}
 	snprintf(claim->ns, sizeof(claim->ns), "%s", got_ns);
 	snprintf(claim->name, sizeof(claim->name), "%s", got_name);
 	snprintf(claim->uid, sizeof(claim->uid), "%s", got_uid);
