@@ -10,6 +10,7 @@
 # running pod (said once, DEL fine); a pod without a claim (the device
 # plugin's allocation and the pool, as before); the claim's spec mounting
 # its one pod's NCCL hints (none for a claim of two pods, none with hints off);
+# each claim's device metadata file, its networkData after ADD (drameta.sh);
 # the prepared devices' health streamed to the kubelet (drahealth.sh).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
@@ -341,7 +342,8 @@ claim_hints() {
 	OUT=$(prepare -version v1 "ml/c1/$UID1") || fail "Prepare failed"
 	jq_ok '.[$u].error == ""' "Prepare of the claim" "$OUT" --arg u "$UID1"
 	spec=$(<"$(claim_spec "$UID1")")
-	jq_ok '.devices[0].containerEdits.mounts == [{hostPath: ($p + "/" + $pod + "/nccl.conf"),
+	jq_ok '.devices[0].containerEdits.mounts | map(select(.containerPath == "/etc/nccl.conf"))
+		== [{hostPath: ($p + "/" + $pod + "/nccl.conf"),
 		containerPath: "/etc/nccl.conf", options: ["ro", "nosuid", "nodev", "noexec", "bind"],
 		type: "bind"}]' "the claim's spec mounts its pod's hints read-only" "$spec" \
 		--arg p "$PODS" --arg pod "$POD_A"
@@ -350,7 +352,8 @@ claim_hints() {
 	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
 	expect_result "ADD of the claim's pod"
 	jq_ok '.nccl.file == $f' "the mount's hostPath is the file ADD wrote" "$OUT" \
-		--arg f "$(jq -r '.devices[0].containerEdits.mounts[0].hostPath' <<<"$spec")"
+		--arg f "$(jq -r '.devices[0].containerEdits.mounts[] | select(.containerPath == "/etc/nccl.conf")
+			| .hostPath' <<<"$spec")"
 	[[ -f $PODS/$POD_A/nccl.conf ]] || fail "ADD wrote no $PODS/$POD_A/nccl.conf"
 	run_plugin DEL "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
 	expect_ok "DEL"
@@ -360,7 +363,7 @@ claim_hints() {
 		uid: "'"$pod_b"'"}]' pci-0000-af-00-1
 	OUT=$(prepare -version v1 "ml/c2/$uid2") || fail "Prepare of c2 failed"
 	jq_ok '.[$u].error == ""' "Prepare of the claim of two pods" "$OUT" --arg u "$uid2"
-	jq_ok '(.devices[0].containerEdits | has("mounts") | not)
+	jq_ok '(.devices[0].containerEdits.mounts | all(.containerPath != "/etc/nccl.conf"))
 		and (.devices[0].containerEdits.deviceNodes | length) > 0' \
 		"the spec of a claim of two pods mounts no hints" "$(<"$(claim_spec "$uid2")")"
 	prepare -version v1beta1 "ml/c2/$uid2" >/dev/null || fail "the second Prepare of c2 failed"
@@ -370,7 +373,8 @@ claim_hints() {
 	# Hints off (a reload): every claim's spec written anew, without the mount.
 	write_conflist '.nccl.enabled = false'
 	wait_log "DRA: the config's NCCL hints changed (off)" "the reload"
-	jq_ok '.devices[0].containerEdits | has("mounts") | not' "hints off: c1's spec mounts nothing" \
+	jq_ok '.devices[0].containerEdits.mounts | all(.containerPath != "/etc/nccl.conf")' \
+		"hints off: c1's spec mounts no hints" \
 		"$(<"$(claim_spec "$UID1")")"
 	unprepare -version v1 "ml/c1/$UID1" "ml/c2/$uid2" >/dev/null || fail "Unprepare failed"
 	expect_no_state "after DEL and Unprepare"
@@ -507,6 +511,11 @@ status_faults() {
 	flow_down
 }
 run "DRA: a status apply refused, then one unanswered at Unprepare and SIGTERM" status_faults
+
+# Each claim's device metadata in the container (KEP-5304): claim_meta.
+# shellcheck source=drameta.sh
+source "$(dirname "${BASH_SOURCE[0]}")/drameta.sh"
+run "DRA: each claim's device metadata file, mounted read-only, networkData after ADD" claim_meta
 
 # The prepared devices' health to the kubelet: claim_health and its helpers.
 # shellcheck source=drahealth.sh
