@@ -705,8 +705,9 @@ int hpn_attached_tell(const char *socket_path, int timeout_ms, const struct hpn_
 		return r;
 	o = hpn_json_parse(buf, got);
 	if (!cJSON_IsObject(o))
-		return hpn_err_set(err, HPN_E_DECODE, EINVAL, "hpn-rdma-agent's reply is not a "
-							       "JSON object");
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's reply is not a "
+				   "JSON object");
 	e = cJSON_GetObjectItemCaseSensitive(o, "error");
 	if (cJSON_IsString(e))
 		return hpn_err_set(err, HPN_E_TRY_AGAIN, EAGAIN, "hpn-rdma-agent: %.200s",

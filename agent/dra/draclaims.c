@@ -104,7 +104,8 @@ static bool rec_rdma_ok(const char *s)
 static bool rec_valid(const struct dra_rec *r)
 {
 	if (!draclaims_uid_ok(r->uid) || !hpn_k8s_dns_label(r->ns) ||
-	    !hpn_k8s_dns_subdomain(r->name) || (r->pod_claim[0] && !hpn_k8s_dns_label(r->pod_claim)))
+	    !hpn_k8s_dns_subdomain(r->name) ||
+	    (r->pod_claim[0] && !hpn_k8s_dns_label(r->pod_claim)))
 		return false;
 	for (size_t i = 0; i < r->n_pods; i++)
 		if (!hpn_k8s_uid(r->pods[i]))
@@ -482,8 +483,8 @@ static void meta_sweep(const struct dra_claims *cl)
 }
 
 /* One file a request of r, generation 1, attributes attrs[i] (NULL: none). */
-static int meta_add(const struct dra_claims *cl, const struct dra_rec *r,
-		    const cJSON *const *attrs, char *msg, size_t len)
+static int meta_add(const struct dra_claims *cl, const struct dra_rec *r, const cJSON *const *attrs,
+		    char *msg, size_t len)
 {
 	size_t first[HPN_DRA_MAX_RESULTS], n = meta_requests(r, first);
 	struct hpn_drameta_dev devs[HPN_DRA_MAX_RESULTS];
@@ -641,7 +642,8 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 
 	if (!cd || !mounts) {
 		hpn_msgf(msg, len, "out of memory");
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	draclaims_cdi_id(r->uid, cd->id);
 	if (!cdispecs_hook(cl->hook, cl->state_dir, cl->network, &cd->hook, why, sizeof(why))) {

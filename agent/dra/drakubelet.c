@@ -339,7 +339,8 @@ static cJSON *device_attrs(const struct dra *d, const char *name)
 			continue;
 		a = hpn_dra_nic_attrs(&d->nics[i], &err);
 		if (!a)
-			hpn_warn("DRA: device %s: no attributes in its metadata: %s", name, err.msg);
+			hpn_warn("DRA: device %s: no attributes in its metadata: %s", name,
+				 err.msg);
 		return a;
 	}
 	return NULL;

@@ -313,7 +313,8 @@ static void test_nri_request(void)
 		{ "{\"version\":1,\"query\":\"nri\",\"uid\":\"ab\"}", "pod namespace" },
 		{ "{\"version\":1,\"query\":\"nri\",\"namespace\":\"../x\",\"name\":\"b\"}",
 		  "pod namespace" },
-		{ "{\"version\":1,\"query\":\"NRI\"}", "query \"NRI\" is not \"pod\", \"nri\" or \"attached\"" },
+		{ "{\"version\":1,\"query\":\"NRI\"}",
+		  "query \"NRI\" is not \"pod\", \"nri\" or \"attached\"" },
 		{ "{\"version\":1,\"query\":\"nri\",\"namespace\":7}", "namespace" },
 		{ "{\"version\":2,\"query\":\"nri\"}", "version 2" },
 	};

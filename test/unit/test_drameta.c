@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "draslice.h"
 #include "drameta.h"
+#include "draslice.h"
 #include "err.h"
 
 #define DRIVER "hpn-rdma.alibabacloud.com"
@@ -41,8 +41,8 @@ static char *expect(int gen, const char *pod_claim, const char *net)
 	char *buf = malloc(8192);
 
 	for (int i = 0; i < 2; i++)
-		snprintf(out[i], sizeof(out[i]), body_v, i ? "v1alpha1" : "v1beta1", gen,
-			 pod_claim, net);
+		snprintf(out[i], sizeof(out[i]), body_v, i ? "v1alpha1" : "v1beta1", gen, pod_claim,
+			 net);
 	snprintf(buf, 8192, "%s%s", out[0], out[1]);
 	return buf;
 }
@@ -118,11 +118,10 @@ int main(void)
 	free(s2);
 	/* Not a file of ours. */
 	s2 = NULL;
-	CHECK_INT_EQ(hpn_drameta_set_net("[]\n", 3, pools, names, nets, 1, &s2, &changed),
-		     -EINVAL);
-	CHECK_INT_EQ(hpn_drameta_set_net("{\"metadata\":{}}", 15, pools, names, nets, 1, &s2,
-					 &changed),
-		     -EINVAL);
+	CHECK_INT_EQ(hpn_drameta_set_net("[]\n", 3, pools, names, nets, 1, &s2, &changed), -EINVAL);
+	CHECK_INT_EQ(
+		hpn_drameta_set_net("{\"metadata\":{}}", 15, pools, names, nets, 1, &s2, &changed),
+		-EINVAL);
 	CHECK(s2 == NULL);
 	free(s);
 
@@ -144,7 +143,6 @@ int main(void)
 		     0);
 	CHECK_STR_EQ(path, "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/"
 			   "rdma/nic-0/hpn-rdma.alibabacloud.com-metadata.json");
-	CHECK_INT_EQ(hpn_drameta_container_path("c1", "", "nics", DRIVER, path, 40),
-		     -ENAMETOOLONG);
+	CHECK_INT_EQ(hpn_drameta_container_path("c1", "", "nics", DRIVER, path, 40), -ENAMETOOLONG);
 	return check_done();
 }

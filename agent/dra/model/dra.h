@@ -30,9 +30,9 @@ struct hpn_dra_result {
 };
 
 struct hpn_dra_claim {
-	char ns[64];				      /* metadata.namespace */
-	char name[254];				      /* metadata.name */
-	char uid[HPN_POD_UID_MAX + 1];		      /* metadata.uid */
+	char ns[64];		       /* metadata.namespace */
+	char name[254];		       /* metadata.name */
+	char uid[HPN_POD_UID_MAX + 1]; /* metadata.uid */
 	/* annotation resource.kubernetes.io/pod-claim-name (a claim from a template); "": none */
 	char pod_claim[64];
 	struct hpn_dra_result v[HPN_DRA_MAX_RESULTS]; /* our driver's results, in the API's order */

@@ -16,7 +16,8 @@
 #include "util.h"
 
 /* Newest first: the versions a consumer tries in order. */
-static const char *const versions[] = { HPN_DRAMETA_GROUP "/v1beta1", HPN_DRAMETA_GROUP "/v1alpha1" };
+static const char *const versions[] = { HPN_DRAMETA_GROUP "/v1beta1",
+					HPN_DRAMETA_GROUP "/v1alpha1" };
 
 static cJSON *net_json(const struct hpn_drameta_net *n)
 {
@@ -53,12 +54,13 @@ static char *stream(cJSON *root)
 		len += strlen(parts[i]) + 1;
 	}
 	out = malloc(len + 1);
-	if (out) {
-		out[0] = '\0';
-		for (size_t i = 0; i < HPN_ARRAY_SIZE(versions); i++) {
-			strcat(out, parts[i]);
-			strcat(out, "\n");
-		}
+	for (size_t i = 0, at = 0; out && i < HPN_ARRAY_SIZE(versions); i++) {
+		size_t n = strlen(parts[i]);
+
+		memcpy(out + at, parts[i], n);
+		out[at + n] = '\n';
+		at += n + 1;
+		out[at] = '\0';
 	}
 out:
 	for (size_t i = 0; i < HPN_ARRAY_SIZE(versions); i++)
@@ -167,8 +169,8 @@ int hpn_drameta_set_net(const char *text, size_t len, const char *const *pool,
 			}
 		}
 	}
-	if (any)
-		cJSON_SetNumberValue(gen, gen->valuedouble + 1);
+	if (any && gen)
+		cJSON_SetNumberHelper(gen, gen->valuedouble + 1);
 	s = stream(root);
 	r = s ? 0 : -ENOMEM;
 	if (s) {

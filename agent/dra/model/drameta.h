@@ -16,9 +16,9 @@
 
 #define HPN_DRAMETA_GROUP	   "metadata.resource.k8s.io"
 #define HPN_DRAMETA_CONTAINER_DIR  "/var/run/kubernetes.io/dra-device-attributes"
-#define HPN_DRAMETA_MAX_IPS	   16	/* NetworkDeviceData.ips, at most */
-#define HPN_DRAMETA_IFNAME_MAX	   256	/* NetworkDeviceData.interfaceName, at most */
-#define HPN_DRAMETA_HWADDR_MAX	   128	/* NetworkDeviceData.hardwareAddress, at most */
+#define HPN_DRAMETA_MAX_IPS	   16  /* NetworkDeviceData.ips, at most */
+#define HPN_DRAMETA_IFNAME_MAX	   256 /* NetworkDeviceData.interfaceName, at most */
+#define HPN_DRAMETA_HWADDR_MAX	   128 /* NetworkDeviceData.hardwareAddress, at most */
 #define HPN_DRAMETA_POD_CLAIM_ANNO "resource.kubernetes.io/pod-claim-name"
 
 struct cJSON;
