@@ -12,7 +12,8 @@
 # a container created with only the claim's CDI device (CRI CDI_devices, what
 # the kubelet passes) has both NICs' verbs nodes and may open them, and not
 # rnic3's, which the claim does not hold (made by hand: EPERM), and reads its
-# pod's NCCL hints at /etc/nccl.conf, read-only, from the claim's spec; the
+# pod's NCCL hints at /etc/nccl.conf, read-only, from the claim's spec, and the
+# claim's device metadata (networkData of hpn0, hpn1; generation 2), read-only; the
 # claim's status names hpn0 with its address and MAC. Then the kubelet restarted (the
 # agent registers again and answers the same Prepare), the API down (Prepare
 # of a new claim is that claim's error; the pod's DEL unaffected), and
@@ -186,7 +187,7 @@ ctr_cdi() {
 }
 
 claim_flow() {
-	local d1 d2 pod id ctr got cdi i status mac addr prepared
+	local d1 d2 pod id ctr got cdi i status mac addr prepared meta
 	for ((i = 0; i < 100; i++)); do
 		d1=$(device_of rnic1)
 		d2=$(device_of rnic2)
@@ -249,6 +250,20 @@ try:
 except OSError as e:
 	print(errno.errorcode[e.errno])')
 		[[ $got == EROFS ]] || fail "the container's /etc/nccl.conf is not read-only: $got"
+		# The claim's device metadata (KEP-5304), with the networkData ADD gave it, read-only.
+		meta=/var/run/kubernetes.io/dra-device-attributes/resourceclaims/nics/nics/$DRV-metadata.json
+		got=$(ctr_read "$ctr" "$meta")
+		jq -se 'map(.apiVersion) == ["metadata.resource.k8s.io/v1beta1", "metadata.resource.k8s.io/v1alpha1"]
+			and all(.[]; .metadata.generation == 2
+				and (.requests[0].devices | map(.networkData.interfaceName)) == ["hpn0", "hpn1"])' \
+			<<<"$got" >/dev/null || fail "the container's device metadata is not the claim's after ADD: $got"
+		got=$(in_ctr "$ctr" python3 -c 'import errno, sys
+try:
+	open(sys.argv[1], "a")
+	print("writable")
+except OSError as e:
+	print(errno.errorcode[e.errno])' "$meta")
+		[[ $got == EROFS ]] || fail "the container's device metadata is not read-only: $got"
 		cri stop "$ctr" || fail "StopContainer failed"
 		cri rm "$ctr" || fail "RemoveContainer failed"
 	fi
