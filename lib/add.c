@@ -837,19 +837,20 @@ out:
 static void tell_attached(const struct hpn_env *env, const struct hpn_conf *conf)
 {
 	const char *sock = conf->agent.socket ? conf->agent.socket : HPN_DEFAULT_AGENT_SOCKET;
-	struct hpn_alloc_req req;
+	const char *ns = hpn_env_arg(env, "K8S_POD_NAMESPACE"),
+		   *name = hpn_env_arg(env, "K8S_POD_NAME");
+	struct hpn_alloc_req req = { 0 };
 	struct hpn_err err = { 0 };
 
-	if (hpn_alloc_req_set(&req, hpn_env_arg(env, "K8S_POD_NAMESPACE"),
-			      hpn_env_arg(env, "K8S_POD_NAME"), hpn_env_arg(env, "K8S_POD_UID"),
-			      &err) < 0 ||
+	if (hpn_alloc_req_set(&req, ns, name, hpn_env_arg(env, "K8S_POD_UID"), &err) < 0 ||
 	    hpn_attached_tell(sock, conf->agent.timeout_ms, &req, &err) < 0)
-		hpn_warn("pod %s/%s: hpn-rdma-agent not told that ADD is done (%s): its DRA "
-			 "claims' device metadata lacks networkData",
-			 req.namespace, req.name, err.msg);
+		hpn_warn(
+			"pod %.253s/%.253s: hpn-rdma-agent not told that ADD is done (%s): its DRA "
+			"claims' device metadata lacks networkData",
+			ns ? ns : "?", name ? name : "?", err.msg);
 	else
-		hpn_info("pod %s/%s: hpn-rdma-agent wrote its DRA claims' networkData",
-			 req.namespace, req.name);
+		hpn_info("pod %.253s/%.253s: hpn-rdma-agent wrote its DRA claims' networkData",
+			 ns ? ns : "?", name ? name : "?");
 }
 
 /* CNI_NETNS, which must be a netns and not the one the plugin runs in. */
