@@ -8,7 +8,8 @@
 # netns (a name from the other netns is -ENODEV). No device here implements
 # DCB: everything past "no DCB" is unit.qos's and fuzz.qos's (decoded from
 # answers built in the kernel's format). Then hpn-rdma doctor on a live root
-# in the throwaway host netns shows the veth its config selects as "none".
+# in the throwaway host netns shows the veth its config selects as "none", and
+# with softRoce the hints' class on it as unknown, from the kernel's answer.
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
 set -euo pipefail
@@ -51,8 +52,17 @@ doctor_veth() {
 	jq_ok '.sysfsRoot == "/sys" and
 		[.qos[] | select(.netdev == "qveth0")] == [{netdev: "qveth0", dcb: "none",
 			dcbAsked: true, error: null, pfc: null, pfcCap: null, trust: null,
-			dscpPrio: null, dcbx: null, dcbxRaw: null, ecn: {np: null, rp: null}}]' \
-		"the doctor, live: the selected veth has no DCB"
+			dscpPrio: null, dcbx: null, dcbxRaw: null, ecn: {np: null, rp: null},
+			hints: null}]' \
+		"the doctor, live: the selected veth has no DCB (no RDMA device: no class judged)"
+	# With softRoce its rxe would carry RoCE: the class judged on the kernel's answer.
+	jq '.softRoce = true | .rdmaRequired = true' "$conf" >"$conf.soft"
+	OUT=$(ip netns exec "$HOST_NS" env CNI_PATH="$CNI_PATH_DIRS" "$HPN_PLUGIN" doctor \
+		--config "$conf.soft" --json) || true
+	jq_ok '[.qos[] | select(.netdev == "qveth0") | .hints] == [{trafficClass: 0,
+		fifoTrafficClass: 0, serviceLevel: 0, lossless: "unknown",
+		note: "qveth0 reports no DCB: no class is known lossless"}]' \
+		"the doctor, live, softRoce: the hints' class on the veth, unknown"
 	OUT=$(ip netns exec "$HOST_NS" env CNI_PATH="$CNI_PATH_DIRS" "$HPN_PLUGIN" doctor \
 		--config "$conf") || true
 	grep -Eq '^qveth0 +none +- +- +- +- +- +-$' <<<"$OUT" ||
