@@ -230,6 +230,26 @@ int hpn_rail_check(struct nl_sock *pod, const struct hpn_journal_nic *n, const s
 /* Undo, with the pod netns there: deletes n's rules (its table empties as the NIC leaves). */
 int hpn_rail_remove(struct nl_sock *pod, const struct hpn_journal_nic *n, struct hpn_err *err);
 
+/* ---- addpod.c: what ADD asks and tells about the pod around its steps ---- */
+
+/*
+ * Before anything changes (conf->pod_lookup): the pod from the agent's cache,
+ * else the API; its labels, annotations and GPU count into conf.
+ */
+int hpn_add_pod_lookup(const struct hpn_env *env, struct hpn_conf *conf, struct hpn_err *err);
+/* What the pod itself decides before anything changes: hints key, GPU count. */
+int hpn_add_pod_checks(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
+/* nri.required: the runtime's NRI plugin of the agent is there, or code 11. */
+int hpn_add_nri_ready(const struct hpn_env *env, const struct hpn_conf *conf, struct hpn_err *err);
+/*
+ * The pod's GPUs as the agent listed them (gpus.enabled), placed on the PCI
+ * tree; *ret stays NULL when it has none; the profile must allow their count.
+ */
+int hpn_add_pod_gpus(struct hpn_conf *conf, const struct hpn_alloc *al, struct hpn_gpus **ret,
+		     struct hpn_err *err);
+/* ADD of a pod whose NICs came from DRA claims is done: the agent is told (best effort). */
+void hpn_add_tell_attached(const struct hpn_env *env, const struct hpn_conf *conf);
+
 /* ---- claim.c: ADD's selection, journalled as the attachment's claim ---- */
 
 /*
