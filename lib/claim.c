@@ -525,8 +525,7 @@ static int check_lossless(const struct hpn_conf *conf, const struct hpn_journal_
 {
 	struct hpn_rdma_info ri[HPN_MAX_NICS];
 	struct hpn_bound_nic b[HPN_MAX_NICS];
-	struct hpn_vars v = { 0 };
-	int r;
+	struct hpn_rdma_qos rq[HPN_MAX_NICS];
 
 	if (!conf->nccl.enabled || !conf->nccl.lossless_required)
 		return 0;
@@ -545,15 +544,8 @@ static int check_lossless(const struct hpn_conf *conf, const struct hpn_journal_
 					       .rdma = &ri[i],
 					       .qos = p->qos_read ? &p->qos : NULL };
 	}
-	r = hpn_nccl_render(&conf->nccl, hpn_nccl_profile(&conf->nccl, conf->gpu_model), b, n, &v,
-			    err);
-	if (r >= 0) {
-		struct hpn_rdma_qos rq[HPN_MAX_NICS];
-
-		r = hpn_nccl_qos(&conf->nccl, b, n, &v, rq, err);
-	}
-	hpn_vars_free(&v);
-	return r;
+	return hpn_nccl_judge(&conf->nccl, hpn_nccl_profile(&conf->nccl, conf->gpu_model), b, n, rq,
+			      err);
 }
 
 /*

@@ -146,6 +146,15 @@ int hpn_nccl_qos(const struct hpn_nccl_conf *nc, const struct hpn_bound_nic *nic
  */
 void hpn_nccl_qos_verdict(const struct hpn_qos *q, const char *ifname, struct hpn_rdma_qos *rq);
 /*
+ * The class the hints of profile p give nics[0..n) and each one's verdict
+ * into out, as ADD's hints would render and judge them (hpn_nccl_render,
+ * hpn_nccl_qos), the settings themselves thrown away: for a judgement before
+ * the proof (the GID and addresses change no class). Errors as theirs.
+ */
+int hpn_nccl_judge(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		   const struct hpn_bound_nic *nics, size_t n, struct hpn_rdma_qos *out,
+		   struct hpn_err *err);
+/*
  * The class ADD would give a RoCE NIC of driver driver with QoS q (netdev
  * ifname) under profile p, and its verdict, into out (hpn_nccl_qos on one
  * NIC, never refusing); lossless empty and a note when no class is given

@@ -241,6 +241,19 @@ void hpn_nccl_qos_now(const struct hpn_journal_nic *n, const struct hpn_rdma_qos
 		snprintf(ret->note, sizeof(ret->note), "%.255s", e.msg);
 }
 
+int hpn_nccl_judge(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
+		   const struct hpn_bound_nic *nics, size_t n, struct hpn_rdma_qos *out,
+		   struct hpn_err *err)
+{
+	struct hpn_vars v = { 0 };
+	int r = hpn_nccl_render(nc, p, nics, n, &v, err);
+
+	if (r >= 0)
+		r = hpn_nccl_qos(nc, nics, n, &v, out, err);
+	hpn_vars_free(&v);
+	return r;
+}
+
 void hpn_nccl_class(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profile *p,
 		    const char *driver, const struct hpn_qos *q, const char *ifname,
 		    struct hpn_rdma_qos *out)
@@ -249,7 +262,6 @@ void hpn_nccl_class(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profil
 	struct hpn_bound_nic b = { .ifname = ifname, .rdma = &ri, .qos = q };
 	struct hpn_nccl_conf judged = *nc;
 	struct hpn_err err = { 0 };
-	struct hpn_vars v = { 0 };
 
 	*out = (struct hpn_rdma_qos){ .pfc = -1 };
 	snprintf(ri.device, sizeof(ri.device), "%s", "dev");
@@ -257,10 +269,8 @@ void hpn_nccl_class(const struct hpn_nccl_conf *nc, const struct hpn_nccl_profil
 	snprintf(ri.transport, sizeof(ri.transport), "roce");
 	/* A verdict, never a refusal: the doctor says what ADD would. */
 	judged.lossless_required = false;
-	if (hpn_nccl_render(&judged, p, &b, 1, &v, &err) < 0 ||
-	    hpn_nccl_qos(&judged, &b, 1, &v, out, &err) < 0)
+	if (hpn_nccl_judge(&judged, p, &b, 1, out, &err) < 0)
 		snprintf(out->note, sizeof(out->note), "%.255s", err.msg);
 	else if (!out->lossless[0])
 		snprintf(out->note, sizeof(out->note), "NCCL's IB transport is off: no class");
-	hpn_vars_free(&v);
 }
