@@ -190,7 +190,9 @@ char *hpn_alloc_req_render(const struct hpn_alloc_req *req)
 		     !cJSON_AddStringToObject(o, "uid", req->uid))) ||
 	    (req->query != HPN_ALLOC_QUERY_DEVICES &&
 	     !cJSON_AddStringToObject(o, "query", query_words[req->query])) ||
-	    (req->query == HPN_ALLOC_QUERY_POD && req->keys.set && !keys_to_json(o, &req->keys))) {
+	    (req->query == HPN_ALLOC_QUERY_POD && req->keys.set && !keys_to_json(o, &req->keys)) ||
+	    (req->query == HPN_ALLOC_QUERY_DEVICES && req->shares &&
+	     !cJSON_AddBoolToObject(o, "shares", true))) {
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -255,6 +257,7 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 	_cleanup_free_ char *ns = NULL, *name = NULL, *uid = NULL, *query = NULL;
 	enum hpn_alloc_query q = HPN_ALLOC_QUERY_DEVICES;
 	struct hpn_alloc_keys keys;
+	bool shares = false;
 	int r;
 
 	if (len > HPN_ALLOC_REQ_MAX)
@@ -290,10 +293,14 @@ int hpn_alloc_req_parse(const char *buf, size_t len, struct hpn_alloc_req *req, 
 		r = check_pod(ns, name, uid, HPN_E_INVALID_CONFIG, err);
 	if (r >= 0)
 		r = keys_parse(o, &keys, err);
+	/* Absent: a plugin older than shares. */
+	if (r >= 0 && cJSON_GetObjectItemCaseSensitive(o, "shares"))
+		r = hpn_json_bool(o, "shares", "", HPN_E_INVALID_CONFIG, &shares, err);
 	if (r < 0)
 		return r;
 	memset(req, 0, sizeof(*req));
 	req->query = q;
+	req->shares = q == HPN_ALLOC_QUERY_DEVICES && shares;
 	if (q == HPN_ALLOC_QUERY_POD)
 		req->keys = keys;
 	snprintf(req->namespace, sizeof(req->namespace), "%s", ns ? ns : "");
@@ -340,6 +347,18 @@ char *hpn_alloc_reply_render(const struct hpn_alloc *a, const char *error)
 	if (a->n_claims &&
 	    !add_strings(o, "claims", a->claims[0], sizeof(a->claims[0]), a->n_claims))
 		goto fail;
+	/* Only when a device is a share: other replies stay what older plugins read. */
+	for (size_t i = 0; i < a->n; i++)
+		if (a->shared[i]) {
+			cJSON *arr = cJSON_AddArrayToObject(o, "shared");
+
+			for (size_t k = 0; arr && k < a->n; k++)
+				if (!cJSON_AddItemToArray(arr, cJSON_CreateBool(a->shared[k])))
+					arr = NULL;
+			if (!arr)
+				goto fail;
+			break;
+		}
 	return hpn_json_print(o);
 fail:
 	cJSON_Delete(o);
@@ -397,6 +416,30 @@ static int get_strings(const cJSON *o, const char *key, const char *what,
 	return 0;
 }
 
+/* The reply's "shared" (absent: none is a share): one bool per device. */
+static int get_shared(const cJSON *o, struct hpn_alloc *a, struct hpn_err *err)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "shared"), *b;
+	size_t n = 0;
+
+	if (!arr)
+		return 0;
+	if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != a->n)
+		return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+				   "hpn-rdma-agent's reply: \"shared\" is not an array of %zu "
+				   "booleans, one per device",
+				   a->n);
+	cJSON_ArrayForEach (b, arr) {
+		if (!cJSON_IsBool(b))
+			return hpn_err_set(err, HPN_E_DECODE, EINVAL,
+					   "hpn-rdma-agent's reply: \"shared\"[%zu] is not a "
+					   "boolean",
+					   n);
+		a->shared[n++] = cJSON_IsTrue(b);
+	}
+	return 0;
+}
+
 int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, struct hpn_err *err)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
@@ -435,6 +478,8 @@ int hpn_alloc_reply_parse(const char *buf, size_t len, struct hpn_alloc *ret, st
 	if (r >= 0 && cJSON_GetObjectItemCaseSensitive(o, "claims"))
 		r = get_strings(o, "claims", "claim", claim_valid, a->claims[0],
 				sizeof(a->claims[0]), HPN_ALLOC_MAX_CLAIMS, &a->n_claims, err);
+	if (r >= 0)
+		r = get_shared(o, a, err);
 	if (r >= 0)
 		*ret = *a;
 	free(a);

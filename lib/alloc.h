@@ -74,6 +74,12 @@ struct hpn_alloc_req {
 	char uid[65];
 	enum hpn_alloc_query query;
 	struct hpn_alloc_keys keys; /* the pod question's; sent only with it */
+	/*
+	 * The devices question's "shares": the asker attaches a share of a NIC
+	 * (a DRA claim's device with allowMultipleAllocations) as a child of it;
+	 * false: a plugin older than the field, which would move the NIC.
+	 */
+	bool shares;
 };
 
 /* What the agent answers: the pod's devices of the resource, in PodResources' order. */
@@ -93,6 +99,8 @@ struct hpn_alloc {
 	char source[HPN_ALLOC_SOURCE_MAX];
 	char claims[HPN_ALLOC_MAX_CLAIMS][HPN_ALLOC_CLAIM_MAX];
 	size_t n_claims;
+	/* ids[i] is a share of its NIC (a child of it in the pod), not the NIC ("shared"). */
+	bool shared[HPN_ALLOC_MAX_DEVICES];
 };
 
 /* Fills req from the three values (NULL: absent); code 4 naming the bad one. */

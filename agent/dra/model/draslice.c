@@ -236,6 +236,24 @@ int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX
 	return 0;
 }
 
+int hpn_dra_share_name(const char *nic_device, char out[HPN_DRA_NAME_MAX])
+{
+	return hpn_snprintf(out, HPN_DRA_NAME_MAX, "%s" HPN_DRA_SHARE_SUFFIX, nic_device) < 0
+		       ? -EINVAL
+		       : 0;
+}
+
+bool hpn_dra_share_of(const char *device, char nic_device[HPN_DRA_NAME_MAX])
+{
+	size_t n = strlen(device), k = strlen(HPN_DRA_SHARE_SUFFIX);
+
+	if (n <= k || n - k >= HPN_DRA_NAME_MAX || strcmp(device + n - k, HPN_DRA_SHARE_SUFFIX))
+		return false;
+	memcpy(nic_device, device, n - k);
+	nic_device[n - k] = '\0';
+	return true;
+}
+
 /*
  * The pool's slices, NICs in order, each as full as the API allows (128, 64
  * once a device of it has a taint): their count, and slice want's devices

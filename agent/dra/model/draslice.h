@@ -91,6 +91,18 @@ int hpn_dra_nic_read(const char *sysfs_root, const char *ifname, unsigned int ra
  */
 int hpn_dra_device_name(const struct hpn_dra_nic *nic, char out[HPN_DRA_NAME_MAX]);
 
+/*
+ * A NIC that pods share (KEP-5075: a child of it in each pod) is published
+ * twice: as itself, and as "<its device name>-shared", a device the
+ * scheduler may allocate many times. No NIC's own name ends so (a PCI one
+ * ends in a digit, a "net-" one in 8 hex digits).
+ */
+#define HPN_DRA_SHARE_SUFFIX "-shared"
+/* The shared device's name of the NIC whose device name is nic_device; -EINVAL when too long. */
+int hpn_dra_share_name(const char *nic_device, char out[HPN_DRA_NAME_MAX]);
+/* device is a NIC's shared device: true, and its NIC's device name in nic_device. */
+bool hpn_dra_share_of(const char *device, char nic_device[HPN_DRA_NAME_MAX]);
+
 struct cJSON;
 /*
  * The NIC's attributes as its device in the slice has them (a
