@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * Unit tests for lib/alloc.c: device IDs, the agent lookup protocol (request
- * and reply, their validation) and its client against small servers in a
+ * and reply, their validation; the request's "shares" and the reply's
+ * "shared") and its client against small servers in a
  * forked child (an answer, a refusal, silence, no socket); the NRI question
  * (its request, reply and client); the config's "agent" section (lib/conf.c).
  */
@@ -96,6 +97,134 @@ static void test_request(void)
 		memset(&err, 0, sizeof(err));
 		CHECK(hpn_alloc_req_parse(bad[i].json, strlen(bad[i].json), &back, &err) < 0);
 		CHECK_STR_HAS(err.msg, bad[i].msg);
+	}
+}
+
+/* "shares": said by a plugin that attaches shares, only in the devices question. */
+static void test_request_shares(void)
+{
+	struct hpn_alloc_req req, back;
+	struct hpn_err err = { 0 };
+	char *line;
+
+	CHECK_INT_EQ(hpn_alloc_req_set(&req, "team-a", "trainer-0", "0f1e-22", &err), 0);
+	CHECK(!req.shares);
+	req.shares = true;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_EQ(line, "{\"version\":1,\"namespace\":\"team-a\",\"name\":\"trainer-0\","
+			   "\"uid\":\"0f1e-22\",\"shares\":true}\n");
+	memset(&back, 0, sizeof(back));
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK(back.shares);
+	CHECK_INT_EQ(back.query, HPN_ALLOC_QUERY_DEVICES);
+	CHECK_STR_EQ(back.name, "trainer-0");
+	free(line);
+
+	/* Without it (a plugin older than shares): absent, and read back false. */
+	req.shares = false;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_LACKS(line, "shares");
+	back.shares = true;
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line) - 1, &back, &err), 0);
+	CHECK(!back.shares);
+	free(line);
+	/* "shares": false said outright is the same. */
+	line = strdup("{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"shares\":false}");
+	back.shares = true;
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line), &back, &err), 0);
+	CHECK(!back.shares);
+	free(line);
+
+	/* Another question never carries it, either way. */
+	req.shares = true;
+	req.query = HPN_ALLOC_QUERY_ATTACHED;
+	line = hpn_alloc_req_render(&req);
+	CHECK_STR_LACKS(line, "shares");
+	CHECK_STR_HAS(line, "\"query\":\"attached\"");
+	free(line);
+	line = strdup("{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"query\":\"pod\","
+		      "\"shares\":true}");
+	back.shares = true;
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line), &back, &err), 0);
+	CHECK_INT_EQ(back.query, HPN_ALLOC_QUERY_POD);
+	CHECK(!back.shares);
+	free(line);
+
+	/* Not a boolean: refused, named. */
+	line = strdup("{\"version\":1,\"namespace\":\"a\",\"name\":\"b\",\"shares\":1}");
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_alloc_req_parse(line, strlen(line), &back, &err), -EINVAL);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_CONFIG);
+	CHECK_STR_HAS(err.msg, "shares");
+	free(line);
+}
+
+/* "shared": one boolean per device, only in a reply where a device is a share. */
+static void test_reply_shared(void)
+{
+	struct hpn_alloc a = { .n = 3, .pod_known = true }, back;
+	struct hpn_err err = { 0 };
+	char *json;
+
+	snprintf(a.resource, sizeof(a.resource), "hpn-rdma.alibabacloud.com");
+	snprintf(a.ids[0], HPN_ALLOC_ID_MAX, "0000:af:00.0");
+	snprintf(a.ids[1], HPN_ALLOC_ID_MAX, "0000:af:00.0");
+	snprintf(a.ids[2], HPN_ALLOC_ID_MAX, "0000:b0:00.0");
+	snprintf(a.source, sizeof(a.source), "dra");
+	/* No share: no "shared" at all (what an agent without --dra-shares sends). */
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK_STR_LACKS(json, "shared");
+	memset(&back, 0, sizeof(back));
+	back.shared[0] = back.shared[2] = true;
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK(!back.shared[0] && !back.shared[1] && !back.shared[2]);
+	free(json);
+
+	/* Two shares of one NIC and a whole one: every device's flag, in order. */
+	a.shared[0] = a.shared[1] = true;
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK_STR_HAS(json, ",\"shared\":[true,true,false]}");
+	memset(&back, 0, sizeof(back));
+	CHECK_INT_EQ(hpn_alloc_reply_parse(json, strlen(json), &back, &err), 0);
+	CHECK_INT_EQ(back.n, 3);
+	CHECK(back.shared[0] && back.shared[1] && !back.shared[2]);
+	CHECK_STR_EQ(back.ids[1], "0000:af:00.0");
+	free(json);
+	a.shared[0] = false;
+	json = hpn_alloc_reply_render(&a, NULL);
+	CHECK_STR_HAS(json, ",\"shared\":[false,true,false]}");
+	free(json);
+
+	static const struct {
+		const char *json;
+		const char *msg;
+	} bad[] = {
+		{ "{\"version\":1,\"devices\":[\"x\"],\"shared\":true}",
+		  "\"shared\" is not an array of 1 booleans, one per device" },
+		{ "{\"version\":1,\"devices\":[\"x\"],\"shared\":{}}",
+		  "\"shared\" is not an array of 1 booleans" },
+		{ "{\"version\":1,\"devices\":[\"x\",\"y\"],\"shared\":[true]}",
+		  "\"shared\" is not an array of 2 booleans, one per device" },
+		{ "{\"version\":1,\"devices\":[\"x\"],\"shared\":[true,false]}",
+		  "\"shared\" is not an array of 1 booleans" },
+		{ "{\"version\":1,\"devices\":[],\"shared\":[false]}",
+		  "\"shared\" is not an array of 0 booleans" },
+		{ "{\"version\":1,\"devices\":[\"x\",\"y\"],\"shared\":[true,1]}",
+		  "\"shared\"[1] is not a boolean" },
+		{ "{\"version\":1,\"devices\":[\"x\"],\"shared\":[\"true\"]}",
+		  "\"shared\"[0] is not a boolean" },
+		{ "{\"version\":1,\"devices\":[\"x\"],\"shared\":[null]}",
+		  "\"shared\"[0] is not a boolean" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		memset(&back, 0, sizeof(back));
+		back.n = 7; /* left as it was on error */
+		CHECK_INT_EQ(hpn_alloc_reply_parse(bad[i].json, strlen(bad[i].json), &back, &err),
+			     -EINVAL);
+		CHECK_INT_EQ(err.code, HPN_E_DECODE);
+		CHECK_STR_HAS(err.msg, bad[i].msg);
+		CHECK_INT_EQ(back.n, 7);
 	}
 }
 
@@ -539,6 +668,8 @@ int main(void)
 	test_ids();
 	test_request();
 	test_reply();
+	test_request_shares();
+	test_reply_shared();
 	test_lookup();
 	test_nri_request();
 	test_nri_reply();
