@@ -319,13 +319,17 @@ static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const str
 		if (r == 0)
 			r = hpn_link_move(a->ns.host, dev, a->ns.pod_fd, n->pod_ifname, err);
 	} else {
-		struct hpn_child c = { .kind = n->child_kind,
-				       .mode = conf->child_mode,
-				       .name = n->pod_ifname,
-				       .netns_fd = a->ns.pod_fd,
-				       .mtu = (unsigned int)conf->mtu,
-				       .has_mac = n->has_child_mac };
+		unsigned int child_mode = 0;
+		struct hpn_child c;
 
+		/* The config's macvlanMode or ipvlanMode; a share under a move config: bridge. */
+		hpn_nic_mode(conf, plan, &child_mode);
+		c = (struct hpn_child){ .kind = n->child_kind,
+					.mode = child_mode,
+					.name = n->pod_ifname,
+					.netns_fd = a->ns.pod_fd,
+					.mtu = (unsigned int)conf->mtu,
+					.has_mac = n->has_child_mac };
 		memcpy(c.mac, n->child_mac, HPN_MAC_LEN);
 		r = hpn_link_create_child(a->ns.host, dev, &c, err);
 	}

@@ -175,6 +175,8 @@ int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 	const char *name = hpn_env_arg(env, "K8S_POD_NAME");
 	struct hpn_alloc_req req;
 	struct hpn_err lerr = { 0 };
+	size_t shares = 0;
+	char note[40] = "";
 	int r;
 
 	if (!conf->agent.lookup)
@@ -190,6 +192,8 @@ int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 	r = hpn_alloc_req_set(&req, ns, name, hpn_env_arg(env, "K8S_POD_UID"), err);
 	if (r < 0)
 		return r;
+	/* A share of a NIC (a DRA claim's) becomes a child of it: this plugin attaches them. */
+	req.shares = true;
 	r = hpn_alloc_lookup(conf->agent.socket, conf->agent.timeout_ms, &req, ret, &lerr);
 	if ((r == -ENOENT || r == -ECONNREFUSED) && !conf->agent.required) {
 		hpn_debug("no hpn-rdma-agent at %s: taking from the pool", conf->agent.socket);
@@ -212,9 +216,13 @@ int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 				   "attachment",
 				   ns, name, ret->n, ret->resource, HPN_MAX_NICS);
 	/* Which source decided: a DRA claim, else the device plugin (the pool is above). */
+	for (size_t i = 0; i < ret->n; i++)
+		shares += ret->shared[i];
+	if (shares)
+		snprintf(note, sizeof(note), " (%zu of them shares)", shares);
 	if (!strcmp(ret->source, "dra"))
-		hpn_info("pod %s/%s: %zu NICs of DRA claim %s%s, as prepared", ns, name, ret->n,
-			 ret->n_claims ? ret->claims[0] : "(unnamed)",
+		hpn_info("pod %s/%s: %zu NICs%s of DRA claim %s%s, as prepared", ns, name, ret->n,
+			 note, ret->n_claims ? ret->claims[0] : "(unnamed)",
 			 ret->n_claims > 1 ? " and more" : "");
 	else
 		hpn_info("pod %s/%s: %zu %s devices the kubelet allocated%s%s", ns, name, ret->n,
@@ -222,7 +230,11 @@ int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 	return 1;
 }
 
-/* The attachment whose journal holds device ID id (moved away, so not on the host), into key. */
+/*
+ * The attachment whose journal holds device ID id moved away (so not on the
+ * host), into key. A child's journal names its parent's ID too, but holds
+ * nothing off the host: not counted.
+ */
 static bool journal_holding(struct hpn_store *st, const char *self, const char *id,
 			    char key[HPN_KEY_MAX])
 {
@@ -240,6 +252,8 @@ static bool journal_holding(struct hpn_store *st, const char *self, const char *
 		for (size_t i = 0; !found && i < j.n_nics; i++) {
 			char jid[HPN_ALLOC_ID_MAX];
 
+			if (j.nics[i].kind != HPN_NIC_MOVED)
+				continue;
 			hpn_alloc_journal_id(&j.nics[i], jid);
 			if (!strcmp(jid, id)) {
 				snprintf(key, HPN_KEY_MAX, "%s", keys[k]);
@@ -255,7 +269,10 @@ static bool journal_holding(struct hpn_store *st, const char *self, const char *
 /*
  * Exactly the allocated NICs, in the allocation's order: each must be a NIC
  * of the pool that no other attachment holds. A held one is an error, never
- * a silent other pick: the kubelet and the journals disagree about it.
+ * a silent other pick: the kubelet and the journals disagree about it. A
+ * share (al->shared[i]) is held only by an attachment that moved its NIC
+ * (children share a parent: several shares of one NIC, in one pod too);
+ * the NIC's own ID under a move config also by another's child of it.
  */
 static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 			    const struct hpn_holders *h, const struct hpn_alloc *al,
@@ -268,6 +285,7 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 		const struct hpn_holder *x;
 		size_t k;
 
+		plans[i].share = al->shared[i];
 		for (k = 0; k < lv.n; k++) {
 			char id[HPN_ALLOC_ID_MAX];
 
@@ -276,10 +294,13 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 				break;
 		}
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(al->ids[j], al->ids[i]))
+			if (!strcmp(al->ids[j], al->ids[i]) && !(al->shared[j] && al->shared[i]))
 				r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
-						"the kubelet allocated %s device %s twice",
-						al->resource, al->ids[i]);
+						"the kubelet allocated %s device %s twice%s",
+						al->resource, al->ids[i],
+						al->shared[j] || al->shared[i]
+							? " (whole and as a share)"
+							: "");
 		if (r < 0)
 			break;
 		if (k == lv.n) {
@@ -300,13 +321,15 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 					al->resource, al->ids[i]);
 			break;
 		}
-		x = hpn_held_by(h, &lv.v[k], conf->mode != HPN_MODE_MOVE);
+		x = hpn_held_by(h, &lv.v[k], hpn_nic_mode(conf, &plans[i], NULL) != HPN_MODE_MOVE);
 		if (x) {
 			r = hpn_err_set(err, x->live ? HPN_E_TRY_AGAIN : HPN_E_DEVICE_NOT_FOUND,
 					EBUSY,
-					"the kubelet allocated %s device %s (\"%s\") to the pod, "
-					"but attachment %s holds it%s",
-					al->resource, al->ids[i], lv.v[k].name, x->key,
+					"the kubelet allocated %s device %s (\"%s\") to the pod%s, "
+					"but attachment %s holds %s%s",
+					al->resource, al->ids[i], lv.v[k].name,
+					plans[i].share ? " as a share" : "", x->key,
+					x->child ? "a child of it" : "it",
 					x->live ? " (in flight; try again)"
 						: ": the kubelet and the node disagree (DEL or GC "
 						  "that attachment)");
@@ -324,10 +347,12 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 
 /* A single selector's device: refused while another attachment holds it. */
 static int check_unclaimed(const struct hpn_holders *h, const struct hpn_conf *conf,
-			   const struct hpn_link *dev, struct hpn_err *err)
+			   const struct hpn_nic_plan *p, struct hpn_err *err)
 {
+	const struct hpn_link *dev = &p->dev;
 	/* Shared modes share a parent; only a moved NIC is taken from them. */
-	const struct hpn_holder *x = hpn_held_by(h, dev, conf->mode != HPN_MODE_MOVE);
+	const struct hpn_holder *x =
+		hpn_held_by(h, dev, hpn_nic_mode(conf, p, NULL) != HPN_MODE_MOVE);
 
 	if (!x)
 		return 0;
@@ -415,9 +440,11 @@ static void plan_qos(const struct hpn_attach *a, const struct hpn_conf *conf, co
  * is changed here; the facts go to the journal's NIC n.
  */
 static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
-		     const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
-		     struct hpn_err *err)
+		     struct hpn_nic_plan *np, struct hpn_journal_nic *n, struct hpn_err *err)
 {
+	const struct hpn_link *dev = &np->dev;
+	struct hpn_rdma_plan *p = &np->rdma;
+	enum hpn_mode mode = hpn_nic_mode(conf, np, NULL);
 	int r = hpn_rdma_netns_mode(&p->mode, err);
 
 	/* No RDMA netlink: no RDMA subsystem; the kernel's default mode is shared. */
@@ -432,7 +459,7 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 		p->found = r == 0;
 	}
 	/* softRoce: a device made in the pod when there is none to bind (softroce.c). */
-	r = hpn_soft_plan(a, conf, i, dev, p, n, err);
+	r = hpn_soft_plan(a, conf, i, np, n, err);
 	if (r < 0)
 		return r;
 	if (!p->found) {
@@ -452,13 +479,20 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 				   hpn_rdma_netns_name(p->mode),
 				   hpn_rdma_netns_name(conf->rdma_netns),
 				   hpn_rdma_netns_name(conf->rdma_netns));
-	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && conf->mode != HPN_MODE_MOVE)
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && np->share)
+		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
+				   "a share of \"%s\" needs the shared RDMA netns mode, the "
+				   "node's is exclusive: a child of \"%s\" cannot carry the whole "
+				   "RDMA device \"%s\" into one pod (rdma system set netns shared, "
+				   "or claim the whole NIC)",
+				   dev->name, dev->name, p->dev.name);
+	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && mode != HPN_MODE_MOVE)
 		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
 				   "mode %s needs the shared RDMA netns mode, the node's is "
 				   "exclusive: a child of \"%s\" cannot carry the whole RDMA "
 				   "device \"%s\" into one pod (rdma system set netns shared, or "
 				   "mode move)",
-				   conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan", dev->name,
+				   mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan", dev->name,
 				   p->dev.name);
 	if (p->mode == HPN_RDMA_NETNS_EXCLUSIVE && is_stacked(dev) && !p->create)
 		return hpn_err_set(err, HPN_E_RDMA, EINVAL,
@@ -477,7 +511,7 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 	snprintf(n->rdma.name, sizeof(n->rdma.name), "%s", p->dev.name);
 	snprintf(n->rdma.netdev, sizeof(n->rdma.netdev), "%s", p->dev.netdev);
 	/* A child leaves its parent on the host: the soft device cannot die of it. */
-	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && conf->mode == HPN_MODE_MOVE && !p->create)
+	if (p->dev.soft && p->dev.kind == HPN_RDMA_RXE && mode == HPN_MODE_MOVE && !p->create)
 		snprintf(n->rdma.soft_type, sizeof(n->rdma.soft_type), "rxe");
 	return 0;
 }
@@ -585,6 +619,20 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 	return 0;
 }
 
+enum hpn_mode hpn_nic_mode(const struct hpn_conf *conf, const struct hpn_nic_plan *p,
+			   unsigned int *child_mode)
+{
+	/* A share is never moved: the NIC serves other pods' shares too. */
+	if (p->share && conf->mode == HPN_MODE_MOVE) {
+		if (child_mode)
+			*child_mode = MACVLAN_MODE_BRIDGE;
+		return HPN_MODE_MACVLAN;
+	}
+	if (child_mode)
+		*child_mode = conf->child_mode;
+	return conf->mode;
+}
+
 size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al,
 		       const struct hpn_gpus *gpus)
 {
@@ -634,10 +682,12 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		r = select_device(a->ns.host, conf, &plans[0].dev, &plans[0].rdma.dev, err);
 		plans[0].rdma.found = r == 0 && conf->selector == HPN_SEL_RDMA;
 		if (r == 0)
-			r = check_unclaimed(&h, conf, &plans[0].dev, err);
+			r = check_unclaimed(&h, conf, &plans[0], err);
 	}
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		struct hpn_journal_nic *nic = &a->j.nics[i];
+		unsigned int child_mode = 0;
+		enum hpn_mode mode;
 
 		memset(nic, 0, sizeof(*nic));
 		if (nic_name(base, i, nic->pod_ifname) < 0) {
@@ -663,7 +713,7 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 		}
 		if (r != -ENODEV)
 			break;
-		r = plan_rdma(a, conf, i, &plans[i].dev, &plans[i].rdma, nic, err);
+		r = plan_rdma(a, conf, i, &plans[i], nic, err);
 		/* The GPU model's profile may need RDMA, NCCL's IB, or a driver, on every NIC. */
 		if (r == 0 && conf->nccl.enabled)
 			r = check_profile(conf, &plans[i].rdma, err);
@@ -684,13 +734,13 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 			snprintf(nic->gpu_best, sizeof(nic->gpu_best), "%s",
 				 hpn_gpu_dist_name(plans[i].best));
 		}
-		if (conf->mode != HPN_MODE_MOVE) {
+		mode = hpn_nic_mode(conf, &plans[i], &child_mode);
+		if (mode != HPN_MODE_MOVE) {
 			nic->kind = HPN_NIC_CHILD;
 			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",
-				 conf->mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
+				 mode == HPN_MODE_MACVLAN ? "macvlan" : "ipvlan");
 			/* A passthru macvlan's MAC is its parent's: setting one would change the host NIC. */
-			if (conf->mode == HPN_MODE_MACVLAN &&
-			    conf->child_mode != MACVLAN_MODE_PASSTHRU) {
+			if (mode == HPN_MODE_MACVLAN && child_mode != MACVLAN_MODE_PASSTHRU) {
 				r = child_mac(nic->child_mac);
 				if (r < 0)
 					break;
@@ -698,9 +748,12 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 			}
 		}
 		a->j.n_nics = i + 1;
-		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s%s%s%s%s", nic->host.name,
+		hpn_info("attach \"%s\"%s%s as %s\"%s\" in %s%s%s%s%s%s", nic->host.name,
 			 nic->pci[0] ? " pci " : "", nic->pci,
 			 nic->kind == HPN_NIC_CHILD ? "a child " : "", nic->pod_ifname, env->netns,
+			 !plans[i].share		      ? ""
+			 : a->j.nic_source == HPN_NIC_SRC_DRA ? ", a share of a DRA claim"
+							      : ", a share",
 			 nic->gpu_id[0] ? ", for GPU " : "",
 			 nic->gpu_pci[0] ? nic->gpu_pci : nic->gpu_id, nic->gpu_id[0] ? " at " : "",
 			 nic->gpu_dist);

@@ -74,6 +74,12 @@ struct hpn_nic_plan {
 	struct hpn_rdma_plan rdma;
 	size_t gpu;
 	enum hpn_gpu_dist dist, best;
+	/*
+	 * A share of the NIC (the agent's reply marks it "shared": a DRA
+	 * claim's device that other pods' claims share): a child of it in the
+	 * pod, whatever the config's mode; the NIC stays on the host.
+	 */
+	bool share;
 };
 
 /* ---- session.c: the state store, the namespaces, names the commands share ---- */
@@ -140,18 +146,18 @@ int hpn_release(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_env
 /* ---- softroce.c: Soft-RoCE devices made for a pod (softRoce) ---- */
 
 /*
- * The claim's decision for NIC i (its journal entry n, pod-side name set)
- * once discovery ran (p->found says whether it found a device): with
- * softRoce, a NIC without a usable RDMA device gets one planned (p->create,
- * the device's name in p->dev and n->rdma), if the node can make one that
- * serves a pod (code 108 naming what it lacks, before anything changes).
- * A shared-mode child whose parent's device is an rxe is refused on a
+ * The claim's decision for NIC i (its plan, whose RDMA part p is
+ * plan->rdma; its journal entry n, pod-side name set) once discovery ran
+ * (p->found says whether it found a device): with softRoce, a NIC without a
+ * usable RDMA device gets one planned (p->create, the device's name in
+ * p->dev and n->rdma), if the node can make one that serves a pod (code 108
+ * naming what it lacks, before anything changes). A child (a shared mode,
+ * or a share: hpn_nic_mode) whose parent's device is an rxe is refused on a
  * kernel where that device cannot serve the child's netns, with softRoce
  * too (the parent's rxe must go first).
  */
 int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
-		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
-		  struct hpn_err *err);
+		  struct hpn_nic_plan *plan, struct hpn_journal_nic *n, struct hpn_err *err);
 /*
  * ADD: makes the planned device on n's interface in the pod (in exclusive
  * mode: moved there); fault is ADD's test hook, called after each step.
@@ -262,6 +268,16 @@ void hpn_add_tell_attached(const struct hpn_env *env, const struct hpn_conf *con
  */
 int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 			 struct hpn_alloc *ret, struct hpn_err *err);
+/*
+ * What ADD does with the NIC of plan p: the config's mode, except that a
+ * share (p->share) is a child under a move config too, a bridge macvlan with
+ * a MAC of its own. child_mode (NULL: not wanted) gets the child's macvlan
+ * or ipvlan mode when the answer is not HPN_MODE_MOVE. Every per-NIC
+ * decision (holders, RDMA netns mode, soft devices, the child) asks this,
+ * never conf->mode.
+ */
+enum hpn_mode hpn_nic_mode(const struct hpn_conf *conf, const struct hpn_nic_plan *p,
+			   unsigned int *child_mode);
 /*
  * How many NICs hpn_claim takes (plans it fills): al's, one per GPU of the
  * pod (gpus.nicPerGpu), the pool's count, or one.

@@ -46,12 +46,14 @@
 #include "util.h"
 
 int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_t i,
-		  const struct hpn_link *dev, struct hpn_rdma_plan *p, struct hpn_journal_nic *n,
-		  struct hpn_err *err)
+		  struct hpn_nic_plan *plan, struct hpn_journal_nic *n, struct hpn_err *err)
 {
+	const struct hpn_link *dev = &plan->dev;
+	struct hpn_rdma_plan *p = &plan->rdma;
+	enum hpn_mode mode = hpn_nic_mode(conf, plan, NULL);
 	bool rxe = p->found && p->dev.soft && p->dev.kind == HPN_RDMA_RXE;
 	/* On the NIC itself, which moves; else on a parent that stays (a child, a moved macvlan). */
-	bool own = rxe && conf->mode == HPN_MODE_MOVE && !strcmp(p->dev.netdev, dev->name);
+	bool own = rxe && mode == HPN_MODE_MOVE && !strcmp(p->dev.netdev, dev->name);
 	char why[HPN_ERR_MSG - 128];
 	int r;
 
@@ -76,7 +78,7 @@ int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_
 					     "set softRoce: each child gets an rxe device of its "
 					     "own)",
 					     p->dev.name, p->dev.netdev, p->dev.netdev,
-					     conf->mode == HPN_MODE_IPVLAN ? "ipvlan" : "macvlan",
+					     mode == HPN_MODE_IPVLAN ? "ipvlan" : "macvlan",
 					     HPN_RDMA_SOFT_KERNEL_MAJOR,
 					     HPN_RDMA_SOFT_KERNEL_MINOR);
 	/* A device that serves the pod: softRoce has nothing to make. */

@@ -7,17 +7,42 @@ JSON array of device IDs, in order), appending what it was sent to SOCKET.got.
 Run as the user the test wants the listener to be (the plugin checks
 SO_PEERCRED).
 
-usage: lookup-stub.py SOCKET DEVICES_JSON
+DEVICES may instead be @FILE: a JSON object whose keys are pods,
+"<namespace>/<name>", and whose values are the fields of that pod's reply
+over the defaults (e.g. {"devices": [...], "source": "dra", "shared": [...]},
+as the agent answers for a pod's DRA claims); FILE is read again for every
+request, so a test changes the answers between runs. A pod it does not name
+holds nothing ("podKnown": false).
+
+usage: lookup-stub.py SOCKET DEVICES_JSON|@FILE
 """
 import json
 import socket
 import sys
 
+BASE = {"version": 1, "resource": "rdma/hpn", "podKnown": True, "devices": [], "gpus": []}
+
+
+def answer(spec, got):
+    """The reply to request line got: fixed devices, or the pod's fields from the file."""
+    if not spec.startswith("@"):
+        return dict(BASE, devices=json.loads(spec))
+    try:
+        req = json.loads(got)
+        with open(spec[1:], encoding="utf-8") as f:
+            pods = json.load(f)
+    except (OSError, ValueError) as e:
+        return {"version": 1, "error": "lookup-stub: %s" % e}
+    pod = pods.get("%s/%s" % (req.get("namespace"), req.get("name")))
+    if pod is None:
+        return dict(BASE, podKnown=False)
+    return dict(BASE, **pod)
+
 
 def main():
-    path, devices = sys.argv[1], json.loads(sys.argv[2])
-    reply = json.dumps({"version": 1, "resource": "rdma/hpn", "podKnown": True,
-                        "devices": devices, "gpus": []}).encode()
+    path, spec = sys.argv[1], sys.argv[2]
+    if not spec.startswith("@"):
+        json.loads(spec)  # a bad argument fails at start, not at the first request
     s = socket.socket(socket.AF_UNIX)
     s.bind(path)
     s.listen(8)
@@ -37,7 +62,7 @@ def main():
         with open(path + ".got", "ab") as f:
             f.write(got)
         try:
-            c.sendall(reply)
+            c.sendall(json.dumps(answer(spec, got)).encode())
         except OSError:
             pass
         c.close()
