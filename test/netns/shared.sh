@@ -8,6 +8,10 @@
 # - match + macvlan: pods spread over the least-loaded parents, a parent
 #   shared by several pods; the pool's parents are not claimed.
 # - GC after the pod netns vanished (rollback and kill -9: rollback.sh).
+# - DRA shares (the agent's reply marks a device "shared"; a stand-in answers,
+#   test/lookup-stub.py): children of one NIC in several pods and in one pod,
+#   under move, macvlan and ipvlan configs; the NIC's whole claim refused
+#   while they exist, a share refused while the NIC is moved; CHECK, DEL, GC.
 # jq filters are single-quoted on purpose; scenarios run in subshells.
 # shellcheck disable=SC2016,SC2030,SC2031
 set -euo pipefail
