@@ -467,6 +467,119 @@ static void test_limits(void)
 	}
 }
 
+#define SID1 "0f1e2d3c-4b5a-4697-8877-665544332211"
+#define SID2 "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d"
+/* A result of a shared device: its shareID, and the capacity it consumes. */
+#define SRES(req, dev, sid)                                                                        \
+	"{\"request\":\"" req "\",\"driver\":\"" DRV "\",\"pool\":\"node-a\",\"device\":\"" dev    \
+	"\",\"shareID\":\"" sid "\",\"consumedCapacity\":{\"shares\":\"1\"}}"
+
+/*
+ * Shares (KEP-5075): a shared device's results carry their shareID (kept) and
+ * consumedCapacity (checked, not kept); one shared device twice in a claim
+ * under two shareIDs; the rules of ours (a share with an ID, a NIC's own
+ * device without) and of every driver (the ID's form, the capacity's type).
+ */
+static void test_shares(void)
+{
+	const char *v1 = "resource.k8s.io/v1";
+
+	{
+		struct hpn_dra_claim out;
+		struct hpn_err err;
+		char *json = claim_json(
+			v1, META,
+			ALLOC(SRES("a", "nic-0-shared", SID1) "," RES(
+				"b", DRV, "node-a", "nic-1") "," SRES("c", "nic-0-shared", SID2)));
+		int r = parse(json, strlen(json), &out, &err);
+
+		if (r)
+			fprintf(stderr, "\t%s\n", err.msg);
+		CHECK_INT_EQ(r, 0);
+		CHECK_INT_EQ(out.n, 3);
+		CHECK_STR_EQ(out.v[0].device, "nic-0-shared");
+		CHECK_STR_EQ(out.v[0].share_id, SID1);
+		CHECK_STR_EQ(out.v[1].device, "nic-1");
+		CHECK_STR_EQ(out.v[1].share_id, "");
+		CHECK_STR_EQ(out.v[2].device, "nic-0-shared");
+		CHECK_STR_EQ(out.v[2].share_id, SID2);
+		free(json);
+	}
+	/* Another driver's shares are its own business, if well-formed. */
+	{
+		struct hpn_dra_claim out;
+		struct hpn_err err;
+		char *json = claim_json(
+			v1, META,
+			ALLOC(RES("nic", DRV, "node-a", "nic-0") ",{\"request\":\"g\",\"driver\":"
+								 "\"gpu.example.com\",\"pool\":"
+								 "\"node-a\",\"device\":\"gpu-0\","
+								 "\"shareID\":\"" SID1 "\"}"));
+
+		CHECK_INT_EQ(parse(json, strlen(json), &out, &err), 0);
+		CHECK_INT_EQ(out.n, 1);
+		free(json);
+	}
+	/* The same share twice; a shared device without a shareID; a NIC's own with one. */
+	refused(v1, META,
+		ALLOC(SRES("a", "nic-0-shared", SID1) "," SRES("b", "nic-0-shared", SID1)),
+		"status.allocation.devices.results[1] allocates device node-a/nic-0-shared "
+		"share " SID1 " again",
+		__LINE__);
+	refused(v1, META, ALLOC(RES("a", DRV, "node-a", "nic-0-shared")),
+		"status.allocation.devices.results[0] allocates the shared device nic-0-shared "
+		"without a shareID",
+		__LINE__);
+	refused(v1, META, ALLOC(SRES("a", "nic-0", SID1)),
+		"status.allocation.devices.results[0].shareID " SID1
+		": device nic-0 is a NIC's own "
+		"device",
+		__LINE__);
+	/* The ID's form, whatever the driver: the API's normalized UUID. */
+	{
+		static const char *const bad[] = {
+			"0F1E2D3C-4B5A-4697-8877-665544332211",	 /* upper case */
+			"0f1e2d3c4b5a46978877665544332211",	 /* no dashes */
+			"0f1e2d3c-4b5a-4697-8877-66554433221",	 /* short */
+			"0f1e2d3c-4b5a-4697-8877-6655443322111", /* long */
+			"0f1e2d3c-4b5a-4697-8877_665544332211",	 /* a dash elsewhere */
+			"0f1e2d3c-4b5a-4697-8877-66554433221g",	 /* not hex */
+			"",
+		};
+
+		for (size_t i = 0; i < HPN_ARRAY_SIZE(bad); i++) {
+			char status[1024], want[160];
+
+			snprintf(status, sizeof(status),
+				 ALLOC("{\"request\":\"g\",\"driver\":\"gpu.example.com\",\"pool\":"
+				       "\"node-a\",\"device\":\"gpu-0\",\"shareID\":\"%s\"},"
+				       "%s"),
+				 bad[i], RES("nic", DRV, "node-a", "nic-0"));
+			snprintf(
+				want, sizeof(want),
+				"status.allocation.devices.results[0].shareID \"%s\" is not a UUID",
+				bad[i]);
+			refused(v1, META, status, want, __LINE__);
+		}
+	}
+	refused(v1, META,
+		ALLOC("{\"request\":\"a\",\"driver\":\"" DRV "\",\"pool\":\"node-a\",\"device\":"
+		      "\"nic-0-shared\",\"shareID\":7}"),
+		"status.allocation.devices.results[0].shareID must be a string", __LINE__);
+	refused(v1, META,
+		ALLOC("{\"request\":\"a\",\"driver\":\"" DRV "\",\"pool\":\"node-a\",\"device\":"
+		      "\"nic-0-shared\",\"shareID\":\"" SID1 "\",\"consumedCapacity\":[\"1\"]}"),
+		"status.allocation.devices.results[0].consumedCapacity must be an object",
+		__LINE__);
+	refused(v1, META,
+		ALLOC(RES("nic", DRV, "node-a",
+			  "nic-0") ",{\"request\":\"g\",\"driver\":\"gpu.x.com\","
+				   "\"pool\":\"node-a\",\"device\":\"g\","
+				   "\"consumedCapacity\":{\"memory\":1}}"),
+		"status.allocation.devices.results[1].consumedCapacity.memory must be a quantity",
+		__LINE__);
+}
+
 /* The driver asked for is the caller's: a bad one is code 7, whatever the answer. */
 static void test_driver_arg(void)
 {
@@ -493,6 +606,7 @@ int main(void)
 	test_refused();
 	test_body();
 	test_limits();
+	test_shares();
 	test_driver_arg();
 	return check_done();
 }

@@ -6,7 +6,8 @@
  * then v1alpha1, one object a line; a claim from a template (podClaimName);
  * networkData set (generation 2), set again unchanged (no new generation),
  * removed (generation 3); a file that is not ours refused; the paths in the
- * container, a subrequest's dropped from the path.
+ * container, a subrequest's dropped from the path; two shares of one NIC in
+ * a request, each with its own child's networkData.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -144,5 +145,52 @@ int main(void)
 	CHECK_STR_EQ(path, "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/"
 			   "rdma/nic-0/hpn-rdma.alibabacloud.com-metadata.json");
 	CHECK_INT_EQ(hpn_drameta_container_path("c1", "", "nics", DRIVER, path, 40), -ENAMETOOLONG);
+
+	/*
+	 * Two shares of one NIC in a request: two devices of one name (the
+	 * v1beta1 Device has no shareID, so none is written), each getting the
+	 * networkData of its own child, in order.
+	 */
+	{
+		static const char shared_v[] =
+			"{\"kind\":\"DeviceMetadata\",\"apiVersion\":\"metadata.resource.k8s.io/"
+			"%s\",\"metadata\":{\"name\":\"c1\",\"namespace\":\"ml\",\"uid\":\"" UID
+			"\",\"generation\":%d},\"requests\":[{\"name\":\"nics\",\"devices\":["
+			"{\"driver\":\"" DRIVER "\",\"pool\":\"node1\",\"name\":\"pci-0000-af-00-2-"
+			"shared\"%s},{\"driver\":\"" DRIVER "\",\"pool\":\"node1\",\"name\":\"pci-"
+			"0000-af-00-2-shared\"%s}]}]}\n";
+		struct hpn_drameta_dev sd[2] = {
+			{ .pool = "node1", .device = "pci-0000-af-00-2-shared" },
+			{ .pool = "node1", .device = "pci-0000-af-00-2-shared" },
+		};
+		struct hpn_drameta_net net1 = { .ifname = "hpn1", .mac = "6e:02:17:35:09:2d" };
+		const char *sp[] = { "node1", "node1" },
+			   *sn[] = { "pci-0000-af-00-2-shared", "pci-0000-af-00-2-shared" };
+		const struct hpn_drameta_net *two[] = { &net, &net1 };
+		char w[2][1024], all[2048];
+
+		m.pod_claim = NULL;
+		m.devs = sd;
+		m.n = 2;
+		s = hpn_drameta_render(&m);
+		for (int i = 0; i < 2; i++)
+			snprintf(w[i], sizeof(w[i]), shared_v, i ? "v1alpha1" : "v1beta1", 1, "",
+				 "");
+		snprintf(all, sizeof(all), "%s%s", w[0], w[1]);
+		CHECK_STR_EQ(s, all);
+		CHECK_INT_EQ(hpn_drameta_set_net(s, strlen(s), sp, sn, two, 2, &s2, &changed), 0);
+		CHECK(changed);
+		for (int i = 0; i < 2; i++)
+			snprintf(
+				w[i], sizeof(w[i]), shared_v, i ? "v1alpha1" : "v1beta1", 2,
+				",\"networkData\":{\"interfaceName\":\"hpn0\",\"ips\":[\"10.93.0."
+				"2/24\",\"fd00::2/64\"],\"hardwareAddress\":\"6e:02:17:35:09:2c\"}",
+				",\"networkData\":{\"interfaceName\":\"hpn1\",\"hardwareAddress\":"
+				"\"6e:02:17:35:09:2d\"}");
+		snprintf(all, sizeof(all), "%s%s", w[0], w[1]);
+		CHECK_STR_EQ(s2, all);
+		free(s2);
+		free(s);
+	}
 	return check_done();
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "draslice.h"
 #include "util.h"
 
 #define RESULTS "status.allocation.devices.results"
@@ -130,6 +131,20 @@ bool hpn_dra_pool_ok(const char *s)
 	return true;
 }
 
+bool hpn_dra_share_id_ok(const char *s)
+{
+	if (strlen(s) != HPN_DRA_SHARE_ID_MAX - 1)
+		return false;
+	for (size_t i = 0; s[i]; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? s[i] != '-'
+			 : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return true;
+}
+
 /* metadata: well-formed, and the claim asked for. */
 static int parse_meta(const struct ctx *c, const cJSON *root, const char *ns, const char *name,
 		      const char *uid, struct hpn_dra_claim *claim)
@@ -195,13 +210,36 @@ static int parse_meta(const struct ctx *c, const cJSON *root, const char *ns, co
 	return 0;
 }
 
+/*
+ * results[i].consumedCapacity: an object of quantities (a Quantity is a
+ * string in JSON). Nothing of it is kept: our shared device's one capacity
+ * allows a single value, and the scheduler counted it.
+ */
+static int parse_consumed(const struct ctx *c, const cJSON *e, const char *what)
+{
+	const cJSON *cap, *q;
+	char b[260];
+	int r = member(c, e, what, "consumedCapacity", cJSON_Object, &cap);
+
+	if (r < 0)
+		return r;
+	cJSON_ArrayForEach (q, cap) {
+		if (!cJSON_IsString(q))
+			return bad(c, "%s.consumedCapacity.%s must be a quantity (a string)", what,
+				   SHOWN(b, q->string ? q->string : ""));
+	}
+	return 0;
+}
+
 /* results[i]: checked whatever its driver; kept when it is driver's. */
 static int parse_result(const struct ctx *c, const cJSON *e, size_t i, const char *driver,
 			struct hpn_dra_claim *claim)
 {
-	const char *request, *drv, *pool, *device;
+	const char *request, *drv, *pool, *device, *share = "";
+	char what[64], b[260], nic[HPN_DRA_NAME_MAX];
 	struct hpn_dra_result *res;
-	char what[64], b[260];
+	const cJSON *sid;
+	bool shared;
 	int r;
 
 	snprintf(what, sizeof(what), RESULTS "[%zu]", i);
@@ -214,6 +252,10 @@ static int parse_result(const struct ctx *c, const cJSON *e, size_t i, const cha
 		r = req_str(c, e, what, "pool", &pool);
 	if (r == 0)
 		r = req_str(c, e, what, "device", &device);
+	if (r == 0)
+		r = member(c, e, what, "shareID", cJSON_String, &sid);
+	if (r == 0)
+		r = parse_consumed(c, e, what);
 	if (r)
 		return r;
 	if (!hpn_dra_request_ok(request))
@@ -224,11 +266,29 @@ static int parse_result(const struct ctx *c, const cJSON *e, size_t i, const cha
 		return bad(c, "%s.pool \"%s\" is not a pool name", what, SHOWN(b, pool));
 	if (!hpn_k8s_dns_label(device))
 		return bad(c, "%s.device \"%s\" is not a device name", what, SHOWN(b, device));
+	if (sid && !hpn_dra_share_id_ok(sid->valuestring))
+		return bad(c,
+			   "%s.shareID \"%s\" is not a UUID (36 characters, lower-case hex "
+			   "8-4-4-4-12)",
+			   what, SHOWN(b, sid->valuestring));
+	if (sid)
+		share = sid->valuestring;
 	if (strcmp(drv, driver))
 		return 0;
+	/* Our shared devices are the ones the scheduler allocates many times, each with an ID. */
+	shared = hpn_dra_share_of(device, nic);
+	if (shared && !share[0])
+		return bad(c, "%s allocates the shared device %s without a shareID", what, device);
+	if (!shared && share[0])
+		return bad(c,
+			   "%s.shareID %s: device %s is a NIC's own device, which is allocated "
+			   "whole, never shared",
+			   what, share, device);
 	for (size_t j = 0; j < claim->n; j++)
-		if (!strcmp(claim->v[j].pool, pool) && !strcmp(claim->v[j].device, device))
-			return bad(c, "%s allocates device %s/%s again", what, pool, device);
+		if (!strcmp(claim->v[j].pool, pool) && !strcmp(claim->v[j].device, device) &&
+		    !strcmp(claim->v[j].share_id, share))
+			return bad(c, "%s allocates device %s/%s%s%s again", what, pool, device,
+				   share[0] ? " share " : "", share);
 	if (claim->n == HPN_DRA_MAX_RESULTS)
 		return bad(c, RESULTS " holds more than %d devices of %s", HPN_DRA_MAX_RESULTS,
 			   driver);
@@ -236,6 +296,7 @@ static int parse_result(const struct ctx *c, const cJSON *e, size_t i, const cha
 	snprintf(res->request, sizeof(res->request), "%s", request);
 	snprintf(res->pool, sizeof(res->pool), "%s", pool);
 	snprintf(res->device, sizeof(res->device), "%s", device);
+	snprintf(res->share_id, sizeof(res->share_id), "%s", share);
 	return 0;
 }
 

@@ -22,11 +22,19 @@
 /* Pods a claim of ours is reserved for, at most (a NIC moved into a pod serves that pod). */
 #define HPN_DRA_MAX_PODS 8
 
+/* A share's ID: an RFC 4122 UUID as the API normalizes it, 36 bytes, and the NUL. */
+#define HPN_DRA_SHARE_ID_MAX 37
+
 /* One allocated device (status.allocation.devices.results[]), sizes as the API limits them. */
 struct hpn_dra_result {
 	char request[128]; /* "<request>" or "<request>/<subrequest>": DNS labels */
 	char pool[254];	   /* DNS subdomains separated by '/', <= 253 */
 	char device[64];   /* a DNS label */
+	/*
+	 * shareID: one allocation of a device the scheduler may allocate many
+	 * times (KEP-5075, our "<NIC device>-shared"); "" for a NIC's own device.
+	 */
+	char share_id[HPN_DRA_SHARE_ID_MAX];
 };
 
 struct hpn_dra_claim {
@@ -46,6 +54,11 @@ struct hpn_dra_claim {
 bool hpn_dra_request_ok(const char *s);
 /* A pool's name: at most 253 bytes of DNS subdomains separated by '/'. */
 bool hpn_dra_pool_ok(const char *s);
+/*
+ * A shareID as the API stores it (its normalized form): 36 bytes, 8-4-4-4-12
+ * lower-case hex digits separated by '-'.
+ */
+bool hpn_dra_share_id_ok(const char *s);
 
 /*
  * Parses json[0..len) (the body of GET
@@ -57,8 +70,12 @@ bool hpn_dra_pool_ok(const char *s);
  * Strict: at most HPN_DRA_BODY_MAX bytes of one JSON object, kind
  * ResourceClaim, a known apiVersion, metadata's namespace, name and uid
  * well-formed; status.allocation present; every result an object of request,
- * driver, pool and device strings of the API's syntax; at least one and at
- * most HPN_DRA_MAX_RESULTS results of driver, no (pool, device) twice;
+ * driver, pool and device strings of the API's syntax, shareID (optional)
+ * a normalized UUID, consumedCapacity (optional) an object of quantities
+ * (strings; not kept); at least one and at most HPN_DRA_MAX_RESULTS results
+ * of driver, no (pool, device, shareID) twice; of driver's, a shared device
+ * ("<NIC device>-shared", hpn_dra_share_of) with a shareID and a NIC's own
+ * device without one;
  * status.reservedFor entries objects of strings (apiGroup optional) with a
  * UID, at most HPN_DRA_MAX_PODS distinct pods. Unknown fields are ignored.
  * Every error is code HPN_E_KUBE (the API answered something we cannot

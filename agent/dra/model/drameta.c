@@ -138,9 +138,14 @@ int hpn_drameta_set_net(const char *text, size_t len, const char *const *pool,
 			size_t n, char **ret, bool *changed)
 {
 	cJSON *root = first_object(text, len), *meta, *gen, *reqs, *req;
-	bool any = false;
+	bool any = false, *used = calloc(n ? n : 1, sizeof(*used));
 	char *s;
 	int r = -EINVAL;
+
+	if (!used) {
+		cJSON_Delete(root);
+		return -ENOMEM;
+	}
 
 	meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
 	gen = cJSON_GetObjectItemCaseSensitive(meta, "generation");
@@ -157,10 +162,15 @@ int hpn_drameta_set_net(const char *text, size_t len, const char *const *pool,
 
 			if (!cJSON_IsString(p) || !cJSON_IsString(d))
 				goto out;
+			/*
+			 * The first of (pool, device) not taken: two shares of one NIC
+			 * (one device name) are two entries, in order, each its own.
+			 */
 			for (size_t i = 0; i < n; i++) {
-				if (strcmp(p->valuestring, pool[i]) ||
+				if (used[i] || strcmp(p->valuestring, pool[i]) ||
 				    strcmp(d->valuestring, device[i]))
 					continue;
+				used[i] = true;
 				r = set_net(dev, net[i]);
 				if (r < 0)
 					goto out;
@@ -179,6 +189,7 @@ int hpn_drameta_set_net(const char *text, size_t len, const char *const *pool,
 	}
 out:
 	cJSON_Delete(root);
+	free(used);
 	return r;
 }
 

@@ -53,7 +53,9 @@ char *hpn_drameta_render(const struct hpn_drameta *m);
 
 /*
  * The file text[0..len) with each device's networkData set from net[i] of
- * (pool[i], device[i]) (a NULL net removes it), i < n, and, when anything
+ * (pool[i], device[i]) (a NULL net removes it), i < n, the file's devices of
+ * one (pool, device) (shares of one NIC: the v1beta1 Device has no shareID)
+ * taking those i in order, and, when anything
  * changed, metadata.generation raised by one: the new text (malloc'd) and
  * *changed. The first object of the stream is the one read. -EINVAL: not a
  * file hpn_drameta_render wrote; -ENOMEM.
