@@ -57,7 +57,8 @@ struct lookup {
 	struct loop *loop;
 	struct podres *pr;
 	/* The DRA driver's claims' NICs for a pod (NULL: the driver is off). */
-	struct hpn_alloc *(*pod_nics)(void *ud, const char *uid);
+	struct hpn_alloc *(*pod_nics)(void *ud, const struct hpn_alloc_req *req, char *why,
+				      size_t len);
 	void *pod_nics_ud;
 	/* The pod's ADD done: its DRA claims' networkData written (NULL: the driver is off). */
 	int (*attached)(void *ud, const char *uid);
@@ -348,11 +349,23 @@ static void on_io(struct loop_src *s)
 		reply(c, json);
 		return;
 	}
+	if (c->lk->pod_nics && c->req.uid[0]) {
+		char why[512] = "";
+
+		c->dra = c->lk->pod_nics(c->lk->pod_nics_ud, &c->req, why, sizeof(why));
+		/* A share for a plugin that would move the NIC: no answer it could attach. */
+		if (!c->dra && why[0]) {
+			char msg[sizeof(why) + 320];
+
+			snprintf(msg, sizeof(msg), "pod %s/%s: %s", c->req.namespace, c->req.name,
+				 why);
+			refuse(c, msg);
+			return;
+		}
+	}
 	/* No more input is read from it; the reply goes out when the kubelet answers. */
 	loop_mute(c->lk->loop, &c->src);
 	c->asked = true;
-	c->dra = c->lk->pod_nics && c->req.uid[0] ? c->lk->pod_nics(c->lk->pod_nics_ud, c->req.uid)
-						  : NULL;
 	/* The scheduler's claim for the pod's extended resources, from its status (the cache). */
 	have_xc = podwatch_xclaim(c->lk->pw, &c->req, xc.name, sizeof(xc.name), xc.resources,
 				  sizeof(xc.resources));
@@ -416,7 +429,9 @@ int lookup_start(struct loop *l, struct podres *pr, const char *path, struct loo
 	return 0;
 }
 
-void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const char *uid),
+void lookup_dra(struct lookup *lk,
+		struct hpn_alloc *(*pod_nics)(void *ud, const struct hpn_alloc_req *req, char *why,
+					      size_t len),
 		void *ud)
 {
 	lk->pod_nics = pod_nics;

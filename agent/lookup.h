@@ -2,7 +2,10 @@
 #ifndef HPN_AGENT_LOOKUP_H
 #define HPN_AGENT_LOOKUP_H
 
+#include <stddef.h>
+
 struct hpn_alloc;
+struct hpn_alloc_req;
 struct hpn_nri_state;
 struct loop;
 struct podres;
@@ -18,11 +21,14 @@ struct lookup;
 /* Listens on path (mode 0600, its directory made 0700). */
 int lookup_start(struct loop *l, struct podres *pr, const char *path, struct lookup **ret);
 /*
- * With the DRA driver on: a pod whose UID pod_nics(ud, uid) answers (its
- * prepared claims' NICs, malloc'd; NULL: none) is answered those first. ud
- * outlives lk.
+ * With the DRA driver on: a pod (by its UID) that pod_nics(ud, req, why,
+ * len) answers (its prepared claims' NICs, malloc'd; NULL: none) is answered
+ * those first; NULL with why set (a claim's share, and req without "shares":
+ * a plugin that would move the NIC) is refused with why. ud outlives lk.
  */
-void lookup_dra(struct lookup *lk, struct hpn_alloc *(*pod_nics)(void *ud, const char *uid),
+void lookup_dra(struct lookup *lk,
+		struct hpn_alloc *(*pod_nics)(void *ud, const struct hpn_alloc_req *req, char *why,
+					      size_t len),
 		void *ud);
 /*
  * The "attached" question (the plugin's ADD of a pod done): attached(ud, uid)

@@ -131,12 +131,14 @@ static void devices_changed(void *ud)
 	dra_devices_changed(a->dra);
 }
 
-/* The lookup's DRA answer: the NICs of the driver's prepared claims for pod uid. */
-static struct hpn_alloc *dra_pod_nics(void *ud, const char *uid)
+/* The lookup's DRA answer: the NICs of the driver's prepared claims for the asking pod. */
+static struct hpn_alloc *dra_pod_nics(void *ud, const struct hpn_alloc_req *req, char *why,
+				      size_t len)
 {
 	const struct agent *a = ud;
 
-	return draclaims_pod_nics(dra_prepared(a->dra), a->dra_driver, uid);
+	return draclaims_pod_nics(dra_prepared(a->dra), a->dra_driver, req->uid, req->shares, why,
+				  len);
 }
 
 static int dra_attached(void *ud, const char *uid)

@@ -109,7 +109,7 @@ int hpn_cdi_parse_file(const char *file, enum hpn_cdi_owner *o, char id[HPN_CDI_
 /* "HPN_RDMA_<what>_<S>=<value>", S the ID as an environment name may hold it. */
 static cJSON *env_entry(const char *what, const char *id, const char *value)
 {
-	char key[HPN_CDI_ID_MAX], line[HPN_CDI_ID_MAX + 320];
+	char key[HPN_CDI_ID_MAX], line[HPN_CDI_ID_MAX + 32 + HPN_CDI_SHARE_IDS_MAX];
 	size_t i;
 
 	for (i = 0; id[i] && i + 1 < sizeof(key); i++)
@@ -122,7 +122,10 @@ static cJSON *env_entry(const char *what, const char *id, const char *value)
 static cJSON *env_to_json(const struct hpn_cdi_dev *d)
 {
 	cJSON *env = cJSON_CreateArray();
-	bool ok = env && (!d->ibdev[0] || hpn_json_push(env, env_entry("DEVICE", d->id, d->ibdev)));
+	bool ok = env &&
+		  (!d->ibdev[0] || hpn_json_push(env, env_entry("DEVICE", d->id, d->ibdev))) &&
+		  (!d->share_ids[0] ||
+		   hpn_json_push(env, env_entry("SHARE_IDS", d->id, d->share_ids)));
 
 	for (size_t k = 0; ok && k < d->n_nodes; k++)
 		if (!strncmp(d->nodes[k].name, "uverbs", 6)) {

@@ -36,6 +36,8 @@
 #define HPN_CDI_NODES_MAX   32	 /* a DRA claim's device: 8 NICs of 3 nodes each, and rdma_cm */
 #define HPN_CDI_DIR_MAX	    200	 /* agent.cdiDir, --cdi-dir: at most this many bytes */
 #define HPN_CDI_PATH_MAX    1024 /* a mount's hostPath and containerPath */
+/* A DRA claim's shareIDs, comma-separated: 32 devices of 36 bytes, their commas, the NUL. */
+#define HPN_CDI_SHARE_IDS_MAX (32 * 37)
 
 /*
  * The agent's spec of a DRA claim names its one device "claim-<claim UID>":
@@ -59,6 +61,11 @@ struct hpn_cdi_node {
 struct hpn_cdi_dev {
 	char id[HPN_CDI_ID_MAX];   /* the device name: the NIC's allocation ID */
 	char ibdev[HPN_IBDEV_MAX]; /* its RDMA device, for the env; may be empty */
+	/*
+	 * A DRA claim's devices' shareIDs in device order, comma-separated, ""
+	 * for a whole NIC (HPN_RDMA_SHARE_IDS_<S>); empty: no such env.
+	 */
+	char share_ids[HPN_CDI_SHARE_IDS_MAX];
 	struct hpn_cdi_node nodes[HPN_CDI_NODES_MAX];
 	size_t n_nodes;
 	/*
@@ -114,7 +121,8 @@ int hpn_cdi_parse_file(const char *file, enum hpn_cdi_owner *o, char id[HPN_CDI_
  */
 int hpn_cdi_set_hints(struct hpn_cdi_dev *d, const char *host_path, const char *container_path);
 /*
- * The spec's text for d (the env names it: HPN_RDMA_DEVICE_<S>=<ibdev> and
+ * The spec's text for d (the env names it: HPN_RDMA_DEVICE_<S>=<ibdev>,
+ * HPN_RDMA_SHARE_IDS_<S>=<share_ids> when set, and
  * HPN_RDMA_UVERBS_<S>=/dev/infiniband/uverbsN, <S> the ID upper-cased with
  * every other byte '_', per device so that a container of several NICs keeps
  * each); NULL without memory.

@@ -43,14 +43,17 @@ static void pod_of(const struct hpn_journal *j, char *buf, size_t len)
 		snprintf(buf, len, "sandbox %.12s", j->container_id ? j->container_id : "?");
 }
 
-/* Whether journal j holds NIC id. */
-static bool holds(const struct hpn_journal *j, const char *id)
+/*
+ * Whether journal j holds NIC id; child: as the parent of a child in the pod
+ * (a DRA share of it), not the NIC itself moved.
+ */
+static bool holds(const struct hpn_journal *j, const char *id, bool child)
 {
 	for (size_t i = 0; i < j->n_nics; i++) {
 		char nid[HPN_ALLOC_ID_MAX];
 
 		hpn_alloc_journal_id(&j->nics[i], nid);
-		if (!strcmp(nid, id))
+		if (!strcmp(nid, id) && (!child || j->nics[i].kind == HPN_NIC_CHILD))
 			return true;
 	}
 	return false;
@@ -71,11 +74,13 @@ static bool pod_ok(const cJSON *pods, const char *uid)
 
 /*
  * NIC id held by a journal of network in the netns mine is (and, pods
- * given, of a pod among them when the journal names its pod); what, as
+ * given, of a pod among them when the journal names its pod; child: a child
+ * of the NIC, a share's, the NIC itself staying on the host); what, as
  * hpn_cdi_hook_check says it, naming the CDI device cdi.
  */
-static int check_nic(const char *state_dir, const char *network, const char *id, const char *cdi,
-		     const struct stat *mine, const cJSON *pods, struct hpn_err *err)
+static int check_nic(const char *state_dir, const char *network, const char *id, bool child,
+		     const char *cdi, const struct stat *mine, const cJSON *pods,
+		     struct hpn_err *err)
 {
 	struct hpn_store st = HPN_STORE_INIT;
 	char path[PATH_MAX], other[320] = "";
@@ -99,7 +104,7 @@ static int check_nic(const char *state_dir, const char *network, const char *id,
 		/* Journals are replaced by rename: each read sees a whole one. */
 		if (hpn_journal_read(&st, keys[k], &j, &jerr) < 0)
 			continue;
-		if (holds(&j, id) && !j.stale) {
+		if (holds(&j, id, child) && !j.stale) {
 			found = j.netns && stat(j.netns, &theirs) == 0 &&
 				theirs.st_dev == mine->st_dev && theirs.st_ino == mine->st_ino;
 			if (found && !pod_ok(pods, j.pod.uid)) {
@@ -119,26 +124,26 @@ static int check_nic(const char *state_dir, const char *network, const char *id,
 		return 0;
 	if (unlisted)
 		return hpn_err_set(err, HPN_E_INVALID_ENV, EPERM,
-				   "NIC %s (CDI device " HPN_CDI_KIND "=%s) is attached to pod %s, "
-				   "which the claim was not prepared for: its RDMA device is not "
-				   "given",
-				   id, cdi, other);
+				   "NIC %s%s (CDI device " HPN_CDI_KIND "=%s) is attached to pod "
+				   "%s, which the claim was not prepared for: its RDMA device is "
+				   "not given",
+				   id, child ? " (a share: a child of it)" : "", cdi, other);
 	if (other[0])
-		return hpn_err_set(
-			err, HPN_E_INVALID_ENV, EPERM,
-			"NIC %s (CDI device " HPN_CDI_KIND "=%s) is attached to "
-			"pod %s, not to this container's pod: its RDMA device is not given",
-			id, cdi, other);
+		return hpn_err_set(err, HPN_E_INVALID_ENV, EPERM,
+				   "NIC %s%s (CDI device " HPN_CDI_KIND "=%s) is attached to pod "
+				   "%s, not to this container's pod: its RDMA device is not given",
+				   id, child ? " (a share: a child of it)" : "", cdi, other);
 	return hpn_err_set(err, HPN_E_DEVICE_NOT_FOUND, ENOENT,
-			   "NIC %s (CDI device " HPN_CDI_KIND "=%s) is attached to no pod "
+			   "NIC %s%s (CDI device " HPN_CDI_KIND "=%s) is attached to no pod "
 			   "of network %s: its RDMA device is given only to the pod that holds it",
-			   id, cdi, network);
+			   id, child ? " (a share: a child of it)" : "", cdi, network);
 }
 
 /*
  * A DRA claim's device "claim-<uid>": every NIC its record
  * (<state_dir>/dra/<uid>.json, agent/dra/draclaims.h) lists is held by
- * this container's pod, and that pod is one the claim was prepared for.
+ * this container's pod (a device with a shareID, a share of the NIC: by a
+ * child of it there), and that pod is one the claim was prepared for.
  */
 static int check_claim(const char *state_dir, const char *network, const char *cdi,
 		       const struct stat *mine, struct hpn_err *err)
@@ -175,11 +180,15 @@ static int check_claim(const char *state_dir, const char *network, const char *c
 		devs = NULL;
 	cJSON_ArrayForEach (e, devs) {
 		const cJSON *nic = cJSON_GetObjectItemCaseSensitive(e, "nic");
+		const cJSON *share = cJSON_GetObjectItemCaseSensitive(e, "shareID");
 
-		bad = !cJSON_IsString(nic) || !hpn_alloc_id_valid(nic->valuestring);
+		bad = !cJSON_IsString(nic) || !hpn_alloc_id_valid(nic->valuestring) ||
+		      (share && !cJSON_IsString(share));
 		if (bad)
 			break;
-		r = check_nic(state_dir, network, nic->valuestring, cdi, mine, pods, err);
+		/* A share (its shareID): the pod holds a child of the NIC, never the NIC. */
+		r = check_nic(state_dir, network, nic->valuestring, share != NULL, cdi, mine, pods,
+			      err);
 		if (r < 0)
 			break;
 		n++;
@@ -208,5 +217,5 @@ int hpn_cdi_hook_check(const char *state_dir, const char *network, const char *i
 				   strerror(errno));
 	if (claim)
 		return check_claim(state_dir, network, id, &mine, err);
-	return check_nic(state_dir, network, id, id, &mine, NULL, err);
+	return check_nic(state_dir, network, id, false, id, &mine, NULL, err);
 }

@@ -23,6 +23,11 @@
 
 #define REC_MAX ((size_t)64 * 1024)
 
+/* A claim's shareIDs always fit the env of its spec (equal now: either may grow). */
+/* NOLINTNEXTLINE(misc-redundant-expression): the sides are two headers' limits */
+_Static_assert(HPN_CDI_SHARE_IDS_MAX >= HPN_DRA_MAX_RESULTS * HPN_DRA_SHARE_ID_MAX,
+	       "cdi.h's HPN_CDI_SHARE_IDS_MAX holds a claim's shareIDs");
+
 struct dra_rec *draclaims_find(const struct dra_claims *cl, const char *uid)
 {
 	for (struct dra_rec *r = cl->recs; r; r = r->next)
@@ -61,6 +66,8 @@ char *draclaims_rec_render(const struct dra_rec *r)
 		cJSON_AddStringToObject(o, "nic", v->nic);
 		cJSON_AddStringToObject(o, "ifname", v->ifname);
 		cJSON_AddStringToObject(o, "rdma", v->rdma);
+		if (v->share_id[0])
+			cJSON_AddStringToObject(o, "shareID", v->share_id);
 	}
 	s = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
@@ -112,11 +119,21 @@ static bool rec_valid(const struct dra_rec *r)
 			return false;
 	for (size_t i = 0; i < r->n; i++) {
 		const struct dra_rec_dev *v = &r->devs[i];
+		char nic[HPN_DRA_NAME_MAX];
 
 		if (!hpn_dra_request_ok(v->request) || !hpn_dra_pool_ok(v->pool) ||
 		    !hpn_k8s_dns_label(v->device) || !hpn_alloc_id_valid(v->nic) ||
 		    (v->ifname[0] && !hpn_valid_ifname(v->ifname)) || !rec_rdma_ok(v->rdma))
 			return false;
+		/* A share, and only a share, has its ID (the claim parser's rule). */
+		if (hpn_dra_share_of(v->device, nic) != (v->share_id[0] != '\0') ||
+		    (v->share_id[0] && !hpn_dra_share_id_ok(v->share_id)))
+			return false;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(r->devs[j].pool, v->pool) &&
+			    !strcmp(r->devs[j].device, v->device) &&
+			    !strcmp(r->devs[j].share_id, v->share_id))
+				return false;
 	}
 	return true;
 }
@@ -157,7 +174,10 @@ int draclaims_rec_parse(const char *text, size_t len, struct dra_rec *r)
 		    !rec_str(e, "device", v->device, sizeof(v->device), false) ||
 		    !rec_str(e, "nic", v->nic, sizeof(v->nic), false) ||
 		    !rec_str(e, "ifname", v->ifname, sizeof(v->ifname), true) ||
-		    !rec_str(e, "rdma", v->rdma, sizeof(v->rdma), true)) {
+		    !rec_str(e, "rdma", v->rdma, sizeof(v->rdma), true) ||
+		    /* A record before shares has none. */
+		    (cJSON_GetObjectItemCaseSensitive(e, "shareID") &&
+		     !rec_str(e, "shareID", v->share_id, sizeof(v->share_id), false))) {
 			ok = false;
 			break;
 		}
@@ -264,6 +284,90 @@ static bool reserved_for(const struct hpn_dra_claim *cl, const char *pod)
 	return false;
 }
 
+#define HOLDS_MAX 64 /* journals of one NIC looked at: its shares' children, at most */
+
+/*
+ * The pod that keeps the NIC id from result res of claim cl: for a NIC's own
+ * device, any pod holding it (moved, or children of it) that the claim is
+ * not reserved for; for a share, a pod holding it moved (children of it are
+ * other shares). -EBUSY with msg, else 0.
+ */
+static int held_check(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
+		      const struct hpn_dra_result *res, const char *id, bool share, char *msg,
+		      size_t len)
+{
+	struct draclaims_hold *h = calloc(HOLDS_MAX, sizeof(*h));
+	size_t n;
+	int r = 0;
+
+	if (!h) {
+		hpn_msgf(msg, len, "claim %s/%s: out of memory", cl->ns, cl->name);
+		return -ENOMEM;
+	}
+	/* The journals themselves, not the scan's held: an ADD since the last scan counts. */
+	n = nd->holders(nd->ud, id, h, HOLDS_MAX);
+	for (size_t i = 0; i < n && i < HOLDS_MAX && r == 0; i++) {
+		if (share && h[i].moved) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: NIC %s (device %s) is held whole by pod %s: it "
+				 "cannot be shared until that pod is gone",
+				 cl->ns, cl->name, id, res->device, h[i].pod);
+			r = -EBUSY;
+		} else if (!share && !reserved_for(cl, h[i].pod)) {
+			hpn_msgf(msg, len,
+				 "claim %s/%s: NIC %s (device %s) is held by pod %s, which the "
+				 "claim is not reserved for",
+				 cl->ns, cl->name, id, res->device, h[i].pod);
+			r = -EBUSY;
+		}
+	}
+	/* More holders than looked at, every one a share's: a NIC's own device is refused. */
+	if (r == 0 && !share && n > HOLDS_MAX) {
+		hpn_msgf(msg, len, "claim %s/%s: NIC %s (device %s) is held by %zu attachments",
+			 cl->ns, cl->name, id, res->device, n);
+		r = -EBUSY;
+	}
+	free(h);
+	return r;
+}
+
+/*
+ * Another prepared claim that holds NIC id the other way (whole when share,
+ * shared when not): the scheduler counts the NIC's counter once for all its
+ * shares and once for the whole NIC, so both are never allocated; a 1.36
+ * scheduler before kubernetes #139040 did not count a shared device's
+ * counters, and the driver must not let that through. -EBUSY with msg.
+ */
+static int other_claim(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
+		       const struct hpn_dra_result *res, const char *id, bool share, char *msg,
+		       size_t len)
+{
+	for (const struct dra_rec *o = nd->recs; o; o = o->next) {
+		if (!strcmp(o->uid, cl->uid))
+			continue;
+		for (size_t k = 0; k < o->n; k++) {
+			const struct dra_rec_dev *v = &o->devs[k];
+
+			if (strcmp(v->nic, id) || (v->share_id[0] != '\0') == share)
+				continue;
+			if (share)
+				hpn_msgf(msg, len,
+					 "claim %s/%s: device %s is a share of NIC %s, which claim "
+					 "%s/%s (%s) holds whole (device %s)",
+					 cl->ns, cl->name, res->device, id, o->ns, o->name, o->uid,
+					 v->device);
+			else
+				hpn_msgf(msg, len,
+					 "claim %s/%s: NIC %s (device %s) is shared: claim %s/%s "
+					 "(%s) holds a share of it (device %s, share %s)",
+					 cl->ns, cl->name, id, res->device, o->ns, o->name, o->uid,
+					 v->device, v->share_id);
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
 /* The parser answers only the claim asked for: cl's namespace, name and UID are the kubelet's. */
 int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
 		     struct dra_rec *r, char *msg, size_t len)
@@ -284,7 +388,9 @@ int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim
 		const struct hpn_dra_result *res = &cl->v[i];
 		const struct agent_dev *ad;
 		struct dra_rec_dev *v = &r->devs[r->n];
-		char pod[HPN_POD_UID_MAX + 1];
+		char nic[HPN_DRA_NAME_MAX];
+		bool share = hpn_dra_share_of(res->device, nic);
+		int ret;
 
 		if (strcmp(res->pool, nd->node_name)) {
 			hpn_msgf(msg, len,
@@ -293,31 +399,58 @@ int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim
 				 nd->node_name);
 			return -EINVAL;
 		}
-		ad = dev_by_name(nd, res->device);
+		ad = dev_by_name(nd, share ? nic : res->device);
 		if (!ad) {
 			hpn_msgf(msg, len,
 				 "claim %s/%s: device %s is no NIC of the pool on node %s", cl->ns,
 				 cl->name, res->device, nd->node_name);
 			return -ENODEV;
 		}
-		/* The journals themselves, not ad->held: an ADD since the last scan counts. */
-		nd->holder(nd->ud, ad->id, pod);
-		if (pod[0] && !reserved_for(cl, pod)) {
+		if (share && nd->rdma_exclusive) {
 			hpn_msgf(msg, len,
-				 "claim %s/%s: NIC %s (device %s) is held by pod %s, which the "
-				 "claim is not reserved for",
-				 cl->ns, cl->name, ad->id, res->device, pod);
-			return -EBUSY;
+				 "claim %s/%s: device %s is a share of NIC %s, but the node's RDMA "
+				 "netns mode is exclusive: a share's pod uses the NIC's RDMA "
+				 "device, which stays in the host's netns, where no pod sees it "
+				 "(rdma system set netns shared)",
+				 cl->ns, cl->name, res->device, ad->id);
+			return -EOPNOTSUPP;
 		}
+		/* The claim itself holding the NIC both ways (the scheduler counts the NIC twice). */
+		for (size_t j = 0; j < r->n; j++)
+			if (!strcmp(r->devs[j].nic, ad->id) &&
+			    (r->devs[j].share_id[0] != '\0') != share) {
+				hpn_msgf(msg, len,
+					 "claim %s/%s: NIC %s is allocated both whole and shared "
+					 "(devices %s and %s)",
+					 cl->ns, cl->name, ad->id, r->devs[j].device, res->device);
+				return -EBUSY;
+			}
+		ret = other_claim(nd, cl, res, ad->id, share, msg, len);
+		if (ret == 0)
+			ret = held_check(nd, cl, res, ad->id, share, msg, len);
+		if (ret < 0)
+			return ret;
 		snprintf(v->request, sizeof(v->request), "%s", res->request);
 		snprintf(v->pool, sizeof(v->pool), "%s", res->pool);
 		snprintf(v->device, sizeof(v->device), "%s", res->device);
 		snprintf(v->nic, sizeof(v->nic), "%s", ad->id);
 		snprintf(v->ifname, sizeof(v->ifname), "%s", ad->ifname);
 		snprintf(v->rdma, sizeof(v->rdma), "%s", ad->rdma);
+		snprintf(v->share_id, sizeof(v->share_id), "%s", res->share_id);
 		r->n++;
 	}
 	return 0;
+}
+
+/* r into cl's list, which is in UID order (the lookup's order of a pod's claims). */
+static void rec_insert(struct dra_claims *cl, struct dra_rec *r)
+{
+	struct dra_rec **p = &cl->recs;
+
+	while (*p && strcmp((*p)->uid, r->uid) < 0)
+		p = &(*p)->next;
+	r->next = *p;
+	*p = r;
 }
 
 /* The records of an earlier run: a claim prepared then is answered now without the API. */
@@ -354,8 +487,7 @@ static void load_all(struct dra_claims *cl)
 			continue;
 		}
 		free(text);
-		r->next = cl->recs;
-		cl->recs = r;
+		rec_insert(cl, r);
 		n++;
 	}
 	closedir(dir);
@@ -623,9 +755,32 @@ static void claim_hints(const struct dra_claims *cl, const struct dra_rec *r, bo
 }
 
 /*
+ * The env HPN_RDMA_SHARE_IDS_CLAIM_<UID> of a claim with a share: each
+ * device's shareID in device order, comma-separated, "" for a whole NIC; so
+ * a container tells which of its NICs' RDMA devices (the DEVICE env's, in
+ * the same order) it has as which share. None without a share. 32 devices
+ * of 36 bytes and their commas always fit (HPN_CDI_SHARE_IDS_MAX).
+ */
+static void share_ids(const struct dra_rec *r, struct hpn_cdi_dev *cd)
+{
+	bool any = false;
+	size_t at = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		any |= r->devs[i].share_id[0] != '\0';
+	cd->share_ids[0] = '\0';
+	for (size_t i = 0; any && i < r->n; i++)
+		at += (size_t)snprintf(cd->share_ids + at, sizeof(cd->share_ids) - at, "%s%s",
+				       i ? "," : "", r->devs[i].share_id);
+}
+
+/*
  * The spec of claim r: one device "claim-<uid>" with the RDMA character
- * devices of its NICs, and rdma_cm; its env names the NICs' RDMA devices,
- * comma-separated (HPN_RDMA_DEVICE_CLAIM_<UID>); the pod's hints mount
+ * devices of its NICs (a shared NIC's as a whole one's: the pod uses the
+ * NIC's RDMA device through its child, the node's RDMA netns mode shared;
+ * each RDMA device's nodes once), and rdma_cm; its env names the NICs' RDMA
+ * devices, comma-separated, one per device (HPN_RDMA_DEVICE_CLAIM_<UID>),
+ * and, with a share, the devices' shareIDs (share_ids); the pod's hints mount
  * (claim_hints; say: at Prepare, not at each rewrite); its createRuntime
  * hook, as the NICs' specs have it (hpn-rdma cdi-hook claim-<uid>: every NIC
  * of the record held by the container's pod, a pod the claim is reserved
@@ -653,7 +808,11 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 	}
 	for (size_t i = 0; i < r->n; i++) {
 		size_t at = strlen(cd->ibdev);
+		bool again = false;
 
+		/* Two shares of one NIC: one RDMA device, its nodes once; the env names it twice. */
+		for (size_t j = 0; j < i && !again; j++)
+			again = !strcmp(r->devs[j].rdma, r->devs[i].rdma);
 		if (!r->devs[i].rdma[0]) {
 			hpn_msgf(msg, len, "NIC %s (%s) has no RDMA device on the host",
 				 r->devs[i].nic, r->devs[i].device);
@@ -668,7 +827,8 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 		}
 		snprintf(cd->ibdev + at, sizeof(cd->ibdev) - at, "%s%s", at ? "," : "",
 			 r->devs[i].rdma);
-		if (!cdispecs_nic_nodes(cl->sysfs_root, cl->dev_root, r->devs[i].rdma, cd)) {
+		if (!again &&
+		    !cdispecs_nic_nodes(cl->sysfs_root, cl->dev_root, r->devs[i].rdma, cd)) {
 			hpn_msgf(msg, len,
 				 "RDMA device %s of NIC %s has no uverbs character device",
 				 r->devs[i].rdma, r->devs[i].nic);
@@ -676,6 +836,7 @@ static int cdi_write(const struct dra_claims *cl, const struct dra_rec *r, bool 
 			goto out;
 		}
 	}
+	share_ids(r, cd);
 	cdispecs_cm_node(cl->sysfs_root, cl->dev_root, cd);
 	claim_hints(cl, r, say, cd);
 	if (cl->meta_dir[0]) {
@@ -827,8 +988,7 @@ int draclaims_add(struct dra_claims *cl, struct dra_rec *r, const struct cJSON *
 		meta_remove(cl, r->uid);
 		return ret;
 	}
-	r->next = cl->recs;
-	cl->recs = r;
+	rec_insert(cl, r);
 	return 0;
 }
 
@@ -886,27 +1046,49 @@ void draclaims_free(struct dra_claims *cl)
 	}
 }
 
+/* Is claim r reserved for pod uid? */
+static bool rec_reserved(const struct dra_rec *r, const char *uid)
+{
+	for (size_t i = 0; i < r->n_pods; i++)
+		if (!strcmp(r->pods[i], uid))
+			return true;
+	return false;
+}
+
 struct hpn_alloc *draclaims_pod_nics(const struct dra_claims *cl, const char *driver,
-				     const char *uid)
+				     const char *uid, bool shares, char *why, size_t len)
 {
 	struct hpn_alloc *a = NULL;
 
+	if (len)
+		why[0] = '\0';
 	if (!uid[0])
 		return NULL;
 	for (const struct dra_rec *r = cl->recs; r; r = r->next) {
-		bool reserved = false;
-
-		for (size_t i = 0; i < r->n_pods; i++)
-			reserved |= !strcmp(r->pods[i], uid);
-		if (!reserved || r->n == 0)
+		if (!rec_reserved(r, uid) || r->n == 0)
 			continue;
+		/* A plugin that would move a shared NIC into the pod: told, never answered. */
+		for (size_t k = 0; !shares && k < r->n; k++) {
+			if (!r->devs[k].share_id[0])
+				continue;
+			hpn_msgf(why, len,
+				 "DRA claim %s/%s holds a share of NIC %s (device %s, share %s), "
+				 "which the asking plugin would move into the pod: the plugin must "
+				 "be upgraded to attach shares",
+				 r->ns, r->name, r->devs[k].nic, r->devs[k].device,
+				 r->devs[k].share_id);
+			free(a);
+			return NULL;
+		}
 		if (!a && !(a = calloc(1, sizeof(*a))))
 			return NULL;
 		if (a->n_claims < HPN_ALLOC_MAX_CLAIMS)
 			snprintf(a->claims[a->n_claims++], HPN_ALLOC_CLAIM_MAX, "%s/%s", r->ns,
 				 r->name);
-		for (size_t k = 0; k < r->n && a->n < HPN_ALLOC_MAX_DEVICES; k++)
+		for (size_t k = 0; k < r->n && a->n < HPN_ALLOC_MAX_DEVICES; k++) {
+			a->shared[a->n] = r->devs[k].share_id[0] != '\0';
 			snprintf(a->ids[a->n++], HPN_ALLOC_ID_MAX, "%s", r->devs[k].nic);
+		}
 	}
 	if (a) {
 		snprintf(a->source, sizeof(a->source), "dra");
@@ -914,4 +1096,23 @@ struct hpn_alloc *draclaims_pod_nics(const struct dra_claims *cl, const char *dr
 		a->pod_known = true;
 	}
 	return a;
+}
+
+size_t draclaims_share_rank(const struct dra_rec *const *recs, size_t n, const struct dra_rec *r,
+			    size_t k, const char *pod)
+{
+	const char *nic = r->devs[k].nic;
+	size_t rank = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct dra_rec *o = recs[i];
+		int order = strcmp(o->uid, r->uid);
+
+		/* The lookup's order: claims by UID, then devices by place. */
+		if (order > 0 || !rec_reserved(o, pod))
+			continue;
+		for (size_t j = 0; j < o->n && (order < 0 || j < k); j++)
+			rank += o->devs[j].share_id[0] && !strcmp(o->devs[j].nic, nic);
+	}
+	return rank;
 }

@@ -37,13 +37,15 @@ struct cJSON;
 struct dra_rec_dev {
 	char request[128];
 	char pool[254];
+	/* A NIC's own device, or its shared one ("<NIC device>-shared", with share_id). */
 	char device[HPN_DRA_NAME_MAX];
-	char nic[HPN_ALLOC_ID_MAX];
+	char nic[HPN_ALLOC_ID_MAX]; /* the NIC (of a share: the NIC shared) */
 	char ifname[HPN_IFNAMSIZ];
 	char rdma[HPN_IBDEV_MAX];
+	char share_id[HPN_DRA_SHARE_ID_MAX]; /* the allocation's shareID; "": the NIC whole */
 };
 
-/* A prepared claim: <state>/dra/<uid>.json holds the same. */
+/* A prepared claim: <state>/dra/<uid>.json holds the same. The list is in UID order. */
 struct dra_rec {
 	char uid[DRA_CLAIM_UID_MAX + 1];
 	char ns[64];
@@ -140,23 +142,41 @@ bool draclaims_uid_ok(const char *s);
 bool draclaims_request_ok(K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim *const *v, size_t n,
 			  char *msg, size_t len);
 
+/* A NIC a journal of the network holds: for the pod pod, moved into it or as a child's parent. */
+struct draclaims_hold {
+	char pod[HPN_POD_UID_MAX + 1]; /* its UID; "(no pod)" when the journal names none */
+	bool moved;		       /* the NIC itself; false: a child of it (macvlan, ipvlan) */
+};
+
 /* The node a claim is prepared on: the pool's NICs by DRA name, and who holds each. */
 struct draclaims_node {
 	const char *node_name; /* the pool's name in the claims' results */
 	const struct agent_devs *devs;
 	char (*names)[HPN_DRA_NAME_MAX]; /* devs->v[i]'s DRA device name ("": none), n_names */
 	size_t n_names;
-	/* The pod UID of the journal that holds NIC id into pod ("": none). */
-	void (*holder)(void *ud, const char *id, char pod[HPN_POD_UID_MAX + 1]);
+	/*
+	 * The journals that hold NIC id, at most max into out: how many there
+	 * are (more than max: the first max told).
+	 */
+	size_t (*holders)(void *ud, const char *id, struct draclaims_hold *out, size_t max);
 	void *ud;
+	const struct dra_rec *recs; /* the claims prepared already (their list) */
+	bool rdma_exclusive;	    /* the node's RDMA netns mode is exclusive */
 };
 
 /*
  * The record of claim cl (as hpn_dra_claim_parse gave it, for the claim the
  * kubelet named) on node nd, into r (zeroed first): every result of our
- * driver a device of the pool nd->node_name that is a NIC of the pool here,
- * held by no pod's journal but one the claim is reserved for. 0, else msg
- * names the claim and the device, and r is not a record.
+ * driver a device of the pool nd->node_name that is a NIC of the pool here
+ * (a shared device's NIC: hpn_dra_share_of, then by its name). A NIC's own
+ * device: held by no pod's journal but one the claim is reserved for, and
+ * no other prepared claim holds a share of the NIC. A share: on a node whose
+ * RDMA netns mode is shared (the child in the pod uses the NIC's RDMA
+ * device, which stays on the host), no pod holds the NIC moved (children of
+ * it: other pods' shares), no other prepared claim holds the NIC whole, and
+ * the claim does not hold the NIC whole too. 0, else msg names the claim,
+ * the device and what is in the way (the other claim, the pod), and r is
+ * not a record.
  */
 int draclaims_rec_of(const struct draclaims_node *nd, const struct hpn_dra_claim *cl,
 		     struct dra_rec *r, char *msg, size_t len);
@@ -174,12 +194,26 @@ void draclaims_cdi_id(const char *uid, char out[HPN_CDI_ID_MAX]);
 void draclaims_free(struct dra_claims *cl);
 
 /*
- * The NICs of the prepared claims reserved for pod uid, in record order and
- * each claim's result order, as the lookup answers them (source "dra",
- * resource driver): malloc'd; NULL: none, or no memory (the lookup then
- * falls back to the kubelet's answer).
+ * The NICs of the prepared claims reserved for pod uid, in record order (by
+ * claim UID) and each claim's result order, as the lookup answers them
+ * (source "dra", resource driver), a share marked (shared[i]: its NIC's ID,
+ * to be attached as a child of it; two shares of one NIC are two children):
+ * malloc'd; NULL: none, or no memory (the lookup then falls back to the
+ * kubelet's answer). shares false (the asker would move every NIC it is
+ * given: a plugin older than shares) and a claim of the pod holds a share:
+ * NULL, and why (len bytes) names the claim and the share.
  */
 struct hpn_alloc *draclaims_pod_nics(const struct dra_claims *cl, const char *driver,
-				     const char *uid);
+				     const char *uid, bool shares, char *why, size_t len);
+
+/*
+ * Which of pod's children of its NIC device k of claim r (a share) stands
+ * for: its place, from 0, among the shares of that NIC in the NICs the
+ * lookup answers the pod (draclaims_pod_nics: claims by UID, each one's
+ * devices in result order), which ADD attaches in that order. recs[0..n) are
+ * the prepared claims, r among them, in any order.
+ */
+size_t draclaims_share_rank(const struct dra_rec *const *recs, size_t n, const struct dra_rec *r,
+			    size_t k, const char *pod);
 
 #endif

@@ -68,7 +68,8 @@ static const char *health_name(V1alpha1__HealthStatus s)
 
 /*
  * Device v's health: the health loop's verdict on the attachment that holds
- * its NIC, the node's view of the NIC, in that order.
+ * its NIC, the node's view of the NIC, in that order. A share's is its NIC's
+ * (v->nic): the NIC's port, RDMA device and link are every share's.
  */
 static void judge(const struct node *node, const struct dra_rec_dev *v, struct dev_health *out)
 {
@@ -116,7 +117,11 @@ static int build(const struct drahealth *h, struct hlist *out)
 			const struct dra_rec_dev *rd = &r->devs[k];
 			bool seen = false;
 
-			/* Two claims never hold one device; a record read back might. */
+			/*
+			 * Once a device: the kubelet names one by pool and name, and
+			 * a shared device is held by many claims (each its share),
+			 * all with the health of its one NIC (judge, by the NIC's ID).
+			 */
 			for (size_t j = 0; !seen && j < n; j++)
 				seen = !strcmp(v[j].pool, rd->pool) &&
 				       !strcmp(v[j].device, rd->device);

@@ -44,6 +44,7 @@
 #include "loop.h"
 #include "node.h"
 #include "pod.h"
+#include "rdma.h"
 #include "rpc.h"
 #include "store.h"
 #include "util.h"
@@ -190,20 +191,23 @@ void dra_scanned(struct dra *d)
 	draslices_scanned(d->slices);
 }
 
-/* draclaims_node's holder (ud: the node's config): the pod UID of the journal that holds NIC id. */
-static void holder(void *ud, const char *id, char out[HPN_POD_UID_MAX + 1])
+/*
+ * draclaims_node's holders (ud: the node's config): the journals that hold NIC
+ * id, each one's pod UID and whether the NIC itself moved (else a child of it).
+ */
+static size_t holders(void *ud, const char *id, struct draclaims_hold *out, size_t max)
 {
 	const struct hpn_conf *conf = ud;
 	struct hpn_store st = HPN_STORE_INIT;
 	struct hpn_err err = { 0 };
 	char **keys = NULL;
+	size_t n = 0;
 
-	out[0] = '\0';
 	if (hpn_store_open_here(conf->state_dir, conf->name, &st, &err) < 0)
-		return;
+		return 0;
 	if (hpn_store_keys(&st, &keys, &err) < 0)
 		keys = NULL;
-	for (size_t k = 0; keys && keys[k] && !out[0]; k++) {
+	for (size_t k = 0; keys && keys[k]; k++) {
 		struct hpn_journal j = { 0 };
 		struct hpn_err jerr = { 0 };
 
@@ -213,16 +217,20 @@ static void holder(void *ud, const char *id, char out[HPN_POD_UID_MAX + 1])
 			char jid[HPN_ALLOC_ID_MAX];
 
 			hpn_alloc_journal_id(&j.nics[i], jid);
-			if (!strcmp(jid, id)) {
-				snprintf(out, HPN_POD_UID_MAX + 1, "%s",
+			if (strcmp(jid, id))
+				continue;
+			if (n < max) {
+				snprintf(out[n].pod, sizeof(out[n].pod), "%s",
 					 j.pod.uid[0] ? j.pod.uid : "(no pod)");
-				break;
+				out[n].moved = j.nics[i].kind == HPN_NIC_MOVED;
 			}
+			n++;
 		}
 		hpn_journal_free(&j);
 	}
 	hpn_strv_free(keys);
 	hpn_store_close(&st);
+	return n;
 }
 
 /* ---- NodePrepareResources -------------------------------------------------------- */
@@ -328,19 +336,32 @@ static bool from_record(void *ud, struct hpn_dra_prep_claim *q)
 	return true;
 }
 
-/* The attributes of device name as the slice publishes them (NULL: not read, or an error). */
+/*
+ * The attributes of device name as the slice publishes them (NULL: not read,
+ * or an error): a shared device's are its NIC's and the bool "shared".
+ */
 static cJSON *device_attrs(const struct dra *d, const char *name)
 {
+	char nic[HPN_DRA_NAME_MAX];
+	bool share = hpn_dra_share_of(name, nic);
+
 	for (size_t i = 0; i < d->n_names; i++) {
 		struct hpn_err err = { 0 };
-		cJSON *a;
+		cJSON *a, *b;
 
-		if (strcmp(d->names[i], name) || !d->nic_ok[i])
+		if (strcmp(d->names[i], share ? nic : name) || !d->nic_ok[i])
 			continue;
 		a = hpn_dra_nic_attrs(&d->nics[i], &err);
 		if (!a)
 			hpn_warn("DRA: device %s: no attributes in its metadata: %s", name,
 				 err.msg);
+		b = a && share ? cJSON_AddObjectToObject(a, "shared") : NULL;
+		if (a && share && (!b || !cJSON_AddBoolToObject(b, "bool", true))) {
+			hpn_warn("DRA: device %s: no attributes in its metadata: out of memory",
+				 name);
+			cJSON_Delete(a);
+			a = NULL;
+		}
 		return a;
 	}
 	return NULL;
@@ -354,12 +375,13 @@ static cJSON *device_attrs(const struct dra *d, const char *name)
 static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct hpn_dra_claim *cl)
 {
 	struct dra *d = ud;
-	const struct draclaims_node nd = { .node_name = d->o.node_name,
-					   .devs = &d->node->devs,
-					   .names = d->names,
-					   .n_names = d->n_names,
-					   .holder = holder,
-					   .ud = &d->node->conf };
+	struct draclaims_node nd = { .node_name = d->o.node_name,
+				     .devs = &d->node->devs,
+				     .names = d->names,
+				     .n_names = d->n_names,
+				     .holders = holders,
+				     .ud = &d->node->conf,
+				     .recs = d->claims.recs };
 	struct dra_rec *r = calloc(1, sizeof(*r));
 	char *msg = q->err;
 	size_t len = sizeof(q->err);
@@ -367,6 +389,19 @@ static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct h
 	if (!r) {
 		hpn_msgf(msg, len, "claim %s/%s: out of memory", q->ns, q->name);
 		return;
+	}
+	/* A share needs the node's RDMA netns mode shared (no RDMA netlink: the kernel's default). */
+	for (size_t i = 0; i < cl->n; i++) {
+		char nic[HPN_DRA_NAME_MAX];
+		enum hpn_rdma_netns mode = HPN_RDMA_NETNS_SHARED;
+		struct hpn_err err = { 0 };
+
+		if (!hpn_dra_share_of(cl->v[i].device, nic))
+			continue;
+		if (hpn_rdma_node_netns_mode(d->node->conf.sysfs_root, &mode, &err) < 0)
+			mode = HPN_RDMA_NETNS_SHARED;
+		nd.rdma_exclusive = mode == HPN_RDMA_NETNS_EXCLUSIVE;
+		break;
 	}
 	if (draclaims_rec_of(&nd, cl, r, msg, len) < 0)
 		goto fail;
@@ -546,10 +581,20 @@ out:
 
 int dra_pod_attached(struct dra *d, const char *uid)
 {
+	const struct dra_rec **recs;
+	size_t n_recs = 0;
 	int written = 0;
 
 	if (!d || !uid[0])
 		return 0;
+	for (const struct dra_rec *r = d->claims.recs; r; r = r->next)
+		n_recs++;
+	recs = calloc(n_recs ? n_recs : 1, PTR_SIZE);
+	if (!recs)
+		return -ENOMEM;
+	n_recs = 0;
+	for (const struct dra_rec *r = d->claims.recs; r; r = r->next)
+		recs[n_recs++] = r;
 	for (const struct dra_rec *r = d->claims.recs; r; r = r->next) {
 		struct hpn_drameta_net *nets = calloc(HPN_DRA_MAX_RESULTS, sizeof(*nets));
 		const struct hpn_drameta_net *netp[HPN_DRA_MAX_RESULTS] = { 0 };
@@ -563,8 +608,8 @@ int dra_pod_attached(struct dra *d, const char *uid)
 			free(nets);
 			continue;
 		}
-		w = drastatus_pod_nets(d->state_dir, d->network, r, uid, nets, have, msg,
-				       sizeof(msg));
+		w = drastatus_pod_nets(d->state_dir, d->network, recs, n_recs, r, uid, nets, have,
+				       msg, sizeof(msg));
 		for (size_t i = 0; w == 0 && i < r->n; i++)
 			netp[i] = have[i] ? &nets[i] : NULL;
 		if (w == 0)
@@ -573,6 +618,7 @@ int dra_pod_attached(struct dra *d, const char *uid)
 		if (w < 0) {
 			hpn_warn("DRA: claim %s/%s: networkData not written: %s", r->ns, r->name,
 				 msg);
+			free(recs);
 			return w;
 		}
 		if (w > 0)
@@ -581,6 +627,7 @@ int dra_pod_attached(struct dra *d, const char *uid)
 				 r->ns, r->name, uid, w);
 		written += w;
 	}
+	free(recs);
 	return written;
 }
 

@@ -86,6 +86,10 @@ struct job {
 	char *state_dir, *network, *driver; /* the worker's copies */
 	struct item *v;
 	size_t n;
+	/* Every prepared claim, for the place of a share among a pod's children of its NIC. */
+	struct dra_rec *recs;
+	const struct dra_rec **recp;
+	size_t n_recs;
 	size_t at;		   /* the item being applied */
 	bool down;		   /* an apply failed: the rest wait for the next pass */
 	char path[768], what[384]; /* the apply in flight's */
@@ -229,7 +233,50 @@ static void nic_net(const struct att *a, size_t i, struct hpn_drameta_net *out)
 				 res->ips[k].address);
 }
 
-int drastatus_pod_nets(const char *state_dir, const char *network, const struct dra_rec *r,
+/*
+ * The attachment that holds device d of claim r, and its NIC there, in
+ * *ra and *rnic: of pod (NULL: of the pods r is reserved for, the first that
+ * holds it). A NIC's own device is the first NIC of the pod with its ID; a
+ * share is a child of its NIC in the pod (kind child, the NIC its parent):
+ * the pod's children of that NIC are its shares in the lookup's order, as
+ * ADD attached them, so the share of rank k (draclaims_share_rank) is the
+ * k-th of them, the pod's journals in their order.
+ */
+static bool holding(const struct att *atts, size_t n_atts, const struct dra_rec *const *recs,
+		    size_t n_recs, const struct dra_rec *r, size_t d, const char *pod,
+		    const struct att **ra, size_t *rnic)
+{
+	const struct dra_rec_dev *v = &r->devs[d];
+	bool share = v->share_id[0] != '\0';
+
+	for (size_t p = 0; p < r->n_pods; p++) {
+		size_t want, seen = 0;
+
+		if (pod && strcmp(pod, r->pods[p]))
+			continue;
+		want = share ? draclaims_share_rank(recs, n_recs, r, d, r->pods[p]) : 0;
+		for (size_t k = 0; k < n_atts; k++) {
+			if (strcmp(atts[k].j.pod.uid, r->pods[p]))
+				continue;
+			for (size_t i = 0; i < atts[k].j.n_nics; i++) {
+				char id[HPN_ALLOC_ID_MAX];
+
+				hpn_alloc_journal_id(&atts[k].j.nics[i], id);
+				if (strcmp(id, v->nic) ||
+				    (share && atts[k].j.nics[i].kind != HPN_NIC_CHILD) ||
+				    seen++ != want)
+					continue;
+				*ra = &atts[k];
+				*rnic = i;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+int drastatus_pod_nets(const char *state_dir, const char *network,
+		       const struct dra_rec *const *recs, size_t n_recs, const struct dra_rec *r,
 		       const char *pod, struct hpn_drameta_net *nets, bool *have, char *msg,
 		       size_t len)
 {
@@ -239,20 +286,12 @@ int drastatus_pod_nets(const char *state_dir, const char *network, const struct 
 	if (!atts)
 		return -EIO;
 	for (size_t d = 0; d < r->n; d++) {
-		have[d] = false;
-		for (size_t k = 0; k < n_atts && !have[d]; k++) {
-			if (strcmp(atts[k].j.pod.uid, pod))
-				continue;
-			for (size_t i = 0; i < atts[k].j.n_nics && !have[d]; i++) {
-				char id[HPN_ALLOC_ID_MAX];
+		const struct att *a;
+		size_t i;
 
-				hpn_alloc_journal_id(&atts[k].j.nics[i], id);
-				if (!strcmp(id, r->devs[d].nic)) {
-					nic_net(&atts[k], i, &nets[d]);
-					have[d] = true;
-				}
-			}
-		}
+		have[d] = holding(atts, n_atts, recs, n_recs, r, d, pod, &a, &i);
+		if (have[d])
+			nic_net(a, i, &nets[d]);
 	}
 	atts_free(atts, n_atts);
 	return 0;
@@ -260,11 +299,14 @@ int drastatus_pod_nets(const char *state_dir, const char *network, const struct 
 
 /*
  * The apply body of claim r: its devices that an attachment of a pod it is
- * reserved for holds, in result order. when: the conditions' time ("" for
- * the sig that tells a change). malloc'd, NULL: no memory.
+ * reserved for holds, in result order, a share's entry with its shareID
+ * (the list's key is driver, pool, device and shareID). recs[0..n_recs):
+ * every prepared claim (holding). when: the conditions' time ("" for the
+ * sig that tells a change). malloc'd, NULL: no memory.
  */
-static char *render(const struct job *jb, const struct dra_rec *r, const struct att *atts,
-		    size_t n_atts, const char *when)
+static char *render(const char *driver, const struct dra_rec *const *recs, size_t n_recs,
+		    const struct dra_rec *r, const struct att *atts, size_t n_atts,
+		    const char *when)
 {
 	cJSON *o = cJSON_CreateObject(), *meta = NULL, *status = NULL, *devs = NULL;
 
@@ -283,36 +325,40 @@ static char *render(const struct job *jb, const struct dra_rec *r, const struct 
 		size_t nic = 0;
 		cJSON *dev;
 
-		for (size_t k = 0; k < n_atts && !a; k++) {
-			bool reserved = false;
-
-			for (size_t p = 0; p < r->n_pods; p++)
-				reserved |= !strcmp(r->pods[p], atts[k].j.pod.uid);
-			for (size_t i = 0; reserved && i < atts[k].j.n_nics && !a; i++) {
-				char id[HPN_ALLOC_ID_MAX];
-
-				hpn_alloc_journal_id(&atts[k].j.nics[i], id);
-				if (!strcmp(id, r->devs[d].nic)) {
-					a = &atts[k];
-					nic = i;
-				}
-			}
-		}
-		if (!a)
+		if (!holding(atts, n_atts, recs, n_recs, r, d, NULL, &a, &nic))
 			continue;
 		dev = cJSON_CreateObject();
 		if (!dev || !cJSON_AddItemToArray(devs, dev)) {
 			cJSON_Delete(dev);
 			goto fail;
 		}
-		if (!add_str(dev, "driver", jb->driver) || !add_str(dev, "pool", r->devs[d].pool) ||
-		    !add_str(dev, "device", r->devs[d].device) || !render_nic(dev, a, nic, when))
+		if (!add_str(dev, "driver", driver) || !add_str(dev, "pool", r->devs[d].pool) ||
+		    !add_str(dev, "device", r->devs[d].device) ||
+		    (r->devs[d].share_id[0] && !add_str(dev, "shareID", r->devs[d].share_id)) ||
+		    !render_nic(dev, a, nic, when))
 			goto fail;
 	}
 	return hpn_json_print(o);
 fail:
 	cJSON_Delete(o);
 	return NULL;
+}
+
+char *drastatus_render(const char *state_dir, const char *network, const char *driver,
+		       const struct dra_rec *const *recs, size_t n_recs, const struct dra_rec *r,
+		       const char *when, char *msg, size_t len)
+{
+	size_t n_atts = 0;
+	struct att *atts = atts_read(state_dir, network, &n_atts, msg, len);
+	char *body;
+
+	if (!atts)
+		return NULL;
+	body = render(driver, recs, n_recs, r, atts, n_atts, when);
+	if (!body)
+		hpn_msgf(msg, len, "out of memory");
+	atts_free(atts, n_atts);
+	return body;
 }
 
 static void now_rfc3339(char out[32])
@@ -339,7 +385,7 @@ static void job_run(struct loop_job *lj)
 	for (size_t i = 0; atts && i < jb->n; i++) {
 		struct item *it = &jb->v[i];
 
-		it->sig = render(jb, &it->rec, atts, n_atts, "");
+		it->sig = render(jb->driver, jb->recp, jb->n_recs, &it->rec, atts, n_atts, "");
 		if (!it->sig) {
 			it->r = -ENOMEM;
 			snprintf(it->msg, sizeof(it->msg), "out of memory");
@@ -348,7 +394,7 @@ static void job_run(struct loop_job *lj)
 		if (it->last && !strcmp(it->last, it->sig))
 			continue; /* applied already */
 		it->due = true;
-		it->body = render(jb, &it->rec, atts, n_atts, when);
+		it->body = render(jb->driver, jb->recp, jb->n_recs, &it->rec, atts, n_atts, when);
 	}
 	atts_free(atts, n_atts);
 }
@@ -414,6 +460,8 @@ static void job_free(struct job *jb)
 		free(jb->v[i].body);
 	}
 	free(jb->v);
+	free(jb->recs);
+	free(jb->recp);
 	free(jb->state_dir);
 	free(jb->network);
 	free(jb->driver);
@@ -616,15 +664,24 @@ static struct job *job_new(struct drastatus *s)
 		return NULL;
 	for (const struct dra_rec *r = s->cl->recs; r; r = r->next)
 		n++;
+	jb->recs = calloc(n ? n : 1, sizeof(*jb->recs));
+	jb->recp = calloc(n ? n : 1, sizeof(void *)); /* pointers */
 	for (const struct applied *m = s->mem; m; m = m->next)
 		n++;
 	jb->v = calloc(n ? n : 1, sizeof(*jb->v));
 	jb->state_dir = strdup(s->state_dir);
 	jb->network = strdup(s->network);
 	jb->driver = strdup(s->driver);
-	if (!jb->v || !jb->state_dir || !jb->network || !jb->driver) {
+	if (!jb->v || !jb->recs || !jb->recp || !jb->state_dir || !jb->network || !jb->driver) {
 		job_free(jb);
 		return NULL;
+	}
+	/* Copies: the worker reads them while the loop prepares and unprepares. */
+	for (const struct dra_rec *r = s->cl->recs; r; r = r->next) {
+		jb->recs[jb->n_recs] = *r;
+		jb->recs[jb->n_recs].next = NULL;
+		jb->recp[jb->n_recs] = &jb->recs[jb->n_recs];
+		jb->n_recs++;
 	}
 	for (const struct dra_rec *r = s->cl->recs; r; r = r->next) {
 		const struct applied *m = remembered(s, r->uid, false);

@@ -45,12 +45,27 @@ int drastatus_start(struct loop *l, const struct dra_claims *cl, const struct dr
 /*
  * The networkData of claim r's devices that pod's completed attachments
  * hold, read from the plugin's journals in state_dir/network (blocking file
- * reads): nets[i] and have[i] for r->devs[i]. -EIO when the journals cannot
- * be listed (msg says why).
+ * reads): nets[i] and have[i] for r->devs[i]; a share's is the pod's child
+ * of its NIC that stands for it (draclaims_share_rank over recs[0..n_recs),
+ * every prepared claim). -EIO when the journals cannot be listed (msg says
+ * why).
  */
-int drastatus_pod_nets(const char *state_dir, const char *network, const struct dra_rec *r,
+int drastatus_pod_nets(const char *state_dir, const char *network,
+		       const struct dra_rec *const *recs, size_t n_recs, const struct dra_rec *r,
 		       const char *pod, struct hpn_drameta_net *nets, bool *have, char *msg,
 		       size_t len);
+/*
+ * The apply body of claim r's status.devices[] as a pass renders it, from
+ * the journals in state_dir/network (blocking file reads): each device of r
+ * that an attachment of a pod r is reserved for holds, with networkData and
+ * the Ready condition at time when; a share's entry has its shareID, its
+ * networkData the pod's child of the NIC that stands for it (as
+ * drastatus_pod_nets). recs[0..n_recs): every prepared claim. malloc'd; NULL
+ * with msg when the journals cannot be listed or no memory.
+ */
+char *drastatus_render(const char *state_dir, const char *network, const char *driver,
+		       const struct dra_rec *const *recs, size_t n_recs, const struct dra_rec *r,
+		       const char *when, char *msg, size_t len);
 /* The hpn_rdma_dra_status_writes_total family into b (exposition.h), for dra_metrics. */
 void drastatus_metrics(struct sbuf *b, const struct drastatus *s);
 /* At SIGTERM: a write under way is cancelled and no other starts (the next start writes). */

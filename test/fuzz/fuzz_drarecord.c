@@ -14,9 +14,11 @@
  *
  * Checked, beyond the sanitizers: a parsed claim is made a record exactly
  * when each of its results is a device of this node's pool that is a NIC
- * here (by its DRA name), held by no journal or by one of a pod the claim is
- * reserved for; else the message names the claim and the first result that
- * is not. A record holds the claim's namespace, name, uid and pods, and per
+ * here (by its DRA name, a shared device by its NIC's), the claim not
+ * holding that NIC both whole and shared, a NIC's own device held by no
+ * journal or by one of a pod the claim is reserved for, a share's NIC held
+ * moved by no pod (another pod holds a child of it: allowed); else the
+ * message names the claim and the first result that is not. A record holds the claim's namespace, name, uid and pods, and per
  * result its request, pool and device with the NIC's ID, netdev and RDMA
  * device. A record read back is one NodePrepareResources could have made:
  * a uid draclaims_uid_ok, a namespace and name of the API's syntax, pod UIDs,
@@ -84,13 +86,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void holder(void *ud, const char *id, char pod[HPN_POD_UID_MAX + 1])
+/* The claim's pod and a journal without a pod hold their NIC moved; another pod a child of it. */
+static bool moved(const char *who)
+{
+	return strcmp(who, OTHER) != 0;
+}
+
+static size_t holders_of(void *ud, const char *id, struct draclaims_hold *out, size_t max)
 {
 	(void)ud;
-	pod[0] = '\0';
 	for (size_t i = 0; i < devs.n; i++)
-		if (!strcmp(devs.v[i].id, id) && holders[i])
-			snprintf(pod, HPN_POD_UID_MAX + 1, "%s", holders[i]);
+		if (!strcmp(devs.v[i].id, id) && holders[i]) {
+			if (max) {
+				snprintf(out[0].pod, sizeof(out[0].pod), "%s", holders[i]);
+				out[0].moved = moved(holders[i]);
+			}
+			return 1;
+		}
+	return 0;
 }
 
 static bool same(const struct dra_rec *a, const struct dra_rec *b)
@@ -106,7 +119,8 @@ static bool same(const struct dra_rec *a, const struct dra_rec *b)
 
 		if (strcmp(x->request, y->request) || strcmp(x->pool, y->pool) ||
 		    strcmp(x->device, y->device) || strcmp(x->nic, y->nic) ||
-		    strcmp(x->ifname, y->ifname) || strcmp(x->rdma, y->rdma))
+		    strcmp(x->ifname, y->ifname) || strcmp(x->rdma, y->rdma) ||
+		    strcmp(x->share_id, y->share_id))
 			return false;
 	}
 	return true;
@@ -140,6 +154,17 @@ static void valid(const struct dra_rec *r)
 			    hpn_k8s_dns_label(v->device) && hpn_alloc_id_valid(v->nic));
 		FUZZ_ASSERT(!v->ifname[0] || hpn_valid_ifname(v->ifname));
 		FUZZ_ASSERT(rdma_ok(v->rdma));
+		{
+			char nic[HPN_DRA_NAME_MAX];
+
+			/* A shared device, and only one, with its ID; no share twice. */
+			FUZZ_ASSERT(hpn_dra_share_of(v->device, nic) == (v->share_id[0] != '\0'));
+			FUZZ_ASSERT(!v->share_id[0] || hpn_dra_share_id_ok(v->share_id));
+			for (size_t j = 0; j < i; j++)
+				FUZZ_ASSERT(strcmp(r->devs[j].device, v->device) ||
+					    strcmp(r->devs[j].pool, v->pool) ||
+					    strcmp(r->devs[j].share_id, v->share_id));
+		}
 	}
 	FUZZ_ASSERT(!r->next);
 }
@@ -171,15 +196,36 @@ static const char *refusal(const struct hpn_dra_claim *cl, char *want, size_t le
 				 res->device, res->pool);
 			return want;
 		}
-		for (k = 0; k < devs.n && (!names[k][0] || strcmp(names[k], res->device)); k++)
+		char nic[HPN_DRA_NAME_MAX];
+		bool share = hpn_dra_share_of(res->device, nic);
+		const char *name = share ? nic : res->device;
+
+		for (k = 0; k < devs.n && (!names[k][0] || strcmp(names[k], name)); k++)
 			;
 		if (k == devs.n) {
 			snprintf(want, len, PREFIX "device %s is no NIC of the pool", res->device);
 			return want;
 		}
+		/* The claim's NIC whole and shared. */
+		for (size_t j = 0; j < i; j++) {
+			char other[HPN_DRA_NAME_MAX];
+			bool s2 = hpn_dra_share_of(cl->v[j].device, other);
+
+			if (s2 != share && !strcmp(s2 ? other : cl->v[j].device, name)) {
+				snprintf(want, len,
+					 PREFIX "NIC %s is allocated both whole and shared",
+					 devs.v[k].id);
+				return want;
+			}
+		}
 		for (size_t p = 0; holders[k] && p < cl->n_pods; p++)
 			reserved |= !strcmp(cl->pods[p], holders[k]);
-		if (holders[k] && !reserved) {
+		if (share && holders[k] && moved(holders[k])) {
+			snprintf(want, len, PREFIX "NIC %s (device %s) is held whole by pod %s",
+				 devs.v[k].id, res->device, holders[k]);
+			return want;
+		}
+		if (!share && holders[k] && !reserved) {
 			snprintf(want, len, PREFIX "NIC %s (device %s) is held by pod %s",
 				 devs.v[k].id, res->device, holders[k]);
 			return want;
@@ -197,7 +243,7 @@ static void on_node(const uint8_t *data, size_t size)
 					   .devs = &devs,
 					   .names = names,
 					   .n_names = devs.n,
-					   .holder = holder };
+					   .holders = holders_of };
 	struct hpn_err err = { 0 };
 	char msg[512], want[512];
 	const char *why;
@@ -227,9 +273,13 @@ static void on_node(const uint8_t *data, size_t size)
 		const struct dra_rec_dev *v = &r.devs[i];
 		size_t k;
 
+		char nic[HPN_DRA_NAME_MAX];
+		bool share = hpn_dra_share_of(v->device, nic);
+
 		FUZZ_ASSERT(!strcmp(v->request, cl.v[i].request) && !strcmp(v->pool, NODE) &&
-			    !strcmp(v->device, cl.v[i].device));
-		for (k = 0; k < devs.n && strcmp(names[k], v->device); k++)
+			    !strcmp(v->device, cl.v[i].device) &&
+			    !strcmp(v->share_id, cl.v[i].share_id));
+		for (k = 0; k < devs.n && strcmp(names[k], share ? nic : v->device); k++)
 			;
 		FUZZ_ASSERT(k < devs.n && !strcmp(v->nic, devs.v[k].id) &&
 			    !strcmp(v->ifname, devs.v[k].ifname) &&

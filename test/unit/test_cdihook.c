@@ -264,12 +264,123 @@ static void test_claim(void)
 	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
 }
 
+/* A journal of pod (ns/name, uid) in netns ns: NIC id (pci) as kind, hpn<k> in order. */
+static void write_journal(const char *state, const char *cid, const char *ns, const char *name,
+			  const char *uid, const char *netns, const enum hpn_nic_kind *kinds,
+			  size_t n)
+{
+	struct hpn_store st = HPN_STORE_INIT;
+	struct hpn_err err = { 0 };
+	struct hpn_journal j;
+	char key[HPN_KEY_MAX];
+
+	CHECK_INT_EQ(hpn_store_open(state, "net1", &st, &err), 0);
+	memset(&j, 0, sizeof(j));
+	j.n_nics = n;
+	j.phase = HPN_PHASE_ATTACHED;
+	j.container_id = strdup(cid);
+	j.netns = strdup(netns);
+	strcpy(j.cni_ifname, "eth0");
+	for (size_t i = 0; i < n; i++) {
+		j.nics[i].kind = kinds[i];
+		snprintf(j.nics[i].pod_ifname, sizeof(j.nics[i].pod_ifname), "hpn%zu", i);
+		strcpy(j.nics[i].host.name, "pool0");
+		strcpy(j.nics[i].pci, "0000:af:00.0");
+		if (kinds[i] == HPN_NIC_CHILD)
+			strcpy(j.nics[i].child_kind, "macvlan");
+	}
+	hpn_journal_set_pod(&j, ns, name, uid);
+	CHECK_INT_EQ(hpn_store_key(j.container_id, j.cni_ifname, key), 0);
+	CHECK_INT_EQ(hpn_journal_write(&st, key, &j, &err), 0);
+	hpn_store_close(&st);
+	hpn_journal_free(&j);
+}
+
+/*
+ * A claim's share of a NIC (a device with a shareID): its container's pod
+ * holds a child of the NIC, which stays on the host; other pods hold their
+ * own children of it. A pod that holds the NIC itself moved does not hold a
+ * share of it.
+ */
+static void test_share(void)
+{
+	static const char uid1[] = "1b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f11";
+	static const char uid2[] = "2b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f12";
+	static const char dev1[] = "claim-1b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f11";
+	static const char dev2[] = "claim-2b0c7a51-1f7e-4c55-9d43-2a1c0b9e7f12";
+	static const enum hpn_nic_kind child[] = { HPN_NIC_CHILD, HPN_NIC_CHILD };
+	static const enum hpn_nic_kind moved[] = { HPN_NIC_MOVED };
+	struct hpn_err err = { 0 };
+	char state[PATH_MAX], proc[PATH_MAX], nse[PATH_MAX], nsf[PATH_MAX], nsg[PATH_MAX];
+	char rec[1024];
+
+	snprintf(state, sizeof(state), "%s/state3", tmp);
+	snprintf(proc, sizeof(proc), "%s/proc", tmp);
+	make_ns("pod-e", nse, sizeof(nse));
+	make_ns("pod-f", nsf, sizeof(nsf));
+	make_ns("pod-g", nsg, sizeof(nsg));
+	make_proc(600, nse);
+	make_proc(700, nsf);
+	make_proc(800, nsg);
+	/* Claim 1 (pod e) holds two shares of the NIC; claim 2 (pod f) one. */
+	snprintf(rec, sizeof(rec),
+		 "{\"version\":1,\"uid\":\"%s\",\"namespace\":\"ml\",\"name\":\"s1\","
+		 "\"pods\":[\"e0-01\"],\"devices\":["
+		 "{\"request\":\"nics\",\"pool\":\"node1\",\"device\":\"pci-0000-af-00-0-shared\","
+		 "\"nic\":\"0000:af:00.0\",\"ifname\":\"pool0\",\"rdma\":\"mlx5_0\","
+		 "\"shareID\":\"0f1e2d3c-4b5a-4697-8877-665544332211\"},"
+		 "{\"request\":\"nics\",\"pool\":\"node1\",\"device\":\"pci-0000-af-00-0-shared\","
+		 "\"nic\":\"0000:af:00.0\",\"ifname\":\"pool0\",\"rdma\":\"mlx5_0\","
+		 "\"shareID\":\"a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d\"}]}",
+		 uid1);
+	write_rec(state, uid1, rec);
+	snprintf(rec, sizeof(rec),
+		 "{\"version\":1,\"uid\":\"%s\",\"namespace\":\"ml\",\"name\":\"s2\","
+		 "\"pods\":[\"f0-01\"],\"devices\":["
+		 "{\"request\":\"nics\",\"pool\":\"node1\",\"device\":\"pci-0000-af-00-0-shared\","
+		 "\"nic\":\"0000:af:00.0\",\"ifname\":\"pool0\",\"rdma\":\"mlx5_0\","
+		 "\"shareID\":\"b1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d\"}]}",
+		 uid2);
+	write_rec(state, uid2, rec);
+
+	/* Pod f holds the NIC moved (what a share never is): claim 2's container is refused. */
+	write_journal(state, "f0f0f0f0aaaa0001", "ml", "pod-f", "f0-01", nsf, moved, 1);
+	CHECK(hpn_cdi_hook_check(state, "net1", dev2, 700, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DEVICE_NOT_FOUND);
+	CHECK_STR_HAS(err.msg, "NIC 0000:af:00.0 (a share: a child of it)");
+	CHECK_STR_HAS(err.msg, "is attached to no pod");
+
+	/* Pod e holds two children of the NIC, pod f (again) one: each gets its own claim's. */
+	write_journal(state, "e0e0e0e0aaaa0001", "ml", "pod-e", "e0-01", nse, child, 2);
+	write_journal(state, "f0f0f0f0aaaa0001", "ml", "pod-f", "f0-01", nsf, child, 1);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT_EQ(hpn_cdi_hook_check(state, "net1", dev1, 600, proc, &err), 0);
+	CHECK_INT_EQ(hpn_cdi_hook_check(state, "net1", dev2, 700, proc, &err), 0);
+	CHECK_INT_EQ(err.code, 0);
+	/* Not the other's claim (reserved for another pod), nor a pod holding none. */
+	CHECK(hpn_cdi_hook_check(state, "net1", dev1, 700, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	CHECK_STR_HAS(err.msg, "which the claim was not prepared for");
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev2, 800, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_INVALID_ENV);
+	CHECK_STR_HAS(err.msg, "not to this container's pod");
+
+	/* A shareID that is not a string: not a record of ours. */
+	write_rec(state, uid2,
+		  "{\"pods\":[\"f0-01\"],\"devices\":[{\"nic\":\"0000:af:00.0\",\"shareID\":7}]}");
+	memset(&err, 0, sizeof(err));
+	CHECK(hpn_cdi_hook_check(state, "net1", dev2, 700, proc, &err) < 0);
+	CHECK_INT_EQ(err.code, HPN_E_DECODE);
+}
+
 int main(void)
 {
 	tmpdir_make(tmp, sizeof(tmp), "cdihook");
 	test_pid();
 	test_check();
 	test_claim();
+	test_share();
 	if (tmpdir_rm(tmp) < 0)
 		perror("remove scratch directory");
 	return check_done();
