@@ -11,7 +11,8 @@
 # plugin's allocation and the pool, as before); the claim's spec mounting
 # its one pod's NCCL hints (none for a claim of two pods, none with hints off);
 # each claim's device metadata file, its networkData after ADD (drameta.sh);
-# the prepared devices' health streamed to the kubelet (drahealth.sh).
+# a NIC shared by two claims of two pods (drashare.sh); the prepared
+# devices' health streamed to the kubelet (drahealth.sh).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 
@@ -520,6 +521,12 @@ run "DRA: each claim's device metadata file, mounted read-only, networkData afte
 # The prepared devices' health to the kubelet: claim_health and its helpers.
 # shellcheck source=drahealth.sh
 source "$(dirname "${BASH_SOURCE[0]}")/drahealth.sh"
+
+# A NIC shared by two claims of two pods (KEP-5075): claim_share, on drahealth.sh's helpers.
+# shellcheck source=drashare.sh
+source "$(dirname "${BASH_SOURCE[0]}")/drashare.sh"
+run "DRA: a NIC shared by two claims: Prepare, specs, the NIC whole refused, the lookup, health" claim_share
+
 run "DRA: the prepared devices' health streamed to the kubelet, from the health loop's verdicts" claim_health
 
 t_done
