@@ -427,8 +427,9 @@ static void prepare_claim(void *ud, struct hpn_dra_prep_claim *q, const struct h
 		for (size_t i = 0; i < r->n; i++) {
 			size_t at = strlen(nics);
 
-			snprintf(nics + at, sizeof(nics) - at, "%s%s (%s)", at ? ", " : "",
-				 r->devs[i].nic, r->devs[i].rdma);
+			snprintf(nics + at, sizeof(nics) - at, "%s%s (%s%s%s)", at ? ", " : "",
+				 r->devs[i].nic, r->devs[i].rdma,
+				 r->devs[i].share_id[0] ? ", share " : "", r->devs[i].share_id);
 		}
 		hpn_info("DRA: prepared claim %s/%s (%s): %s", q->ns, q->name, q->uid, nics);
 	}
