@@ -525,7 +525,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/drahealth.sh"
 # A NIC shared by two claims of two pods (KEP-5075): claim_share, on drahealth.sh's helpers.
 # shellcheck source=drashare.sh
 source "$(dirname "${BASH_SOURCE[0]}")/drashare.sh"
-run "DRA: a NIC shared by two claims: Prepare, specs, the NIC whole refused, the lookup, health" claim_share
+run "DRA: a NIC shared by two claims: Prepare, specs, the NIC whole refused, the lookup, ADD, status, health" claim_share
 
 run "DRA: the prepared devices' health streamed to the kubelet, from the health loop's verdicts" claim_health
 

@@ -5,8 +5,9 @@
 # shareID, as the scheduler allocates them (KEP-5075: shareID and
 # consumedCapacity in the results); Prepare, the claims' CDI specs and
 # records, the NIC's own device refused beside them, the lookup's answer
-# (and its refusal to a plugin that would move a shared NIC), the shared
-# device's health (its NIC's), a share refused on a node in exclusive RDMA
+# (and its refusal to a plugin that would move a shared NIC), ADD of each
+# pod (a macvlan child of the NIC in each, the NIC on the host) with each
+# claim's status under its shareID, DEL, the shared device's health (its NIC's), a share refused on a node in exclusive RDMA
 # netns mode, Unprepare. It uses draflow.sh's helpers (flow_up, flow_down)
 # and drahealth.sh's (wait_health, dev_is): sourced after it.
 
@@ -38,7 +39,7 @@ share_lookup() {
 }
 
 claim_share() {
-	local rdma key1 key2 hpid state
+	local rdma key1 key2 hpid state conf res_a res_b ns_a ns_b cid_a ns
 	flow_up
 	share_claim s1 "$SHARE_UID1" "$SHARE_SID1"
 	share_claim s2 "$SHARE_UID2" "$SHARE_SID2" '.status.reservedFor = [{resource: "pods",
@@ -88,11 +89,47 @@ claim_share() {
 	jq_ok '(.error | test("DRA claim ml/s1 holds a share of NIC 0000:af:00.0 \\(device pci-0000-af-00-0-shared, share " + $sid + "\\)"))
 		and (.error | test("must be upgraded to attach shares")) and (has("devices") | not)' \
 		"the lookup without shares: refused, naming the claim" "$OUT" --arg sid "$SHARE_SID1"
-	# TODO(lead): ADD of each pod through the plugin (a macvlan child of pool0
-	# in each, pool0 on the host; the status of s1 and s2 with their shareIDs
-	# and each pod's child's networkData; the hook giving each its claim's
-	# devices), once the plugin attaches shares (hC's lib/claim.c): this
-	# branch's plugin sends no "shares", so its ADD is refused as above.
+	# ADD of each pod: a macvlan child of pool0 in each, pool0 on the host; each
+	# claim's status names its pod's child under its shareID.
+	conf=$(flow_conf)
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_result "ADD of the first pod's share"
+	res_a=$OUT
+	ns_a=$POD_NS cid_a=$CID
+	CID=$cid_a-b POD_NS=${POD_NS}b
+	ip netns add "$POD_NS"
+	run_plugin ADD "$conf" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=second;K8S_POD_UID=$SHARE_POD_B"
+	expect_result "ADD of the second pod's share"
+	res_b=$OUT
+	ns_b=$POD_NS
+	has_link "$HOST_NS" pool0 || fail "pool0 left the host for a share"
+	for ns in "$ns_a" "$ns_b"; do
+		ip -n "$ns" -d -j link show hpn0 | jq -e '.[0].linkinfo.info_kind == "macvlan"' \
+			>/dev/null || fail "hpn0 in $ns is not a macvlan child"
+	done
+	[[ $(mac_of "$ns_a" hpn0) != "$(mac_of "$ns_b" hpn0)" ]] || fail "the two shares have one MAC"
+	grep -q 'a share of a DRA claim' "$T/plugin.log" ||
+		fail "the plugin did not log the share: $(tail -n 5 "$T/plugin.log")"
+	wait_status ml s1 '(.status.devices | length) == 1' "s1 after ADD"
+	wait_status ml s2 '(.status.devices | length) == 1' "s2 after ADD"
+	jq_ok '.status.devices[0] | .device == "pci-0000-af-00-0-shared" and .shareID == $sid
+		and .networkData.interfaceName == "hpn0" and .networkData.hardwareAddress == $mac' \
+		"s1's status: its shareID, the first pod's child" "$(cat "$(claim_file ml s1)")" \
+		--arg sid "$SHARE_SID1" --arg mac "$(mac_of "$ns_a" hpn0)"
+	jq_ok '.status.devices[0] | .shareID == $sid and .networkData.hardwareAddress == $mac' \
+		"s2's status: its shareID, the second pod's child" "$(cat "$(claim_file ml s2)")" \
+		--arg sid "$SHARE_SID2" --arg mac "$(mac_of "$ns_b" hpn0)"
+	kubectl_claim s2
+	# DEL of each: the children gone, pool0 untouched, the statuses cleared.
+	run_plugin DEL "$(with_prev "$conf" "$res_b")" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=second;K8S_POD_UID=$SHARE_POD_B"
+	expect_ok "DEL of the second pod"
+	ip netns del "$ns_b"
+	CID=$cid_a POD_NS=$ns_a
+	run_plugin DEL "$(with_prev "$conf" "$res_a")" CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=ml;K8S_POD_NAME=trainer;K8S_POD_UID=$POD_A"
+	expect_ok "DEL of the first pod"
+	has_link "$HOST_NS" pool0 || fail "DEL of the shares took pool0"
+	wait_status ml s1 '.status | has("devices") | not' "s1 after DEL"
+	wait_status ml s2 '.status | has("devices") | not' "s2 after DEL"
 
 	# The shared device's health is pool0's, listed once for both claims.
 	# shellcheck disable=SC2034 # HSEEN: wait_health's (drahealth.sh)
