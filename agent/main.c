@@ -446,7 +446,8 @@ static int start(struct agent *a, struct opts *o)
 						  .cdi_hook = o->cdi_hook,
 						  .api_timeout_ms = DRA_API_MS,
 						  .kube = a->kube,
-						  .taint_effect = o->dra_taint_effect },
+						  .taint_effect = o->dra_taint_effect,
+						  .shares = o->dra_shares },
 			      &a->dra, &err);
 		if (r < 0)
 			goto fail;

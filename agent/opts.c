@@ -80,6 +80,10 @@ static const char usage[] =
 	"  --dra-taint-effect E  an unhealthy NIC stays in the ResourceSlices with the\n"
 	"                       taint DRIVER/unhealthy of effect E: NoSchedule (the\n"
 	"                       default), NoExecute (its pods evicted) or None\n"
+	"  --dra-shares         publish each RoCE NIC twice: as itself, and as\n"
+	"                       DEVICE-shared, which up to N pods share (a macvlan\n"
+	"                       child each; N from its GID table), one excluding the\n"
+	"                       other; needs --dra and the RDMA netns mode shared\n"
 	"  --node-name NAME     this node, the pool's name in claims (default\n"
 	"                       $NODE_NAME, else the host name)\n"
 	"\n"
@@ -246,6 +250,9 @@ static bool option(struct opts *o, int c, const char *name, const char *v)
 	case 'R':
 		o->dra = true;
 		return true;
+	case 'W':
+		o->dra_shares = true;
+		return true;
 	case 'N':
 		o->dra_driver = v;
 		return true;
@@ -340,7 +347,13 @@ static int check_dra_opts(const struct opts *o)
 {
 	int r = check_gpu_opts(o);
 
-	if (r >= 0 || !o->dra)
+	if (r >= 0)
+		return r;
+	if (o->dra_shares && !o->dra) {
+		fprintf(stderr, "hpn-rdma-agent: --dra-shares needs --dra\n");
+		return 2;
+	}
+	if (!o->dra)
 		return r;
 	/* The API allows 63 for a driver's name, though a DNS subdomain may be longer. */
 	if (!driver_name(o->dra_driver) || strlen(o->dra_driver) > 63) {
@@ -446,6 +459,7 @@ int opts_parse(int argc, char **argv, struct opts *o)
 		{ "dra", no_argument, NULL, 'R' },
 		{ "dra-driver", required_argument, NULL, 'N' },
 		{ "dra-taint-effect", required_argument, NULL, 'T' },
+		{ "dra-shares", no_argument, NULL, 'W' },
 		{ "node-name", required_argument, NULL, 'n' },
 		{ "nri", optional_argument, NULL, 'i' },
 		{ "nri-name", required_argument, NULL, 'Y' },

@@ -17,7 +17,7 @@ struct opts {
 	const char *cdi_hook;	 /* the hpn-rdma binary the specs name as their hook */
 	const char *metrics_address;
 	const char *gpu_resources, *gpu_driver;
-	bool dra;
+	bool dra, dra_shares;
 	const char *dra_driver, *node_name, *dra_taint_effect;
 	const char *nri_socket, *nri_name, *nri_index; /* nri_socket NULL: no NRI */
 	int poll_s;

@@ -849,7 +849,8 @@ int dra_start(struct loop *l, struct rpc *rpc, struct node *node, const struct d
 					     .kube = o->kube,
 					     .kubeconfig = o->kubeconfig,
 					     .api_timeout_ms = o->api_timeout_ms,
-					     .taint_effect = o->taint_effect };
+					     .taint_effect = o->taint_effect,
+					     .shares = o->shares };
 
 		r = draslices_start(l, node, &so, &d->slices, err);
 		if (r < 0)

@@ -40,6 +40,7 @@ struct dra_opts {
 	int api_timeout_ms;	/* one claim's GET, retries included */
 	struct kubeloop *kube;	/* the API's calls, on the loop */
 	const char *taint_effect; /* an unhealthy NIC's taint in the slices (NULL: NoSchedule) */
+	bool shares;		  /* --dra-shares: RoCE NICs published shared too */
 };
 
 struct dra;

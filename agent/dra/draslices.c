@@ -17,12 +17,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "drashare.h"
 #include "draslice.h"
 #include "exposition.h"
 #include "kubeloop.h"
 #include "log.h"
 #include "loop.h"
 #include "node.h"
+#include "rdma.h"
 #include "util.h"
 
 #define DEBOUNCE_MS	200   /* a burst of scans is one round... */
@@ -43,6 +45,7 @@ struct round {
 	struct hpn_dra_nic *nics;
 	size_t n;
 	size_t tainted; /* NICs of nics with a taint */
+	size_t shared;	/* NICs of nics with shares: their shared devices */
 	long floor;	/* the generation we last published: a new one goes above */
 	double t0;	/* the list's start */
 	struct hpn_err err;
@@ -79,7 +82,9 @@ struct draslices_stats {
 	long generation;	 /* the pool generation last published (0: none yet) */
 	size_t slices;		 /* the slices of the pool after the last good round */
 	size_t tainted;		 /* its devices with our taint then */
+	size_t shared;		 /* its shared devices then */
 	bool taints_dropped;	 /* the API dropped the taints of a slice written */
+	bool shares_dropped;	 /* the API dropped the shares' fields of a slice written */
 };
 
 struct draslices {
@@ -97,13 +102,16 @@ struct draslices {
 	long long dirty_at; /* CLOCK_MONOTONIC ms: the first scan since */
 	long long seen_at;  /* its wall clock, s: when a NIC found unhealthy then became so */
 	/*
-	 * The API drops taints (its DRADeviceTaints gate off): the rounds
-	 * publish the pool without them, as the API holds it, until the
-	 * pool changes (then they are tried again); said once.
+	 * Features the API drops (HPN_DRA_DROP_*: taints with its
+	 * DRADeviceTaints gate off, shares with DRAConsumableCapacity or
+	 * DRAPartitionableDevices off): the rounds publish the pool without
+	 * them until the pool changes (then they are tried again); each said
+	 * once.
 	 */
-	bool no_taints, said_dropped;
-	long long due;	   /* CLOCK_MONOTONIC ms: the next round, change or not */
-	struct seen *seen; /* the pool's NICs as last read from sysfs, by ID */
+	unsigned int dropped, said_dropped;
+	bool said_exclusive; /* --dra-shares on a node whose RDMA netns mode is exclusive */
+	long long due;	     /* CLOCK_MONOTONIC ms: the next round, change or not */
+	struct seen *seen;   /* the pool's NICs as last read from sysfs, by ID */
 	size_t n_seen;
 	int backoff_ms, resync_ms;
 	struct draslices_stats st;
@@ -165,8 +173,9 @@ static void round_end(struct round *rd, int r)
 			s->st.publishes++;
 			s->st.write_s += took_s;
 			hpn_info("DRA: published %zu ResourceSlice(s) of pool %s, generation %ld, "
-				 "%zu device(s), %zu tainted",
-				 rd->slices, s->o.node_name, rd->gen, rd->n, rd->tainted);
+				 "%zu device(s), %zu tainted, %zu shared",
+				 rd->slices, s->o.node_name, rd->gen, rd->n, rd->tainted,
+				 rd->shared);
 		} else if (rd->wrote) {
 			s->st.publishes++;
 			s->st.write_s += took_s;
@@ -188,6 +197,7 @@ static void round_end(struct round *rd, int r)
 		s->st.generation = rd->gen;
 		s->st.slices = rd->slices;
 		s->st.tainted = rd->tainted;
+		s->st.shared = rd->shared;
 		free(s->done_key);
 		s->done_key = TAKE_PTR(rd->key);
 		/* Rendered anew while the round ran: another one soon. */
@@ -321,29 +331,39 @@ static void reread_done(void *ud, struct kube_result *res)
 }
 
 /*
- * A slice written: when the API's answer lost the taints it carried (the
- * API server's DRADeviceTaints gate off), the pool is published without
- * them until it changes, as the API holds it: else every round would write
- * them again (said once, and in the metrics).
+ * A slice written: when the API's answer lost the taints or the shares it
+ * carried (a feature gate of the API server off), the pool is published
+ * without them until it changes: else every round would write them again
+ * (each said once, and in the metrics). Kept, the metrics say so.
  */
-static void taints_kept(struct round *rd, const struct kube_result *res)
+static void features_kept(struct round *rd, const struct kube_result *res)
 {
 	struct draslices *s = rd->s;
+	const cJSON *sent = rd->plan.v[rd->at];
+	unsigned int dropped = hpn_dra_slice_dropped(sent, res->a.body, res->a.len);
+	unsigned int kept = hpn_dra_slice_features(sent) & ~dropped;
+	unsigned int news = dropped & ~s->said_dropped;
 
-	if (!hpn_dra_slice_taints_dropped(rd->plan.v[rd->at], res->a.body, res->a.len)) {
-		/* Kept (this slice's, or none to keep): a round of the pool's taints says so. */
-		if (rd->tainted)
-			s->st.taints_dropped = false;
-		return;
-	}
-	s->no_taints = true;
-	s->st.taints_dropped = true;
-	if (!s->said_dropped)
+	if (kept & HPN_DRA_DROP_TAINTS)
+		s->st.taints_dropped = false;
+	if (kept & HPN_DRA_DROP_SHARES)
+		s->st.shares_dropped = false;
+	s->dropped |= dropped;
+	s->said_dropped |= dropped;
+	s->st.taints_dropped = s->st.taints_dropped || (dropped & HPN_DRA_DROP_TAINTS);
+	s->st.shares_dropped = s->st.shares_dropped || (dropped & HPN_DRA_DROP_SHARES);
+	if (news & HPN_DRA_DROP_TAINTS)
 		hpn_warn("DRA: the API server dropped the device taints of %s (its feature gate "
 			 "DRADeviceTaints is off: Kubernetes before 1.36?); the pool's unhealthy "
 			 "NICs are published without them, and allocated (said once)",
 			 rd->what);
-	s->said_dropped = true;
+	if (news & HPN_DRA_DROP_SHARES)
+		hpn_warn(
+			"DRA: the API server dropped the shared devices' allowMultipleAllocations, "
+			"capacity policy or counters of %s (its feature gate DRAConsumableCapacity "
+			"or DRAPartitionableDevices is off: Kubernetes before 1.36?); the pool is "
+			"published without shared devices (said once)",
+			rd->what);
 }
 
 /*
@@ -364,7 +384,7 @@ static void write_done(void *ud, struct kube_result *res)
 	}
 	st = res->a.status;
 	if (st >= 200 && st <= 299) {
-		taints_kept(rd, res);
+		features_kept(rd, res);
 		rd->writes++;
 		rd->at++;
 		write_next(rd);
@@ -514,9 +534,12 @@ static void round_start(struct draslices *s)
 	memcpy(rd->nics, s->want, s->n_want * sizeof(*rd->nics));
 	rd->n = s->n_want;
 	for (size_t i = 0; i < rd->n; i++) {
-		if (s->no_taints)
+		if (s->dropped & HPN_DRA_DROP_TAINTS)
 			rd->nics[i].taint = (struct hpn_dra_taint){ 0 };
+		if (s->dropped & HPN_DRA_DROP_SHARES)
+			rd->nics[i].shares = 0;
 		rd->tainted += rd->nics[i].taint.effect[0] != '\0';
+		rd->shared += rd->nics[i].shares != 0;
 	}
 	rd->floor = s->st.generation;
 	rd->s = s;
@@ -542,6 +565,30 @@ static void taint(const struct draslices *s, const struct agent_dev *ad, const s
 }
 
 /*
+ * Whether the pool's NICs may be shared: --dra-shares, on a node whose RDMA
+ * netns mode is shared (in exclusive mode a pod's netns sees no RDMA device
+ * it was not given, and a share is given none); said once when it is not.
+ */
+static bool shares_on(struct draslices *s)
+{
+	enum hpn_rdma_netns mode = HPN_RDMA_NETNS_EXCLUSIVE;
+	struct hpn_err err = { 0 };
+	int r;
+
+	if (!s->o.shares)
+		return false;
+	r = hpn_rdma_node_netns_mode(s->node->conf.sysfs_root, &mode, &err);
+	if (r == 0 && mode == HPN_RDMA_NETNS_SHARED)
+		return true;
+	if (!s->said_exclusive)
+		hpn_warn("DRA: --dra-shares: the node's RDMA netns mode is %s; no NIC is published "
+			 "shared (said once)",
+			 r < 0 ? (err.msg[0] ? err.msg : strerror(-r)) : hpn_rdma_netns_name(mode));
+	s->said_exclusive = true;
+	return false;
+}
+
+/*
  * Renders the pool's devices the scheduler may see: every NIC that is there,
  * an unhealthy one with the driver's taint, and those a pod holds, but never
  * one that vanished, nor one ADD took from the pool for a pod that no claim
@@ -555,6 +602,7 @@ static bool render(struct draslices *s)
 	char *key = NULL;
 	size_t n = 0, n_seen = 0, count, len = 0;
 	struct hpn_err err = { 0 };
+	bool shares = shares_on(s);
 
 	nics = calloc(devs->n ? devs->n : 1, sizeof(*nics));
 	seen = calloc(devs->n ? devs->n : 1, sizeof(*seen));
@@ -586,6 +634,10 @@ static bool render(struct draslices *s)
 			else if (hpn_pci_normalise(ad->id, nic->pci) < 0)
 				snprintf(nic->ifname, sizeof(nic->ifname), "%s", ad->ifname);
 			nic->rail = (unsigned int)i;
+		} else {
+			/* Read again at each scan: the GID table's size, less its own addresses. */
+			nic->shares =
+				shares ? hpn_dra_nic_shares(s->node->conf.sysfs_root, nic) : 0;
 		}
 		taint(s, ad, was, nic);
 		if (nic->ifname[0] || nic->pci[0]) {
@@ -628,8 +680,8 @@ static bool render(struct draslices *s)
 	s->want = nics;
 	s->n_want = n;
 	s->want_key = key;
-	/* The pool changed: its taints tried again (an API server upgraded meanwhile keeps them). */
-	s->no_taints = false;
+	/* The pool changed: what the API dropped tried again (one upgraded meanwhile keeps it). */
+	s->dropped = 0;
 	return true;
 }
 
@@ -708,6 +760,15 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 		   "1: the API server dropped the device taints of a slice written (its "
 		   "DRADeviceTaints feature gate is off); the pool is published without them.",
 		   sl->taints_dropped ? 1 : 0);
+	expo_gauge(b, "hpn_rdma_dra_shared_devices",
+		   "The pool's shared devices (NICs many pods may share, --dra-shares) "
+		   "published after the last good round (0 while the API server drops them).",
+		   (double)sl->shared);
+	expo_gauge(b, "hpn_rdma_dra_shares_dropped",
+		   "1: the API server dropped the shared devices' fields of a slice written (its "
+		   "DRAConsumableCapacity or DRAPartitionableDevices feature gate is off); the "
+		   "pool is published without shared devices.",
+		   sl->shares_dropped ? 1 : 0);
 }
 
 int draslices_start(struct loop *l, struct node *node, const struct draslices_opts *o,

@@ -2,6 +2,8 @@
 #ifndef HPN_AGENT_DRASLICES_H
 #define HPN_AGENT_DRASLICES_H
 
+#include <stdbool.h>
+
 #include "err.h"
 
 struct kubeloop;
@@ -15,7 +17,9 @@ struct sbuf;
  * the API from the loop (kubeloop.h: list, PUT, POST, DELETE, one request at a
  * time) when they change, and checked again every 60 s (sooner, backing off,
  * after a failure) so slices wiped or edited by someone else are put back.
- * An unhealthy NIC that is still there stays, with the driver's taint; a
+ * An unhealthy NIC that is still there stays, with the driver's taint; with
+ * shares, a RoCE NIC is published twice, as itself and as a device many pods
+ * share (as many as its GID table allows), one excluding the other; a
  * taint or an attribute changed rewrites only its slice, at the generation
  * the API holds. Never deleted at exit: the kubelet does that when the
  * driver stays gone.
@@ -27,6 +31,7 @@ struct draslices_opts {
 	const char *kubeconfig;	  /* read for every request (kube_call) */
 	int api_timeout_ms;	  /* one request, retries included */
 	const char *taint_effect; /* an unhealthy NIC's taint: NoSchedule, NoExecute, None */
+	bool shares; /* --dra-shares: a RoCE NIC also published as a device pods share */
 };
 
 struct draslices;

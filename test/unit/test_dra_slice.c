@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "drashare.h"
 #include "draslice.h"
 #include "gpunode.h"
 #include "tmpdir.h"
@@ -845,18 +846,18 @@ static void test_taints_dropped(void)
 	set_taint(&nic, "NoSchedule", "PortDown", WHEN);
 	text = hpn_dra_slice_render(HPN_DRA_DRIVER, "n1", "n1", 1, &nic, 1, 0, 1, &err);
 	sent = cJSON_Parse(text ? text : "");
-	CHECK(!hpn_dra_slice_taints_dropped(sent, text, strlen(text)));
+	CHECK(!hpn_dra_slice_dropped(sent, text, strlen(text)));
 	devs = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sent, "spec"),
 						"devices");
 	without = cJSON_PrintUnformatted(sent);
-	CHECK(!hpn_dra_slice_taints_dropped(sent, without, strlen(without)));
+	CHECK(!hpn_dra_slice_dropped(sent, without, strlen(without)));
 	free(without);
 	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetArrayItem(devs, 0), "taints");
 	without = cJSON_PrintUnformatted(sent);
 	cJSON_Delete(sent);
 	sent = cJSON_Parse(text);
-	CHECK(hpn_dra_slice_taints_dropped(sent, without, strlen(without)));
-	CHECK(!hpn_dra_slice_taints_dropped(sent, "not json", 8));
+	CHECK(hpn_dra_slice_dropped(sent, without, strlen(without)) == HPN_DRA_DROP_TAINTS);
+	CHECK(!hpn_dra_slice_dropped(sent, "not json", 8));
 	cJSON_Delete(sent);
 	free(without);
 	free(text);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drashare.h"
 #include "rdma.h"
 #include "sysfs.h"
 #include "util.h"
@@ -146,9 +147,9 @@ static int read_rdma(const char *root, struct hpn_dra_nic *nic, struct hpn_err *
 		return r;
 	snprintf(nic->rdma, sizeof(nic->rdma), "%s", rd.name);
 	snprintf(nic->rdma_pci, sizeof(nic->rdma_pci), "%s", rd.pci);
+	nic->port = rd.port ? rd.port : 1;
 	hpn_sysfs_read(nic->link_layer, sizeof(nic->link_layer),
-		       "%s/class/infiniband/%s/ports/%u/link_layer", root, rd.name,
-		       rd.port ? rd.port : 1);
+		       "%s/class/infiniband/%s/ports/%u/link_layer", root, rd.name, nic->port);
 	if (!nic->link_layer[0])
 		netdev_link_layer(root, nic->ifname, nic->link_layer, sizeof(nic->link_layer));
 	/* node_type "4: RNIC" is iWARP (erdma, siw); a channel adapter speaks its link layer. */
@@ -254,31 +255,44 @@ bool hpn_dra_share_of(const char *device, char nic_device[HPN_DRA_NAME_MAX])
 	return true;
 }
 
+unsigned int hpn_dra_nic_shares(const char *sysfs_root, const struct hpn_dra_nic *nic)
+{
+	/* RoCE on a device of its own: an rxe one is softroce_capable, eRDMA's is iWARP. */
+	if (!nic->rdma[0] || strcmp(nic->transport, "roce") || nic->softroce_capable ||
+	    strcmp(nic->link_layer, "Ethernet"))
+		return 0;
+	return hpn_dra_gid_shares(sysfs_root, nic->rdma, nic->port ? nic->port : 1, nic->ifname);
+}
+
 /*
- * The pool's slices, NICs in order, each as full as the API allows (128, 64
- * once a device of it has a taint): their count, and slice want's devices
+ * The pool's device slices, NICs in order (a NIC with shares is two
+ * devices), each as full as the API allows (128, 64 once a device of it has
+ * a taint or consumes counters): their count, and slice want's NICs
  * [*first, *last) when it is one of them.
  */
 static size_t layout(const struct hpn_dra_nic *nics, size_t n, size_t want, size_t *first,
 		     size_t *last)
 {
-	size_t count = 0, start = 0;
-	bool tainted = false;
+	size_t count = 0, start = 0, devs = 0;
+	bool advanced = false;
 
 	for (size_t i = 0; i < n; i++) {
-		bool t = nics[i].taint.effect[0] != '\0';
-		size_t cap = tainted || t ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES;
+		bool a = nics[i].taint.effect[0] != '\0' || nics[i].shares;
+		size_t d = nics[i].shares ? 2 : 1;
+		size_t cap = advanced || a ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES;
 
-		if (i - start + 1 > cap) {
+		if (devs + d > cap) {
 			if (count == want) {
 				*first = start;
 				*last = i;
 			}
 			count++;
 			start = i;
-			tainted = false;
+			devs = 0;
+			advanced = false;
 		}
-		tainted = tainted || t;
+		devs += d;
+		advanced = advanced || a;
 	}
 	if (count == want) {
 		*first = start;
@@ -287,11 +301,21 @@ static size_t layout(const struct hpn_dra_nic *nics, size_t n, size_t want, size
 	return count + 1;
 }
 
+/* The slices of counter sets after the device slices: one set a shared NIC, 8 a slice. */
+static size_t counter_slices(const struct hpn_dra_nic *nics, size_t n)
+{
+	size_t shared = 0;
+
+	for (size_t i = 0; i < n; i++)
+		shared += nics[i].shares != 0;
+	return (shared + HPN_DRA_MAX_COUNTER_SETS - 1) / HPN_DRA_MAX_COUNTER_SETS;
+}
+
 size_t hpn_dra_slice_split(const struct hpn_dra_nic *nics, size_t n)
 {
 	size_t first, last;
 
-	return layout(nics, n, SIZE_MAX, &first, &last);
+	return layout(nics, n, SIZE_MAX, &first, &last) + counter_slices(nics, n);
 }
 
 /*
@@ -393,8 +417,12 @@ static int add_taint(cJSON *dev, const char *driver, const struct hpn_dra_nic *n
 	return 0;
 }
 
+/*
+ * The device name of nic into devs: the NIC itself, or (shared) its shared
+ * device; consuming counter_set when not NULL.
+ */
 static int device(cJSON *devs, const char *driver, const struct hpn_dra_nic *nic, const char *name,
-		  struct hpn_err *err)
+		  const char *counter_set, bool shared, struct hpn_err *err)
 {
 	cJSON *dev = cJSON_CreateObject(), *attrs;
 	int r = 0;
@@ -438,12 +466,21 @@ static int device(cJSON *devs, const char *driver, const struct hpn_dra_nic *nic
 			     err);
 	if (r == 0)
 		r = add_attr(attrs, "rail", "int", cJSON_CreateNumber(nic->rail), err);
-	/* 11 at most today; the guard is for the next one added. */
-	if (r == 0 && cJSON_GetArraySize(attrs) > HPN_DRA_MAX_ATTRS)
-		r = hpn_err_set(
-			err, HPN_E_INTERNAL, E2BIG,
-			"NIC \"%s\": %d attributes, more than the %d resource.k8s.io allows",
-			nic->ifname, cJSON_GetArraySize(attrs), HPN_DRA_MAX_ATTRS);
+	if (r == 0 && shared)
+		r = add_attr(attrs, HPN_DRA_SHARE_ATTR, "bool", cJSON_CreateBool(true), err);
+	if (r == 0 && shared && hpn_dra_share_capacity(dev, nic->shares) < 0)
+		r = hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+	/* 13 at most today (12 attributes, 1 capacity); the guard is for the next one added. */
+	if (r == 0 &&
+	    cJSON_GetArraySize(attrs) +
+			    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(dev, "capacity")) >
+		    HPN_DRA_MAX_ATTRS)
+		r = hpn_err_set(err, HPN_E_INTERNAL, E2BIG,
+				"NIC \"%s\": %d attributes, more than the %d resource.k8s.io "
+				"allows",
+				nic->ifname, cJSON_GetArraySize(attrs), HPN_DRA_MAX_ATTRS);
+	if (r == 0 && counter_set && hpn_dra_share_consumes(dev, counter_set) < 0)
+		r = hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 	if (r == 0 && nic->taint.effect[0])
 		r = add_taint(dev, driver, nic, err);
 	return r;
@@ -458,7 +495,7 @@ struct cJSON *hpn_dra_nic_attrs(const struct hpn_dra_nic *nic, struct hpn_err *e
 		return NULL;
 	}
 	/* The driver names only a taint, which is not an attribute. */
-	if (device(devs, HPN_DRA_DRIVER, nic, "x", err) == 0)
+	if (device(devs, HPN_DRA_DRIVER, nic, "x", NULL, false, err) == 0)
 		attrs = cJSON_DetachItemFromObjectCaseSensitive(cJSON_GetArrayItem(devs, 0),
 								"attributes");
 	cJSON_Delete(devs);
@@ -470,7 +507,11 @@ static int device_names(const struct hpn_dra_nic *nics, size_t n, char (*names)[
 			struct hpn_err *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (hpn_dra_device_name(&nics[i], names[i]) < 0)
+		char share[HPN_DRA_NAME_MAX];
+
+		/* No NIC's own name ends in the suffix, so a shared device's is unique too. */
+		if (hpn_dra_device_name(&nics[i], names[i]) < 0 ||
+		    (nics[i].shares && hpn_dra_share_name(names[i], share) < 0))
 			return hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
 					   "NIC %zu (\"%s\", PCI \"%s\"): no device name of the "
 					   "DNS label syntax",
@@ -485,6 +526,23 @@ static int device_names(const struct hpn_dra_nic *nics, size_t n, char (*names)[
 	return 0;
 }
 
+/* Counter slice k's sets into sets: the shared NICs' 8k-th to 8k+7-th, each named by its device. */
+static int shared_counters(cJSON *sets, const struct hpn_dra_nic *nics, size_t n,
+			   const char (*names)[HPN_DRA_NAME_MAX], size_t k, struct hpn_err *err)
+{
+	size_t seen = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!nics[i].shares)
+			continue;
+		if (seen / HPN_DRA_MAX_COUNTER_SETS == k &&
+		    hpn_dra_share_counter_set(sets, names[i]) < 0)
+			return hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
+		seen++;
+	}
+	return 0;
+}
+
 char *hpn_dra_slice_render(const char *driver, const char *node, const char *pool, long generation,
 			   const struct hpn_dra_nic *nics, size_t n, size_t slice_index,
 			   size_t slice_count, struct hpn_err *err)
@@ -492,7 +550,7 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 	char(*names)[HPN_DRA_NAME_MAX] = NULL;
 	cJSON *root = NULL, *spec, *p, *devs;
 	char name[254];
-	size_t first = 0, last = 0;
+	size_t first = 0, last = 0, dev_slices = layout(nics, n, slice_index, &first, &last);
 	char *text = NULL;
 
 	if (!driver || !dns_subdomain(driver, strlen(driver), 63)) {
@@ -514,7 +572,7 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 			pool ? pool : "");
 		return NULL;
 	}
-	if (generation < 0 || slice_count != layout(nics, n, slice_index, &first, &last) ||
+	if (generation < 0 || slice_count != dev_slices + counter_slices(nics, n) ||
 	    slice_index >= slice_count) {
 		hpn_err_set(err, HPN_E_INTERNAL, EINVAL,
 			    "slice %zu of %zu (generation %ld) for %zu devices: the pool takes %zu "
@@ -543,13 +601,23 @@ char *hpn_dra_slice_render(const char *driver, const char *node, const char *poo
 	    !cJSON_AddStringToObject(p, "name", pool) ||
 	    !cJSON_AddNumberToObject(p, "generation", (double)generation) ||
 	    !cJSON_AddNumberToObject(p, "resourceSliceCount", (double)slice_count) ||
-	    !(devs = cJSON_AddArrayToObject(spec, "devices"))) {
+	    !(devs = cJSON_AddArrayToObject(spec, slice_index < dev_slices ? "devices"
+									   : "sharedCounters"))) {
 		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = first; i < last; i++)
-		if (device(devs, driver, &nics[i], names[i], err) < 0)
+	if (slice_index >= dev_slices &&
+	    shared_counters(devs, nics, n, names, slice_index - dev_slices, err) < 0)
+		goto out;
+	for (size_t i = first; slice_index < dev_slices && i < last; i++) {
+		char share[HPN_DRA_NAME_MAX];
+		const char *set = nics[i].shares ? names[i] : NULL;
+
+		if (device(devs, driver, &nics[i], names[i], set, false, err) < 0 ||
+		    (set && (hpn_dra_share_name(names[i], share) < 0 ||
+			     device(devs, driver, &nics[i], share, set, true, err) < 0)))
 			goto out;
+	}
 	text = hpn_json_print(TAKE_PTR(root));
 	if (!text)
 		hpn_err_set(err, HPN_E_INTERNAL, ENOMEM, "out of memory");
@@ -722,11 +790,15 @@ static bool up_to_date(const cJSON *items, cJSON *const *v, size_t count)
 	return true;
 }
 
-/* Two slices' devices: the same names in the same order. */
+/*
+ * Two slices' devices, or counter sets: the same names in the same order
+ * (one slice of devices and one of counter sets differ).
+ */
 static bool same_names(const cJSON *a, const cJSON *b)
 {
-	const cJSON *da = at(at(a, "spec", NULL), "devices", NULL);
-	const cJSON *db = at(at(b, "spec", NULL), "devices", NULL);
+	const char *what = at(at(b, "spec", NULL), "devices", NULL) ? "devices" : "sharedCounters";
+	const cJSON *da = at(at(a, "spec", NULL), what, NULL);
+	const cJSON *db = at(at(b, "spec", NULL), what, NULL);
 
 	if (!cJSON_IsArray(da) || !cJSON_IsArray(db) ||
 	    cJSON_GetArraySize(da) != cJSON_GetArraySize(db))
@@ -876,24 +948,4 @@ void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p)
 	free(p->del);
 	cJSON_Delete(p->list);
 	*p = (struct hpn_dra_slices_plan){ 0 };
-}
-
-/* The taints of a slice's devices, all of them. */
-static int taints_of(const cJSON *slice)
-{
-	const cJSON *dev;
-	int n = 0;
-
-	cJSON_ArrayForEach (dev, at(at(slice, "spec", NULL), "devices", NULL))
-		n += cJSON_GetArraySize(at(dev, "taints", NULL));
-	return n;
-}
-
-bool hpn_dra_slice_taints_dropped(const cJSON *sent, const char *body, size_t len)
-{
-	cJSON *got = cJSON_ParseWithLength(body, len);
-	bool dropped = got && taints_of(got) < taints_of(sent);
-
-	cJSON_Delete(got);
-	return dropped;
 }

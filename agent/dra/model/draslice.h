@@ -20,7 +20,10 @@
 /* resource.k8s.io/v1 limits (ResourceSliceMaxDevices, ...MaxAttributesAndCapacitiesPerDevice,
  * DeviceAttributeMaxValueLength). */
 #define HPN_DRA_MAX_DEVICES 128
-/* ResourceSliceMaxDevicesWithAdvancedFeatures: a slice where any device has a taint. */
+/*
+ * ResourceSliceMaxDevicesWithAdvancedFeatures: a slice where any device has
+ * a taint or consumes counters (a shared NIC's two devices).
+ */
 #define HPN_DRA_MAX_DEVICES_TAINTED 64
 #define HPN_DRA_MAX_TAINTS	    16 /* DeviceTaintsMaxLength: taints of one device */
 #define HPN_DRA_MAX_ATTRS	    32
@@ -61,6 +64,12 @@ struct hpn_dra_nic {
 	bool softroce_capable;	    /* Ethernet with no hardware RDMA device: rxe could serve it */
 	unsigned int rail;	    /* its index among the pool's NICs, in PCI order */
 	struct hpn_dra_taint taint; /* the caller's, not sysfs's: unhealthy but present */
+	unsigned int port;	    /* the RDMA device's port serving the netdev; 0: none */
+	/*
+	 * The caller's (hpn_dra_nic_shares): 0, published as one device; else
+	 * the pods that may share it, N, published twice (doc/dra.md).
+	 */
+	unsigned int shares;
 };
 
 /* An effect a device taint may have: "NoSchedule", "NoExecute", "None" (Kubernetes 1.35 on). */
@@ -103,6 +112,15 @@ int hpn_dra_share_name(const char *nic_device, char out[HPN_DRA_NAME_MAX]);
 /* device is a NIC's shared device: true, and its NIC's device name in nic_device. */
 bool hpn_dra_share_of(const char *device, char nic_device[HPN_DRA_NAME_MAX]);
 
+/*
+ * The shares the NIC can be published with (drashare.h's
+ * hpn_dra_gid_shares on its RDMA device's port), 0 when it cannot be
+ * shared: an RDMA device that is not RoCE (InfiniBand, iWARP as eRDMA), a
+ * Soft-RoCE (rxe) one or none, no GID table. Whether the node's RDMA netns
+ * mode lets pods share it is the caller's to judge.
+ */
+unsigned int hpn_dra_nic_shares(const char *sysfs_root, const struct hpn_dra_nic *nic);
+
 struct cJSON;
 /*
  * The NIC's attributes as its device in the slice has them (a
@@ -114,8 +132,11 @@ struct cJSON *hpn_dra_nic_attrs(const struct hpn_dra_nic *nic, struct hpn_err *e
 /*
  * How many ResourceSlices the pool nics[0..n) takes (at least 1: an empty
  * pool is one slice). The NICs go in order, each slice as full as the API
- * lets it be: 128 devices, 64 when any of them has a taint (a tainted NIC
- * after 64 untainted ones starts the next slice).
+ * lets it be: 128 devices, 64 when any of them has a taint or consumes
+ * counters (a tainted NIC after 64 untainted ones starts the next slice). A
+ * NIC with shares is two devices, in one slice, both consuming its counter
+ * set; the counter sets of those NICs follow the device slices, in slices
+ * of their own, 8 a slice (HPN_DRA_MAX_COUNTER_SETS).
  */
 size_t hpn_dra_slice_split(const struct hpn_dra_nic *nics, size_t n);
 
@@ -126,8 +147,13 @@ size_t hpn_dra_slice_split(const struct hpn_dra_nic *nics, size_t n);
  * standard resource.kubernetes.io/pcieRoot, pciBusID and numaNode of the
  * RDMA device's PCI function, else the netdev's, where sysfs gave them; the
  * driver's own unqualified ones) and, for a NIC with one, its taint
- * "<driver>/unhealthy" with value, effect and timeAdded (RFC 3339, UTC),
- * named "<node>-<driver>-<index>" (cut, with a hash, to 253). Checks the
+ * "<driver>/unhealthy" with value, effect and timeAdded (RFC 3339, UTC); a
+ * NIC with shares consumes its counter set and is followed by its shared
+ * device (hpn_dra_share_name: the same attributes and taint, the bool
+ * attribute "shared", allowMultipleAllocations, capacity "shares" of N); or,
+ * for an index past the device slices, a slice of counter sets (one a
+ * shared NIC, named by its device, counter "nic" of 1); each slice named
+ * "<node>-<driver>-<index>" (cut, with a hash, to 253). Checks the
  * API's limits: driver, node and pool names, device names unique in the
  * pool, string values of at most 64 characters, a taint's effect and value
  * (the error names the NIC). The caller frees the text; NULL with err set
@@ -153,8 +179,9 @@ const char *hpn_dra_slice_meta(const struct cJSON *obj, const char *key);
  * answer to the list of the slices of node and driver: nothing when the API
  * holds the pool's slices already at a generation of their own (one
  * listed, at least floor, our last). When it holds exactly our slices, each
- * at that generation with the devices ours has (by name, in order), only
- * the slices that differ (a taint, an attribute) are PUT, at that
+ * at that generation with the devices (or counter sets) ours has (by name,
+ * in order), only
+ * the slices that differ (a taint, an attribute, a capacity) are PUT, at that
  * generation: every device stays in its slice, so whichever of the old and
  * new slices a reader sees, it sees each device once. Otherwise (a device
  * added, removed or moved to another slice, a slice missing or someone
@@ -190,12 +217,5 @@ int hpn_dra_slices_plan(const char *body, size_t len, const char *what, const ch
 			const char *node, const struct hpn_dra_nic *nics, size_t n, long floor,
 			struct hpn_dra_slices_plan *ret, struct hpn_err *err);
 void hpn_dra_slices_plan_free(struct hpn_dra_slices_plan *p);
-
-/*
- * The API's answer body[0..len) to the write of slice sent holds fewer
- * taints than sent: an API server whose DRADeviceTaints feature gate is off
- * (Kubernetes before 1.36, unless turned on) drops them and stores the rest.
- */
-bool hpn_dra_slice_taints_dropped(const struct cJSON *sent, const char *body, size_t len);
 
 #endif
