@@ -53,7 +53,8 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
     pool names, pool generation and resourceSliceCount, exactly one of
     nodeName, nodeSelector (one term), allNodes, perDeviceNodeSelection;
     at most 128 devices (names DNS labels, unique), 64 when any device has
-    a taint (ResourceSliceMaxDevicesWithAdvancedFeatures), 32 attributes and
+    a taint or consumes counters (ResourceSliceMaxDevicesWithAdvancedFeatures),
+    32 attributes and
     capacities per device, attribute names (a C identifier of at most 32,
     optionally after "domain/"), each attribute exactly one of int, bool,
     string (at most 64) and version (semver, at most 64); a device's taints
@@ -64,11 +65,31 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
     NoExecute or None (a NotSupported cause, as validateDeviceTaint gives).
     A taint's timeAdded is a metav1.Time: RFC 3339, else 400 as the decoder
     refuses it; stored in UTC to the second; now when absent (the API's
-    default). The feature gate DRADeviceTaints is on (1.36 on) unless the
-    --mode file's name with ".gates" after it holds "DRADeviceTaints=false"
-    (read at every write): then a slice's taints are dropped before
-    validation, unless the stored slice has some, as the ResourceSlice
-    strategy's dropDisabledFields does.
+    default).
+    Shared devices and counters (KEP-5075, KEP-4815): a slice has either
+    devices or sharedCounters; at most 8 counter sets (TooMany alone past
+    it), each named by a DNS label, unique, with 1 to 32 counters named by
+    DNS labels; a device's consumesCounters at most 2, each a counterSet
+    that is a DNS label, unique, with 1 to 32 counters; a capacity's
+    requestPolicy only when allowMultipleAllocations is true ("Forbidden:
+    allowMultipleAllocations must be true"), and then validRequestPolicy's
+    rules: not both validValues and validRange; validValues with a default,
+    ascending, at most 10, unique (by the integer each rounds up to), none
+    above the capacity's value, the default among them; validRange with a
+    default and a min, min and max at most the value, min <= max, default
+    in [min, max], a step above zero, min + step at most the value, default
+    and max a whole number of steps from min. A capacity as the stored
+    device has it is not validated again. Quantities (capacity values,
+    request policies, counters) that are not Quantities, and an
+    allowMultipleAllocations that is not a bool, are the decoder's 400.
+    Feature gates DRADeviceTaints, DRAConsumableCapacity and
+    DRAPartitionableDevices are on (1.36) unless the --mode file's name with
+    ".gates" after it holds "NAME=false" (read at every write): then the
+    slice's fields of that feature are dropped before validation, unless the
+    stored slice uses them, as the ResourceSlice strategy's
+    dropDisabledFields does: taints; allowMultipleAllocations and
+    requestPolicy; sharedCounters, perDeviceNodeSelection and the devices'
+    consumesCounters and node fields.
   ResourceClaims (namespaced), from RDIR/{ns}/resourceclaims/{name}.json,
   which the tests write: GET .../resourceclaims/{name} and its /status, and
   PATCH .../resourceclaims/{name}/status as server-side apply only
@@ -82,7 +103,12 @@ resource.k8s.io/v1 (the agent's DRA driver), with --resources RDIR:
   metadata.managedFields (one Apply entry per manager, "f:status" >
   "f:devices" > "k:{...}" keys only). The result is validated as a status
   update (422): each entry names an allocated device of
-  status.allocation.devices.results, unique; at most 8 conditions, each with
+  status.allocation.devices.results (driver, pool, device and shareID),
+  unique; a shareID (of an entry, or of an allocation result the test wrote
+  into the file, as the API checked it when the scheduler wrote it) a UUID
+  in RFC 4122's normalized form, 36 characters in lower case; with
+  DRAConsumableCapacity off an entry's shareID is dropped unless the claim
+  has shares already; at most 8 conditions, each with
   type, status True/False/Unknown, reason and lastTransitionTime; data a JSON
   object; networkData.interfaceName at most 256, hardwareAddress at most 128,
   at most 16 ips, unique, each an address in CIDR form. Written back to the
@@ -91,8 +117,8 @@ Left out: watches of slices and claims, pagination of anything but pods, managed
 fields' per-field merge and apply conflicts between managers, json-patch,
 merge and strategic-merge patches, dryRun, finalizers, admission, the other
 resource.k8s.io kinds and versions, and validation of fields hpn-rdma does
-not send (counters, capacity request policies, per-device node selection,
-list attributes, CEL).
+not send (per-device node selection, list attributes, CEL, fractional
+capacity ranges, binding conditions).
 
 TokenRequest (the agent asks for the plugin's ServiceAccount's token):
   POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token, a TokenRequest
@@ -161,6 +187,7 @@ The server exits by itself after --lifetime seconds (default 600).
 import argparse
 import base64
 import datetime
+import math
 import http.server
 import ipaddress
 import json
@@ -174,6 +201,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from fractions import Fraction
 
 STOP = threading.Event()
 
@@ -219,7 +247,6 @@ _PRE = r"(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
 SEMVER_RE = re.compile(rf"^{_NUM}\.{_NUM}\.{_NUM}(-{_PRE}(\.{_PRE})*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$")
 CONDITION_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def is_label(v):
@@ -441,24 +468,269 @@ def decode_taint_times(obj):
             t["timeAdded"] = when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def has_taints(spec):
+def spec_devices(spec):
     devices = spec.get("devices") if isinstance(spec, dict) else None
-    return any(isinstance(d, dict) and d.get("taints") for d in devices or [])
+    return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
 
 
-def drop_disabled_taints(obj, old, gates_path):
-    """DRADeviceTaints off: the new slice's taints dropped, unless the
-    stored one uses them (dropDisabledDRADeviceTaintsFields)."""
+def has_taints(spec):
+    return any(d.get("taints") for d in spec_devices(spec))
+
+
+def has_consumes_counters(spec):
+    return any(d.get("consumesCounters") for d in spec_devices(spec))
+
+
+def uses_consumable_capacity(spec):
+    """A device allocatable many times, or a capacity with a request policy."""
+    return any(d.get("allowMultipleAllocations") is not None or
+               any(isinstance(c, dict) and c.get("requestPolicy") is not None
+                   for c in (d.get("capacity") or {}).values()
+                   if isinstance(d.get("capacity"), dict))
+               for d in spec_devices(spec))
+
+
+def uses_partitionable(spec):
+    """Counters shared or consumed, or per-device node selection."""
+    return isinstance(spec, dict) and (
+        spec.get("sharedCounters") is not None or spec.get("perDeviceNodeSelection") is not None
+        or any(d.get(k) is not None for d in spec_devices(spec)
+               for k in ("consumesCounters", "nodeName", "nodeSelector", "allNodes")))
+
+
+def gates_off(gates_path):
+    """The feature gates the --mode file's ".gates" file turns off (NAME=false)."""
     try:
         with open(gates_path) as f:
-            off = "DRADeviceTaints=false" in f.read().split()
+            return {w[:-len("=false")] for w in f.read().split() if w.endswith("=false")}
     except FileNotFoundError:
-        return
-    if not off or (old and has_taints(old.get("spec"))):
-        return
-    for dev in (obj.get("spec") or {}).get("devices") or []:
-        if isinstance(dev, dict):
+        return set()
+
+
+def drop_disabled_fields(obj, old, gates_path):
+    """A gate off: the new slice's fields of that feature dropped, unless
+    the stored one uses them (the ResourceSlice strategy's dropDisabledFields):
+    DRADeviceTaints the taints, DRAConsumableCapacity allowMultipleAllocations
+    and the capacities' requestPolicy, DRAPartitionableDevices sharedCounters,
+    perDeviceNodeSelection and the devices' consumesCounters, nodeName,
+    nodeSelector and allNodes."""
+    off = gates_off(gates_path)
+    ospec = (old or {}).get("spec")
+    spec = obj.get("spec")
+    if "DRADeviceTaints" in off and not has_taints(ospec):
+        for dev in spec_devices(spec):
             dev.pop("taints", None)
+    if "DRAConsumableCapacity" in off and not uses_consumable_capacity(ospec):
+        for dev in spec_devices(spec):
+            dev.pop("allowMultipleAllocations", None)
+            for c in (dev.get("capacity") or {}).values() if isinstance(dev.get("capacity"),
+                                                                       dict) else []:
+                if isinstance(c, dict):
+                    c.pop("requestPolicy", None)
+    if "DRAPartitionableDevices" in off and not uses_partitionable(ospec) and \
+            isinstance(spec, dict):
+        spec.pop("sharedCounters", None)
+        spec.pop("perDeviceNodeSelection", None)
+        for dev in spec_devices(spec):
+            for k in ("consumesCounters", "nodeName", "nodeSelector", "allNodes"):
+                dev.pop(k, None)
+
+
+# resource.Quantity's serialized form (k8s.io/apimachinery/pkg/api/resource).
+QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+QUANTITY_SUFFIX = {"": 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6),
+                   "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+                   "P": 10**15, "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+                   "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity(v):
+    """A Quantity's exact value (a Fraction), or None when it is not one."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return Fraction(v)
+    if isinstance(v, float):
+        return Fraction(repr(v))
+    m = QUANTITY_RE.match(v) if isinstance(v, str) else None
+    if not m or m.group(1).count(".") > 1 or m.group(1) in (".", "+.", "-.", "+", "-"):
+        return None
+    num, suffix = Fraction(m.group(1)), m.group(2)
+    if suffix in QUANTITY_SUFFIX:
+        return num * QUANTITY_SUFFIX[suffix]
+    e = re.match(r"^[eE]([-+]?[0-9]+)$", suffix)
+    return num * Fraction(10) ** int(e.group(1)) if e else None
+
+
+def quantity_text(q):
+    """A Quantity as the API writes a whole one back; a fraction in milli units."""
+    return str(q.numerator) if q.denominator == 1 else f"{int(q * 1000)}m"
+
+
+def decode_slice_fields(obj):
+    """What the decoder refuses with 400 before validation: the shares'
+    quantities that are not Quantities (capacity values, request policies,
+    counters), allowMultipleAllocations not a bool."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+
+    def q(v, where):
+        if quantity(v) is None:
+            raise bad_request(f'ResourceSlice in version "v1" cannot be handled as a '
+                              f'ResourceSlice: {where}: quantities must match the regular '
+                              f'expression \'{QUANTITY_RE.pattern}\'')
+
+    def counters(cs, where):
+        for k, c in (cs or {}).items() if isinstance(cs, dict) else []:
+            q((c or {}).get("value", 0) if isinstance(c, dict) else c, f"{where}[{k}].value")
+
+    for i, cs in enumerate(spec.get("sharedCounters") or []):
+        if isinstance(cs, dict):
+            counters(cs.get("counters"), f"spec.sharedCounters[{i}].counters")
+    for i, dev in enumerate(spec_devices(spec)):
+        f = f"spec.devices[{i}]"
+        a = dev.get("allowMultipleAllocations")
+        if a is not None and not isinstance(a, bool):
+            raise bad_request(f'ResourceSlice in version "v1" cannot be handled as a '
+                              f'ResourceSlice: json: cannot unmarshal {type(a).__name__} into '
+                              f'Go struct field Device.{f}.allowMultipleAllocations of type bool')
+        for j, cc in enumerate(dev.get("consumesCounters") or []):
+            if isinstance(cc, dict):
+                counters(cc.get("counters"), f"{f}.consumesCounters[{j}].counters")
+        caps = dev.get("capacity") if isinstance(dev.get("capacity"), dict) else {}
+        for k, c in caps.items():
+            if not isinstance(c, dict):
+                continue
+            q(c.get("value", 0), f"{f}.capacity[{k}].value")
+            pol = c.get("requestPolicy")
+            if not isinstance(pol, dict):
+                continue
+            if pol.get("default") is not None:
+                q(pol["default"], f"{f}.capacity[{k}].requestPolicy.default")
+            for n, v in enumerate(pol.get("validValues") or []):
+                q(v, f"{f}.capacity[{k}].requestPolicy.validValues[{n}]")
+            for r in ("min", "max", "step"):
+                if isinstance(pol.get("validRange"), dict) and \
+                        pol["validRange"].get(r) is not None:
+                    q(pol["validRange"][r], f"{f}.capacity[{k}].requestPolicy.validRange.{r}")
+
+
+def check_counters(errs, counters, field):
+    """A counter set's or a consumption's counters: 1 to 32, each name a DNS
+    label (validated at the map's path, as validateMap does)."""
+    if not counters:
+        return errs.required(field)
+    if not isinstance(counters, dict):
+        return errs.invalid(field, counters, "must be an object")
+    if len(counters) > 32:
+        return errs.too_many(field, len(counters), 32)
+    for k in counters:
+        if not is_label(k):
+            errs.invalid(field, k, "must be a DNS label (RFC 1123)")
+
+
+def check_counter_names(errs, items, field, key, limit):
+    """A list of counter sets (key "name") or consumptions (key
+    "counterSet"): at most limit (TooMany alone past it), each named by a
+    DNS label, with counters, no name twice."""
+    if not isinstance(items, list):
+        return errs.invalid(field, items, "must be a list")
+    if len(items) > limit:
+        return errs.too_many(field, len(items), limit)
+    seen = set()
+    for i, it in enumerate(items):
+        f = f"{field}[{i}]"
+        if not isinstance(it, dict):
+            errs.invalid(f, it, "must be an object")
+            continue
+        name = it.get(key)
+        if not name:
+            errs.required(f"{f}.{key}")
+        elif not is_label(name):
+            errs.invalid(f"{f}.{key}", name, "must be a DNS label (RFC 1123)")
+        check_counters(errs, it.get("counters"), f + ".counters")
+        if name in seen:
+            errs.duplicate(f, name)
+        seen.add(name)
+
+
+def check_request_policy(errs, value, pol, field):
+    """validateRequestPolicy: one of validValues and validRange, each with
+    its default, in the capacity's value."""
+    if not isinstance(pol, dict):
+        return errs.invalid(field, pol, "must be an object")
+    cap = quantity(value)
+    values, rng = pol.get("validValues") or [], pol.get("validRange")
+    default = quantity(pol["default"]) if pol.get("default") is not None else None
+    if values and rng is not None:
+        return errs.add("FieldValueForbidden", field,
+                        'Forbidden: exactly one policy can be specified, cannot specify '
+                        '"validValues" and "validRange" at the same time')
+    if values:
+        if default is None:
+            return errs.required(field + ".default", "required when validValues is defined")
+        vf = field + ".validValues"
+        qs = [quantity(v) for v in values]
+        for i in range(len(qs) - 1):
+            if qs[i] > qs[i + 1]:
+                errs.invalid(f"{vf}[{i + 1}]", quantity_text(qs[i + 1]),
+                             "values must be sorted in ascending order")
+        found = False
+        if len(qs) > 10:
+            errs.too_many(vf, len(qs), 10)
+        else:
+            seen = set()
+            for i, v in enumerate(qs):
+                if v > cap:
+                    errs.invalid(f"{vf}[{i}]", quantity_text(v),
+                                 f"option is larger than capacity value: {quantity_text(cap)}")
+                found = found or v == default
+                # Keyed by the integer each rounds up to (quantityKeyInt).
+                key = math.ceil(v)
+                if key in seen:
+                    errs.duplicate(f"{vf}[{i}]", quantity_text(v))
+                seen.add(key)
+        if not found:
+            errs.invalid(vf, quantity_text(default),
+                         "default value is not valid according to the requestPolicy")
+    elif rng is not None:
+        rf = field + ".validRange"
+        if default is None:
+            return errs.required(field + ".default", "required when validRange is defined")
+        if not isinstance(rng, dict) or rng.get("min") is None:
+            return errs.required(rf + ".min", "required when validRange is defined")
+        lo = quantity(rng["min"])
+        hi = quantity(rng["max"]) if rng.get("max") is not None else None
+        step = quantity(rng["step"]) if rng.get("step") is not None else None
+        if lo > cap:
+            errs.invalid(rf + ".min", quantity_text(lo),
+                         f"min is larger than capacity value: {quantity_text(cap)}")
+        if default < lo:
+            errs.invalid(rf + ".default", quantity_text(default),
+                         f"default is less than min: {quantity_text(lo)}")
+        if hi is not None:
+            if lo > hi:
+                errs.invalid(rf + ".max", quantity_text(lo),
+                             f"min is larger than max: {quantity_text(hi)}")
+            if hi > cap:
+                errs.invalid(rf + ".max", quantity_text(hi),
+                             f"max is larger than capacity value: {quantity_text(cap)}")
+            if default > hi:
+                errs.invalid(rf + ".default", quantity_text(default),
+                             f"default is more than max: {quantity_text(hi)}")
+        if step is not None:
+            if step <= 0:
+                errs.invalid(rf + ".step", quantity_text(step), "must be greater than zero")
+            else:
+                if lo + step > cap:
+                    errs.invalid(rf + ".step", quantity_text(step),
+                                 f"one step {quantity_text(lo + step)} is larger than "
+                                 f"capacity value: {quantity_text(cap)}")
+                # The integer path: each read with Value(), which rounds up.
+                for v in [default] + ([hi] if hi is not None else []):
+                    if (math.ceil(v) - math.ceil(lo)) % math.ceil(step):
+                        errs.invalid(rf + ".step", quantity_text(v),
+                                     f"value is not a multiple of a given step "
+                                     f"({quantity_text(step)}) from ({quantity_text(lo)})")
 
 
 def check_slice(obj, old=None):
@@ -515,9 +787,13 @@ def check_slice(obj, old=None):
         errs.required("spec", one_of + " is required")
     elif len(where) > 1:
         errs.invalid("spec", "{" + ", ".join(where) + "}", one_of + " is required, but several are set")
+    if spec.get("sharedCounters") is not None and spec.get("devices") is not None:
+        errs.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
+    if spec.get("sharedCounters") is not None:
+        check_counter_names(errs, spec["sharedCounters"], "spec.sharedCounters", "name", 8)
     devices = spec.get("devices") or []
-    # ResourceSliceMaxDevicesWithAdvancedFeatures when any device has a taint.
-    max_devices = 64 if has_taints(spec) else 128
+    # ResourceSliceMaxDevicesWithAdvancedFeatures when any device has a taint or consumes counters.
+    max_devices = 64 if has_taints(spec) or has_consumes_counters(spec) else 128
     old_devices = {d.get("name"): d for d in ((old or {}).get("spec") or {}).get("devices") or []
                    if isinstance(d, dict)}
     if not isinstance(devices, list):
@@ -542,9 +818,24 @@ def check_slice(obj, old=None):
                 check_attribute(errs, attr, f"{field}.attributes[{key}]")
             for key in caps:
                 check_qualified_name(errs, key, field + ".capacity")
+            was = old_devices.get(dev.get("name"))
+            # A capacity as the stored device has it is not validated again (ratcheting).
+            if isinstance(caps, dict) and not (was and was.get("capacity") == dev.get("capacity")):
+                for key, c in caps.items():
+                    pol = c.get("requestPolicy") if isinstance(c, dict) else None
+                    if pol is None:
+                        continue
+                    cf = f"{field}.capacity[{key}].requestPolicy"
+                    if dev.get("allowMultipleAllocations") is not True:
+                        errs.add("FieldValueForbidden", cf,
+                                 "Forbidden: allowMultipleAllocations must be true")
+                    else:
+                        check_request_policy(errs, c.get("value", 0), pol, cf)
+            if dev.get("consumesCounters") is not None:
+                check_counter_names(errs, dev["consumesCounters"], field + ".consumesCounters",
+                                    "counterSet", 2)
             taints = dev.get("taints")
             # Taints as the stored device has them are not validated again (ratcheting).
-            was = old_devices.get(dev.get("name"))
             if taints is not None and not (was and was.get("taints") == taints):
                 check_taints(errs, taints, field + ".taints")
             if dev.get("name") in seen:
@@ -589,6 +880,33 @@ def check_conditions(errs, conds, field):
             errs.invalid(f + ".reason", reason, "must be a CamelCase word")
 
 
+# The forms github.com/google/uuid's Validate takes (then the API wants the first, lower case).
+UUID_FORMS_RE = re.compile(r"^(urn:uuid:|\{)?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                           r"[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?$")
+
+
+def check_uid(errs, uid, field):
+    """validateUID: a UUID, in RFC 4122's normalized form (36, lower case)."""
+    if not isinstance(uid, str) or not UUID_FORMS_RE.match(uid) or \
+            len(uid) not in (32, 36, 38, 45) or (len(uid) == 36 and uid.count("-") != 4):
+        errs.invalid(field, uid, "error validating uid: invalid UUID format")
+    elif len(uid) != 36 or uid != uid.lower():
+        errs.invalid(field, uid, "uid must be in RFC 4122 normalized form, "
+                     "`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` with lowercase hexadecimal "
+                     "characters")
+
+
+def check_allocation(results):
+    """status.allocation.devices.results as the API checked them when the
+    scheduler wrote them (the tests write them into the claim's file): each
+    shareID a UUID in normalized form."""
+    errs = Errors()
+    for i, r in enumerate(results):
+        if isinstance(r, dict) and r.get("shareID") is not None:
+            check_uid(errs, r["shareID"], f"status.allocation.devices.results[{i}].shareID")
+    return errs.causes
+
+
 def check_claim_status(devices, allocated):
     """status.devices of a claim whose allocated devices are `allocated`."""
     errs = Errors()
@@ -598,9 +916,8 @@ def check_claim_status(devices, allocated):
         check_driver(errs, d.get("driver"), field + ".driver")
         check_pool(errs, d.get("pool"), field + ".pool")
         check_device_name(errs, d.get("device"), field + ".device")
-        share = d.get("shareID")
-        if share is not None and not (isinstance(share, str) and UUID_RE.match(share)):
-            errs.invalid(field + ".shareID", share, "must be a lowercase RFC 4122 UUID")
+        if d.get("shareID") is not None:
+            check_uid(errs, d["shareID"], field + ".shareID")
         key = device_key(d)
         if key not in allocated:
             errs.invalid(field, key_text(key), "must be an allocated device in the claim")
@@ -1352,7 +1669,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "reason": "FieldValueRequired", "field": "metadata.name",
                 "message": "Required value: name or generateName is required"}])
         decode_taint_times(obj)
-        drop_disabled_taints(obj, None, self.server.cfg.mode.path + ".gates")
+        decode_slice_fields(obj)
+        drop_disabled_fields(obj, None, self.server.cfg.mode.path + ".gates")
         causes = check_slice(obj)
         if causes:
             raise invalid("ResourceSlice", name, causes)
@@ -1380,7 +1698,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            f'{old["metadata"]["resourceVersion"]}, not {rv}): read it again',
                            details={"name": name, "group": GROUP, "kind": "resourceslices"})
         decode_taint_times(obj)
-        drop_disabled_taints(obj, old, self.server.cfg.mode.path + ".gates")
+        decode_slice_fields(obj)
+        drop_disabled_fields(obj, old, self.server.cfg.mode.path + ".gates")
         causes = check_slice(obj, old)
         if causes:
             raise invalid("ResourceSlice", name, causes)
@@ -1439,6 +1758,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         mine = status.get("devices") or []
         if not isinstance(mine, list) or not all(isinstance(d, dict) for d in mine):
             raise bad_request("status.devices is not a list of objects")
+        # DRAConsumableCapacity off: a shareID dropped, unless the claim uses shares already.
+        claim_status = claim.get("status") or {}
+        if "DRAConsumableCapacity" in gates_off(self.server.cfg.mode.path + ".gates") and \
+                not any(isinstance(d, dict) and d.get("shareID") is not None for d in
+                        ((claim_status.get("allocation") or {}).get("devices") or {})
+                        .get("results", []) + (claim_status.get("devices") or [])):
+            for d in mine:
+                d.pop("shareID", None)
         # Simplified apply: the manager's entries are the patch's, whoever
         # had them before; the other managers keep the rest.
         meta = claim.setdefault("metadata", {})
@@ -1453,7 +1780,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         results = (((claim.get("status") or {}).get("allocation") or {}).get("devices")
                    or {}).get("results") or []
         allocated = {device_key(r) for r in results if isinstance(r, dict)}
-        causes = check_claim_status(devices, allocated)
+        causes = check_allocation(results) + check_claim_status(devices, allocated)
         if causes:
             raise invalid("ResourceClaim", name, causes)
         for m in managed:

@@ -3,8 +3,9 @@
 # driver's field manager) through hpn_kube_request (kube_req) against the
 # stand-in API server, without root (ctest unit.kube-claims; the prologue in
 # suite.sh): the claim's GET and 404, status.devices applied and refused (422
-# naming the field), apply never retried under 503; kubectl reads the claim
-# with its applied status. Nothing leaves loopback.
+# naming the field), apply never retried under 503; a claim of two shares of
+# one device (each entry keyed by its shareID, a UUID in normalized form, one
+# of the allocation's); kubectl reads the claim with its applied status. Nothing leaves loopback.
 # Prints "N passed, N failed" last; exits 1 on any failure, 77 (SKIP) without
 # openssl or python3.
 set -euo pipefail
@@ -114,6 +115,81 @@ patch_status "$DRV" "$W/p3.json"
 expect_code "apply (not marked idempotent) under 503: code 11, one request" 11 'PATCH ResourceClaim ml/train-0-nics status: HTTP 503'
 [[ $(wc -l <"$W/requests.log") == 1 ]] || failure "apply under 503: $(cat "$W/requests.log")"
 : >"$W/mode"
+
+# ---- a claim of shares: each result and status entry has its shareID ------------
+
+SCLAIM=$W/res/ml/resourceclaims/train-1-share.json
+S1=3f1c2b0a-5d6e-4f70-8a9b-0c1d2e3f4a5b
+S2=7e6d5c4b-3a29-4817-9605-f4e3d2c1b0a9
+# share_claim [JQ]: the claim's file, two shares of nic0-shared, changed by JQ.
+share_claim() {
+	jq -n --arg drv "$DRV" --arg s1 "$S1" --arg s2 "$S2" '{
+		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+		metadata: {name: "train-1-share", namespace: "ml", resourceVersion: "600",
+			uid: "6c1d8b62-2e8f-4d66-8e54-3b2d1c0f8e21", creationTimestamp: "2026-12-01T00:00:00Z"},
+		spec: {devices: {requests: [{name: "nic", exactly: {deviceClassName: "hpn-rdma-shared",
+			allocationMode: "ExactCount", count: 2, capacity: {requests: {shares: "1"}}}}]}},
+		status: {allocation: {devices: {results: [
+			{request: "nic", driver: $drv, pool: "node1", device: "nic0-shared", shareID: $s1,
+			 consumedCapacity: {shares: "1"}},
+			{request: "nic", driver: $drv, pool: "node1", device: "nic0-shared", shareID: $s2,
+			 consumedCapacity: {shares: "1"}}]}}}}' | jq "${1:-.}" >"$SCLAIM"
+}
+# share_patch FILE [JQ]: an apply patch of both shares' status, changed by JQ.
+share_patch() {
+	jq -n --arg drv "$DRV" --arg s1 "$S1" --arg s2 "$S2" '{
+		apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+		metadata: {name: "train-1-share", namespace: "ml"},
+		status: {devices: [
+			{driver: $drv, pool: "node1", device: "nic0-shared", shareID: $s1,
+			 networkData: {interfaceName: "hpn0"}},
+			{driver: $drv, pool: "node1", device: "nic0-shared", shareID: $s2,
+			 networkData: {interfaceName: "hpn1"}}]}}' | jq "${2:-.}" >"$1"
+}
+patch_share() {
+	req -n -q "fieldManager=$DRV" -w "ResourceClaim ml/train-1-share status" -r resourceclaims/status \
+		-N ml "$KT" PATCH "$CLAIMS/train-1-share/status" "$1" "$APPLY"
+}
+share_claim
+share_patch "$W/sp0.json"
+patch_share "$W/sp0.json"
+expect_status "apply two shares of one device: each entry keyed by its shareID" 200 \
+	'[.status.devices[].shareID] == [$a, $b]' --arg a "$S1" --arg b "$S2"
+SRV=$(jq -r .metadata.resourceVersion "$SCLAIM")
+# bad_share WHAT FIELD REGEX JQ [CLAIM_JQ]: the apply changed by JQ (the claim's
+# file by CLAIM_JQ) is 422 with a cause on FIELD matching REGEX, the claim unchanged.
+bad_share() {
+	share_claim "${5:-.}"
+	jq --arg rv "$SRV" '.metadata.resourceVersion = $rv' "$SCLAIM" >"$SCLAIM.new" && mv "$SCLAIM.new" "$SCLAIM"
+	share_patch "$W/bad.json" "$4"
+	patch_share "$W/bad.json"
+	expect_status "status 422 $1" 422 \
+		'.reason == "Invalid" and (.details.causes | any(.field == $f and (.message | test($re))))' \
+		--arg f "$2" --arg re "$3"
+	[[ $(jq -r .metadata.resourceVersion "$SCLAIM") == "$SRV" ]] || failure "$1: the claim changed"
+}
+bad_share "a shareID in upper case" 'status.devices[0].shareID' 'RFC 4122 normalized form' \
+	'.status.devices[0].shareID |= ascii_upcase'
+bad_share "a shareID without its dashes" 'status.devices[0].shareID' 'RFC 4122 normalized form' \
+	'.status.devices[0].shareID |= gsub("-"; "")'
+bad_share "a shareID that is no UUID" 'status.devices[0].shareID' 'error validating uid: invalid UUID format' \
+	'.status.devices[0].shareID = "share-1"'
+bad_share "a shareID the allocation does not have" 'status.devices[0]' 'must be an allocated device' \
+	'.status.devices[0].shareID = "00000000-0000-4000-8000-000000000000"'
+bad_share "a share's entry without its shareID" 'status.devices[0]' 'must be an allocated device' \
+	'del(.status.devices[0].shareID)'
+bad_share "one share twice" 'status.devices[1]' 'Duplicate value' '.status.devices[1] = .status.devices[0]'
+bad_share "an allocation result's shareID in upper case" 'status.allocation.devices.results[1].shareID' \
+	'RFC 4122 normalized form' '.status.devices |= .[:1]' \
+	'.status.allocation.devices.results[1].shareID |= ascii_upcase'
+# DRAConsumableCapacity off: a claim with shares already keeps its entries' shareIDs.
+share_claim
+echo "DRAConsumableCapacity=false" >"$W/mode.gates"
+share_patch "$W/sp1.json"
+patch_share "$W/sp1.json"
+expect_status "DRAConsumableCapacity off, the claim using shares: the shareIDs kept" 200 \
+	'[.status.devices[].shareID] == [$a, $b]' --arg a "$S1" --arg b "$S2"
+rm -f "$W/mode.gates"
 
 # ---- kubectl reads the same pods, slices and claims with the same kubeconfigs ---
 

@@ -4,7 +4,9 @@
 # in suite.sh): a pod read and the errors of the general call; ResourceSlices
 # created, listed by field selector, updated (409 on a stale resourceVersion)
 # and deleted, the API's validation met (422 naming the field; a device's
-# taints and the 64 devices of a tainted slice too); retries go
+# taints and the 64 devices of a tainted slice too; shared devices, their
+# request policies and counters, and the feature gates that drop them);
+# retries go
 # through 503 for GET and PUT, never for POST; kubectl reads the same slices
 # with the same kubeconfig. Nothing leaves loopback.
 # Prints "N passed, N failed" last; exits 1 on any failure, 77 (SKIP) without
@@ -258,6 +260,142 @@ expect_status "the gate off: a slice that has taints keeps them" 200 \
 	'.spec.devices[0].taints[0].value == "RDMADeviceGone"'
 rm -f "$W/mode.gates"
 req -w "ResourceSlice node1-gateoff" "$KT" DELETE "$SLICES/node1-gateoff"
+
+# Shared devices and counters (KEP-5075 consumable capacity, KEP-4815 counters),
+# as the DRA driver publishes a NIC pods share: nic0 consumes its counter set,
+# nic1 is nic0's shared device; the counter set in a slice of its own.
+SHARE='{allowMultipleAllocations: true, consumesCounters: [{counterSet: "nic0", counters: {nic: {value: "1"}}}],
+	capacity: {shares: {value: "4", requestPolicy: {default: "1", validValues: ["1"]}}}}'
+SHARED=".spec.devices[0].consumesCounters = [{counterSet: \"nic0\", counters: {nic: {value: \"1\"}}}] |
+	.spec.devices[1] += $SHARE"
+COUNTERS='del(.spec.devices) | .spec.sharedCounters = [{name: "nic0", counters: {nic: {value: "1"}}}]'
+POL='.spec.devices[1].capacity.shares.requestPolicy'
+slice "$W/sh1.json" node1-shared node1 "$SHARED"
+req -n "$KT" POST "$SLICES" "$W/sh1.json"
+expect_status "a slice of a NIC and its shared device: 201, kept as sent" 201 \
+	'.spec.devices[1].allowMultipleAllocations == true and
+	 .spec.devices[1].capacity.shares.requestPolicy.validValues == ["1"] and
+	 .spec.devices[0].consumesCounters[0].counterSet == "nic0"'
+slice "$W/sh2.json" node1-counters node1 "$COUNTERS"
+req -n "$KT" POST "$SLICES" "$W/sh2.json"
+expect_status "a slice of counter sets: 201" 201 \
+	'(.spec | has("devices") | not) and .spec.sharedCounters[0].counters.nic.value == "1"'
+slice "$W/sh3.json" node1-range node1 "$SHARED | $POL = {default: \"2\", validRange: {min: \"1\", max: \"4\", step: \"1\"}}"
+req -n "$KT" POST "$SLICES" "$W/sh3.json"
+expect_status "a validRange policy: 201" 201 '.spec.devices[1].capacity.shares.requestPolicy.validRange.max == "4"'
+req -w "ResourceSlice node1-range" "$KT" DELETE "$SLICES/node1-range"
+bad_slice "devices and sharedCounters in one slice" spec \
+	'only one of `sharedCounters` or `devices` is allowed' '.spec.sharedCounters = [{name: "nic0", counters: {nic: {value: "1"}}}]'
+bad_slice "9 counter sets" spec.sharedCounters 'Too many: 9: must have at most 8' \
+	"$COUNTERS | .spec.sharedCounters = [range(9) | {name: \"s\(.)\", counters: {nic: {value: \"1\"}}}]"
+bad_slice "a counter set not named by a DNS label" 'spec.sharedCounters[0].name' 'Invalid value: "NIC_0"' \
+	"$COUNTERS | .spec.sharedCounters[0].name = \"NIC_0\""
+bad_slice "a counter set without a name" 'spec.sharedCounters[0].name' 'Required value' \
+	"$COUNTERS | del(.spec.sharedCounters[0].name)"
+bad_slice "two counter sets of one name" 'spec.sharedCounters[1]' 'Duplicate value: "nic0"' \
+	"$COUNTERS | .spec.sharedCounters += .spec.sharedCounters"
+bad_slice "a counter set without counters" 'spec.sharedCounters[0].counters' 'Required value' \
+	"$COUNTERS | .spec.sharedCounters[0].counters = {}"
+bad_slice "a counter set of 33 counters" 'spec.sharedCounters[0].counters' 'Too many: 33: must have at most 32' \
+	"$COUNTERS | .spec.sharedCounters[0].counters = ([range(33) | {key: \"c\(.)\", value: {value: \"1\"}}] | from_entries)"
+bad_slice "a counter not named by a DNS label" 'spec.sharedCounters[0].counters' 'Invalid value: "Nic"' \
+	"$COUNTERS | .spec.sharedCounters[0].counters = {Nic: {value: \"1\"}}"
+bad_slice "3 counter consumptions of a device" 'spec.devices[0].consumesCounters' 'Too many: 3: must have at most 2' \
+	"$SHARED | .spec.devices[0].consumesCounters = [range(3) | {counterSet: \"s\(.)\", counters: {nic: {value: \"1\"}}}]"
+bad_slice "a consumption's counterSet not a DNS label" 'spec.devices[0].consumesCounters[0].counterSet' \
+	'Invalid value: "Nic0"' "$SHARED | .spec.devices[0].consumesCounters[0].counterSet = \"Nic0\""
+bad_slice "a consumption without its counterSet" 'spec.devices[0].consumesCounters[0].counterSet' \
+	'Required value' "$SHARED | del(.spec.devices[0].consumesCounters[0].counterSet)"
+bad_slice "one counter set consumed twice by a device" 'spec.devices[0].consumesCounters[1]' \
+	'Duplicate value: "nic0"' "$SHARED | .spec.devices[0].consumesCounters += .spec.devices[0].consumesCounters"
+bad_slice "a consumption without counters" 'spec.devices[0].consumesCounters[0].counters' 'Required value' \
+	"$SHARED | del(.spec.devices[0].consumesCounters[0].counters)"
+bad_slice "a consumption of 33 counters" 'spec.devices[0].consumesCounters[0].counters' \
+	'Too many: 33: must have at most 32' \
+	"$SHARED | .spec.devices[0].consumesCounters[0].counters = ([range(33) | {key: \"c\(.)\", value: {value: \"1\"}}] | from_entries)"
+bad_slice "65 devices, one consuming counters" spec.devices 'Too many: 65: must have at most 64' \
+	".spec.devices = [range(65) | {name: \"nic\(.)\"}] | .spec.devices[64].consumesCounters = [{counterSet: \"x\", counters: {nic: {value: \"1\"}}}]"
+bad_slice "a requestPolicy of a device not allocatable many times" \
+	'spec.devices[1].capacity[shares].requestPolicy' 'Forbidden: allowMultipleAllocations must be true' \
+	"$SHARED | del(.spec.devices[1].allowMultipleAllocations)"
+bad_slice "both validValues and validRange" 'spec.devices[1].capacity[shares].requestPolicy' \
+	'exactly one policy can be specified' "$SHARED | $POL.validRange = {min: \"1\"}"
+bad_slice "validValues without a default" 'spec.devices[1].capacity[shares].requestPolicy.default' \
+	'Required value: required when validValues is defined' "$SHARED | del($POL.default)"
+bad_slice "validValues not ascending" 'spec.devices[1].capacity[shares].requestPolicy.validValues[1]' \
+	'Invalid value: "1": values must be sorted in ascending order' "$SHARED | $POL.validValues = [\"2\", \"1\"]"
+bad_slice "a valid value twice" 'spec.devices[1].capacity[shares].requestPolicy.validValues[1]' \
+	'Duplicate value' "$SHARED | $POL.validValues = [\"1\", \"1\"]"
+bad_slice "11 valid values" 'spec.devices[1].capacity[shares].requestPolicy.validValues' \
+	'Too many: 11: must have at most 10' \
+	"$SHARED | .spec.devices[1].capacity.shares.value = \"20\" | $POL.validValues = [range(1; 12) | tostring]"
+bad_slice "a valid value above the capacity" 'spec.devices[1].capacity[shares].requestPolicy.validValues[1]' \
+	'option is larger than capacity value: 4' "$SHARED | $POL.validValues = [\"1\", \"5\"]"
+bad_slice "a default not among the valid values" 'spec.devices[1].capacity[shares].requestPolicy.validValues' \
+	'default value is not valid according to the requestPolicy' "$SHARED | $POL.default = \"2\""
+bad_slice "validRange without a default" 'spec.devices[1].capacity[shares].requestPolicy.default' \
+	'required when validRange is defined' "$SHARED | $POL = {validRange: {min: \"1\"}}"
+bad_slice "validRange without min" 'spec.devices[1].capacity[shares].requestPolicy.validRange.min' \
+	'Required value' "$SHARED | $POL = {default: \"1\", validRange: {max: \"2\"}}"
+bad_slice "a min above the capacity" 'spec.devices[1].capacity[shares].requestPolicy.validRange.min' \
+	'min is larger than capacity value: 4' "$SHARED | $POL = {default: \"5\", validRange: {min: \"5\"}}"
+bad_slice "a default below min" 'spec.devices[1].capacity[shares].requestPolicy.validRange.default' \
+	'default is less than min: 2' "$SHARED | $POL = {default: \"1\", validRange: {min: \"2\"}}"
+bad_slice "min above max" 'spec.devices[1].capacity[shares].requestPolicy.validRange.max' \
+	'min is larger than max: 2' "$SHARED | $POL = {default: \"3\", validRange: {min: \"3\", max: \"2\"}}"
+bad_slice "a max above the capacity" 'spec.devices[1].capacity[shares].requestPolicy.validRange.max' \
+	'max is larger than capacity value: 4' "$SHARED | $POL = {default: \"1\", validRange: {min: \"1\", max: \"8\"}}"
+bad_slice "a default above max" 'spec.devices[1].capacity[shares].requestPolicy.validRange.default' \
+	'default is more than max: 2' "$SHARED | $POL = {default: \"3\", validRange: {min: \"1\", max: \"2\"}}"
+bad_slice "a step of 0" 'spec.devices[1].capacity[shares].requestPolicy.validRange.step' \
+	'must be greater than zero' "$SHARED | $POL = {default: \"1\", validRange: {min: \"1\", step: \"0\"}}"
+bad_slice "one step past the capacity" 'spec.devices[1].capacity[shares].requestPolicy.validRange.step' \
+	'one step 6 is larger than capacity value: 4' "$SHARED | $POL = {default: \"1\", validRange: {min: \"1\", step: \"5\"}}"
+bad_slice "a default off the steps" 'spec.devices[1].capacity[shares].requestPolicy.validRange.step' \
+	'value is not a multiple of a given step \(2\) from \(1\)' "$SHARED | $POL = {default: \"2\", validRange: {min: \"1\", step: \"2\"}}"
+bad_slice "32 attributes and a capacity" 'spec.devices[1]' 'attributes and capacities must not exceed 32' \
+	"$SHARED | .spec.devices[1].attributes = ([range(32) | {key: \"a\(.)\", value: {int: .}}] | from_entries)"
+# What the decoder refuses (400, as the real API's): a quantity that is not one, a bool that is not.
+for q in "$POL.default = \"one\"" '.spec.devices[1].capacity.shares.value = "4 shares"' \
+	"$COUNTERS | .spec.sharedCounters[0].counters.nic.value = \"1x\""; do
+	slice "$W/bad.json" bad-slice node9 "$SHARED | $q"
+	req -n "$KT" POST "$SLICES" "$W/bad.json"
+	expect_status "400 for a quantity that is not one ($q)" 400 '.message | test("quantities must match")'
+done
+slice "$W/bad.json" bad-slice node9 "$SHARED | .spec.devices[1].allowMultipleAllocations = \"yes\""
+req -n "$KT" POST "$SLICES" "$W/bad.json"
+expect_status "400 for an allowMultipleAllocations that is not a bool" 400 \
+	'.message | test("allowMultipleAllocations of type bool")'
+# DRAConsumableCapacity off: allowMultipleAllocations and requestPolicy dropped;
+# DRAPartitionableDevices off: the counters; a slice that uses them keeps them.
+echo "DRAConsumableCapacity=false" >"$W/mode.gates"
+slice "$W/g1.json" node1-nocap node1 "$SHARED"
+req -n "$KT" POST "$SLICES" "$W/g1.json"
+expect_status "DRAConsumableCapacity off: allowMultipleAllocations and requestPolicy dropped, the rest kept" 201 \
+	'(.spec.devices[1] | has("allowMultipleAllocations") | not) and
+	 (.spec.devices[1].capacity.shares | has("requestPolicy") | not) and
+	 .spec.devices[1].capacity.shares.value == "4" and .spec.devices[1].consumesCounters[0].counterSet == "nic0"'
+req "$KT" GET "$SLICES/node1-shared"
+jq '.spec.devices[1].capacity.shares.value = "5"' <<<"$BODY" >"$W/g2.json"
+req "$KT" PUT "$SLICES/node1-shared" "$W/g2.json"
+expect_status "DRAConsumableCapacity off: a slice that uses it keeps it" 200 \
+	'.spec.devices[1].allowMultipleAllocations == true and .spec.devices[1].capacity.shares.value == "5"'
+echo "DRAPartitionableDevices=false" >"$W/mode.gates"
+slice "$W/g3.json" node1-nocounters node1 "$SHARED"
+req -n "$KT" POST "$SLICES" "$W/g3.json"
+expect_status "DRAPartitionableDevices off: consumesCounters dropped, allowMultipleAllocations kept" 201 \
+	'([.spec.devices[] | has("consumesCounters")] == [false, false]) and .spec.devices[1].allowMultipleAllocations == true'
+slice "$W/g4.json" node1-nosets node1 "$COUNTERS"
+req -n "$KT" POST "$SLICES" "$W/g4.json"
+expect_status "DRAPartitionableDevices off: sharedCounters dropped" 201 '(.spec | has("sharedCounters") | not)'
+req "$KT" GET "$SLICES/node1-counters"
+jq '.spec.sharedCounters += [{name: "nic1", counters: {nic: {value: "1"}}}]' <<<"$BODY" >"$W/g5.json"
+req "$KT" PUT "$SLICES/node1-counters" "$W/g5.json"
+expect_status "DRAPartitionableDevices off: a slice that uses it keeps it" 200 '(.spec.sharedCounters | length) == 2'
+rm -f "$W/mode.gates"
+for n in node1-nocap node1-nocounters node1-nosets; do
+	req -w "ResourceSlice $n" "$KT" DELETE "$SLICES/$n"
+done
 
 # Retries: idempotent calls go through 503s, POST does not.
 echo "status 503 2" >"$W/mode"
