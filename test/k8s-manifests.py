@@ -61,7 +61,13 @@ so:
     does so beside nvidia.com/gpu, requests equal to limits, unprivileged.
   - the DRA manifests (resource.k8s.io/v1, doc/dra.md): the DeviceClass
     named for hpn-rdma's driver (HPN_DRA_DRIVER of agent/dra/model/draslice.h) selects
-    exactly that driver's devices by CEL; dra-claims.yaml's
+    exactly that driver's whole NICs by CEL (its devices without the attribute
+    HPN_DRA_SHARE_ATTR of drashare.h), the class hpn-rdma-shared.<domain> the
+    shared devices (with it); the template hpn-rdma-share asks for one device
+    of the shared class and one share of it (capacity.requests, the capacity
+    HPN_DRA_SHARE_CAPACITY, "1"), with no constraint; ten broken copies
+    (a class selecting both kinds, a class gone, two shares, a misnamed
+    capacity, a field the API lacks, ...) must each fail; dra-claims.yaml's
     ResourceClaimTemplates hpn-gpuN-rdmaN (N = 1, 2, 4, 8) each ask for N
     GPUs of gpu.nvidia.com and N NICs of that class, one device per
     `exactly` request, and pair them with N matchAttribute constraints on
@@ -211,6 +217,8 @@ FIELDS = {
     "deviceRequest": {"name", "exactly", "firstAvailable"},
     "exactly": {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
                 "tolerations", "capacity"},
+    # CapacityRequirements (KEP-5075): the capacity a request takes of a device.
+    "capacityRequirements": {"requests"},
     "subRequest": {"name", "deviceClassName", "selectors", "allocationMode", "count",
                    "tolerations", "capacity"},
     "constraint": {"requests", "matchAttribute", "distinctAttribute"},
@@ -994,18 +1002,66 @@ def dra_driver(src):
         return re.search(r'#define HPN_DRA_DRIVER "([^"]+)"', f.read()).group(1)
 
 
-def dra_class(d, where, driver):
-    """The DeviceClass of hpn-rdma's driver: its name, selecting that driver by CEL."""
+def dra_share_names(src):
+    """The shared device's attribute and capacity (agent/dra/model/drashare.h)."""
+    with open(os.path.join(src, "agent", "dra", "model", "drashare.h")) as f:
+        text = f.read()
+    return tuple(re.search(rf'#define HPN_DRA_SHARE_{k}\s+"([^"]+)"', text).group(1)
+                 for k in ("ATTR", "CAPACITY"))
+
+
+def shared_class(driver):
+    """The shared NICs' class: the driver's name with "-shared" after its first label."""
+    first, dot, rest = driver.partition(".")
+    return f"{first}-shared{dot}{rest}"
+
+
+def dra_class(d, where, driver, shared):
+    """A DeviceClass of hpn-rdma's driver: the whole NICs' (named for the driver) or the
+    shared NICs' (shared_class), selecting that driver's devices without, or with, the
+    attribute that marks a shared device."""
     spec = d.get("spec", {})
     fields(spec, "DeviceClass.spec", f"{where}.spec")
     sels = spec.get("selectors", [])
     for i, sel in enumerate(sels):
         fields(sel, "deviceSelector", f"{where}.spec.selectors[{i}]")
         fields(sel.get("cel"), "cel", f"{where}.spec.selectors[{i}].cel")
-    check(d["metadata"]["name"] == driver, f"{where}: named for the driver ({driver})")
+    name = d["metadata"]["name"]
+    check(name in (driver, shared_class(driver)),
+          f"{where}: named for the driver ({driver}) or its shares ({shared_class(driver)})")
+    has = f'has(device.attributes["{driver}"].{shared})'
+    want = f'device.driver == "{driver}" && ' + ("!" if name == driver else "") + has
     exprs = [s.get("cel", {}).get("expression") for s in sels]
-    check(exprs == [f'device.driver == "{driver}"'],
-          f"{where}: one selector, device.driver == \"{driver}\"")
+    check(exprs == [want], f"{where}: one selector, {want}")
+
+
+def dra_share_template(d, where, driver, capacity):
+    """hpn-rdma-share: one request of one device of the shared NICs' class, taking one
+    share of its capacity; no constraint."""
+    spec = d.get("spec", {})
+    fields(spec, "ResourceClaimTemplate.spec", f"{where}.spec")
+    claim = spec.get("spec", {})
+    fields(claim, "claimSpec", f"{where}.spec.spec")
+    devs = claim.get("devices", {})
+    fields(devs, "deviceClaim", f"{where}.spec.spec.devices")
+    reqs = devs.get("requests", [])
+    check(len(reqs) == 1 and not devs.get("constraints") and not devs.get("config"),
+          f"{where}: one request, no constraint")
+    for i, r in enumerate(reqs):
+        rw = f"{where}.spec.spec.devices.requests[{i}]"
+        fields(r, "deviceRequest", rw)
+        ex = r.get("exactly", {})
+        fields(ex, "exactly", f"{rw}.exactly")
+        cap = ex.get("capacity", {})
+        fields(cap, "capacityRequirements", f"{rw}.exactly.capacity")
+        check(isinstance(r.get("name"), str) and LABEL.match(r["name"]) and
+              "firstAvailable" not in r and ex.get("allocationMode", "ExactCount") ==
+              "ExactCount" and ex.get("count", 1) == 1,
+              f"{rw}: exactly one device (exactly, ExactCount, count 1), a DNS label name")
+        check(ex.get("deviceClassName") == shared_class(driver),
+              f"{rw}: of the shared NICs' class ({shared_class(driver)})")
+        check(cap.get("requests") == {capacity: "1"},
+              f"{rw}: one share, capacity.requests {{{capacity}: \"1\"}} (a quoted quantity)")
 
 
 def dra_template(d, where, nic_class):
@@ -1076,17 +1132,27 @@ def dra_template(d, where, nic_class):
     return n, nearest
 
 
-def dra(files, driver):
-    """conf/k8s/dra-*.yaml: the class, the templates, the example Pod; none in the install."""
+def dra(files, driver, share=("shared", "shares")):
+    """conf/k8s/dra-*.yaml: the classes, the templates, the example Pod; none in the install."""
     classes = [d for d in files.get("dra-deviceclass.yaml", []) if d["kind"] == "DeviceClass"]
-    if check(len(classes) == 1, "k8s/dra-deviceclass.yaml holds one DeviceClass"):
-        dra_class(classes[0], "k8s/dra-deviceclass.yaml[0]", driver)
+    if check(sorted(d["metadata"]["name"] for d in classes) ==
+             sorted([driver, shared_class(driver)]),
+             "k8s/dra-deviceclass.yaml holds the whole NICs' DeviceClass and the shared NICs'"):
+        for i, d in enumerate(classes):
+            dra_class(d, f"k8s/dra-deviceclass.yaml[{i}]", driver, share[0])
     sizes, names = set(), set()
+    shares = 0
     for i, d in enumerate(files.get("dra-claims.yaml", [])):
-        if check(d["kind"] == "ResourceClaimTemplate",
-                 f"k8s/dra-claims.yaml[{i}] is a ResourceClaimTemplate"):
+        if not check(d["kind"] == "ResourceClaimTemplate",
+                     f"k8s/dra-claims.yaml[{i}] is a ResourceClaimTemplate"):
+            continue
+        if d["metadata"]["name"] == "hpn-rdma-share":
+            dra_share_template(d, f"k8s/dra-claims.yaml[{i}]", driver, share[1])
+            shares += 1
+        else:
             sizes.add(dra_template(d, f"k8s/dra-claims.yaml[{i}]", driver))
-            names.add(d["metadata"]["name"])
+        names.add(d["metadata"]["name"])
+    check(shares == 1, "k8s/dra-claims.yaml: the template hpn-rdma-share")
     check(sizes == {(n, near) for n in (1, 2, 4, 8) for near in (False, True)},
           "k8s/dra-claims.yaml: templates for 1, 2, 4 and 8 GPUs, strict and -nearest")
     for i, d in enumerate(files.get("dra-pod.yaml", [])):
@@ -1298,6 +1364,57 @@ def refused(files, k8s, driver, what, edit):
     check(got > 0, f"a broken copy ({what}) is refused ({got} checks failed)")
 
 
+def dra_broken_copies(files, driver, share):
+    """A broken copy of the DRA classes or the share template must fail dra(): its checks
+    can fail."""
+    global passed, failed, quiet
+
+    def cls(f, name):
+        return next(d for d in f["dra-deviceclass.yaml"] if d["metadata"]["name"] == name)
+
+    def expr(f, name, edit):
+        sel = cls(f, name)["spec"]["selectors"][0]["cel"]
+        sel["expression"] = edit(sel["expression"])
+
+    def tmpl(f):
+        d = next(d for d in f["dra-claims.yaml"] if d["metadata"]["name"] == "hpn-rdma-share")
+        return d["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+
+    sc = shared_class(driver)
+    for what, edit in (
+            ("the whole NICs' class selects shared devices too",
+             lambda f: expr(f, driver, lambda e: e.split(" && ")[0])),
+            ("the shared NICs' class selects whole NICs too",
+             lambda f: expr(f, sc, lambda e: e.split(" && ")[0])),
+            ("the shared NICs' class selects whole NICs alone",
+             lambda f: expr(f, sc, lambda e: e.replace("&& has(", "&& !has("))),
+            ("the shared NICs' class gone",
+             lambda f: f["dra-deviceclass.yaml"].remove(cls(f, sc))),
+            ("the share template asks for the whole NICs' class",
+             lambda f: tmpl(f).update(deviceClassName=driver)),
+            ("the share template asks for two shares",
+             lambda f: tmpl(f)["capacity"]["requests"].update({share[1]: "2"})),
+            ("the share template's capacity misnamed",
+             lambda f: tmpl(f)["capacity"].update(requests={"share": "1"})),
+            ("a field the API lacks (capacity.request)",
+             lambda f: tmpl(f)["capacity"].update(request={share[1]: "1"})),
+            ("the share template asks for two devices", lambda f: tmpl(f).update(count=2)),
+            ("the share template gone", lambda f: f["dra-claims.yaml"].remove(
+                next(d for d in f["dra-claims.yaml"]
+                     if d["metadata"]["name"] == "hpn-rdma-share")))):
+        broken = copy.deepcopy(files)
+        edit(broken)
+        saved, quiet = (passed, failed), True
+        try:
+            dra(broken, driver, share)
+        except (KeyError, IndexError, ValueError, TypeError, StopIteration):
+            failed += 1
+        got = failed - saved[1]
+        (passed, failed), quiet = saved, False
+        check(got > 0, f"a broken copy of the DRA manifests ({what}) is refused "
+                       f"({got} checks failed)")
+
+
 def doc_of(files, name, kind):
     return next(d for d in files[name] if d["kind"] == kind)
 
@@ -1448,7 +1565,8 @@ def main():
         with open(os.path.join(k8s, "dep-rdma-gpu.yaml")) as f:
             (dep,) = [d for d in yaml.safe_load_all(f) if d]
         rdma_deployment(dep, "k8s/dep-rdma-gpu.yaml[0]", inst["resource"], inst["entry"])
-    dra(files, dra_driver(src))
+    dra(files, dra_driver(src), dra_share_names(src))
+    dra_broken_copies(files, dra_driver(src), dra_share_names(src))
     if inst and check("hpn-rdma-dra.yaml" in files, "k8s/hpn-rdma-dra.yaml is here"):
         dra_install(files, k8s, dra_driver(src))
         broken_copies(files, k8s, dra_driver(src))
