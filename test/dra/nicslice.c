@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * dra-nicslice SYSFS_ROOT NODE: the ResourceSlices hpn-rdma's DRA driver
- * would publish for the node under SYSFS_ROOT (a fake tree of
+ * dra-nicslice [--shares] SYSFS_ROOT NODE: the ResourceSlices hpn-rdma's DRA
+ * driver would publish for the node under SYSFS_ROOT (a fake tree of
  * test/fixtures/gpu-nodes), as one JSON array on stdout. The pool's NICs
  * here are the netdevs with an RDMA device, in PCI order (their rails); each
  * is read by hpn_dra_nic_read and the slices rendered by hpn_dra_slice_render,
- * pool = NODE, generation 1. For unit.dra-align (align.sh).
+ * pool = NODE, generation 1. With --shares, each NIC's shares are
+ * hpn_dra_nic_shares' (the agent's --dra-shares on a node whose RDMA netns
+ * mode is shared). For unit.dra-align (align.sh) and unit.dra-share (share.sh).
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +39,14 @@ int main(int argc, char **argv)
 	char dir[4096];
 	struct dirent *de;
 	size_t n = 0, slices;
+	bool shares = argc == 4 && !strcmp(argv[1], "--shares");
 	DIR *d;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: dra-nicslice SYSFS_ROOT NODE\n");
+	if (argc != 3 && !shares) {
+		fprintf(stderr, "usage: dra-nicslice [--shares] SYSFS_ROOT NODE\n");
 		return 2;
 	}
+	argv += shares;
 	nics = calloc(1024, sizeof(*nics));
 	snprintf(dir, sizeof(dir), "%s/class/net", argv[1]);
 	d = opendir(dir);
@@ -61,8 +66,10 @@ int main(int argc, char **argv)
 	}
 	closedir(d);
 	qsort(nics, n, sizeof(*nics), by_pci);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		nics[i].rail = (unsigned int)i;
+		nics[i].shares = shares ? hpn_dra_nic_shares(argv[1], &nics[i]) : 0;
+	}
 	slices = hpn_dra_slice_split(nics, n);
 	printf("[");
 	for (size_t s = 0; s < slices; s++) {
