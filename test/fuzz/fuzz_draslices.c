@@ -9,15 +9,21 @@
  * Input: a byte (bits 0-1: the pool's size, 0, 1, 3 or 130 NICs, two
  * slices; bits 2-3: the generation published last, 0, 1, 7 or 10^15 - 1;
  * bits 4-5: the unhealthy NICs, with the driver's taint: none, NIC 1
- * (NoSchedule), every third (NoExecute), all (None)), then the list's body.
+ * (NoSchedule), every third (NoExecute), all (None); bits 6-7: the NICs pods
+ * share (--dra-shares): none, NIC 1 (4 shares), every second (1 to 5), all
+ * (8)), then the list's body.
  *
  * Checked, beyond the sanitizers: refused, code 109 naming what was listed,
  * exactly when the answer is not JSON with items an array of at most 64;
  * else the pool's slices, hpn_dra_slice_split of them, each named once, of
  * the driver, node and pool, at one generation, holding the pool's devices
  * in order, each once, at most 128 to a slice and 64 to a slice with a
- * taint; a tainted device's timeAdded its own or one the list holds for it
- * (same name, key and effect). Then either nothing to write, when the
+ * taint or counters consumed; a shared NIC followed in its slice by its
+ * shared device (its attributes, taint and counter set, allowMultipleAllocations,
+ * capacity its shares), both consuming its counter set; the counter sets,
+ * one a shared NIC in order, in the slices after the device slices, 8 at
+ * most a slice, which hold no device; a tainted device's timeAdded its own
+ * or one the list holds for it (same name, key and effect). Then either nothing to write, when the
  * listed items are exactly the pool's slices (by name, spec for spec) at
  * the highest generation listed, at least the last one; or, when they are
  * exactly the pool's slices by name at that generation, of as many slices,
@@ -33,10 +39,12 @@
  * with this generation as the last, writes nothing.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "drashare.h"
 #include "draslice.h"
 #include "fuzz.h"
 #include "util.h"
@@ -45,7 +53,7 @@
 #define NODE "gpu-node-17"
 #define WHAT "the ResourceSlices of node " NODE " and driver " DRV
 
-static struct hpn_dra_nic nics[130], pnics[130]; /* pnics: nics, this input's taints */
+static struct hpn_dra_nic nics[130], pnics[130]; /* pnics: nics, this input's taints, shares */
 /* 2026-12-04T13:07:59Z: when the unhealthy NICs were first seen so. */
 #define SINCE	1796389679LL
 #define SINCE_S "2026-12-04T13:07:59Z"
@@ -131,49 +139,116 @@ static bool listed_time(const cJSON *items, const char *name, const char *effect
 	return false;
 }
 
+/* A device's taints: ours, as the NIC's, its time its own or one listed for it; true: tainted. */
+static bool check_taint(const cJSON *dev, const struct hpn_dra_nic *nic, const char *name,
+			const cJSON *items)
+{
+	const cJSON *t = at(dev, "taints", NULL), *t0 = cJSON_GetArrayItem(t, 0);
+	const char *when = cJSON_GetStringValue(at(t0, "timeAdded", NULL));
+
+	if (!nic->taint.effect[0]) {
+		FUZZ_ASSERT(!t);
+		return false;
+	}
+	FUZZ_ASSERT(cJSON_GetArraySize(t) == 1 &&
+		    !strcmp(cJSON_GetStringValue(at(t0, "key", NULL)), TAINT) &&
+		    !strcmp(cJSON_GetStringValue(at(t0, "effect", NULL)), nic->taint.effect) &&
+		    when);
+	FUZZ_ASSERT(!strcmp(when, SINCE_S) || listed_time(items, name, nic->taint.effect, when));
+	return true;
+}
+
+/* The device consumes its NIC's counter set (set), or nothing (NULL). */
+static void check_consumes(const cJSON *dev, const char *set)
+{
+	const cJSON *cc = at(dev, "consumesCounters", NULL), *c0 = cJSON_GetArrayItem(cc, 0);
+	const cJSON *v =
+		at(at(at(c0, "counters", NULL), HPN_DRA_SHARE_COUNTER, NULL), "value", NULL);
+
+	if (!set) {
+		FUZZ_ASSERT(!cc);
+		return;
+	}
+	FUZZ_ASSERT(cJSON_GetArraySize(cc) == 1 &&
+		    !strcmp(cJSON_GetStringValue(at(c0, "counterSet", NULL)), set) &&
+		    !strcmp(cJSON_GetStringValue(v), "1"));
+}
+
 /*
- * Slice s's devices: the pool's next ones, in order (*next: the first not
- * yet seen), at most 128, 64 when one has a taint; each taint ours, as the
- * NIC's, its time its own or one listed for it.
+ * Slice s's devices: the pool's next ones, in order (*next: the first NIC
+ * not yet seen), a shared NIC and its shared device together, at most 128,
+ * 64 when one has a taint or consumes counters.
  */
 static void check_devices(const cJSON *s, size_t n, size_t *next, const cJSON *items)
 {
-	const cJSON *dev, *devs = at(at(s, "spec", NULL), "devices", NULL);
+	const cJSON *dev = at(at(s, "spec", NULL), "devices", NULL)->child;
 	size_t count = 0;
-	bool tainted = false;
+	bool advanced = false;
 
-	cJSON_ArrayForEach (dev, devs) {
+	while (dev) {
 		const struct hpn_dra_nic *nic = &pnics[*next];
-		const cJSON *t = at(dev, "taints", NULL);
-		char name[HPN_DRA_NAME_MAX];
+		char name[HPN_DRA_NAME_MAX], share[HPN_DRA_NAME_MAX];
+		const cJSON *cap;
 
 		FUZZ_ASSERT(*next < n && hpn_dra_device_name(nic, name) == 0 &&
 			    !strcmp(cJSON_GetStringValue(at(dev, "name", NULL)), name));
-		if (nic->taint.effect[0]) {
-			const cJSON *t0 = cJSON_GetArrayItem(t, 0);
-			const char *when = cJSON_GetStringValue(at(t0, "timeAdded", NULL));
-
-			FUZZ_ASSERT(cJSON_GetArraySize(t) == 1 &&
-				    !strcmp(cJSON_GetStringValue(at(t0, "key", NULL)), TAINT) &&
-				    !strcmp(cJSON_GetStringValue(at(t0, "effect", NULL)),
-					    nic->taint.effect) &&
-				    when);
-			FUZZ_ASSERT(!strcmp(when, SINCE_S) ||
-				    listed_time(items, name, nic->taint.effect, when));
-			tainted = true;
-		} else {
-			FUZZ_ASSERT(!t);
-		}
+		advanced = check_taint(dev, nic, name, items) || advanced;
+		check_consumes(dev, nic->shares ? name : NULL);
+		FUZZ_ASSERT(!at(dev, "allowMultipleAllocations", NULL) &&
+			    !at(dev, "capacity", NULL) &&
+			    !at(at(dev, "attributes", NULL), HPN_DRA_SHARE_ATTR, NULL));
 		count++;
+		dev = dev->next;
 		(*next)++;
+		if (!nic->shares)
+			continue;
+		/* Its shared device next, in this slice: the NIC's attributes, shared: true. */
+		advanced = true;
+		FUZZ_ASSERT(dev && hpn_dra_share_name(name, share) == 0 &&
+			    !strcmp(cJSON_GetStringValue(at(dev, "name", NULL)), share));
+		check_taint(dev, nic, share, items);
+		check_consumes(dev, name);
+		cap = at(at(at(dev, "capacity", NULL), HPN_DRA_SHARE_CAPACITY, NULL), "value",
+			 NULL);
+		FUZZ_ASSERT(
+			cJSON_IsTrue(at(dev, "allowMultipleAllocations", NULL)) &&
+			cJSON_IsString(cap) && strtoul(cap->valuestring, NULL, 10) == nic->shares &&
+			cJSON_IsTrue(at(at(at(dev, "attributes", NULL), HPN_DRA_SHARE_ATTR, NULL),
+					"bool", NULL)));
+		count++;
+		dev = dev->next;
 	}
-	FUZZ_ASSERT(count <= (tainted ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES));
+	FUZZ_ASSERT(count <= (advanced ? HPN_DRA_MAX_DEVICES_TAINTED : HPN_DRA_MAX_DEVICES));
+}
+
+/* A counter slice's sets: the next shared NICs' (*next_set: the NIC index to look from on). */
+static void check_counters(const cJSON *s, size_t n, size_t *next_set)
+{
+	const cJSON *set, *sets = at(at(s, "spec", NULL), "sharedCounters", NULL);
+
+	FUZZ_ASSERT(cJSON_IsArray(sets) && cJSON_GetArraySize(sets) >= 1 &&
+		    cJSON_GetArraySize(sets) <= HPN_DRA_MAX_COUNTER_SETS);
+	cJSON_ArrayForEach (set, sets) {
+		char name[HPN_DRA_NAME_MAX];
+		const cJSON *c = at(set, "counters", NULL);
+
+		while (*next_set < n && !pnics[*next_set].shares)
+			(*next_set)++;
+		FUZZ_ASSERT(*next_set < n && hpn_dra_device_name(&pnics[*next_set], name) == 0 &&
+			    !strcmp(cJSON_GetStringValue(at(set, "name", NULL)), name));
+		FUZZ_ASSERT(cJSON_GetArraySize(c) == 1 &&
+			    !strcmp(cJSON_GetStringValue(
+					    at(at(c, HPN_DRA_SHARE_COUNTER, NULL), "value", NULL)),
+				    "1"));
+		(*next_set)++;
+	}
 }
 
 /* The pool's slices at p->gen, as the render makes them. */
 static void check_slices(const struct hpn_dra_slices_plan *p, size_t n, const cJSON *items)
 {
-	size_t next = 0;
+	size_t next = 0, next_set = 0;
+	bool counters = false;
 
 	FUZZ_ASSERT(p->count == hpn_dra_slice_split(pnics, n) && p->v && p->gen > 0);
 	for (size_t i = 0; i < p->count; i++) {
@@ -188,15 +263,25 @@ static void check_slices(const struct hpn_dra_slices_plan *p, size_t n, const cJ
 			    !strcmp(cJSON_GetStringValue(at(pool, "name", NULL)), NODE));
 		FUZZ_ASSERT(at(pool, "generation", NULL)->valuedouble == (double)p->gen &&
 			    at(pool, "resourceSliceCount", NULL)->valuedouble == (double)p->count);
-		check_devices(s, n, &next, items);
+		/* Devices or counter sets, never both; the counter slices after the device slices. */
+		if (at(at(s, "spec", NULL), "devices", NULL)) {
+			FUZZ_ASSERT(!counters && !at(at(s, "spec", NULL), "sharedCounters", NULL));
+			check_devices(s, n, &next, items);
+		} else {
+			counters = true;
+			check_counters(s, n, &next_set);
+		}
 	}
 	FUZZ_ASSERT(next == n);
+	while (next_set < n && !pnics[next_set].shares)
+		next_set++;
+	FUZZ_ASSERT(next_set == n);
 }
 
-/* A slice's device names in order, as a JSON array (a nameless device null); NULL: no list. */
-static cJSON *names_of(const cJSON *slice)
+/* A slice's device (or counter set) names in order, as a JSON array (a nameless one null). */
+static cJSON *names_of(const cJSON *slice, const char *what)
 {
-	const cJSON *devs = at(at(slice, "spec", NULL), "devices", NULL), *dev;
+	const cJSON *devs = at(at(slice, "spec", NULL), what, NULL), *dev;
 	cJSON *names = cJSON_IsArray(devs) ? cJSON_CreateArray() : NULL;
 
 	cJSON_ArrayForEach (dev, devs) {
@@ -208,10 +293,11 @@ static cJSON *names_of(const cJSON *slice)
 	return names;
 }
 
-/* Two slices' devices have the same names in the same order. */
+/* Two slices' devices (counter sets, when ours b has them) have the same names in order. */
 static bool same_names(const cJSON *a, const cJSON *b)
 {
-	cJSON *na = names_of(a), *nb = names_of(b);
+	const char *what = at(at(b, "spec", NULL), "devices", NULL) ? "devices" : "sharedCounters";
+	cJSON *na = names_of(a, what), *nb = names_of(b, what);
 	bool same = na && nb && cJSON_Compare(na, nb, true);
 
 	cJSON_Delete(na);
@@ -291,6 +377,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			snprintf(t->effect, sizeof(t->effect), "%s", effects[how]);
 			snprintf(t->value, sizeof(t->value), "%s", how == 3 ? "" : "PortDown");
 			t->since = SINCE;
+		}
+		switch (data[0] >> 6) {
+		case 1:
+			pnics[i].shares = i == 1 ? 4 : 0;
+			break;
+		case 2:
+			pnics[i].shares = i % 2 ? 0 : 1 + (unsigned int)(i % 5);
+			break;
+		case 3:
+			pnics[i].shares = 8;
+			break;
 		}
 	}
 	r = hpn_dra_slices_plan((const char *)data + 1, size - 1, WHAT, DRV, NODE, pnics, n, floor,
