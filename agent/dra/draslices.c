@@ -83,8 +83,6 @@ struct draslices_stats {
 	size_t slices;		 /* the slices of the pool after the last good round */
 	size_t tainted;		 /* its devices with our taint then */
 	size_t shared;		 /* its shared devices then */
-	bool taints_dropped;	 /* the API dropped the taints of a slice written */
-	bool shares_dropped;	 /* the API dropped the shares' fields of a slice written */
 };
 
 struct draslices {
@@ -334,24 +332,16 @@ static void reread_done(void *ud, struct kube_result *res)
  * A slice written: when the API's answer lost the taints or the shares it
  * carried (a feature gate of the API server off), the pool is published
  * without them until it changes: else every round would write them again
- * (each said once, and in the metrics). Kept, the metrics say so.
+ * (each said once, and in the metrics while it lasts).
  */
 static void features_kept(struct round *rd, const struct kube_result *res)
 {
 	struct draslices *s = rd->s;
-	const cJSON *sent = rd->plan.v[rd->at];
-	unsigned int dropped = hpn_dra_slice_dropped(sent, res->a.body, res->a.len);
-	unsigned int kept = hpn_dra_slice_features(sent) & ~dropped;
+	unsigned int dropped = hpn_dra_slice_dropped(rd->plan.v[rd->at], res->a.body, res->a.len);
 	unsigned int news = dropped & ~s->said_dropped;
 
-	if (kept & HPN_DRA_DROP_TAINTS)
-		s->st.taints_dropped = false;
-	if (kept & HPN_DRA_DROP_SHARES)
-		s->st.shares_dropped = false;
 	s->dropped |= dropped;
 	s->said_dropped |= dropped;
-	s->st.taints_dropped = s->st.taints_dropped || (dropped & HPN_DRA_DROP_TAINTS);
-	s->st.shares_dropped = s->st.shares_dropped || (dropped & HPN_DRA_DROP_SHARES);
 	if (news & HPN_DRA_DROP_TAINTS)
 		hpn_warn("DRA: the API server dropped the device taints of %s (its feature gate "
 			 "DRADeviceTaints is off: Kubernetes before 1.36?); the pool's unhealthy "
@@ -759,7 +749,7 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 	expo_gauge(b, "hpn_rdma_dra_taints_dropped",
 		   "1: the API server dropped the device taints of a slice written (its "
 		   "DRADeviceTaints feature gate is off); the pool is published without them.",
-		   sl->taints_dropped ? 1 : 0);
+		   s->dropped & HPN_DRA_DROP_TAINTS ? 1 : 0);
 	expo_gauge(b, "hpn_rdma_dra_shared_devices",
 		   "The pool's shared devices (NICs many pods may share, --dra-shares) "
 		   "published after the last good round (0 while the API server drops them).",
@@ -768,7 +758,7 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 		   "1: the API server dropped the shared devices' fields of a slice written (its "
 		   "DRAConsumableCapacity or DRAPartitionableDevices feature gate is off); the "
 		   "pool is published without shared devices.",
-		   sl->shares_dropped ? 1 : 0);
+		   s->dropped & HPN_DRA_DROP_SHARES ? 1 : 0);
 }
 
 int draslices_start(struct loop *l, struct node *node, const struct draslices_opts *o,

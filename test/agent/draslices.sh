@@ -11,7 +11,8 @@
 # the slices kept at SIGTERM); a pod's NIC moved in and out (no new
 # generation); a pool pick out of the slices until DEL (pool_pick); the
 # API answering 503 (logged once, the agent serving on,
-# published once the API is back).
+# published once the API is back); NICs pods share (--dra-shares: the
+# scenario "shares" of drashare-slices.sh).
 # shellcheck source=../netns/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../netns/lib.sh"
 
@@ -330,5 +331,9 @@ conflicts() {
 	kube_stop
 }
 run "conflicts, a 404 and a 422 on write; a round cancelled at SIGTERM" conflicts
+
+# NICs pods share (--dra-shares): drashare-slices.sh's scenario, on the helpers above.
+# shellcheck source=drashare-slices.sh
+source "$(dirname "${BASH_SOURCE[0]}")/drashare-slices.sh"
 
 t_done

@@ -414,11 +414,18 @@ static void test_dropped(void)
 	nics[0].taint.since = 1796389679LL;
 	s0 = render(nics, 2, 0, 2);
 	s1 = render(nics, 2, 1, 2);
-	CHECK_INT_EQ(hpn_dra_slice_features(s0), HPN_DRA_DROP_TAINTS | HPN_DRA_DROP_SHARES);
-	CHECK_INT_EQ(hpn_dra_slice_features(s1), HPN_DRA_DROP_SHARES);
 	text = cJSON_PrintUnformatted(s0);
 	CHECK_INT_EQ(hpn_dra_slice_dropped(s0, text, strlen(text)), 0);
 	free(text);
+	/* Both dropped: the answer a slice of neither. */
+	cut = cJSON_Duplicate(s0, true);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(cut, "spec"),
+					       "devices", cJSON_CreateArray());
+	text = cJSON_PrintUnformatted(cut);
+	CHECK_INT_EQ(hpn_dra_slice_dropped(s0, text, strlen(text)),
+		     HPN_DRA_DROP_TAINTS | HPN_DRA_DROP_SHARES);
+	free(text);
+	cJSON_Delete(cut);
 	/* DRAConsumableCapacity off: allowMultipleAllocations and requestPolicy gone. */
 	cut = cJSON_Duplicate(s0, true);
 	cJSON_DeleteItemFromObjectCaseSensitive(
@@ -442,7 +449,6 @@ static void test_dropped(void)
 						"sharedCounters");
 	text = cJSON_PrintUnformatted(cut);
 	CHECK_INT_EQ(hpn_dra_slice_dropped(s1, text, strlen(text)), HPN_DRA_DROP_SHARES);
-	CHECK_INT_EQ(hpn_dra_slice_features(cut), 0);
 	free(text);
 	cJSON_Delete(cut);
 	/* Taints alone. */

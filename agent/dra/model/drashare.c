@@ -151,14 +151,6 @@ static void count(const cJSON *slice, int *taints, int *shares)
 	}
 }
 
-unsigned int hpn_dra_slice_features(const cJSON *slice)
-{
-	int t, s;
-
-	count(slice, &t, &s);
-	return (t ? HPN_DRA_DROP_TAINTS : 0) | (s ? HPN_DRA_DROP_SHARES : 0);
-}
-
 unsigned int hpn_dra_slice_dropped(const cJSON *sent, const char *body, size_t len)
 {
 	cJSON *got = cJSON_ParseWithLength(body, len);

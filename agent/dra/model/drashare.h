@@ -58,8 +58,6 @@ int hpn_dra_share_counter_set(struct cJSON *sets, const char *name);
  */
 #define HPN_DRA_DROP_TAINTS 1u
 #define HPN_DRA_DROP_SHARES 2u
-/* The features slice uses (the HPN_DRA_DROP_* bits). */
-unsigned int hpn_dra_slice_features(const struct cJSON *slice);
 /* The features of slice sent of which the API's answer body[0..len) to its write holds fewer. */
 unsigned int hpn_dra_slice_dropped(const struct cJSON *sent, const char *body, size_t len);
 
