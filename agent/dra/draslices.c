@@ -749,7 +749,7 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 	expo_gauge(b, "hpn_rdma_dra_taints_dropped",
 		   "1: the API server dropped the device taints of a slice written (its "
 		   "DRADeviceTaints feature gate is off); the pool is published without them.",
-		   s->dropped & HPN_DRA_DROP_TAINTS ? 1 : 0);
+		   (s->dropped & HPN_DRA_DROP_TAINTS) ? 1 : 0);
 	expo_gauge(b, "hpn_rdma_dra_shared_devices",
 		   "The pool's shared devices (NICs many pods may share, --dra-shares) "
 		   "published after the last good round (0 while the API server drops them).",
@@ -758,7 +758,7 @@ void draslices_metrics(struct sbuf *b, const struct draslices *s)
 		   "1: the API server dropped the shared devices' fields of a slice written (its "
 		   "DRAConsumableCapacity or DRAPartitionableDevices feature gate is off); the "
 		   "pool is published without shared devices.",
-		   s->dropped & HPN_DRA_DROP_SHARES ? 1 : 0);
+		   (s->dropped & HPN_DRA_DROP_SHARES) ? 1 : 0);
 }
 
 int draslices_start(struct loop *l, struct node *node, const struct draslices_opts *o,

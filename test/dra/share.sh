@@ -18,6 +18,7 @@
 #     on interface gets eth0 and ens1np0; without the constraint, two of eth0.
 # Without --shares the slices are as before: no shared device, no counters.
 # Environment: HPN_SRC, HPN_NICSLICE.
+# shellcheck disable=SC2016 # jq programs with $ are single-quoted on purpose
 set -euo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 

@@ -138,7 +138,7 @@ static const cJSON *at(const cJSON *o, const char *k)
 /* What of a feature the slice holds: taints, or the shares' fields (each counted). */
 static void count(const cJSON *slice, int *taints, int *shares)
 {
-	const cJSON *spec = at(slice, "spec"), *dev, *cap;
+	const cJSON *spec = at(slice, "spec"), *dev = NULL, *cap = NULL;
 
 	*taints = 0;
 	*shares = cJSON_GetArraySize(at(spec, "sharedCounters"));
