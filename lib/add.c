@@ -323,7 +323,7 @@ static int attach_nic(struct hpn_attach *a, const struct hpn_env *env, const str
 		struct hpn_child c;
 
 		/* The config's macvlanMode or ipvlanMode; a share under a move config: bridge. */
-		hpn_nic_mode(conf, plan, &child_mode);
+		hpn_conf_nic_mode(conf, plan->share, &child_mode);
 		c = (struct hpn_child){ .kind = n->child_kind,
 					.mode = child_mode,
 					.name = n->pod_ifname,

@@ -321,7 +321,8 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 					al->resource, al->ids[i]);
 			break;
 		}
-		x = hpn_held_by(h, &lv.v[k], hpn_nic_mode(conf, &plans[i], NULL) != HPN_MODE_MOVE);
+		x = hpn_held_by(h, &lv.v[k],
+				hpn_conf_nic_mode(conf, plans[i].share, NULL) != HPN_MODE_MOVE);
 		if (x) {
 			r = hpn_err_set(err, x->live ? HPN_E_TRY_AGAIN : HPN_E_DEVICE_NOT_FOUND,
 					EBUSY,
@@ -352,7 +353,7 @@ static int check_unclaimed(const struct hpn_holders *h, const struct hpn_conf *c
 	const struct hpn_link *dev = &p->dev;
 	/* Shared modes share a parent; only a moved NIC is taken from them. */
 	const struct hpn_holder *x =
-		hpn_held_by(h, dev, hpn_nic_mode(conf, p, NULL) != HPN_MODE_MOVE);
+		hpn_held_by(h, dev, hpn_conf_nic_mode(conf, p->share, NULL) != HPN_MODE_MOVE);
 
 	if (!x)
 		return 0;
@@ -444,7 +445,7 @@ static int plan_rdma(struct hpn_attach *a, const struct hpn_conf *conf, size_t i
 {
 	const struct hpn_link *dev = &np->dev;
 	struct hpn_rdma_plan *p = &np->rdma;
-	enum hpn_mode mode = hpn_nic_mode(conf, np, NULL);
+	enum hpn_mode mode = hpn_conf_nic_mode(conf, np->share, NULL);
 	int r = hpn_rdma_netns_mode(&p->mode, err);
 
 	/* No RDMA netlink: no RDMA subsystem; the kernel's default mode is shared. */
@@ -619,20 +620,6 @@ static int child_mac(uint8_t mac[HPN_MAC_LEN])
 	return 0;
 }
 
-enum hpn_mode hpn_nic_mode(const struct hpn_conf *conf, const struct hpn_nic_plan *p,
-			   unsigned int *child_mode)
-{
-	/* A share is never moved: the NIC serves other pods' shares too. */
-	if (p->share && conf->mode == HPN_MODE_MOVE) {
-		if (child_mode)
-			*child_mode = MACVLAN_MODE_BRIDGE;
-		return HPN_MODE_MACVLAN;
-	}
-	if (child_mode)
-		*child_mode = conf->child_mode;
-	return conf->mode;
-}
-
 size_t hpn_claim_count(const struct hpn_conf *conf, const struct hpn_alloc *al,
 		       const struct hpn_gpus *gpus)
 {
@@ -734,7 +721,7 @@ int hpn_claim(struct hpn_attach *a, const struct hpn_env *env, const struct hpn_
 			snprintf(nic->gpu_best, sizeof(nic->gpu_best), "%s",
 				 hpn_gpu_dist_name(plans[i].best));
 		}
-		mode = hpn_nic_mode(conf, &plans[i], &child_mode);
+		mode = hpn_conf_nic_mode(conf, plans[i].share, &child_mode);
 		if (mode != HPN_MODE_MOVE) {
 			nic->kind = HPN_NIC_CHILD;
 			snprintf(nic->child_kind, sizeof(nic->child_kind), "%s",

@@ -847,3 +847,16 @@ void hpn_conf_free(struct hpn_conf *conf)
 	free(conf->valid);
 	memset(conf, 0, sizeof(*conf));
 }
+
+enum hpn_mode hpn_conf_nic_mode(const struct hpn_conf *conf, bool share, unsigned int *child_mode)
+{
+	/* A share is never moved: the NIC serves other pods' shares too. */
+	if (share && conf->mode == HPN_MODE_MOVE) {
+		if (child_mode)
+			*child_mode = MACVLAN_MODE_BRIDGE;
+		return HPN_MODE_MACVLAN;
+	}
+	if (child_mode)
+		*child_mode = conf->child_mode;
+	return conf->mode;
+}

@@ -246,4 +246,14 @@ int hpn_conf_parse_pod(struct hpn_conf *conf, const void *root, const void *rc,
  */
 int hpn_conf_apply_pod(struct hpn_conf *conf, const struct hpn_pod *pod, struct hpn_err *err);
 
+/*
+ * What ADD does with one NIC: the config's mode, except that a share (a DRA
+ * claim's shared device, share) is a child under a move config too, a bridge
+ * macvlan with a MAC of its own. child_mode (NULL: not wanted) gets the
+ * child's macvlan or ipvlan mode when the answer is not HPN_MODE_MOVE. Every
+ * per-NIC decision (holders, RDMA netns mode, soft devices, the child) asks
+ * this, never conf->mode.
+ */
+enum hpn_mode hpn_conf_nic_mode(const struct hpn_conf *conf, bool share, unsigned int *child_mode);
+
 #endif

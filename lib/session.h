@@ -152,7 +152,7 @@ int hpn_release(struct hpn_store *st, struct hpn_nsctx *ns, const struct hpn_env
  * usable RDMA device gets one planned (p->create, the device's name in
  * p->dev and n->rdma), if the node can make one that serves a pod (code 108
  * naming what it lacks, before anything changes). A child (a shared mode,
- * or a share: hpn_nic_mode) whose parent's device is an rxe is refused on a
+ * or a share: hpn_conf_nic_mode) whose parent's device is an rxe is refused on a
  * kernel where that device cannot serve the child's netns, with softRoce
  * too (the parent's rxe must go first).
  */
@@ -268,16 +268,6 @@ void hpn_add_tell_attached(const struct hpn_env *env, const struct hpn_conf *con
  */
 int hpn_claim_allocation(const struct hpn_env *env, const struct hpn_conf *conf,
 			 struct hpn_alloc *ret, struct hpn_err *err);
-/*
- * What ADD does with the NIC of plan p: the config's mode, except that a
- * share (p->share) is a child under a move config too, a bridge macvlan with
- * a MAC of its own. child_mode (NULL: not wanted) gets the child's macvlan
- * or ipvlan mode when the answer is not HPN_MODE_MOVE. Every per-NIC
- * decision (holders, RDMA netns mode, soft devices, the child) asks this,
- * never conf->mode.
- */
-enum hpn_mode hpn_nic_mode(const struct hpn_conf *conf, const struct hpn_nic_plan *p,
-			   unsigned int *child_mode);
 /*
  * How many NICs hpn_claim takes (plans it fills): al's, one per GPU of the
  * pod (gpus.nicPerGpu), the pool's count, or one.

@@ -50,7 +50,7 @@ int hpn_soft_plan(const struct hpn_attach *a, const struct hpn_conf *conf, size_
 {
 	const struct hpn_link *dev = &plan->dev;
 	struct hpn_rdma_plan *p = &plan->rdma;
-	enum hpn_mode mode = hpn_nic_mode(conf, plan, NULL);
+	enum hpn_mode mode = hpn_conf_nic_mode(conf, plan->share, NULL);
 	bool rxe = p->found && p->dev.soft && p->dev.kind == HPN_RDMA_RXE;
 	/* On the NIC itself, which moves; else on a parent that stays (a child, a moved macvlan). */
 	bool own = rxe && mode == HPN_MODE_MOVE && !strcmp(p->dev.netdev, dev->name);
