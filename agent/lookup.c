@@ -357,8 +357,9 @@ static void on_io(struct loop_src *s)
 		if (!c->dra && why[0]) {
 			char msg[sizeof(why) + 320];
 
-			snprintf(msg, sizeof(msg), "pod %s/%s: %s", c->req.namespace, c->req.name,
-				 why);
+			if (hpn_snprintf(msg, sizeof(msg), "pod %s/%s: %s", c->req.namespace,
+					 c->req.name, why) < 0)
+				msg[sizeof(msg) - 1] = '\0';
 			refuse(c, msg);
 			return;
 		}

@@ -283,7 +283,8 @@ static void write_journal(const char *state, const char *cid, const char *ns, co
 	strcpy(j.cni_ifname, "eth0");
 	for (size_t i = 0; i < n; i++) {
 		j.nics[i].kind = kinds[i];
-		snprintf(j.nics[i].pod_ifname, sizeof(j.nics[i].pod_ifname), "hpn%zu", i);
+		snprintf(j.nics[i].pod_ifname, sizeof(j.nics[i].pod_ifname), "hpn%u",
+			 (unsigned int)(i & 0xff));
 		strcpy(j.nics[i].host.name, "pool0");
 		strcpy(j.nics[i].pci, "0000:af:00.0");
 		if (kinds[i] == HPN_NIC_CHILD)

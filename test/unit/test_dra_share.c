@@ -131,9 +131,10 @@ static void fake_nic(struct hpn_dra_nic *n, unsigned int i, unsigned int shares)
 {
 	memset(n, 0, sizeof(*n));
 	n->pos.numa = -1;
-	snprintf(n->ifname, sizeof(n->ifname), "ens%u", i);
-	snprintf(n->pci, sizeof(n->pci), "0000:%02x:%02x.%x", 0x10 + i / 64, (i / 8) % 8, i % 8);
-	snprintf(n->rdma, sizeof(n->rdma), "mlx5_%u", i);
+	snprintf(n->ifname, sizeof(n->ifname), "ens%u", i & 0xffffu);
+	snprintf(n->pci, sizeof(n->pci), "0000:%02x:%02x.%x", (0x10 + i / 64) & 0xffu, (i / 8) % 8,
+		 i % 8);
+	snprintf(n->rdma, sizeof(n->rdma), "mlx5_%u", i & 0xffffu);
 	snprintf(n->transport, sizeof(n->transport), "roce");
 	snprintf(n->link_layer, sizeof(n->link_layer), "Ethernet");
 	n->rail = i;

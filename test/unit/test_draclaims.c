@@ -475,7 +475,8 @@ static void attach(const char *state, const char *cid, const char *pod, size_t n
 			      "{\"cniVersion\":\"1.0.0\",\"interfaces\":[{\"name\":\"eth0\"}");
 	for (size_t i = 0; i < n; i++) {
 		j.nics[i].kind = HPN_NIC_CHILD;
-		snprintf(j.nics[i].pod_ifname, sizeof(j.nics[i].pod_ifname), "hpn%zu", i);
+		snprintf(j.nics[i].pod_ifname, sizeof(j.nics[i].pod_ifname), "hpn%u",
+			 (unsigned int)(i & 0xff));
 		strcpy(j.nics[i].host.name, "pool0");
 		strcpy(j.nics[i].pci, "0000:af:00.0");
 		strcpy(j.nics[i].child_kind, "macvlan");
