@@ -66,6 +66,15 @@ static void gid(int i, const char *g, const char *ndev)
 	}
 }
 
+/* The RoCE type of mlx5_0 port 1's GID entry i ("IB/RoCE v1", "RoCE v2"). */
+static void gid_type(int i, const char *type)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "class/infiniband/mlx5_0/ports/1/gid_attrs/types/%d", i);
+	put(rel, type);
+}
+
 static void roce_nic(struct hpn_dra_nic *n)
 {
 	memset(n, 0, sizeof(*n));
@@ -76,7 +85,7 @@ static void roce_nic(struct hpn_dra_nic *n)
 	n->port = 1;
 }
 
-/* N = floor((table length - the parent's own GIDs) / 4). */
+/* N = floor((table length - the parent's own GIDs) / (2 addresses x its RoCE types)). */
 static void test_gid_table(void)
 {
 	struct hpn_dra_nic n;
@@ -125,6 +134,15 @@ static void test_gid_table(void)
 	roce_nic(&n);
 	n.port = 0;
 	CHECK_INT_EQ(hpn_dra_nic_shares(root, &n), 4);
+	/* Types unread count as two; a port of RoCE v2 alone (rxe) takes 2 a child: 16 free, 8. */
+	for (int i = 0; i < 4; i++)
+		gid_type(i, "RoCE v2");
+	CHECK_INT_EQ(hpn_dra_gid_shares(root, "mlx5_0", 1, "eth0"), 8);
+	/* v1 and v2 (mlx5's): 4 a child. A child's entries' types do not count. */
+	gid_type(4, "IB/RoCE v1");
+	CHECK_INT_EQ(hpn_dra_gid_shares(root, "mlx5_0", 1, "eth0"), 8);
+	gid_type(0, "IB/RoCE v1");
+	CHECK_INT_EQ(hpn_dra_gid_shares(root, "mlx5_0", 1, "eth0"), 4);
 }
 
 static void fake_nic(struct hpn_dra_nic *n, unsigned int i, unsigned int shares)

@@ -12,7 +12,8 @@
 #  macvlan   the same over macvlan children of one parent NIC, one rxe per
 #            child, each made inside its pod.
 #  parent    one rxe on the parent (what 6.1 needed, the children's GIDs in
-#            its table): binds, but carries no pod-to-pod traffic on 7.x.
+#            its table, 2 entries a child with one IPv4 address, v2 alone:
+#            what a DRA share costs): binds, but carries no pod-to-pod traffic on 7.x.
 #  gone      a pod netns deleted with rxe inside: the rxe device is gone, the
 #            NIC is back under its pod-side name, or dev<ifindex> when that
 #            name is taken; a macvlan child and its rxe simply vanish.
@@ -152,8 +153,25 @@ scen_macvlan() {
 	fx ip netns del "$B"
 }
 
+# child_gids DEV PARENT: the non-zero entries of DEV's port 1 GID table whose
+# netdev is not PARENT (its upper devices': the children's).
+child_gids() {
+	local d=/sys/class/infiniband/$1/ports/1 f i n=0 nd
+	for f in "$d"/gids/*; do
+		i=${f##*/}
+		[[ $(cat "$f" 2>/dev/null) != 0000:0000:0000:0000:0000:0000:0000:0000 ]] || continue
+		nd=$(cat "$d/gid_attrs/ndevs/$i" 2>/dev/null) || continue
+		[[ -n $nd && $nd != "$2" ]] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+child_gids_are() {
+	[[ $(child_gids "$1" "$2") == "$3" ]]
+}
+
 scen_parent() {
-	local p=${VM_NICS[0]} out ga gb
+	local p=${VM_NICS[0]} out ga gb t
 	local -A c0 c1
 	info "parent: one rxe on $p in the host, macvlan children in $A and $B (the 6.1 way)"
 	pod_add "$A"
@@ -174,6 +192,16 @@ scen_parent() {
 	gb=$(sed -n 's/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:10\.74\.0\.2, RoCE v2$/\1/p' <<<"$out")
 	[[ -n $ga && -n $gb ]] || fail "rxp's GID table lacks a child's address: $(grep GID <<<"$out")"
 	echo "  # rxp GID[$ga] ::ffff:10.74.0.1 ($A's child), GID[$gb] ::ffff:10.74.0.2 ($B's child)"
+	# What a share costs its parent's GID table (doc/dra.md, Shared NICs: N is
+	# the free entries over 2 x T): each child with one IPv4 address puts it
+	# and its IPv6 link-local address there, once per RoCE type T of the
+	# port (rxe: v2 alone, so 2 a child).
+	t=$(cat /sys/class/infiniband/rxp/ports/1/gid_attrs/types/0)
+	[[ $t == "RoCE v2" ]] || fail "rxp's GID 0 is of type '$t', not RoCE v2 alone"
+	wait_for 5 child_gids_are rxp "$p" 4 ||
+		fail "rxp: the two children take $(child_gids rxp "$p") GID entries, not 2 each:" \
+			"$(ibv_devinfo -v -d rxp -i 1 | grep GID)"
+	echo "  # rxp (RoCE v2 alone): 2 children with an IPv4 address take 4 GID entries, 2 a share"
 	udp4791 "" || fail "no UDP 4791 socket in the initial netns for rxp"
 	! udp4791 "$A" || fail "$A has a UDP 4791 socket, but no rxe was made there"
 	counters c0

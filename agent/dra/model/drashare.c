@@ -38,7 +38,8 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 				const char *netdev)
 {
 	char dir[PATH_MAX], gids[PATH_MAX + 8];
-	unsigned int len = 0, used = 0;
+	unsigned int len = 0, used = 0, types;
+	bool v1 = false, v2 = false;
 	struct dirent *de;
 	DIR *d;
 
@@ -51,7 +52,7 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 	if (!d)
 		return 0;
 	while ((de = readdir(d)) && len < HPN_DRA_GID_TABLE_MAX) {
-		char gid[64], nd[HPN_IFNAMSIZ + 2];
+		char gid[64], nd[HPN_IFNAMSIZ + 2], type[32];
 
 		if (!de->d_name[0] || strspn(de->d_name, "0123456789") != strlen(de->d_name))
 			continue;
@@ -60,11 +61,18 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 		if (hpn_sysfs_read(gid, sizeof(gid), "%s/gids/%s", dir, de->d_name) == 0 &&
 		    gid_set(gid) &&
 		    hpn_sysfs_read(nd, sizeof(nd), "%s/gid_attrs/ndevs/%s", dir, de->d_name) == 0 &&
-		    !strcmp(nd, netdev))
+		    !strcmp(nd, netdev)) {
 			used++;
+			if (hpn_sysfs_read(type, sizeof(type), "%s/gid_attrs/types/%s", dir,
+					   de->d_name) == 0) {
+				v1 |= !strcmp(type, "IB/RoCE v1");
+				v2 |= !strcmp(type, "RoCE v2");
+			}
+		}
 	}
 	closedir(d);
-	return len > used ? (len - used) / HPN_DRA_GIDS_PER_SHARE : 0;
+	types = v1 + v2 ? (unsigned int)v1 + (unsigned int)v2 : 2;
+	return len > used ? (len - used) / (HPN_DRA_ADDRS_PER_SHARE * types) : 0;
 }
 
 /* {nic: {value: "1"}}: one of the NIC, the one counter of its set. */

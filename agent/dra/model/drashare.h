@@ -13,8 +13,12 @@
  * strings and cJSON in, no NIC struct: draslice.c builds the slices from these.
  */
 
-/* The GIDs one child of the NIC takes: an IPv4 and the IPv6 link-local address, each v1 and v2. */
-#define HPN_DRA_GIDS_PER_SHARE 4
+/*
+ * The addresses one child of the NIC puts in its GID table: an IPv4 and the
+ * IPv6 link-local one; each once per RoCE GID type the port carries (mlx5:
+ * v1 and v2, 4 entries; rxe: v2 only, 2; measured on 7.3 by vm7.shared).
+ */
+#define HPN_DRA_ADDRS_PER_SHARE 2
 /* GID table entries read at most (the kernel's tables hold a few hundred; rxe 2048). */
 #define HPN_DRA_GID_TABLE_MAX 4096
 /* The shared device's capacity, its counter set's counter, the attribute that marks it. */
@@ -26,10 +30,12 @@
 
 /*
  * The shares port `port` of RDMA device rdma can give children of netdev,
- * from sysfs under sysfs_root: floor((L - U) / HPN_DRA_GIDS_PER_SHARE), L the
- * entries of ports/<port>/gids/ (HPN_DRA_GID_TABLE_MAX at most), U the
+ * from sysfs under sysfs_root: floor((L - U) / (HPN_DRA_ADDRS_PER_SHARE * T)),
+ * L the entries of ports/<port>/gids/ (HPN_DRA_GID_TABLE_MAX at most), U the
  * non-zero GIDs whose gid_attrs/ndevs/<i> names netdev (its own addresses:
- * its children's GIDs are not counted, so N stays as they come and go). 0
+ * its children's GIDs are not counted, so N stays as they come and go), T
+ * the RoCE types (gid_attrs/types/<i>: "IB/RoCE v1", "RoCE v2") among those,
+ * 2 when none reads. 0
  * without a table, or when the parent takes all of it. The caller judges
  * whether the NIC may be shared at all (RoCE on a hardware device).
  */
