@@ -52,7 +52,7 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 	if (!d)
 		return 0;
 	while ((de = readdir(d)) && len < HPN_DRA_GID_TABLE_MAX) {
-		char gid[64], nd[HPN_IFNAMSIZ + 2], type[32];
+		char gid[64], nd[HPN_IFNAMSIZ + 2];
 
 		if (!de->d_name[0] || strspn(de->d_name, "0123456789") != strlen(de->d_name))
 			continue;
@@ -62,6 +62,8 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 		    gid_set(gid) &&
 		    hpn_sysfs_read(nd, sizeof(nd), "%s/gid_attrs/ndevs/%s", dir, de->d_name) == 0 &&
 		    !strcmp(nd, netdev)) {
+			char type[32];
+
 			used++;
 			if (hpn_sysfs_read(type, sizeof(type), "%s/gid_attrs/types/%s", dir,
 					   de->d_name) == 0) {
@@ -71,7 +73,10 @@ unsigned int hpn_dra_gid_shares(const char *sysfs_root, const char *rdma, unsign
 		}
 	}
 	closedir(d);
-	types = v1 + v2 ? (unsigned int)v1 + (unsigned int)v2 : 2;
+	/* None read: both, the larger cost. */
+	types = (unsigned int)v1 + (unsigned int)v2;
+	if (!types)
+		types = 2;
 	return len > used ? (len - used) / (HPN_DRA_ADDRS_PER_SHARE * types) : 0;
 }
 
