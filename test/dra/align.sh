@@ -25,21 +25,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 nodes=$HPN_SRC/test/fixtures/gpu-nodes
 claims=$HPN_SRC/conf/k8s/dra-claims.yaml
 classes=("$HPN_SRC/conf/k8s/dra-deviceclass.yaml" "$here/gpu-deviceclass.yaml")
-if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
-	echo "skipped: python3-yaml is not installed (scripts/install-deps.sh installs it)"
-	exit 77
-fi
-tmp=$(mktemp -d /tmp/hpn-dra-align-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-bad() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+dra_start align
 # expect WHAT STATUS CMD...: CMD exits STATUS; a refusal (1) of checkalign.py
 # must come from its own FAIL lines about roots, not from a crash.
 expect() {
@@ -207,5 +195,4 @@ else
 	cat "$tmp/out" "$tmp/err"
 fi
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+dra_done

@@ -27,21 +27,9 @@ alloc=$here/allocate.py
 classes=$HPN_SRC/conf/k8s/dra-deviceclass.yaml
 share_claims=$HPN_SRC/conf/k8s/dra-claims.yaml
 drv=hpn-rdma.alibabacloud.com
-if ! /usr/bin/python3 -c 'import yaml' 2>/dev/null; then
-	echo "skipped: python3-yaml is not installed (scripts/install-deps.sh installs it)"
-	exit 77
-fi
-tmp=$(mktemp -d /tmp/hpn-dra-share-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() {
-	echo "ok: $*"
-	passed=$((passed + 1))
-}
-bad() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+dra_start share
 # is WHAT JQ FILE [ARGS...]: jq -e JQ of FILE holds.
 is() {
 	local what=$1 filter=$2 file=$3
@@ -227,5 +215,4 @@ jq 'del(.[1])' "$tmp/a.json" >"$tmp/odd.json"
 allocate "$tmp/o5.json" hpn-rdma-share "$share_claims" "$tmp/odd.json"
 want_rc "the pool without its counter slice (incomplete): refused" 2
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+dra_done

@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "drashare.h"
+#include "draplan.h"
 #include "draslice.h"
 #include "gpunode.h"
 #include "tmpdir.h"
@@ -700,36 +701,6 @@ static void test_taint_split(void)
 	CHECK_INT_EQ(hpn_dra_slice_split(nics, 200), 4);
 	check_slice_rails(nics, 3, 4, 192, 200, __LINE__);
 	free(nics);
-}
-
-/* The API's list holding exactly plan p's slices (resourceVersion "7" each). */
-static char *list_of(const struct hpn_dra_slices_plan *p)
-{
-	cJSON *list = cJSON_CreateObject(), *items = cJSON_AddArrayToObject(list, "items");
-	char *body;
-
-	for (size_t i = 0; i < p->count; i++) {
-		cJSON *c = cJSON_Duplicate(p->v[i], true);
-
-		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(c, "metadata"),
-					"resourceVersion", "7");
-		cJSON_AddItemToArray(items, c);
-	}
-	body = cJSON_PrintUnformatted(list);
-	cJSON_Delete(list);
-	return body;
-}
-
-static int plan(const char *body, const struct hpn_dra_nic *nics, size_t n, long floor,
-		struct hpn_dra_slices_plan *p)
-{
-	struct hpn_err err = { 0 };
-	int r = hpn_dra_slices_plan(body, strlen(body), "the slices", HPN_DRA_DRIVER, "n1", nics, n,
-				    floor, p, &err);
-
-	if (r < 0)
-		fprintf(stderr, "\tplan: %s\n", err.msg);
-	return r;
 }
 
 /*

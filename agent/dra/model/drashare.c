@@ -93,12 +93,16 @@ static cJSON *one_nic(void)
 	return c;
 }
 
-int hpn_dra_share_consumes(cJSON *dev, const char *counter_set)
+/* {<key>: name, counters: {nic: {value: "1"}}} added to the array arr. */
+static int named_one_nic(cJSON *arr, const char *key, const char *name)
 {
-	cJSON *list = cJSON_AddArrayToObject(dev, "consumesCounters"), *o, *c;
+	cJSON *o = cJSON_CreateObject(), *c;
 
-	if (!list || !(o = cJSON_CreateObject()) || !cJSON_AddItemToArray(list, o) ||
-	    !cJSON_AddStringToObject(o, "counterSet", counter_set))
+	if (!o || !cJSON_AddItemToArray(arr, o)) {
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddStringToObject(o, key, name))
 		return -ENOMEM;
 	c = one_nic();
 	if (!c || !cJSON_AddItemToObject(o, "counters", c)) {
@@ -106,6 +110,13 @@ int hpn_dra_share_consumes(cJSON *dev, const char *counter_set)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int hpn_dra_share_consumes(cJSON *dev, const char *counter_set)
+{
+	cJSON *list = cJSON_AddArrayToObject(dev, "consumesCounters");
+
+	return list ? named_one_nic(list, "counterSet", counter_set) : -ENOMEM;
 }
 
 int hpn_dra_share_capacity(cJSON *dev, unsigned int shares)
@@ -131,16 +142,7 @@ int hpn_dra_share_capacity(cJSON *dev, unsigned int shares)
 
 int hpn_dra_share_counter_set(cJSON *sets, const char *name)
 {
-	cJSON *o = cJSON_CreateObject(), *c;
-
-	if (!o || !cJSON_AddItemToArray(sets, o) || !cJSON_AddStringToObject(o, "name", name))
-		return -ENOMEM;
-	c = one_nic();
-	if (!c || !cJSON_AddItemToObject(o, "counters", c)) {
-		cJSON_Delete(c);
-		return -ENOMEM;
-	}
-	return 0;
+	return named_one_nic(sets, "name", name);
 }
 
 static const cJSON *at(const cJSON *o, const char *k)
