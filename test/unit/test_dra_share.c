@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "drashare.h"
 #include "draplan.h"
+#include "drashare.h"
 #include "draslice.h"
 #include "tmpdir.h"
 

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "drashare.h"
 #include "draplan.h"
+#include "drashare.h"
 #include "draslice.h"
 #include "gpunode.h"
 #include "tmpdir.h"
