@@ -286,6 +286,16 @@ static int select_allocated(struct hpn_attach *a, const struct hpn_conf *conf,
 		size_t k;
 
 		plans[i].share = al->shared[i];
+		/* The kernel gives a NIC one passthru macvlan and nothing beside it: no sharing. */
+		if (plans[i].share && conf->mode == HPN_MODE_MACVLAN &&
+		    conf->child_mode == MACVLAN_MODE_PASSTHRU) {
+			r = hpn_err_set(err, HPN_E_INVALID_CONFIG, EINVAL,
+					"%s device %s is a share of a NIC, but macvlanMode is "
+					"passthru, which gives a NIC one child and nothing beside "
+					"it: set macvlanMode bridge (or private, vepa)",
+					al->resource, al->ids[i]);
+			break;
+		}
 		for (k = 0; k < lv.n; k++) {
 			char id[HPN_ALLOC_ID_MAX];
 

@@ -484,8 +484,9 @@ share_one_pod() {
 }
 scenario "DRA shares: two of one NIC in one pod, beside a whole NIC" share_one_pod
 
-# Under a macvlan config a share is the config's child (macvlanMode private);
-# GC collects a share whose pod vanished like any child.
+# Under a macvlan config a share is the config's child (macvlanMode private),
+# none under passthru (refused); GC collects a share whose pod vanished like
+# any child.
 share_macvlan() {
 	local conf
 	share_setup
@@ -495,6 +496,13 @@ share_macvlan() {
 	expect_result "ADD of two shares under macvlanMode private"
 	is_child a hpn0 macvlan private "hpn0 is a private macvlan of ens0"
 	is_child a hpn1 macvlan private "hpn1 is a private macvlan of ens0"
+	# A passthru macvlan is a NIC's only child: a share under it, refused before any change.
+	answer b '["ens0"]' '[true]'
+	pod_run ADD b "$(share_conf '.mode = "macvlan" | .macvlanMode = "passthru"')"
+	expect_err 7 "ADD of a share under macvlanMode passthru" \
+		'is a share of a NIC, but macvlanMode is passthru'
+	POD_NS=$(pod_ns b) pod_empty "pod b after the refused passthru share"
+	ip netns del "$(pod_ns b)"
 	ip netns del "$POD_NS"
 	run_plugin GC "$(jq -c '.["cni.dev/valid-attachments"] = []' <<<"$conf")" \
 		-CNI_CONTAINERID -CNI_NETNS -CNI_IFNAME
