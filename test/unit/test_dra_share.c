@@ -32,24 +32,7 @@ static char root[256];
 /* text and a newline into <root>/rel, its directories made. */
 static void put(const char *rel, const char *text)
 {
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (char *c = path + strlen(root) + 1; *c; c++) {
-		if (*c != '/')
-			continue;
-		*c = '\0';
-		CHECK(mkdir(path, 0755) == 0 || errno == EEXIST);
-		*c = '/';
-	}
-	f = fopen(path, "we");
-	if (!f) {
-		perror(path);
-		exit(2);
-	}
-	fprintf(f, "%s\n", text);
-	fclose(f);
+	tmpdir_put(root, rel, text);
 }
 
 #define ZERO_GID "0000:0000:0000:0000:0000:0000:0000:0000"

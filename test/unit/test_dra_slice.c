@@ -84,17 +84,7 @@ static void read_tree(const char *node)
 /* text and a newline into <sys_root>/rel, as sysfs shows an attribute. */
 static void put(const char *text, const char *rel)
 {
-	char path[PATH_MAX + 128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", sys_root, rel);
-	f = fopen(path, "we");
-	if (!f) {
-		perror(path);
-		exit(2);
-	}
-	fprintf(f, "%s\n", text);
-	fclose(f);
+	tmpdir_put(sys_root, rel, text);
 }
 
 /* <ibdev>/ports/1 of the scratch tree, where a real device keeps its link layer. */
